@@ -1,0 +1,191 @@
+"""Argument checks used at every public boundary (layer 1).
+
+Each helper raises ``TypeError`` or ``ValueError`` whose message names the argument and the
+offending value, so that users see at once what to fix.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable
+
+import numpy as np
+
+from dpaudit._typing import ArrayLike, FloatArray
+
+__all__ = [
+    "check_array",
+    "check_confidence_level",
+    "check_counts",
+    "check_delta",
+    "check_in_range",
+    "check_nonneg_int",
+    "check_orders",
+    "check_positive",
+    "check_positive_int",
+    "check_probability",
+    "check_real",
+    "check_votes",
+    "check_choice",
+]
+
+
+def _fmt(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def check_real(name: str, value: object) -> float:
+    """A finite real scalar (bools rejected)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {_fmt(value)}")
+    out = float(value)
+    if not math.isfinite(out):
+        raise ValueError(f"{name} must be finite, got {out}")
+    return out
+
+
+def check_positive(name: str, value: object, *, allow_inf: bool = False) -> float:
+    """A real scalar > 0 (NaN rejected; +inf only when ``allow_inf``)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a positive real number, got {_fmt(value)}")
+    out = float(value)
+    if math.isnan(out) or out <= 0 or (math.isinf(out) and not allow_inf):
+        raise ValueError(f"{name} must be a positive finite number, got {out}")
+    return out
+
+
+def check_in_range(
+    name: str,
+    value: object,
+    low: float,
+    high: float,
+    *,
+    low_inclusive: bool = False,
+    high_inclusive: bool = False,
+) -> float:
+    """A real scalar in the interval given (inclusivity per bound)."""
+    out = check_real(name, value)
+    ok_low = out >= low if low_inclusive else out > low
+    ok_high = out <= high if high_inclusive else out < high
+    if not (ok_low and ok_high):
+        lb = "[" if low_inclusive else "("
+        rb = "]" if high_inclusive else ")"
+        raise ValueError(f"{name} must be in {lb}{low}, {high}{rb}, got {out}")
+    return out
+
+
+def check_confidence_level(value: object, name: str = "confidence_level") -> float:
+    """A confidence level in the open interval (0, 1)."""
+    return check_in_range(name, value, 0.0, 1.0)
+
+
+def check_probability(name: str, value: object) -> float:
+    """A probability in [0, 1]."""
+    return check_in_range(name, value, 0.0, 1.0, low_inclusive=True, high_inclusive=True)
+
+
+def check_delta(value: object, name: str = "delta", *, allow_zero: bool = True) -> float:
+    """δ in [0, 1) (or (0, 1) when ``allow_zero`` is False)."""
+    return check_in_range(name, value, 0.0, 1.0, low_inclusive=allow_zero)
+
+
+def check_nonneg_int(name: str, value: object) -> int:
+    """An integer ≥ 0 (integral floats such as ``1e8`` accepted, bools rejected)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an integer, got {_fmt(value)}")
+    if isinstance(value, numbers.Integral):
+        out = int(value)
+    elif isinstance(value, numbers.Real) and math.isfinite(float(value)) and float(value).is_integer():
+        out = int(value)
+    else:
+        raise TypeError(f"{name} must be an integer, got {_fmt(value)}")
+    if out < 0:
+        raise ValueError(f"{name} must be non-negative, got {out}")
+    return out
+
+
+def check_positive_int(name: str, value: object) -> int:
+    """An integer ≥ 1."""
+    out = check_nonneg_int(name, value)
+    if out < 1:
+        raise ValueError(f"{name} must be a positive integer, got {out}")
+    return out
+
+
+def check_choice(name: str, value: object, choices: Iterable[str]) -> str:
+    """One of a fixed set of strings."""
+    options = tuple(choices)
+    if not isinstance(value, str) or value not in options:
+        raise ValueError(f"{name} must be one of {options}, got {_fmt(value)}")
+    return value
+
+
+def check_array(
+    name: str,
+    value: ArrayLike,
+    *,
+    ndim_min: int = 0,
+    ndim: int | None = None,
+    allow_empty: bool = False,
+    finite: bool = True,
+    nonneg: bool = False,
+) -> FloatArray:
+    """Convert to a float64 array and check shape, emptiness, finiteness and sign.
+
+    Ragged input (lists of unequal length) raises ``ValueError``.
+    """
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be array-like of numbers, got {_fmt(value)}")
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be a rectangular array of numbers (ragged or non-numeric input): {exc}") from exc
+    except TypeError as exc:
+        raise TypeError(f"{name} must be array-like of numbers, got {_fmt(value)}") from exc
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimension(s), got shape {arr.shape}")
+    if arr.ndim < ndim_min:
+        raise ValueError(f"{name} must have at least {ndim_min} dimension(s), got shape {arr.shape}")
+    if not allow_empty and arr.size == 0:
+        raise ValueError(f"{name} must not be empty, got shape {arr.shape}")
+    if finite and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must contain only finite values (no NaN/inf), got {_fmt(value)}")
+    if nonneg and np.any(arr < 0):
+        raise ValueError(f"{name} must be non-negative, got {_fmt(value)}")
+    return arr
+
+
+def check_votes(name: str, value: ArrayLike, *, min_classes: int = 2, nonneg: bool = False) -> FloatArray:
+    """A vote histogram or a batch of them: shape (..., C) with C ≥ ``min_classes``, finite."""
+    arr = check_array(name, value, ndim_min=1, nonneg=nonneg)
+    if arr.shape[-1] < min_classes:
+        raise ValueError(
+            f"{name} must have at least {min_classes} classes in its last axis, got shape {arr.shape}"
+        )
+    return arr
+
+
+def check_counts(name: str, value: ArrayLike, *, ndim_min: int = 1) -> np.ndarray:
+    """Non-negative integer counts (integral floats accepted), returned as int64."""
+    arr = check_array(name, value, ndim_min=ndim_min, nonneg=True)
+    if not np.all(arr == np.round(arr)):
+        raise ValueError(f"{name} must contain integer counts, got {_fmt(value)}")
+    return arr.astype(np.int64)
+
+
+def check_orders(value: ArrayLike, name: str = "orders", *, allow_one: bool = False, allow_inf: bool = False) -> FloatArray:
+    """Rényi orders: a non-empty 1-d array of α > 1 (α = 1 and α = ∞ only where allowed)."""
+    arr = np.atleast_1d(check_array(name, value, finite=False, allow_empty=False))
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a scalar or 1-d array, got shape {arr.shape}")
+    if np.any(np.isnan(arr)):
+        raise ValueError(f"{name} must not contain NaN, got {_fmt(value)}")
+    if not allow_inf and np.any(np.isinf(arr)):
+        raise ValueError(f"{name} must be finite, got {_fmt(value)}")
+    bad = arr < 1 if allow_one else arr <= 1
+    if np.any(bad):
+        rule = ">= 1" if allow_one else "> 1"
+        raise ValueError(f"{name} must all be {rule}, got {_fmt(value)}")
+    return arr
