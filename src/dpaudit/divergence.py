@@ -1,0 +1,258 @@
+"""Rényi divergences between discrete distributions and of the noisy argmax (layer 2).
+
+``D_α(P‖Q) = (1/(α−1))·log Σ_x P(x)^α Q(x)^{1−α}`` (Rényi 1961; Mironov 2017 Def. 3;
+paper 000 §3), computed in log space as a logsumexp so that probabilities down to 1e-300
+and below contribute correctly. ``α = 1`` is the KL divergence ``Σ P log(P/Q)`` and
+``α = ∞`` the max log-ratio ``max_{x: P(x)>0} log(P(x)/Q(x))``.
+
+For the noisy argmax, ``exact_renyi`` evaluates ``D_α(Q(H)‖Q(H'))`` with the exact output
+probabilities (paper 000 §4.2, Eq. 4; paper 003 Thm 1) and ``worst_case_neighbour_renyi``
+maximises it over every histogram one teacher away — the "exact" curve of paper 000 Fig. 2.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import numpy as np
+
+from dpaudit._results import ResultMixin
+from dpaudit._typing import ArrayLike, FloatArray
+from dpaudit._validate import check_array, check_choice, check_positive, check_votes
+from dpaudit.mechanisms.noisy_argmax import log_argmax_probabilities
+
+__all__ = [
+    "WorstCaseRenyi",
+    "exact_renyi",
+    "neighbouring_histograms",
+    "renyi_divergence",
+    "renyi_divergence_from_log",
+    "worst_case_neighbour_renyi",
+]
+
+RELATIONS = ("replace", "add-remove")
+
+
+def _check_div_orders(orders: ArrayLike) -> np.ndarray:
+    arr = np.atleast_1d(check_array("orders", orders, finite=False))
+    if arr.ndim != 1:
+        raise ValueError(f"orders must be a scalar or 1-d array, got shape {arr.shape}")
+    if np.any(np.isnan(arr)) or np.any(arr <= 0):
+        raise ValueError(f"orders must be > 0 (inf allowed), got {orders!r}")
+    return arr
+
+
+def renyi_divergence_from_log(log_p: ArrayLike, log_q: ArrayLike, orders: ArrayLike) -> FloatArray:
+    """Rényi divergence ``D_α(P‖Q)`` from log-probabilities, for every order.
+
+    Args:
+        log_p: log P over the outcomes in the last axis (``-inf`` for zero mass), ``(..., K)``.
+        log_q: log Q, broadcastable with ``log_p``.
+        orders: orders α > 0; 1 gives KL, ``inf`` the max log-ratio.
+
+    Returns:
+        ``(..., len(orders))`` divergences, ≥ 0 up to rounding; ``inf`` where P puts mass
+        on an outcome Q does not (α ≥ 1).
+
+    Raises:
+        ValueError: orders ≤ 0 or NaN, NaN or positive log-probabilities, shape mismatch.
+    """
+    lp = np.asarray(log_p, dtype=np.float64)
+    lq = np.asarray(log_q, dtype=np.float64)
+    if np.any(np.isnan(lp)) or np.any(lp > 1e-12):
+        raise ValueError("log_p must contain log-probabilities (≤ 0, no NaN)")
+    if np.any(np.isnan(lq)) or np.any(lq > 1e-12):
+        raise ValueError("log_q must contain log-probabilities (≤ 0, no NaN)")
+    try:
+        lp, lq = np.broadcast_arrays(lp, lq)
+    except ValueError as exc:
+        raise ValueError(f"log_p and log_q shapes differ: {lp.shape} vs {lq.shape}") from exc
+    alphas = _check_div_orders(orders)
+    support = lp > -np.inf
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        ratio = np.where(support, lp - lq, -np.inf)  # log(P/Q) on P's support
+    out = np.empty(lp.shape[:-1] + (alphas.size,))
+    for k, a in enumerate(alphas):
+        if np.isinf(a):
+            out[..., k] = ratio.max(axis=-1)
+        elif a == 1.0:
+            with np.errstate(invalid="ignore"):
+                terms = np.where(support, np.exp(lp) * ratio, 0.0)
+            out[..., k] = terms.sum(axis=-1)
+        else:
+            # log Σ P^α Q^{1−α} = log Σ P·(P/Q)^{α−1} over P's support.
+            with np.errstate(invalid="ignore", over="ignore"):
+                terms = np.where(support, lp + (a - 1.0) * ratio, -np.inf)
+            m = terms.max(axis=-1, keepdims=True)
+            finite_m = np.where(np.isfinite(m), m, 0.0)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                lse = np.log(np.exp(terms - finite_m).sum(axis=-1)) + finite_m[..., 0]
+            lse = np.where(np.isposinf(m[..., 0]), np.inf, lse)
+            out[..., k] = lse / (a - 1.0)
+    return out
+
+
+def renyi_divergence(p: ArrayLike, q: ArrayLike, orders: ArrayLike) -> FloatArray:
+    """Rényi divergence ``D_α(P‖Q)`` of discrete distributions for every order.
+
+    Args:
+        p: probabilities over the last axis ``(..., K)``, non-negative, summing to 1.
+        q: probabilities broadcastable with ``p``.
+        orders: orders α > 0 (1 = KL, ``inf`` = max log-ratio).
+
+    Returns:
+        ``(..., len(orders))`` divergences.
+
+    Raises:
+        ValueError: negative or non-finite probabilities, rows not summing to 1 (±1e-9),
+            bad orders.
+
+    Example:
+        >>> renyi_divergence([0.5, 0.5], [0.25, 0.75], [2.0]).round(6)
+        array([0.287682])
+    """
+    pa = check_array("p", p, ndim_min=1, nonneg=True)
+    qa = check_array("q", q, ndim_min=1, nonneg=True)
+    for name, arr in (("p", pa), ("q", qa)):
+        if np.any(np.abs(arr.sum(axis=-1) - 1.0) > 1e-9):
+            raise ValueError(f"{name} must sum to 1 along the last axis")
+    with np.errstate(divide="ignore"):
+        return renyi_divergence_from_log(np.log(pa), np.log(qa), orders)
+
+
+def exact_renyi(
+    votes: ArrayLike, neighbour_votes: ArrayLike, sigma: float, orders: ArrayLike
+) -> FloatArray:
+    """``D_α(Q(H)‖Q(H'))`` for the Gaussian noisy argmax, exactly (paper 000 §4.2, Eq. 4).
+
+    Args:
+        votes: histogram H ``(C,)`` or batch ``(..., C)``.
+        neighbour_votes: H', same shape (or broadcastable).
+        sigma: noise standard deviation σ > 0.
+        orders: Rényi orders α > 0 (1 = KL, ``inf`` allowed).
+
+    Returns:
+        ``(..., len(orders))`` divergences.
+
+    Example:
+        >>> d = exact_renyi([14, 12, 10, 8, 6], [13, 13, 10, 8, 6], 2.0, [2.0, 10.0])
+        >>> bool(d[0] < d[1])
+        True
+    """
+    h = check_votes("votes", votes)
+    h2 = check_votes("neighbour_votes", neighbour_votes)
+    if h.shape[-1] != h2.shape[-1]:
+        raise ValueError(
+            f"votes and neighbour_votes must have the same number of classes, got {h.shape} "
+            f"and {h2.shape}"
+        )
+    alphas = _check_div_orders(orders)
+    sigma = check_positive("sigma", sigma)
+    return renyi_divergence_from_log(
+        log_argmax_probabilities(h, sigma), log_argmax_probabilities(h2, sigma), alphas
+    )
+
+
+def neighbouring_histograms(votes: ArrayLike, relation: str = "replace") -> np.ndarray:
+    """All histograms one teacher away from ``votes``.
+
+    ``"replace"`` (PATE: one teacher changes its vote): one vote moved from class a to class
+    b ≠ a, for every a with at least one vote. ``"add-remove"``: one vote added to or removed
+    from a class (removal needs at least one vote there).
+
+    Returns:
+        ``(K, C)`` array of neighbours.
+    """
+    h = check_votes("votes", votes, nonneg=True)
+    if h.ndim != 1:
+        raise ValueError(f"votes must be a single histogram (C,), got shape {h.shape}")
+    check_choice("relation", relation, RELATIONS)
+    c = h.size
+    eye = np.eye(c)
+    if relation == "replace":
+        rows = [h - eye[a] + eye[b] for a, b in itertools.permutations(range(c), 2) if h[a] >= 1]
+    else:
+        rows = [h + eye[a] for a in range(c)] + [h - eye[a] for a in range(c) if h[a] >= 1]
+    if not rows:
+        raise ValueError(f"votes has no neighbour under relation {relation!r}: {h!r}")
+    return np.array(rows)
+
+
+@dataclasses.dataclass(frozen=True)
+class WorstCaseRenyi(ResultMixin):
+    """Worst-case Rényi divergence of the noisy argmax over neighbouring histograms.
+
+    Attributes:
+        orders: the Rényi orders α.
+        epsilons: ``max_{H'} max(D_α(Q(H)‖Q(H')), D_α(Q(H')‖Q(H)))`` at each order.
+        neighbours: the maximising neighbour histogram at each order, ``(len(orders), C)``.
+        directions: ``"forward"`` (``D(Q(H)‖Q(H'))``) or ``"reverse"`` at each order.
+        votes: the histogram H.
+        sigma: noise standard deviation.
+        relation: neighbouring relation (``"replace"`` or ``"add-remove"``).
+        method: ``"exact"``: exact output probabilities, no sampling.
+    """
+
+    orders: FloatArray
+    epsilons: FloatArray
+    neighbours: FloatArray
+    directions: tuple[str, ...]
+    votes: FloatArray
+    sigma: float
+    relation: str
+    method: str = "exact"
+
+
+def worst_case_neighbour_renyi(
+    votes: ArrayLike, sigma: float, orders: ArrayLike, relation: str = "replace"
+) -> WorstCaseRenyi:
+    """Exact per-query RDP of the noisy argmax at a fixed histogram, over all neighbours.
+
+    The maximum over every histogram one teacher away (both directions of the divergence) of
+    ``D_α(Q(H)‖Q(H'))`` — the "exact" curve of paper 000 Fig. 2 (§4.2: "exact Rényi
+    divergence ... for all possible neighbouring histograms").
+
+    Args:
+        votes: the histogram H ``(C,)`` with non-negative votes.
+        sigma: noise standard deviation σ > 0.
+        orders: Rényi orders α ≥ 1 (``inf`` allowed).
+        relation: ``"replace"`` (default) or ``"add-remove"``.
+
+    Returns:
+        :class:`WorstCaseRenyi`.
+
+    Raises:
+        ValueError: bad votes, σ, orders (< 1) or relation.
+
+    Example:
+        >>> r = worst_case_neighbour_renyi([200, 30, 20], 40.0, [2.0, 20.0])
+        >>> bool(np.all(r.epsilons <= np.array([2.0, 20.0]) / 40**2))
+        True
+    """
+    h = check_votes("votes", votes, nonneg=True)
+    if h.ndim != 1:
+        raise ValueError(f"votes must be a single histogram (C,), got shape {h.shape}")
+    sigma = check_positive("sigma", sigma)
+    alphas = _check_div_orders(orders)
+    if np.any(alphas < 1):
+        raise ValueError(f"orders must be >= 1 for an RDP curve, got {orders!r}")
+    neigh = neighbouring_histograms(h, relation)
+    lq = log_argmax_probabilities(h, sigma)
+    lq_n = log_argmax_probabilities(neigh, sigma)
+    fwd = renyi_divergence_from_log(lq[None, :], lq_n, alphas)  # (K, A)
+    rev = renyi_divergence_from_log(lq_n, lq[None, :], alphas)
+    both = np.stack([fwd, rev])  # (2, K, A)
+    flat = both.reshape(-1, alphas.size)
+    idx = flat.argmax(axis=0)
+    direction_idx, neigh_idx = np.divmod(idx, neigh.shape[0])
+    eps = np.maximum(flat[idx, np.arange(alphas.size)], 0.0)
+    return WorstCaseRenyi(
+        orders=alphas,
+        epsilons=eps,
+        neighbours=neigh[neigh_idx],
+        directions=tuple("forward" if d == 0 else "reverse" for d in direction_idx),
+        votes=h,
+        sigma=sigma,
+        relation=relation,
+    )
