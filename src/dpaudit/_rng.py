@@ -31,7 +31,9 @@ def as_seed_sequence(rng: RngLike) -> np.random.SeedSequence:
     if rng is None:
         return np.random.SeedSequence()
     if isinstance(rng, (bool, np.bool_)):
-        raise TypeError(f"rng must be a numpy Generator, int seed, SeedSequence or None, got {rng!r}")
+        raise TypeError(
+            f"rng must be a numpy Generator, int seed, SeedSequence or None, got {rng!r}"
+        )
     if isinstance(rng, (int, np.integer)):
         if rng < 0:
             raise ValueError(f"rng seed must be non-negative, got {rng}")

@@ -16,6 +16,7 @@ from dpaudit._typing import ArrayLike, FloatArray
 
 __all__ = [
     "check_array",
+    "check_choice",
     "check_confidence_level",
     "check_counts",
     "check_delta",
@@ -27,7 +28,6 @@ __all__ = [
     "check_probability",
     "check_real",
     "check_votes",
-    "check_choice",
 ]
 
 
@@ -95,9 +95,11 @@ def check_nonneg_int(name: str, value: object) -> int:
     """An integer ≥ 0 (integral floats such as ``1e8`` accepted, bools rejected)."""
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be an integer, got {_fmt(value)}")
-    if isinstance(value, numbers.Integral):
-        out = int(value)
-    elif isinstance(value, numbers.Real) and math.isfinite(float(value)) and float(value).is_integer():
+    if isinstance(value, numbers.Integral) or (
+        isinstance(value, numbers.Real)
+        and math.isfinite(float(value))
+        and float(value).is_integer()
+    ):
         out = int(value)
     else:
         raise TypeError(f"{name} must be an integer, got {_fmt(value)}")
@@ -141,13 +143,17 @@ def check_array(
     try:
         arr = np.asarray(value, dtype=np.float64)
     except ValueError as exc:
-        raise ValueError(f"{name} must be a rectangular array of numbers (ragged or non-numeric input): {exc}") from exc
+        raise ValueError(
+            f"{name} must be a rectangular array of numbers (ragged or non-numeric input): {exc}"
+        ) from exc
     except TypeError as exc:
         raise TypeError(f"{name} must be array-like of numbers, got {_fmt(value)}") from exc
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimension(s), got shape {arr.shape}")
     if arr.ndim < ndim_min:
-        raise ValueError(f"{name} must have at least {ndim_min} dimension(s), got shape {arr.shape}")
+        raise ValueError(
+            f"{name} must have at least {ndim_min} dimension(s), got shape {arr.shape}"
+        )
     if not allow_empty and arr.size == 0:
         raise ValueError(f"{name} must not be empty, got shape {arr.shape}")
     if finite and not np.all(np.isfinite(arr)):
@@ -157,12 +163,15 @@ def check_array(
     return arr
 
 
-def check_votes(name: str, value: ArrayLike, *, min_classes: int = 2, nonneg: bool = False) -> FloatArray:
+def check_votes(
+    name: str, value: ArrayLike, *, min_classes: int = 2, nonneg: bool = False
+) -> FloatArray:
     """A vote histogram or a batch of them: shape (..., C) with C ≥ ``min_classes``, finite."""
     arr = check_array(name, value, ndim_min=1, nonneg=nonneg)
     if arr.shape[-1] < min_classes:
         raise ValueError(
-            f"{name} must have at least {min_classes} classes in its last axis, got shape {arr.shape}"
+            f"{name} must have at least {min_classes} classes in its last axis, "
+            f"got shape {arr.shape}"
         )
     return arr
 
@@ -175,7 +184,9 @@ def check_counts(name: str, value: ArrayLike, *, ndim_min: int = 1) -> np.ndarra
     return arr.astype(np.int64)
 
 
-def check_orders(value: ArrayLike, name: str = "orders", *, allow_one: bool = False, allow_inf: bool = False) -> FloatArray:
+def check_orders(
+    value: ArrayLike, name: str = "orders", *, allow_one: bool = False, allow_inf: bool = False
+) -> FloatArray:
     """Rényi orders: a non-empty 1-d array of α > 1 (α = 1 and α = ∞ only where allowed)."""
     arr = np.atleast_1d(check_array(name, value, finite=False, allow_empty=False))
     if arr.ndim != 1:

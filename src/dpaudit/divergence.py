@@ -72,7 +72,7 @@ def renyi_divergence_from_log(log_p: ArrayLike, log_q: ArrayLike, orders: ArrayL
     support = lp > -np.inf
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         ratio = np.where(support, lp - lq, -np.inf)  # log(P/Q) on P's support
-    out = np.empty(lp.shape[:-1] + (alphas.size,))
+    out = np.empty((*lp.shape[:-1], alphas.size))
     for k, a in enumerate(alphas):
         if np.isinf(a):
             out[..., k] = ratio.max(axis=-1)

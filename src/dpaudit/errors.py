@@ -7,8 +7,8 @@ __all__ = [
     "ConvergenceWarning",
     "DPAuditError",
     "FallbackWarning",
-    "MissingDependencyError",
     "MissingDatasetError",
+    "MissingDependencyError",
     "require",
 ]
 

@@ -80,7 +80,9 @@ def _logsumexp_last(a: np.ndarray) -> np.ndarray:
     return out
 
 
-def strip_error_estimate(ell: np.ndarray, h: np.ndarray | float, log_total: np.ndarray) -> np.ndarray:
+def strip_error_estimate(
+    ell: np.ndarray, h: np.ndarray | float, log_total: np.ndarray
+) -> np.ndarray:
     """Upper estimate of the relative trapezoidal error of (F5) from grid values.
 
     Args:
@@ -276,9 +278,7 @@ def per_class_log_q(d: np.ndarray, *, weights_mills: bool = False) -> tuple[np.n
                 log_coarse = _logsumexp_last(ell[:, ::2]) + np.log(2 * hz)
                 _, grad_end, _ = _class_terms(d[rows], z[:, -1])
                 with np.errstate(divide="ignore", invalid="ignore"):
-                    tail = np.where(
-                        grad_end < 0, ell[:, -1] - np.log(-grad_end) - log_fine, np.inf
-                    )
+                    tail = np.where(grad_end < 0, ell[:, -1] - np.log(-grad_end) - log_fine, np.inf)
                     disc = np.abs(np.expm1(log_coarse - log_fine))
                 good_tail = tail <= math.log(TAIL_RTOL)
                 strip = strip_error_estimate(ell, hz, log_fine)

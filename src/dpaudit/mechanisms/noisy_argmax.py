@@ -32,6 +32,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
+from scipy import special
 
 from dpaudit._rng import block_seeds
 from dpaudit._typing import ArrayLike, FloatArray, RngLike
@@ -71,7 +72,7 @@ def _standardise(votes: ArrayLike, sigma: float) -> tuple[np.ndarray, tuple[int,
 
 
 def _log_q_standardised(v: np.ndarray) -> np.ndarray:
-    b, c = v.shape
+    _b, c = v.shape
     if c == 2:
         # Closed form: Q_0 = Φ((v_0 − v_1)/√2) (difference of two independent normals).
         diff = (v[:, 0] - v[:, 1]) / math.sqrt(2)
@@ -180,6 +181,14 @@ def _block_sizes(n: int, block_size: int) -> list[int]:
     return [block_size] * full + ([rest] if rest else [])
 
 
+# Thinning split of the Monte-Carlo kernel (see _numpy_block): the threshold sits this many
+# standard deviations below the top standardised vote, so ≈ Φ(−2.33) = 1% of draws need the
+# trailing classes in full; classes whose chance to clear the threshold is ≥ 10% are
+# sampled explicitly.
+_THRESHOLD_GAP = 2.33
+_EXPLICIT_MIN_PROB = 0.1
+
+
 def sample_argmax_block(
     v: np.ndarray, size: int, seed: np.random.SeedSequence, *, backend: str = "numpy", device=None
 ) -> np.ndarray:
@@ -187,8 +196,9 @@ def sample_argmax_block(
 
     One block of the Monte-Carlo sampler: the draws come from the generator seeded by
     ``seed`` only, so a block's counts are the same wherever and whenever it runs.
-    Peak memory: ``size·C`` float64 noise values plus ``size`` winner indices per
-    histogram (numpy: 8·size·(C+1) bytes, about 92 MB for the default block and C = 10).
+    Peak memory (numpy): at most ``size·C`` float64 noise values plus ``size`` winner
+    indices per histogram, 8·size·(C+1) bytes (≈ 92 MB for the default block and C = 10);
+    with thinning (below) only the explicitly sampled classes take ``size`` columns.
     """
     b, c = v.shape
     out = np.zeros((b, c), dtype=np.int64)
@@ -196,27 +206,126 @@ def sample_argmax_block(
         return out
     if backend == "torch":
         return _torch_block(v, size, seed, device=device)
-    gen = np.random.Generator(np.random.PCG64(seed))
-    noise = np.empty((size, c))
     for row in range(b):
-        # In place: Z ~ N(0, 1) then Z + H/σ; argmax(H + σZ) = argmax(H/σ + Z).
-        gen.standard_normal(out=noise)
-        noise += v[row]
-        out[row] = np.bincount(noise.argmax(axis=1), minlength=c)
+        out[row] = _numpy_block(v[row], size, _row_generator(seed, row, b))
     return out
 
 
-def _torch_block(v: np.ndarray, size: int, seed: np.random.SeedSequence, *, device=None) -> np.ndarray:
+def _row_generator(seed: np.random.SeedSequence, row: int, num_rows: int) -> np.random.Generator:
+    """The stream of histogram ``row`` in one block: the child key ``(row,)`` of the block's
+    seed, so a histogram's counts do not depend on which others share the batch (as long as
+    it keeps its row index)."""
+    del num_rows
+    child = np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, row))
+    return np.random.Generator(np.random.PCG64(child))
+
+
+def _numpy_block(v: np.ndarray, size: int, gen: np.random.Generator) -> np.ndarray:
+    """Exact noisy-argmax counts for one standardised histogram, with thinning.
+
+    Write ``Y_j = v_j + Z_j``. Fix a threshold τ = max v − 2.33 and split the classes into
+    an explicit set E (those with P(Y_j > τ) ≥ 0.1, and the top class) and the rest R.
+    Y_E is sampled in full. For j ∈ R, the draws where ``Y_j > τ`` form an i.i.d.
+    Bernoulli(p_j) process, ``p_j = Φ̄(τ − v_j)``, sampled by geometric gaps, with values
+    from the normal truncated to ``(τ, ∞)`` (inverse CDF). When ``max Y_E ≥ τ`` a class of R
+    that did not clear τ cannot win, so nothing more is needed; in the ≈1% of draws where
+    ``max Y_E < τ`` the remaining ``Y_j`` are drawn from the normal truncated to
+    ``(−∞, τ]``. Every ``Y_j`` is thereby drawn from its exact law (a two-component
+    mixture), so the counts are exact in distribution; only rarely-needed values are
+    generated. When R is empty this is the plain ``argmax(v + Z)``.
+    """
+    c = v.size
+    tau = v.max() - _THRESHOLD_GAP
+    p_exceed = special.ndtr(v - tau)  # P(Y_j > τ)
+    explicit = (p_exceed >= _EXPLICIT_MIN_PROB) | (v == v.max())
+    if explicit.all():
+        noise = gen.standard_normal((size, c))
+        noise += v
+        return np.bincount(noise.argmax(axis=1), minlength=c)
+    e_idx = np.flatnonzero(explicit)
+    r_idx = np.flatnonzero(~explicit)
+    y_e = gen.standard_normal((size, e_idx.size))
+    y_e += v[e_idx]
+    local = y_e.argmax(axis=1)
+    best = y_e[np.arange(size), local]
+    winner = e_idx[local]
+    del y_e
+    exceeded = np.zeros((size, r_idx.size), dtype=bool) if size * r_idx.size <= 2**26 else None
+    pos_list, val_list, cls_list = [], [], []
+    for k, j in enumerate(r_idx):
+        pj = float(p_exceed[j])
+        pos = _bernoulli_positions(gen, size, pj)
+        if pos.size:
+            # Y_j | Y_j > τ: τ − v_j + Φ̄⁻¹(U·Φ̄(τ − v_j)) as v_j − Φ⁻¹(U·p_j).
+            vals = v[j] - special.ndtri(gen.random(pos.size) * pj)
+            pos_list.append(pos)
+            val_list.append(vals)
+            cls_list.append(np.full(pos.size, j))
+            if exceeded is not None:
+                exceeded[pos, k] = True
+    if pos_list:
+        pos = np.concatenate(pos_list)
+        vals = np.concatenate(val_list)
+        cls = np.concatenate(cls_list)
+        order = np.lexsort((vals, pos))  # by position, then value ascending
+        pos, vals, cls = pos[order], vals[order], cls[order]
+        last = np.r_[pos[1:] != pos[:-1], True]  # largest exceedance at each position
+        pos, vals, cls = pos[last], vals[last], cls[last]
+        better = vals > best[pos]
+        best[pos[better]] = vals[better]
+        winner[pos[better]] = cls[better]
+    low = np.flatnonzero(best < tau)
+    if low.size:
+        if exceeded is None:
+            exceeded_low = np.zeros((low.size, r_idx.size), dtype=bool)
+            if pos_list:
+                all_pos = np.concatenate(pos_list)
+                all_cls = np.concatenate(cls_list)
+                col = np.searchsorted(r_idx, all_cls)
+                hit = np.isin(all_pos, low)
+                exceeded_low[np.searchsorted(low, all_pos[hit]), col[hit]] = True
+        else:
+            exceeded_low = exceeded[low]
+        # Y_j | Y_j ≤ τ for the classes that did not clear τ in these draws.
+        cdf_below = special.ndtr(tau - v[r_idx])  # P(Y_j ≤ τ)
+        u = gen.random((low.size, r_idx.size))
+        vals = v[r_idx] + special.ndtri(u * cdf_below)
+        vals[exceeded_low] = -np.inf  # already accounted for (and above τ > best)
+        k = vals.argmax(axis=1)
+        top = vals[np.arange(low.size), k]
+        better = top > best[low]
+        winner[low[better]] = r_idx[k[better]]
+    return np.bincount(winner, minlength=c)
+
+
+def _bernoulli_positions(gen: np.random.Generator, size: int, p: float) -> np.ndarray:
+    """Indices of successes among ``size`` i.i.d. Bernoulli(p) trials (geometric gaps)."""
+    if p <= 0.0:
+        return np.empty(0, dtype=np.int64)
+    expected = size * p
+    chunk = int(expected + 6 * math.sqrt(expected + 1) + 16)
+    gaps = gen.geometric(p, size=chunk)
+    pos = np.cumsum(gaps) - 1
+    while pos[-1] < size:
+        more = np.cumsum(gen.geometric(p, size=chunk)) + pos[-1]
+        pos = np.concatenate([pos, more])
+    return pos[pos < size]
+
+
+def _torch_block(
+    v: np.ndarray, size: int, seed: np.random.SeedSequence, *, device=None
+) -> np.ndarray:
     from dpaudit.errors import require
 
     torch = require("torch", "torch")
     dev = torch.device(device) if device is not None else torch.device("cpu")
     b, c = v.shape
-    gen = torch.Generator(device=dev)
-    gen.manual_seed(int(seed.generate_state(1, dtype=np.uint64)[0] % (2**63)))
     out = np.zeros((b, c), dtype=np.int64)
     vt = torch.as_tensor(v, dtype=torch.float64, device=dev)
     for row in range(b):
+        child = np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, row))
+        gen = torch.Generator(device=dev)
+        gen.manual_seed(int(child.generate_state(1, dtype=np.uint64)[0] % (2**63)))
         z = torch.randn((size, c), generator=gen, dtype=torch.float64, device=dev)
         z += vt[row]
         counts = torch.bincount(z.argmax(dim=1), minlength=c)
@@ -303,7 +412,9 @@ def sample_argmax_counts_from(
         ValueError: the sampler returns the wrong shape or non-finite values.
     """
     if not callable(histogram_sampler):
-        raise TypeError(f"histogram_sampler must be callable, got {type(histogram_sampler).__name__}")
+        raise TypeError(
+            f"histogram_sampler must be callable, got {type(histogram_sampler).__name__}"
+        )
     s = check_positive("sigma", sigma)
     n = check_nonneg_int("n", n)
     block_size = check_positive_int("block_size", block_size)
