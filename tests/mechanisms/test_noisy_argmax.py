@@ -1,0 +1,177 @@
+"""Exact noisy-argmax probabilities against mpmath at 50 digits, invariances, bad input."""
+
+from __future__ import annotations
+
+import functools
+import json
+import pathlib
+
+import mpmath as mp
+import numpy as np
+import pytest
+
+from dpaudit.mechanisms import (
+    argmax_probabilities,
+    argmax_probabilities_jacobian,
+    log_argmax_probabilities,
+)
+
+
+@functools.cache
+def mp_log_q(votes: tuple[float, ...], sigma: float, c: int) -> mp.mpf:
+    """log Q_c(H) by mpmath quadrature at 50 digits (paper 000 Eq. 4).
+
+    The integrand is centred at its mode (found by mpmath's root finder) and split at
+    multiples of its local scale so tanh-sinh sees a smooth bump on each piece.
+    """
+    with mp.workdps(50):
+        v = [mp.mpf(x) / mp.mpf(sigma) for x in votes]
+        others = [v[j] for j in range(len(v)) if j != c]
+
+        def g(x):
+            return (
+                -((x - v[c]) ** 2) / 2
+                - mp.log(mp.sqrt(2 * mp.pi))
+                + mp.fsum(mp.log(mp.ncdf(x - w)) for w in others)
+            )
+
+        def dg(x):
+            return -(x - v[c]) + mp.fsum(mp.npdf(x - w) / mp.ncdf(x - w) for w in others)
+
+        m = mp.findroot(dg, (v[c] + max(v)) / 2 + mp.mpf("0.1"))
+        gm = g(m)
+        s = 1 / mp.sqrt(-mp.diff(g, m, 2))
+        pts = [m + k * s for k in (-60, -20, -8, -3, 0, 3, 8, 20, 60, 400)]
+        return gm + mp.log(mp.quad(lambda x: mp.exp(g(x) - gm), pts))
+
+
+CASES = [
+    ((200, 30, 20), 40.0),  # worked example of formulas.md §1.8 item 7
+    ((14, 12, 10, 8, 6), 2.0),  # paper 000 App. B
+    ((13, 13, 10, 8, 6), 2.0),  # ties
+    ((5, 5, 5, 5), 1.0),  # all tied
+    ((1, 0), 0.3),  # C = 2
+    ((4, 7, 6, 8, 4, 2, 0, 214, 4, 1), 40.0),  # real MNIST histogram (paper 003)
+    ((19, 7, 31, 7, 78, 4, 90, 10, 3, 1), 40.0),  # low consensus
+    ((4, 7, 6, 8, 4, 2, 0, 214, 4, 1), 5.0),  # probabilities down to 1e-201
+    ((10, 9.5, 3), 1e3),  # huge σ
+    ((3, 2, 1), 0.05),  # tiny σ, probabilities down to 1e-176
+    ((0, 1, 2, 3, 4, 5, 6, 7, 8, 9), 0.7),
+    ((2.5, -1.25, 0.0), 0.8),  # real-valued and negative votes
+]
+
+
+REFERENCE = pathlib.Path(__file__).resolve().parents[1] / "data" / "noisy_argmax_mpmath.json"
+
+
+def _stored_cases():
+    data = json.loads(REFERENCE.read_text())
+    return [(c["votes"], c["sigma"], c["classes"], c["log_q"]) for c in data["cases"]]
+
+
+@pytest.mark.parametrize(("votes", "sigma", "classes", "log_q"), _stored_cases())
+def test_matches_stored_mpmath_references(votes, sigma, classes, log_q):
+    """Against 50-digit mpmath values (tests/data/make_noisy_argmax_reference.py)."""
+    lq = log_argmax_probabilities(votes, sigma)[classes]
+    ref = np.array([float(x) for x in log_q])
+    # ≤ 1e-9 relative on probabilities (absolute on logs) wherever Q ≥ 1e-300.
+    keep = ref > np.log(1e-300)
+    np.testing.assert_allclose(lq[keep], ref[keep], rtol=0, atol=1e-9)
+    q = argmax_probabilities(votes, sigma)[classes]
+    np.testing.assert_allclose(q, np.exp(ref), rtol=0, atol=1e-12)
+
+
+def test_stored_references_cover_the_required_cases():
+    cases = _stored_cases()
+    sizes = {len(v) for v, *_ in cases}
+    assert {2, 10, 100} <= sizes and len(cases) >= 10
+    sigmas = [s for _, s, *_ in cases]
+    assert min(sigmas) <= 0.05 and max(sigmas) >= 1e3
+    assert min(min(float(x) for x in lq) for *_, lq in cases) < np.log(1e-170)
+
+
+@pytest.mark.parametrize(("votes", "sigma"), [((200, 30, 20), 40.0), ((13, 13, 10, 8, 6), 2.0)])
+def test_matches_live_mpmath(votes, sigma):
+    lq = log_argmax_probabilities(votes, sigma)
+    ref = np.array([float(mp_log_q(tuple(map(float, votes)), sigma, c)) for c in range(len(votes))])
+    np.testing.assert_allclose(lq, ref, rtol=0, atol=1e-12)
+
+
+def test_c1000_sums_to_one_and_ties_uniform():
+    q = argmax_probabilities(np.zeros(1000), 3.0)
+    np.testing.assert_allclose(q, 1e-3, rtol=1e-10)
+    rng = np.random.default_rng(1)
+    votes = rng.integers(0, 50, size=1000).astype(float)
+    q = argmax_probabilities(votes, 4.0)
+    assert abs(q.sum() - 1) <= 1e-12
+
+
+def test_two_class_closed_form():
+    from scipy.stats import norm
+
+    d = np.linspace(-30, 30, 61)
+    votes = np.stack([d, np.zeros_like(d)], axis=1)
+    lq = log_argmax_probabilities(votes, 1.0)
+    np.testing.assert_allclose(lq[:, 0], norm.logcdf(d / np.sqrt(2)), rtol=1e-12, atol=1e-15)
+
+
+def test_permutation_and_shift_invariance():
+    rng = np.random.default_rng(0)
+    votes = rng.integers(0, 60, size=10).astype(float)
+    q = argmax_probabilities(votes, 9.0)
+    perm = rng.permutation(10)
+    np.testing.assert_allclose(argmax_probabilities(votes[perm], 9.0), q[perm], atol=1e-14)
+    # Paper 003 Thm 2: adding a constant to every count leaves Q unchanged.
+    np.testing.assert_allclose(argmax_probabilities(votes + 123.25, 9.0), q, atol=1e-14)
+
+
+def test_sigma_to_zero_gives_plurality():
+    q = argmax_probabilities([3, 9, 4, 9, 1], 1e-4)
+    np.testing.assert_allclose(q, [0, 0.5, 0, 0.5, 0], atol=1e-12)
+
+
+def test_batch_shapes_and_normalisation():
+    rng = np.random.default_rng(2)
+    votes = rng.integers(0, 250, size=(4, 3, 10)).astype(float)
+    q = argmax_probabilities(votes, 40.0)
+    assert q.shape == votes.shape
+    np.testing.assert_allclose(q.sum(axis=-1), 1.0, atol=1e-12)
+    for idx in np.ndindex(4, 3):
+        np.testing.assert_allclose(q[idx], argmax_probabilities(votes[idx], 40.0), atol=1e-15)
+
+
+def test_jacobian_matches_finite_differences():
+    votes = np.array([30.0, 25.0, 10.0, 4.0])
+    sigma = 6.0
+    q, jac = argmax_probabilities_jacobian(votes, sigma)
+    np.testing.assert_allclose(q, argmax_probabilities(votes, sigma), atol=1e-12)
+    eps = 1e-4
+    for k in range(4):
+        e = np.zeros(4)
+        e[k] = eps
+        fd = (argmax_probabilities(votes + e, sigma) - argmax_probabilities(votes - e, sigma)) / (
+            2 * eps
+        )
+        np.testing.assert_allclose(jac[:, k], fd, rtol=1e-6, atol=1e-10)
+    np.testing.assert_allclose(jac.sum(axis=0), 0.0, atol=1e-12)
+    np.testing.assert_allclose(jac.sum(axis=1), 0.0, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("votes", "sigma", "exc", "match"),
+    [
+        ([1, 2], 0.0, ValueError, "sigma"),
+        ([1, 2], -1.0, ValueError, "sigma"),
+        ([1, 2], float("nan"), ValueError, "sigma"),
+        ([1, 2], "4", TypeError, "sigma"),
+        ([1, float("nan")], 1.0, ValueError, "votes"),
+        ([1, float("inf")], 1.0, ValueError, "votes"),
+        ([[1, 2], [3]], 1.0, ValueError, "votes"),
+        ([], 1.0, ValueError, "votes"),
+        ([5], 1.0, ValueError, "votes"),
+        ("12", 1.0, TypeError, "votes"),
+    ],
+)
+def test_bad_input(votes, sigma, exc, match):
+    with pytest.raises(exc, match=match):
+        argmax_probabilities(votes, sigma)
