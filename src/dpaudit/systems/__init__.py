@@ -1,1 +1,60 @@
-"""dpaudit.systems."""
+"""ML systems under audit (layer 5): the private-prediction framework of paper 000 Alg. 1.
+
+- :class:`TeacherEnsemble` — the training phase: partition (random for PATE, fixed parties
+  for CaPC), one teacher per part (any scikit-learn-compatible estimator; optional torch
+  CNN), vote histograms with an optional random choice of k of m teachers per query, and
+  cheap neighbouring ensembles (``with_point`` retrains only the affected teacher).
+- :class:`GNMax`, :class:`ConfidentGNMax` — the noisy aggregators.
+- :class:`PrivatePredictor` — the private interface: ``votes``, ``predict`` (labels,
+  :data:`ABSTAIN`, :data:`REFUSED`), a budget ledger (:func:`make_ledger` builds a
+  :class:`dpaudit.accounting.PrivacyLedger` for an aggregator), optional answer caching, and
+  the claimed RDP of what it has answered (``claimed_rdp``).
+- :class:`PrivatePredictionSpec` — PATE or CaPC fully specified and validated before any
+  training (k ≤ m, σ > 0, estimator), then ``build(X, y)``.
+- :mod:`dpaudit.systems.data` — offline dataset loaders (nothing is downloaded).
+
+Heavy libraries (scikit-learn, joblib, rich, torch) are imported only when used.
+
+Example:
+    >>> from dpaudit.systems import GNMax, PrivatePredictor, TeacherEnsemble
+    >>> from dpaudit.systems.data import load_dataset
+    >>> ds = load_dataset("digits", seed=0)
+    >>> ens = TeacherEnsemble.fit(ds.X_train, ds.y_train, num_teachers=20, rng=0)
+    >>> PrivatePredictor(ens, GNMax(sigma=2.0)).predict(ds.X_test[:3], rng=0).tolist()
+    [2, 2, 3]
+"""
+
+from dpaudit.systems._aggregators import ABSTAIN, REFUSED, ConfidentGNMax, GNMax
+from dpaudit.systems._ensemble import (
+    DEFAULT_ESTIMATOR,
+    ESTIMATOR_NAMES,
+    Classifier,
+    TeacherEnsemble,
+    fit_teacher,
+    make_estimator,
+    make_partition,
+)
+from dpaudit.systems._predictor import Aggregator, Ledger, PrivatePredictor, make_ledger
+from dpaudit.systems._spec import ALGORITHMS, PrivatePredictionSpec
+from dpaudit.systems._torch_cnn import TorchCNNClassifier
+
+__all__ = [
+    "ABSTAIN",
+    "ALGORITHMS",
+    "DEFAULT_ESTIMATOR",
+    "ESTIMATOR_NAMES",
+    "REFUSED",
+    "Aggregator",
+    "Classifier",
+    "ConfidentGNMax",
+    "GNMax",
+    "Ledger",
+    "PrivatePredictionSpec",
+    "PrivatePredictor",
+    "TeacherEnsemble",
+    "TorchCNNClassifier",
+    "fit_teacher",
+    "make_estimator",
+    "make_ledger",
+    "make_partition",
+]

@@ -1,0 +1,25 @@
+"""The examples in the docstrings of dpaudit.systems run and print what they say."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "dpaudit.systems",
+    "dpaudit.systems.data",
+    "dpaudit.systems._ensemble",
+    "dpaudit.systems._aggregators",
+    "dpaudit.systems._predictor",
+    "dpaudit.systems._spec",
+    "dpaudit.systems._torch_cnn",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0

@@ -1,0 +1,53 @@
+"""The optional PyTorch CNN teacher (torch extra)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpaudit.systems import TeacherEnsemble, TorchCNNClassifier
+from dpaudit.systems.data import load_digits
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="module")
+def digits():
+    return load_digits(seed=0)
+
+
+def test_cnn_learns_digits_and_is_seeded(digits):
+    X, y = digits.X_train[:400], digits.y_train[:400]
+    a = TorchCNNClassifier(epochs=8, random_state=0).fit(X, y)
+    b = TorchCNNClassifier(epochs=8, random_state=0).fit(X, y)
+    pa = a.predict(digits.X_test)
+    np.testing.assert_array_equal(pa, b.predict(digits.X_test))
+    assert np.mean(pa == digits.y_test) > 0.8
+    proba = a.predict_proba(digits.X_test[:5])
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-6)
+    assert a.image_shape_ == (1, 8, 8)
+
+
+def test_cnn_is_sklearn_clonable_and_validates():
+    from sklearn.base import clone
+
+    clf = TorchCNNClassifier(epochs=2, lr=0.01, random_state=3)
+    copy = clone(clf)
+    assert copy.get_params() == clf.get_params() and copy is not clf
+    with pytest.raises(ValueError, match="image_shape"):
+        TorchCNNClassifier(epochs=1).fit(np.zeros((4, 10)), [0, 1, 0, 1])
+    with pytest.raises(ValueError, match="epochs"):
+        TorchCNNClassifier(epochs=0).fit(np.zeros((4, 64)), [0, 1, 0, 1])
+    with pytest.raises(ValueError, match="fitted"):
+        TorchCNNClassifier().predict(np.zeros((1, 64)))
+    with pytest.raises(ValueError, match="no parameter"):
+        clf.set_params(depth=3)
+
+
+def test_cnn_teachers_in_an_ensemble(digits):
+    X, y = digits.X_train[:300], digits.y_train[:300]
+    ens = TeacherEnsemble.fit(X, y, num_teachers=2, estimator="cnn", rng=0)
+    votes = ens.votes(digits.X_test[:10])
+    np.testing.assert_array_equal(votes.sum(axis=1), np.full(10, 2))
+    assert all(isinstance(t, TorchCNNClassifier) for t in ens.teachers)
+    assert [t.random_state for t in ens.teachers] == list(ens.teacher_seeds)
