@@ -1,0 +1,364 @@
+"""One-run audit of (ε, δ)-DP (Steinke, Nasr & Jagielski 2023; paper 001, Algorithm 1).
+
+Game (``shared/formulas.md`` §2): m canaries, each included independently with probability
+½; one training run; the auditor guesses "in"/"out" for r canaries (abstaining on the rest)
+and gets v right. Under (ε, δ)-DP the number of correct guesses is stochastically dominated
+as in Steinke et al. (2023, Thm 5.2), which gives the p-value
+
+    q_ε = e^ε/(1 + e^ε),   β_b = Pr[Bin(r, q_ε) ≥ v],
+    α   = max_{1 ≤ i ≤ v} (1/i) · Pr[v − i ≤ Bin(r, q_ε) < v]   (0 when v = 0),
+    p(ε, δ) = min(1, β_b + 2·m·δ·α)        (the δ factor uses m, not r).
+
+The ε lower bound at confidence 1 − β is ``sup{ε ≥ 0 : p(ε, δ) < β}``. For δ = 0 it has a
+closed form — the logit of the one-sided Clopper–Pearson lower bound on the accuracy,
+``q = I⁻¹_β(v, r − v + 1)`` — and for δ > 0 it is found by Brent's method on ``β − p(ε)``
+inside ``[0, ε(δ = 0)]`` (p only grows with δ), with ``xtol = 1e-9``; the value returned is
+checked to satisfy ``p < β`` and lies within :data:`EPSILON_TOLERANCE` below the supremum.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+from scipy import optimize, special
+
+from dpaudit._results import ConfidenceInterval, ResultMixin
+from dpaudit._typing import ArrayLike
+from dpaudit._validate import (
+    check_array,
+    check_confidence_level,
+    check_delta,
+    check_nonneg_int,
+    check_real,
+)
+
+__all__ = [
+    "EPSILON_TOLERANCE",
+    "OneRunResult",
+    "one_run_counts",
+    "one_run_epsilon",
+    "one_run_epsilon_from_scores",
+    "one_run_p_value",
+]
+
+#: Absolute tolerance of the root search in ε (Brent ``xtol``), δ > 0 only.
+EPSILON_TOLERANCE = 1e-9
+_METHOD = "one-run (Steinke et al. 2023)"
+
+
+@dataclasses.dataclass(frozen=True)
+class OneRunResult(ResultMixin):
+    """ε lower bound of a one-run audit.
+
+    Attributes:
+        epsilon: the lower bound ``sup{ε : p(ε, δ) < β}`` (0 when nothing is rejected).
+        confidence_interval: the one-sided interval ``[epsilon, inf)``.
+        confidence_level: 1 − β.
+        method: ``"one-run (Steinke et al. 2023)"``.
+        num_canaries: m (all canaries, guessed or not).
+        num_guesses: r (non-abstentions).
+        num_correct: v.
+        delta: the δ of the claims tested.
+        p_value: p(ε, δ) at the returned ε (< β unless ε = 0).
+        tolerance: absolute tolerance of the root search in ε (0 for the closed form, δ = 0).
+        selection: how the guess rule was chosen: ``"explicit"`` (fixed in advance).
+    """
+
+    epsilon: float
+    confidence_interval: ConfidenceInterval
+    confidence_level: float
+    method: str
+    num_canaries: int
+    num_guesses: int
+    num_correct: int
+    delta: float
+    p_value: float
+    tolerance: float
+    selection: str = "explicit"
+
+
+def _check_counts(
+    num_canaries: object, num_guesses: object, num_correct: object
+) -> tuple[int, int, int]:
+    m = check_nonneg_int("num_canaries", num_canaries)
+    r = check_nonneg_int("num_guesses", num_guesses)
+    v = check_nonneg_int("num_correct", num_correct)
+    if m < 1:
+        raise ValueError(f"num_canaries must be at least 1, got {m}")
+    if r > m:
+        raise ValueError(f"num_guesses must be <= num_canaries={m}, got {r}")
+    if v > r:
+        raise ValueError(f"num_correct must be <= num_guesses={r}, got {v}")
+    return m, r, v
+
+
+class _PValue:
+    """Evaluates p(ε, δ) for fixed (m, r, v) quickly and exactly (formulas.md §2).
+
+    α only needs the binomial pmf on ``j ∈ [j0, v − 1]`` with ``j0`` about 12 standard
+    deviations below the mean: for ``i > v − j0``, ``(1/i)·Pr[v−i ≤ B < v] ≤ α_window +
+    Pr[B < j0]/(v − j0 + 1)``, and that remainder (``Pr[B < j0] ≲ 1e-30``) is *added* to α so
+    the p-value is never understated. Log binomial coefficients come from a shared
+    ``gammaln`` table.
+    """
+
+    def __init__(self, m: int, r: int, v: int, delta: float, lgam: np.ndarray | None = None):
+        self.m, self.r, self.v, self.delta = m, r, v, delta
+        if delta > 0 and v > 0:
+            self.lgam = lgam if lgam is not None else special.gammaln(np.arange(r + 2.0))
+
+    def __call__(self, epsilon: float) -> float:
+        m, r, v, delta = self.m, self.r, self.v, self.delta
+        if v == 0:
+            return 1.0
+        q = float(special.expit(epsilon))
+        beta_b = float(special.bdtrc(v - 1, r, q))  # Pr[Bin(r, q) >= v]
+        if delta == 0.0:
+            return min(1.0, beta_b)
+        sd = math.sqrt(r * q * (1.0 - q))
+        j0 = max(0, min(v - 1, math.floor(r * q - 12.0 * sd - 10.0)))
+        j = np.arange(j0, v, dtype=np.float64)
+        log_q = -math.log1p(math.exp(-epsilon))
+        log_1mq = -epsilon + log_q
+        lgam = self.lgam
+        ji = j.astype(np.int64)
+        log_pmf = lgam[r + 1] - lgam[ji + 1] - lgam[r - ji + 1] + j * log_q + (r - j) * log_1mq
+        pmf = np.exp(log_pmf)
+        # cum[t] = Pr[v-1-t <= B <= v-1], i = t + 1
+        cum = np.cumsum(pmf[::-1])
+        i = np.arange(1.0, cum.size + 1.0)
+        alpha = float(np.max(cum / i))
+        if j0 > 0:
+            alpha += float(special.bdtr(j0 - 1, r, q)) / (v - j0 + 1)
+        return min(1.0, beta_b + 2.0 * m * delta * alpha)
+
+
+def _epsilon_delta0(r: int, v: int, beta: float) -> float:
+    """Closed form of the δ = 0 bound: logit of the Clopper–Pearson lower bound (formulas.md §2)."""
+    if v == 0:
+        return 0.0
+    q = float(special.betaincinv(v, r - v + 1, beta))
+    if q <= 0.5:
+        return 0.0
+    return max(0.0, math.log(q) - math.log1p(-q))
+
+
+def _epsilon_search(
+    m: int,
+    r: int,
+    v: int,
+    delta: float,
+    beta: float,
+    lgam: np.ndarray | None = None,
+    gap_hint: float | None = None,
+) -> tuple[float, float, float]:
+    """ε lower bound, the p-value there, and the tolerance used (formulas.md §2, steps 1–3).
+
+    ``gap_hint`` (the gap ``ε(δ=0) − ε(δ)`` of a neighbouring sweep point) only narrows the
+    first bracket; the answer does not depend on it beyond the tolerance.
+    """
+    eps0 = _epsilon_delta0(r, v, beta)
+    if delta == 0.0 or eps0 == 0.0:
+        p = float(special.bdtrc(v - 1, r, float(special.expit(eps0)))) if v > 0 else 1.0
+        return eps0, min(1.0, p), 0.0
+    pval = _PValue(m, r, v, delta, lgam)
+    # p(ε0, δ) >= p(ε0, 0) = β, so [0, ε0] brackets the crossing.
+    lo, hi = 0.0, eps0
+    if pval(hi) < beta:  # rounding at the closed form: the supremum is eps0 itself
+        return hi, pval(hi), EPSILON_TOLERANCE
+    if gap_hint is not None and 0.0 < 2.0 * gap_hint < eps0:
+        cand = eps0 - 2.0 * gap_hint
+        if pval(cand) < beta:
+            lo = cand
+        else:
+            hi = cand
+    if lo == 0.0 and pval(0.0) >= beta:
+        return 0.0, pval(0.0), EPSILON_TOLERANCE
+    root = optimize.brentq(lambda e: beta - pval(e), lo, hi, xtol=EPSILON_TOLERANCE)
+    x = float(root)
+    p = pval(x)
+    while p >= beta and x > 0.0:  # report a point verified to lie in the rejected set
+        x = max(0.0, x - EPSILON_TOLERANCE)
+        p = pval(x)
+    return x, p, EPSILON_TOLERANCE
+
+
+def one_run_p_value(
+    num_canaries: int, num_guesses: int, num_correct: int, epsilon: float, *, delta: float = 0.0
+) -> float:
+    """p-value of the claim "(ε, δ)-DP" in the one-run game.
+
+    ``p = min(1, Pr[Bin(r, q_ε) ≥ v] + 2·m·δ·α)`` with ``q_ε = e^ε/(1+e^ε)`` and
+    ``α = max_{1≤i≤v} (1/i)·Pr[v−i ≤ Bin(r, q_ε) < v]`` (Steinke, Nasr & Jagielski 2023,
+    Thm 5.2 and their Algorithm; ``shared/formulas.md`` §2).
+
+    Args:
+        num_canaries: m ≥ 1, all canaries (the δ term scales with m).
+        num_guesses: r ≤ m, guesses made (abstentions excluded).
+        num_correct: v ≤ r, correct guesses.
+        epsilon: the claimed ε ≥ 0.
+        delta: the claimed δ in [0, 1).
+
+    Returns:
+        The p-value in [0, 1].
+
+    Raises:
+        TypeError, ValueError: counts out of order (r > m, v > r), ε < 0, δ outside [0, 1).
+
+    Example:
+        >>> round(one_run_p_value(1000, 100, 95, 2.0), 10)
+        0.0161018188
+    """
+    m, r, v = _check_counts(num_canaries, num_guesses, num_correct)
+    epsilon = check_real("epsilon", epsilon)
+    if epsilon < 0:
+        raise ValueError(f"epsilon must be non-negative, got {epsilon}")
+    delta = check_delta(delta)
+    return _PValue(m, r, v, delta)(epsilon)
+
+
+def one_run_epsilon(
+    num_canaries: int,
+    num_guesses: int,
+    num_correct: int,
+    *,
+    delta: float = 0.0,
+    confidence_level: float = 0.95,
+) -> OneRunResult:
+    """ε lower bound of a one-run audit at confidence ``confidence_level``.
+
+    ``ε_lb = sup{ε ≥ 0 : p(ε, δ) < β}``, β = 1 − confidence_level (Steinke, Nasr & Jagielski
+    2023; paper 001 Alg. 1; ``shared/formulas.md`` §2). δ = 0: closed form (logit of the
+    Clopper–Pearson lower bound on the accuracy). δ > 0: Brent root search on the monotone
+    p-value, ``xtol`` = :data:`EPSILON_TOLERANCE`; the returned ε is verified to have
+    ``p < β``. Valid for a guess rule fixed in advance; for a sweep over guess counts use
+    :func:`dpaudit.bounds.one_run_sweep`.
+
+    Args:
+        num_canaries: m ≥ 1.
+        num_guesses: r ≤ m.
+        num_correct: v ≤ r.
+        delta: δ in [0, 1).
+        confidence_level: 1 − β in (0, 1).
+
+    Returns:
+        :class:`OneRunResult`.
+
+    Raises:
+        TypeError, ValueError: bad counts (r > m, v > r), δ or level out of range.
+
+    Example:
+        >>> round(one_run_epsilon(1000, 100, 95).epsilon, 6)
+        2.172434
+        >>> round(one_run_epsilon(1000, 100, 95, delta=1e-5).epsilon, 6)
+        2.165176
+    """
+    m, r, v = _check_counts(num_canaries, num_guesses, num_correct)
+    delta = check_delta(delta)
+    level = check_confidence_level(confidence_level)
+    eps, p, tol = _epsilon_search(m, r, v, delta, 1.0 - level)
+    return OneRunResult(
+        epsilon=eps,
+        confidence_interval=ConfidenceInterval(eps, math.inf),
+        confidence_level=level,
+        method=_METHOD,
+        num_canaries=m,
+        num_guesses=r,
+        num_correct=v,
+        delta=delta,
+        p_value=p,
+        tolerance=tol,
+    )
+
+
+def _check_scores_membership(
+    scores: ArrayLike, included: ArrayLike
+) -> tuple[np.ndarray, np.ndarray]:
+    s = check_array("scores", scores, ndim=1)
+    inc = np.asarray(included)
+    if inc.shape != s.shape:
+        raise ValueError(f"included must have the shape of scores {s.shape}, got {inc.shape}")
+    if inc.dtype == bool:
+        return s, inc
+    inc_f = check_array("included", inc, ndim=1)
+    if not np.all((inc_f == 0) | (inc_f == 1)):
+        raise ValueError(f"included must be boolean or 0/1, got values {np.unique(inc_f)[:5]}")
+    return s, inc_f.astype(bool)
+
+
+def _ranked_correct(scores: np.ndarray, included: np.ndarray) -> np.ndarray:
+    """``included`` ordered by decreasing score (ties: original order, stable)."""
+    order = np.argsort(-scores, kind="stable")
+    return included[order]
+
+
+def _counts_from_ranking(ranked_in: np.ndarray, k_pos: int, k_neg: int) -> tuple[int, int]:
+    m = ranked_in.size
+    correct = int(np.count_nonzero(ranked_in[:k_pos]))
+    if k_neg:
+        correct += int(k_neg - np.count_nonzero(ranked_in[m - k_neg :]))
+    return k_pos + k_neg, correct
+
+
+def one_run_counts(
+    scores: ArrayLike, included: ArrayLike, *, num_positive: int, num_negative: int
+) -> tuple[int, int]:
+    """Guesses and correct guesses of paper 001's Algorithm 1 guess rule (internal helper).
+
+    "In" for the ``num_positive`` highest scores, "out" for the ``num_negative`` lowest
+    (ties broken by position, stable), abstain on the rest; ``T`` maximises ``Σ T_i·Y_i``
+    under those counts (paper 001, Alg. 1, line 8).
+
+    Returns:
+        ``(num_guesses, num_correct)``.
+    """
+    s, inc = _check_scores_membership(scores, included)
+    kp = check_nonneg_int("num_positive", num_positive)
+    kn = check_nonneg_int("num_negative", num_negative)
+    if kp + kn > s.size:
+        raise ValueError(
+            f"num_positive + num_negative must be <= the number of canaries {s.size}, got {kp + kn}"
+        )
+    return _counts_from_ranking(_ranked_correct(s, inc), kp, kn)
+
+
+def one_run_epsilon_from_scores(
+    scores: ArrayLike,
+    included: ArrayLike,
+    *,
+    num_positive: int,
+    num_negative: int,
+    delta: float = 0.0,
+    confidence_level: float = 0.95,
+) -> OneRunResult:
+    """One-run ε lower bound from raw canary scores with fixed guess counts k₊/k₋.
+
+    Guess "in" for the k₊ highest scores and "out" for the k₋ lowest (paper 001, Alg. 1;
+    ties by position), then apply :func:`one_run_epsilon` with m = number of scores.
+    Scores must be oriented so that included canaries score higher.
+
+    Args:
+        scores: (m,) canary scores.
+        included: (m,) booleans (or 0/1): whether each canary was in the training set.
+        num_positive: k₊ ≥ 0.
+        num_negative: k₋ ≥ 0, with k₊ + k₋ ≤ m.
+        delta: δ in [0, 1).
+        confidence_level: 1 − β in (0, 1).
+
+    Returns:
+        :class:`OneRunResult` (``selection="explicit"``: k₊/k₋ must be fixed in advance).
+
+    Raises:
+        TypeError, ValueError: shapes differ, non-0/1 membership, k₊ + k₋ > m, bad δ/level.
+
+    Example:
+        >>> res = one_run_epsilon_from_scores([3.0, 2.0, 1.0, 0.0], [1, 1, 0, 0],
+        ...                                   num_positive=2, num_negative=2)
+        >>> (res.num_guesses, res.num_correct)
+        (4, 4)
+    """
+    s, inc = _check_scores_membership(scores, included)
+    r, v = one_run_counts(s, inc, num_positive=num_positive, num_negative=num_negative)
+    return one_run_epsilon(s.size, r, v, delta=delta, confidence_level=confidence_level)

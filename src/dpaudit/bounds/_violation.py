@@ -1,0 +1,273 @@
+"""Does an audit refute a claimed privacy guarantee?
+
+A mechanism claimed to be (ε, δ)-DP (or (α, ρ(α))-RDP) is refuted at confidence 1 − β when a
+lower bound valid at that confidence exceeds the claim: if the claim were true the lower
+bound would exceed it with probability at most β (paper 000 §2.2: an audit gives ε^ℓ such
+that the algorithm "does not satisfy (ε, δ)-DP for any ε < ε^ℓ"). For the exact
+Clopper–Pearson audits the result also carries the p-value: the smallest β at which the same
+audit (same counts, same choice) would refute the claim.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from dpaudit._results import ResultMixin
+from dpaudit._typing import ArrayLike, FloatArray
+from dpaudit._validate import check_array, check_delta, check_real
+from dpaudit.bounds._epsdelta import EpsDeltaAudit, _confusion_core, _epsilon_at_beta
+from dpaudit.bounds._rdp import RDPAudit, RDPLowerBoundCurve, _candidate_bounds
+
+__all__ = ["ViolationCheck", "check_dp_claim", "check_rdp_claim"]
+
+#: Smallest p-value reported (Beta quantiles are unreliable further out); "p ≤ P_FLOOR".
+P_FLOOR = 1e-16
+
+
+@dataclasses.dataclass(frozen=True)
+class ViolationCheck(ResultMixin):
+    """Outcome of checking a claimed guarantee against an audit.
+
+    Attributes:
+        refuted: the audit's lower bound exceeds the claim (at some order, for RDP).
+        claim: ``"dp"`` or ``"rdp"``.
+        claimed_epsilon: the claimed ε (scalar) or RDP curve (on ``orders``).
+        claimed_delta: the claimed δ (``"dp"`` only).
+        lower_bound: the audit's lower bound at the claimed δ, or its curve.
+        margin: largest ``lower_bound − claimed_epsilon`` (positive iff refuted).
+        orders: the Rényi orders (``"rdp"`` only).
+        refuted_orders: orders at which the bound exceeds the claim (``"rdp"`` only).
+        confidence_level: confidence of the statement "the claim is false" when refuted
+            (the audit's level; for curves not simultaneous over orders, reduced by the
+            union bound over the refuted orders).
+        valid: False when the audit is only asymptotically valid (k-cut, bootstrap).
+        p_value: smallest β at which this audit refutes the claim (exact Clopper–Pearson
+            audits only, floored at :data:`P_FLOOR`); 1.0 when it cannot refute; ``None``
+            when not computed.
+        method: the audit method.
+        evidence: the audit result itself (counts, intervals, choice of O).
+        note: how to read the result.
+    """
+
+    refuted: bool
+    claim: str
+    claimed_epsilon: float | FloatArray
+    claimed_delta: float | None
+    lower_bound: float | FloatArray
+    margin: float
+    orders: FloatArray | None
+    refuted_orders: FloatArray | None
+    confidence_level: float
+    valid: bool
+    p_value: float | None
+    method: str
+    evidence: EpsDeltaAudit | RDPAudit | RDPLowerBoundCurve
+    note: str
+
+
+def _smallest_beta(refutes, lo: float = P_FLOOR) -> float:
+    """Smallest β in [lo, 1) with ``refutes(β)`` (monotone: larger β refutes more easily)."""
+    if refutes(lo):
+        return lo
+    hi = 1.0 - 1e-12
+    if not refutes(hi):
+        return 1.0
+    a, b = math.log(lo), math.log(hi)
+    for _ in range(60):
+        mid = 0.5 * (a + b)
+        if refutes(math.exp(mid)):
+            b = mid
+        else:
+            a = mid
+    return math.exp(b)
+
+
+def check_dp_claim(audit: EpsDeltaAudit, *, epsilon: float, delta: float) -> ViolationCheck:
+    """Check a claimed (ε, δ)-DP guarantee against an (ε, δ) audit.
+
+    The audit's TPR/FPR bounds hold jointly at its confidence whatever δ, so the lower bound
+    is re-evaluated at the claimed δ (paper 000 Eq. 1, FP/FN form):
+    ``ε_lb(δ) = max{log((TPR_lo − δ)/FPR_hi), log((1 − FPR_hi − δ)/(1 − TPR_lo)), 0}``.
+    Refuted iff ``ε_lb(δ) > ε``. The p-value re-runs the same bound at smaller β (same
+    counts, same threshold, same Bonferroni factor).
+
+    Args:
+        audit: an :class:`EpsDeltaAudit`.
+        epsilon: claimed ε ≥ 0.
+        delta: claimed δ in [0, 1).
+
+    Returns:
+        :class:`ViolationCheck` (``claim="dp"``).
+
+    Raises:
+        TypeError: ``audit`` is not an :class:`EpsDeltaAudit`.
+        ValueError: ε < 0 or not finite, δ ∉ [0, 1).
+
+    Example:
+        >>> from dpaudit.bounds import epsilon_from_confusion
+        >>> audit = epsilon_from_confusion(400, 100, 50, 450, delta=1e-5)
+        >>> check_dp_claim(audit, epsilon=1.0, delta=1e-5).refuted
+        True
+    """
+    if not isinstance(audit, EpsDeltaAudit):
+        raise TypeError(f"audit must be an EpsDeltaAudit, got {type(audit).__name__}")
+    eps_c = check_real("epsilon", epsilon)
+    if eps_c < 0:
+        raise ValueError(f"epsilon must be non-negative, got {eps_c}")
+    d = check_delta(delta)
+    tail = 1.0 - audit.interval_level
+    core = _confusion_core(audit.tp, audit.fn, audit.fp, audit.tn, d, tail, audit.orientation)
+    lb = float(core["epsilon"])
+    refuted = lb > eps_c
+
+    def refutes(beta: float) -> bool:
+        lb_b = _epsilon_at_beta(
+            audit.tp, audit.fn, audit.fp, audit.tn, d, beta, audit.orientation, audit.n_candidates
+        )
+        return lb_b > eps_c
+
+    p = _smallest_beta(refutes)
+    return ViolationCheck(
+        refuted=refuted,
+        claim="dp",
+        claimed_epsilon=eps_c,
+        claimed_delta=d,
+        lower_bound=lb,
+        margin=lb - eps_c,
+        orders=None,
+        refuted_orders=None,
+        confidence_level=audit.confidence_level,
+        valid=True,
+        p_value=p,
+        method=audit.method,
+        evidence=audit,
+        note=(
+            f"(eps={eps_c:g}, delta={d:g})-DP is {'refuted' if refuted else 'not refuted'} at "
+            f"confidence {audit.confidence_level:g}: lower bound {lb:.6g} at delta={d:g}."
+        ),
+    )
+
+
+def _two_cut_p_value(audit: RDPAudit, claimed: np.ndarray) -> float:
+    """p-value of a 2-cut audit against a claimed curve (same counts and choice of O)."""
+    cands = audit.candidates
+    if audit.selection == "bonferroni":
+        m = len(cands)
+
+        def bound(beta: float) -> np.ndarray:
+            b = _candidate_bounds(
+                audit.bound_counts,
+                audit.bound_counts_neighbour,
+                cands,
+                audit.orders,
+                "two-cut",
+                beta / m,
+            )
+            return b.max(axis=-2)
+    else:
+        idx = int(np.ravel(audit.chosen)[0])
+
+        def bound(beta: float) -> np.ndarray:
+            b = _candidate_bounds(
+                audit.bound_counts,
+                audit.bound_counts_neighbour,
+                (cands[idx],),
+                audit.orders,
+                "two-cut",
+                beta,
+            )
+            return b[..., 0, :]
+
+    return _smallest_beta(lambda beta: bool(np.any(bound(beta) > claimed)))
+
+
+def check_rdp_claim(
+    audit: RDPAudit | RDPLowerBoundCurve, claimed_epsilons: ArrayLike
+) -> ViolationCheck:
+    """Check a claimed RDP curve against an RDP lower bound (one query or a composed curve).
+
+    Refuted iff the lower bound exceeds the claimed ρ(α) at some audited order. For curves
+    that hold at all orders at once (2-cut and k-cut CI audits, split or Bonferroni
+    selection) the refutation has the audit's confidence; otherwise (bootstrap) the union
+    bound over the refuted orders is applied and ``valid`` is False. Asymptotic audits
+    (k-cut, bootstrap) give ``valid=False``: report them, do not rest a verdict on them.
+
+    Args:
+        audit: a single-query :class:`RDPAudit` (epsilons of shape ``(A,)``) or a composed
+            :class:`RDPLowerBoundCurve`.
+        claimed_epsilons: the claimed ρ(α) at ``audit.orders``, shape ``(A,)``, ≥ 0 (``inf``
+            allowed: never refuted).
+
+    Returns:
+        :class:`ViolationCheck` (``claim="rdp"``), with a p-value for single-query 2-cut
+        audits.
+
+    Raises:
+        TypeError: ``audit`` has the wrong type.
+        ValueError: a batched audit, or claimed values of the wrong shape, negative or NaN.
+
+    Example:
+        >>> from dpaudit.bounds import rdp_two_cut
+        >>> audit = rdp_two_cut([9000, 1000], [7000, 3000], [2, 10], output_set=[0])
+        >>> check_rdp_claim(audit, [0.1, 0.1]).refuted
+        True
+    """
+    if isinstance(audit, RDPAudit):
+        if audit.epsilons.ndim != 1:
+            raise ValueError(
+                f"audit must be a single-query audit (epsilons of shape (A,)), got shape "
+                f"{audit.epsilons.shape}; compose a batch with compose_rdp_lower_bounds"
+            )
+    elif not isinstance(audit, RDPLowerBoundCurve):
+        raise TypeError(
+            f"audit must be an RDPAudit or RDPLowerBoundCurve, got {type(audit).__name__}"
+        )
+    claimed = check_array("claimed_epsilons", claimed_epsilons, finite=False)
+    claimed = (
+        np.broadcast_to(np.atleast_1d(claimed), audit.orders.shape).astype(np.float64)
+        if (np.atleast_1d(claimed).size == 1)
+        else np.atleast_1d(claimed)
+    )
+    if claimed.shape != audit.orders.shape:
+        raise ValueError(
+            f"claimed_epsilons must have the shape of audit.orders {audit.orders.shape}, "
+            f"got {claimed.shape}"
+        )
+    if np.any(np.isnan(claimed)) or np.any(claimed < 0):
+        raise ValueError(f"claimed_epsilons must be non-negative and not NaN, got {claimed!r}")
+    lb = np.asarray(audit.epsilons, dtype=np.float64)
+    over = lb > claimed
+    refuted = bool(np.any(over))
+    level = audit.confidence_level
+    if not audit.simultaneous_over_orders and refuted:
+        level = max(0.0, 1.0 - int(over.sum()) * (1.0 - level))
+    method = audit.method if isinstance(audit, RDPAudit) else "+".join(audit.methods)
+    p = None
+    if isinstance(audit, RDPAudit) and audit.method == "two-cut":
+        p = _two_cut_p_value(audit, claimed)
+    with np.errstate(invalid="ignore"):
+        diff = np.where(np.isinf(claimed), -np.inf, lb - claimed)
+    margin = float(np.max(diff))
+    verdict = "refuted" if refuted else "not refuted"
+    return ViolationCheck(
+        refuted=refuted,
+        claim="rdp",
+        claimed_epsilon=claimed,
+        claimed_delta=None,
+        lower_bound=lb,
+        margin=margin,
+        orders=audit.orders,
+        refuted_orders=audit.orders[over],
+        confidence_level=level,
+        valid=not audit.asymptotic and audit.simultaneous_over_orders,
+        p_value=p,
+        method=method,
+        evidence=audit,
+        note=(
+            f"claimed RDP curve {verdict} at confidence {level:g} by a {method} audit "
+            f"({int(over.sum())} of {over.size} orders above the claim)."
+        ),
+    )

@@ -1,0 +1,280 @@
+"""Proportion intervals: Clopper–Pearson tails, Goodman / Sison–Glaz, bootstrap of counts."""
+
+from __future__ import annotations
+
+import mpmath as mp
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpaudit.bounds import (
+    BootstrapInterval,
+    SimultaneousIntervals,
+    bootstrap_counts,
+    clopper_pearson,
+    clopper_pearson_arrays,
+    multinomial_intervals,
+)
+from dpaudit.bounds._intervals import _cp_one_sided, _sison_glaz_nu
+from dpaudit.errors import MissingDependencyError
+
+# --------------------------------------------------------------------------------------------
+# Clopper–Pearson
+# --------------------------------------------------------------------------------------------
+
+
+def test_clopper_pearson_matches_scipy_binomtest():
+    for k, n in [(0, 10), (3, 10), (10, 10), (400, 500), (50, 500)]:
+        ci = clopper_pearson(k, n, confidence_level=0.9)
+        ref = stats.binomtest(k, n).proportion_ci(confidence_level=0.9, method="exact")
+        np.testing.assert_allclose([ci.low, ci.high], [ref.low, ref.high], rtol=1e-10, atol=1e-15)
+
+
+def test_one_sided_tails_agree_with_clopper_pearson_arrays():
+    k = np.array([0, 1, 7, 50, 99, 100])
+    lo, hi = _cp_one_sided(k, 100, 0.025)
+    ref_lo, ref_hi = clopper_pearson_arrays(k, 100, confidence_level=0.95)
+    np.testing.assert_allclose(lo, ref_lo, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(hi, ref_hi, rtol=1e-12, atol=1e-15)
+
+
+def test_one_sided_tails_keep_precision_far_out():
+    # Beta quantiles at tails below 1e-16 (p-values): compare with mpmath's incomplete beta.
+    k, n, tail = 40, 100, 1e-20
+    lo, hi = _cp_one_sided(k, n, tail)
+    mp.mp.dps = 40
+    assert float(mp.betainc(k, n - k + 1, 0, float(lo), regularized=True)) == pytest.approx(
+        tail, rel=1e-8
+    )
+    assert float(mp.betainc(k + 1, n - k, float(hi), 1, regularized=True)) == pytest.approx(
+        tail, rel=1e-8
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Goodman and Sison–Glaz
+# --------------------------------------------------------------------------------------------
+
+_SMALL_CASES = [
+    [40, 35, 25],
+    [5, 0, 3, 12],
+    [500, 300, 100, 70, 30],
+    [1, 1],
+    [0, 7],
+    [3000, 2000, 1000, 500, 300, 150, 50],
+    [6, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0],
+]
+
+
+@pytest.mark.parametrize("method", ["goodman", "sison-glaz"])
+@pytest.mark.parametrize("counts", _SMALL_CASES)
+def test_multinomial_intervals_match_statsmodels(counts, method):
+    ours = multinomial_intervals(counts, method=method, confidence_level=0.9)
+    ref = multinomial_intervals(counts, method=method, confidence_level=0.9, engine="statsmodels")
+    np.testing.assert_allclose(ours.low, ref.low, atol=1e-9)
+    np.testing.assert_allclose(ours.high, ref.high, atol=1e-9)
+    assert isinstance(ours, SimultaneousIntervals) and ours.asymptotic
+
+
+def test_goodman_closed_form_by_hand():
+    # Goodman (1965): chi2 quantile at 1 - beta/K, Wilson-type roots.
+    counts = np.array([40, 35, 25])
+    n, k, beta = 100, 3, 0.05
+    chi2 = stats.chi2.ppf(1 - beta / k, 1)
+    p = counts / n
+    lo = (2 * n * p + chi2 - np.sqrt(chi2 * (chi2 + 4 * n * p * (1 - p)))) / (2 * (chi2 + n))
+    ci = multinomial_intervals(counts)
+    np.testing.assert_allclose(ci.low, lo, rtol=1e-13)
+    np.testing.assert_allclose(ci.low, [0.29123405, 0.24678572, 0.1618308], atol=1e-8)
+
+
+def test_multinomial_intervals_batch_equals_rows():
+    batch = np.array([[40, 35, 25], [10, 80, 10]])
+    for method in ("goodman", "sison-glaz"):
+        both = multinomial_intervals(batch, method=method)
+        for i in range(2):
+            one = multinomial_intervals(batch[i], method=method)
+            np.testing.assert_allclose(both.low[i], one.low, rtol=1e-14)
+            np.testing.assert_allclose(both.high[i], one.high, rtol=1e-14)
+
+
+def _nu_statsmodels_mpmath(c: int, counts, n: int) -> float:
+    """statsmodels' ν(c) formula (factorial moments) evaluated at 50 digits: an oracle."""
+    mp.mp.dps = 50
+
+    def cdf(x, lam):
+        if x < 0:
+            return mp.mpf(0)
+        return mp.gammainc(x + 1, lam, mp.inf, regularized=True)
+
+    def interval(b, a, lam):
+        return cdf(a, lam) - cdf(b - 1, lam)
+
+    mus, m2s, m3s, m4s, boxes = [], [], [], [], []
+    for lam_i in counts:
+        lam = mp.mpf(int(lam_i))
+        b, a = max(int(lam_i) - c, 0), min(int(lam_i) + c, n)
+        box = interval(b, a, lam)
+        fm = [
+            lam**r * (1 - (interval(a - r + 1, a, lam) - interval(b - r, b - 1, lam)) / box)
+            for r in range(1, 5)
+        ]
+        mu = fm[0]
+        mu2 = fm[1] + mu - mu**2
+        mu3 = fm[2] + fm[1] * (3 - 3 * mu) + mu - 3 * mu**2 + 2 * mu**3
+        mu4 = (
+            fm[3]
+            + fm[2] * (6 - 4 * mu)
+            + fm[1] * (7 - 12 * mu + 6 * mu**2)
+            + mu
+            - 4 * mu**2
+            + 6 * mu**3
+            - 3 * mu**4
+        )
+        mus.append(mu)
+        m2s.append(mu2)
+        m3s.append(mu3)
+        m4s.append(mu4)
+        boxes.append(box)
+    s2 = sum(m2s)
+    g1 = sum(m3s) / s2**1.5
+    g2 = (sum(m4s) - 3 * sum(m**2 for m in m2s)) / s2**2
+    x = (n - sum(mus)) / mp.sqrt(s2)
+    phi = mp.exp(-(x**2) / 2) / mp.sqrt(2 * mp.pi)
+    f = phi * (
+        1
+        + g1 * (x**3 - 3 * x) / 6
+        + g2 * (x**4 - 6 * x**2 + 3) / 24
+        + g1**2 * (x**6 - 15 * x**4 + 45 * x**2 - 15) / 72
+    )
+    f = f / mp.sqrt(s2)
+    pmf_nn = mp.exp(-n) * mp.power(n, n) / mp.factorial(n)
+    prod = mp.mpf(1)
+    for box in boxes:
+        prod *= box
+    return float(prod * f / pmf_nn)
+
+
+def test_sison_glaz_nu_matches_high_precision_oracle_at_large_counts():
+    # At n = 10^5 statsmodels' double-precision moments cancel ~15 digits; ours sum directly.
+    counts = np.array([72507, 22216, 4639, 595, 43])
+    n = int(counts.sum())
+    for c in (150, 300, 450):
+        assert _sison_glaz_nu(c, counts, n) == pytest.approx(
+            _nu_statsmodels_mpmath(c, counts, n), rel=1e-7
+        )
+
+
+def test_sison_glaz_width_sane_at_ten_million_where_statsmodels_fails():
+    # statsmodels finds c ≈ 160 here (intervals ~10x too narrow: its ν(c) exceeds 1 at small
+    # c from cancellation); the stable version gives a half-width of a few s.d. of a cell.
+    p = np.array([0.725, 0.222, 0.0464, 0.00595, 0.000428])
+    n = 10**7
+    counts = np.round(p * n).astype(np.int64)
+    ci = multinomial_intervals(counts, method="sison-glaz")
+    half = (counts / counts.sum() - ci.low)[0] * counts.sum()
+    sd_max = np.sqrt(n * p[0] * (1 - p[0]))
+    assert 1.5 * sd_max < half < 4 * sd_max
+
+
+@pytest.mark.slow
+def test_sison_glaz_coverage_at_one_million():
+    rng = np.random.default_rng(2024)
+    p = np.array([0.725, 0.222, 0.0464, 0.00595, 0.000428])
+    p = p / p.sum()
+    reps, misses = 200, 0
+    for _ in range(reps):
+        ci = multinomial_intervals(rng.multinomial(10**6, p), method="sison-glaz")
+        misses += bool(np.any((ci.low > p) | (ci.high < p)))
+    assert misses <= stats.binom.ppf(0.999, reps, 0.05)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"counts": [-1, 3]}, "counts"),
+        ({"counts": [1.5, 3]}, "counts"),
+        ({"counts": [5]}, "counts"),
+        ({"counts": [0, 0]}, "counts"),
+        ({"counts": [[1, 2], [0, 0]]}, "counts"),
+        ({"counts": [1, 2], "confidence_level": 1.0}, "confidence_level"),
+        ({"counts": [1, 2], "confidence_level": 0.0}, "confidence_level"),
+        ({"counts": [1, 2], "method": "wilson"}, "method"),
+        ({"counts": [1, 2], "engine": "R"}, "engine"),
+    ],
+)
+def test_multinomial_intervals_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        multinomial_intervals(**kwargs)
+
+
+def test_missing_dependency_error_is_importerror():
+    assert issubclass(MissingDependencyError, ImportError)
+
+
+# --------------------------------------------------------------------------------------------
+# Bootstrap
+# --------------------------------------------------------------------------------------------
+
+
+def _diff(a, b):
+    return a[:, 0] / a.sum(1) - b[:, 0] / b.sum(1)
+
+
+def _two_stats(a, b):
+    return np.stack([_diff(a, b), a[:, 1] / a.sum(1)], axis=-1)
+
+
+def test_bootstrap_engines_agree():
+    counts = [[60, 30, 10], [45, 40, 15]]
+    kw = dict(n_resamples=4000, confidence_level=0.9, alternative="two-sided")
+    a = bootstrap_counts(_two_stats, counts, engine="scipy", rng=1, **kw)
+    b = bootstrap_counts(_two_stats, counts, engine="multinomial", rng=2, **kw)
+    assert isinstance(a, BootstrapInterval) and a.asymptotic
+    np.testing.assert_allclose(a.estimate, [0.15, 0.3], rtol=1e-12)
+    np.testing.assert_allclose(a.low, b.low, atol=0.02)
+    np.testing.assert_allclose(a.high, b.high, atol=0.02)
+    # Percentile limits for a difference of proportions: estimate ± z·se (normal theory).
+    se = np.sqrt(0.6 * 0.4 / 100 + 0.45 * 0.55 / 100)
+    assert a.low[0] == pytest.approx(0.15 - 1.645 * se, abs=0.02)
+
+
+def test_bootstrap_one_sided_and_basic():
+    res = bootstrap_counts(_diff, [[60, 40], [45, 55]], rng=0, n_resamples=2000)
+    assert res.alternative == "greater" and np.isinf(res.high) and res.low < res.estimate
+    less = bootstrap_counts(
+        _diff, [[60, 40], [45, 55]], rng=0, n_resamples=2000, alternative="less", method="basic"
+    )
+    assert np.isneginf(less.low) and less.high > less.estimate
+    big = bootstrap_counts(_diff, [[60000, 40000], [45000, 55000]], rng=0, n_resamples=500)
+    assert big.engine == "multinomial" and big.seed == 0
+
+
+def test_bootstrap_bca_runs_with_scipy_engine():
+    res = bootstrap_counts(_diff, [[60, 40], [45, 55]], rng=0, n_resamples=1000, method="BCa")
+    assert res.engine == "scipy" and 0 < res.low < 0.15
+
+
+def test_bootstrap_bad_input():
+    with pytest.raises(TypeError, match="statistic"):
+        bootstrap_counts("mean", [[1, 2]])
+    with pytest.raises(ValueError, match="counts"):
+        bootstrap_counts(_diff, np.array([1, 2]))
+    with pytest.raises(ValueError, match="counts"):
+        bootstrap_counts(_diff, [])
+    with pytest.raises(ValueError, match=r"counts\[1\]"):
+        bootstrap_counts(_diff, [[1, 2], [0, 0]])
+    with pytest.raises(ValueError, match=r"counts\[0\]"):
+        bootstrap_counts(_diff, [[[1, 2]], [1, 2]])
+    with pytest.raises(ValueError, match="confidence_level"):
+        bootstrap_counts(_diff, [[1, 2], [2, 1]], confidence_level=1.5)
+    with pytest.raises(ValueError, match="n_resamples"):
+        bootstrap_counts(_diff, [[1, 2], [2, 1]], n_resamples=0)
+    with pytest.raises(ValueError, match="method"):
+        bootstrap_counts(_diff, [[1, 2], [2, 1]], method="studentized")
+    with pytest.raises(ValueError, match="alternative"):
+        bootstrap_counts(_diff, [[1, 2], [2, 1]], alternative="up")
+    with pytest.raises(ValueError, match="engine"):
+        bootstrap_counts(_diff, [[1, 2], [2, 1]], engine="torch")
+    with pytest.raises(ValueError, match="BCa"):
+        bootstrap_counts(_diff, [[1, 2], [2, 1]], method="BCa", engine="multinomial")
