@@ -308,7 +308,7 @@ def lidp_epsilon(
         >>> import numpy as np
         >>> alt = np.ones((200, 8)); null = np.zeros((200, 8))
         >>> round(lidp_epsilon(alt, null, delta=1e-5).epsilon, 3)
-        3.921
+        3.44
     """
     xa = _check_outcomes("outcomes_alternative", outcomes_alternative)
     xn = _check_outcomes("outcomes_null", outcomes_null)

@@ -37,7 +37,6 @@ from dpaudit._validate import (
 __all__ = [
     "EPSILON_TOLERANCE",
     "OneRunResult",
-    "one_run_counts",
     "one_run_epsilon",
     "one_run_epsilon_from_scores",
     "one_run_p_value",
@@ -61,7 +60,8 @@ class OneRunResult(ResultMixin):
         num_guesses: r (non-abstentions).
         num_correct: v.
         delta: the δ of the claims tested.
-        p_value: p(ε, δ) at the returned ε (< β unless ε = 0).
+        p_value: p(ε, δ) at the returned ε: < β for δ > 0, = β up to rounding at the δ = 0
+            closed-form supremum, ≥ β when ε = 0.
         tolerance: absolute tolerance of the root search in ε (0 for the closed form, δ = 0).
         selection: how the guess rule was chosen: ``"explicit"`` (fixed in advance).
     """
@@ -302,10 +302,10 @@ def _counts_from_ranking(ranked_in: np.ndarray, k_pos: int, k_neg: int) -> tuple
     return k_pos + k_neg, correct
 
 
-def one_run_counts(
+def _guess_counts(
     scores: ArrayLike, included: ArrayLike, *, num_positive: int, num_negative: int
 ) -> tuple[int, int]:
-    """Guesses and correct guesses of paper 001's Algorithm 1 guess rule (internal helper).
+    """Guesses and correct guesses of paper 001's Algorithm 1 guess rule.
 
     "In" for the ``num_positive`` highest scores, "out" for the ``num_negative`` lowest
     (ties broken by position, stable), abstain on the rest; ``T`` maximises ``Σ T_i·Y_i``
@@ -360,5 +360,5 @@ def one_run_epsilon_from_scores(
         (4, 4)
     """
     s, inc = _check_scores_membership(scores, included)
-    r, v = one_run_counts(s, inc, num_positive=num_positive, num_negative=num_negative)
+    r, v = _guess_counts(s, inc, num_positive=num_positive, num_negative=num_negative)
     return one_run_epsilon(s.size, r, v, delta=delta, confidence_level=confidence_level)

@@ -1,0 +1,223 @@
+"""One-run audit (Steinke, Nasr & Jagielski 2023; paper 001 Alg. 1; formulas.md §2)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpaudit.bounds import (
+    one_run_epsilon,
+    one_run_epsilon_from_scores,
+    one_run_p_value,
+    one_run_sweep,
+)
+
+
+def naive_p_value(m, r, v, eps, delta):
+    """Slow oracle: the formula of formulas.md §2 over the full range of i."""
+    q = math.exp(eps) / (1 + math.exp(eps))
+    beta_b = stats.binom.sf(v - 1, r, q)
+    if v == 0:
+        return 1.0
+    alpha = 0.0
+    total = 0.0
+    for i in range(1, v + 1):
+        total += stats.binom.pmf(v - i, r, q)
+        alpha = max(alpha, total / i)
+    return min(1.0, beta_b + 2 * m * delta * alpha)
+
+
+# formulas.md §2 reference values (m = 1000 unless given, β = 0.05), plus the paper's examples.
+REFERENCE = [
+    (1000, 100, 95, 0.0, 2.172434),
+    (1000, 100, 95, 1e-5, 2.165176),
+    (1000, 1000, 700, 0.0, 0.732011),
+    (1000, 1000, 700, 1e-5, 0.731740),
+    (1000, 10, 10, 0.0, 1.051873),
+    (1000, 10, 10, 1e-5, 1.014986),
+    (1000, 500, 400, 0.0, 1.198645),
+    (1000, 500, 400, 1e-5, 1.197969),
+    (1000, 100, 75, 1e-4, 0.672985),
+    (100_000, 1510, 1439, 1e-5, 2.675851),
+    (1000, 1000, 500, 0.0, 0.0),
+    (1000, 1000, 500, 1e-5, 0.0),
+]
+
+
+@pytest.mark.parametrize(("m", "r", "v", "delta", "expected"), REFERENCE)
+def test_reference_values(m, r, v, delta, expected):
+    res = one_run_epsilon(m, r, v, delta=delta, confidence_level=0.95)
+    assert res.epsilon == pytest.approx(expected, abs=6e-7)
+    assert res.confidence_interval.low == res.epsilon
+    assert res.selection == "explicit"
+
+
+def test_reference_p_values():
+    assert one_run_p_value(1000, 100, 95, 2.0) == pytest.approx(0.016101818753, abs=1e-12)
+    assert one_run_p_value(1000, 100, 95, 2.0, delta=1e-5) == pytest.approx(
+        0.017824634643, abs=1e-12
+    )
+
+
+@pytest.mark.parametrize(
+    ("m", "r", "v", "eps", "delta"),
+    [
+        (1000, 100, 95, 1.3, 1e-5),
+        (1000, 1000, 700, 0.5, 1e-5),
+        (500, 300, 220, 0.9, 1e-3),
+        (2000, 50, 50, 3.0, 1e-6),
+        (100, 40, 5, 0.0, 1e-2),
+        (100, 40, 0, 1.0, 1e-2),
+        (10_000, 5000, 3300, 0.6, 1e-5),
+    ],
+)
+def test_p_value_matches_naive_oracle(m, r, v, eps, delta):
+    assert one_run_p_value(m, r, v, eps, delta=delta) == pytest.approx(
+        naive_p_value(m, r, v, eps, delta), rel=1e-9, abs=1e-15
+    )
+
+
+@pytest.mark.parametrize(
+    ("m", "r", "v", "delta"), [(1000, 100, 95, 1e-5), (1000, 400, 330, 1e-4), (300, 300, 250, 1e-3)]
+)
+def test_epsilon_is_the_supremum_within_tolerance(m, r, v, delta):
+    res = one_run_epsilon(m, r, v, delta=delta)
+    assert res.epsilon > 0
+    assert res.tolerance <= 1e-6
+    assert naive_p_value(m, r, v, res.epsilon, delta) < 0.05
+    assert naive_p_value(m, r, v, res.epsilon + 2 * res.tolerance + 1e-12, delta) >= 0.05
+
+
+def test_delta0_closed_form_equals_root_of_the_binomial_tail():
+    # δ = 0: sup{ε : Pr[Bin(r, q_ε) ≥ v] < β}, by bisection on the naive tail.
+    for r, v in [(100, 95), (37, 30), (1000, 560)]:
+        lo, hi = 0.0, 20.0
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            if stats.binom.sf(v - 1, r, 1 / (1 + math.exp(-mid))) < 0.05:
+                lo = mid
+            else:
+                hi = mid
+        assert one_run_epsilon(1000, r, v).epsilon == pytest.approx(lo, abs=1e-9)
+
+
+def test_edge_cases():
+    assert one_run_epsilon(1000, 0, 0).epsilon == 0.0  # zero guesses
+    assert one_run_epsilon(1000, 100, 0).epsilon == 0.0  # all wrong
+    allc = one_run_epsilon(1000, 100, 100)  # all correct: finite bound
+    assert 0 < allc.epsilon < math.inf
+    assert allc.epsilon == pytest.approx(
+        math.log(0.05 ** (1 / 100) / (1 - 0.05 ** (1 / 100))), abs=1e-9
+    )
+    assert one_run_epsilon(1000, 100, 100, delta=1e-5).epsilon < allc.epsilon
+    assert one_run_p_value(1000, 0, 0, 1.0) == 1.0
+    assert one_run_epsilon(1, 1, 1).epsilon == 0.0  # one guess can never reach β = 0.05
+
+
+def test_monotonicity():
+    eps_v = [one_run_epsilon(1000, 200, v, delta=1e-5).epsilon for v in range(100, 201, 10)]
+    assert np.all(np.diff(eps_v) >= 0) and eps_v[-1] > eps_v[0]
+    eps_d = [one_run_epsilon(1000, 200, 180, delta=d).epsilon for d in (0.0, 1e-6, 1e-5, 1e-4)]
+    assert np.all(np.diff(eps_d) < 0)
+    eps_l = [
+        one_run_epsilon(1000, 200, 180, confidence_level=c).epsilon for c in (0.8, 0.9, 0.95, 0.99)
+    ]
+    assert np.all(np.diff(eps_l) < 0)
+    ps = [one_run_p_value(1000, 200, 180, e, delta=1e-5) for e in np.linspace(0, 4, 30)]
+    assert np.all(np.diff(ps) >= 0)
+
+
+def test_from_scores_guess_rule():
+    rng = np.random.default_rng(3)
+    inc = rng.random(200) < 0.5
+    scores = inc + rng.normal(size=200)
+    res = one_run_epsilon_from_scores(scores, inc, num_positive=30, num_negative=20, delta=1e-5)
+    order = np.argsort(-scores, kind="stable")
+    correct = inc[order[:30]].sum() + (~inc[order[-20:]]).sum()
+    assert (res.num_guesses, res.num_correct, res.num_canaries) == (50, int(correct), 200)
+    assert res.epsilon == one_run_epsilon(200, 50, int(correct), delta=1e-5).epsilon
+    only_pos = one_run_epsilon_from_scores(scores, inc.astype(int), num_positive=10, num_negative=0)
+    assert only_pos.num_guesses == 10
+
+
+def test_result_serialises():
+    data = json.loads(one_run_epsilon(1000, 100, 95).to_json())
+    assert data["confidence_interval"]["high"] == "inf"
+    assert data["method"].startswith("one-run")
+
+
+def test_validation_names_the_argument():
+    with pytest.raises(ValueError, match="num_guesses"):
+        one_run_epsilon(100, 101, 50)  # r > m
+    with pytest.raises(ValueError, match="num_correct"):
+        one_run_epsilon(100, 50, 51)
+    with pytest.raises(ValueError, match="num_canaries"):
+        one_run_epsilon(0, 0, 0)
+    with pytest.raises(ValueError, match="num_canaries"):
+        one_run_epsilon(-1, 0, 0)
+    with pytest.raises(TypeError, match="num_guesses"):
+        one_run_epsilon(100, 2.5, 1)
+    with pytest.raises(ValueError, match="delta"):
+        one_run_epsilon(100, 10, 9, delta=1.0)
+    with pytest.raises(ValueError, match="confidence_level"):
+        one_run_epsilon(100, 10, 9, confidence_level=1.0)
+    with pytest.raises(ValueError, match="epsilon"):
+        one_run_p_value(100, 10, 9, -1.0)
+    with pytest.raises(ValueError, match="included"):
+        one_run_epsilon_from_scores([1.0, 2.0], [1], num_positive=1, num_negative=0)
+    with pytest.raises(ValueError, match="included"):
+        one_run_epsilon_from_scores([1.0, 2.0], [1, 2], num_positive=1, num_negative=0)
+    with pytest.raises(ValueError, match="num_positive"):
+        one_run_epsilon_from_scores([1.0, 2.0], [1, 0], num_positive=2, num_negative=1)
+    with pytest.raises(ValueError, match="scores"):
+        one_run_epsilon_from_scores([[1.0, 2.0]], [1, 0], num_positive=1, num_negative=0)
+    with pytest.raises(ValueError, match="scores"):
+        one_run_epsilon_from_scores([1.0, math.nan], [1, 0], num_positive=1, num_negative=0)
+
+
+def test_sweep_records_everything_and_labels_the_uncorrected_max():
+    rng = np.random.default_rng(0)
+    inc = rng.random(500) < 0.5
+    scores = 1.5 * inc + rng.normal(size=500)
+    res = one_run_sweep(scores, inc, delta=1e-5)
+    np.testing.assert_array_equal(res.values, np.arange(10, 501, 10))
+    # each recorded point equals the single-rule bound
+    for j in (0, 7, 30, 49):
+        single = one_run_epsilon(500, int(res.num_guesses[j]), int(res.num_correct[j]), delta=1e-5)
+        assert res.epsilons[j] == pytest.approx(single.epsilon, abs=1e-8)
+    assert res.uncorrected_max_epsilon == pytest.approx(res.epsilons.max())
+    assert "NOT a valid lower bound" in res.uncorrected_note
+    # Bonferroni: the best point at level 1 − β/G, found exactly despite pruning
+    brute = max(
+        one_run_epsilon(500, int(r), int(v), delta=1e-5, confidence_level=1 - 0.05 / 50).epsilon
+        for r, v in zip(res.num_guesses, res.num_correct, strict=True)
+    )
+    assert res.epsilon == pytest.approx(brute, abs=1e-8)
+    assert res.per_test_confidence_level == pytest.approx(1 - 0.05 / 50)
+    assert res.epsilon <= res.uncorrected_max_epsilon
+    split = one_run_sweep(scores, inc, delta=1e-5, selection="split", rng=7)
+    assert split.test_num_canaries == 250 and split.selection == "split"
+    assert split.selection_epsilons.shape == (50,)
+    again = one_run_sweep(scores, inc, delta=1e-5, selection="split", rng=7)
+    assert again.epsilon == split.epsilon and split.seed == 7
+    assert json.loads(split.to_json())["selection"] == "split"
+
+
+def test_sweep_validation():
+    s, inc = np.arange(20.0), np.arange(20) % 2
+    with pytest.raises(ValueError, match="guess_counts"):
+        one_run_sweep(s, inc, guess_counts=[0, 5])
+    with pytest.raises(ValueError, match="guess_counts"):
+        one_run_sweep(s, inc, guess_counts=[21])
+    with pytest.raises(ValueError, match="selection"):
+        one_run_sweep(s, inc, selection="none")
+    with pytest.raises(ValueError, match="split_fraction"):
+        one_run_sweep(s, inc, selection="split", split_fraction=1.0)
+    with pytest.raises(ValueError, match="split_fraction"):
+        one_run_sweep(s[:1], inc[:1], selection="split", split_fraction=0.5)
+    with pytest.raises(ValueError, match="positive_fraction"):
+        one_run_sweep(s, inc, positive_fraction=1.5)
