@@ -53,6 +53,7 @@ from dpaudit._validate import (
     check_nonneg_int,
     check_real,
 )
+from dpaudit.bounds._one_run import _check_counts
 from dpaudit.conversions._gdp import gdp_epsilon
 
 __all__ = [
@@ -106,21 +107,6 @@ class FDPOneRunResult(ResultMixin):
     conversion: str
     tolerance: float
     selection: str = "explicit"
-
-
-def _check_counts(
-    num_canaries: object, num_guesses: object, num_correct: object
-) -> tuple[int, int, int]:
-    m = check_nonneg_int("num_canaries", num_canaries)
-    ng = check_nonneg_int("num_guesses", num_guesses)
-    nc = check_nonneg_int("num_correct", num_correct)
-    if m < 1:
-        raise ValueError(f"num_canaries must be at least 1, got {m}")
-    if ng > m:
-        raise ValueError(f"num_guesses must be <= num_canaries={m}, got {ng}")
-    if nc > ng:
-        raise ValueError(f"num_correct must be <= num_guesses={ng}, got {nc}")
-    return m, ng, nc
 
 
 def _check_set_size(set_size: object) -> int:

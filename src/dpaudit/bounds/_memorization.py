@@ -115,6 +115,19 @@ def _cp_lower(successes: float, trials: float, beta: float) -> float:
     return float(special.betaincinv(successes, trials - successes + 1.0, beta))
 
 
+def _from_rate(rate: float, low: float, **fields: object) -> LabelMemorizationResult:
+    """Result from the CGR estimate and its lower bound: ε = logit(low) (Theorem B.1)."""
+    eps = _logit_eps(low)
+    return LabelMemorizationResult(
+        epsilon=eps,
+        estimate=_logit_eps(rate),
+        correct_guess_rate=rate,
+        cgr_interval=ConfidenceInterval(low, 1.0),
+        confidence_interval=ConfidenceInterval(eps, math.inf),
+        **fields,
+    )
+
+
 def _cp_result(
     guesses: int,
     correct: int,
@@ -130,13 +143,9 @@ def _cp_result(
     else:
         cgr = correct / guesses
         low = _cp_lower(correct, guesses, beta)
-    eps = _logit_eps(low)
-    return LabelMemorizationResult(
-        epsilon=eps,
-        estimate=_logit_eps(cgr),
-        correct_guess_rate=cgr,
-        cgr_interval=ConfidenceInterval(low, 1.0),
-        confidence_interval=ConfidenceInterval(eps, math.inf),
+    return _from_rate(
+        cgr,
+        low,
         confidence_level=level,
         method="clopper-pearson",
         num_canaries=num_canaries,
@@ -191,6 +200,14 @@ def _check_confidences(
     return c1, c2
 
 
+def _check_variant(averaged: object, standard_error: object) -> bool:
+    """Validate ``standard_error`` and ``averaged``; return ``averaged`` as a bool."""
+    check_choice("standard_error", standard_error, _STANDARD_ERRORS)
+    if not isinstance(averaged, (bool, np.bool_)):
+        raise TypeError(f"averaged must be a bool, got {averaged!r}")
+    return bool(averaged)
+
+
 def _guess_matrices(
     c1: np.ndarray, c2: np.ndarray, threshold: float
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -222,15 +239,7 @@ def _averaged(
         standard_error_form=se_form,
     )
     if n_eff == 0:
-        return LabelMemorizationResult(
-            epsilon=0.0,
-            estimate=0.0,
-            correct_guess_rate=0.5,
-            cgr_interval=ConfidenceInterval(0.0, 1.0),
-            confidence_interval=ConfidenceInterval(0.0, math.inf),
-            standard_error=math.inf,
-            **common,
-        )
+        return _from_rate(0.5, 0.0, standard_error=math.inf, **common)
     x = v_i / m_i
     mean = total_v / total_m
     w = m_i / m_i.sum()
@@ -248,17 +257,7 @@ def _averaged(
         low = _cp_lower(mean * n_eff, float(n_eff), beta)
     else:
         low = max(0.0, mean - float(-special.ndtri(beta)) * se)
-    eps = _logit_eps(low)
-    return LabelMemorizationResult(
-        epsilon=eps,
-        estimate=_logit_eps(mean),
-        correct_guess_rate=mean,
-        cgr_interval=ConfidenceInterval(low, 1.0),
-        confidence_interval=ConfidenceInterval(eps, math.inf),
-        standard_error=se,
-        degenerate_fallback=fallback,
-        **common,
-    )
+    return _from_rate(mean, low, standard_error=se, degenerate_fallback=fallback, **common)
 
 
 def _audit_arrays(
@@ -321,7 +320,5 @@ def label_memorization_audit(
     c1, c2 = _check_confidences(canary_confidence, alternative_confidence)
     threshold = check_real("threshold", threshold)
     level = check_confidence_level(confidence_level)
-    check_choice("standard_error", standard_error, _STANDARD_ERRORS)
-    if not isinstance(averaged, (bool, np.bool_)):
-        raise TypeError(f"averaged must be a bool, got {averaged!r}")
-    return _audit_arrays(c1, c2, threshold, bool(averaged), level, standard_error)
+    averaged = _check_variant(averaged, standard_error)
+    return _audit_arrays(c1, c2, threshold, averaged, level, standard_error)

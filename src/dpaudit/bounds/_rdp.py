@@ -378,6 +378,30 @@ def _level_fields(method: str) -> dict[str, object]:
 # ---------------------------------------------------------------------------------------------
 
 
+def _fixed_audit(
+    c1: np.ndarray, c2: np.ndarray, lam: np.ndarray, part: Partition, method: str, level: float
+) -> RDPAudit:
+    """Audit with one fixed candidate (``selection="explicit"``) by a CI method."""
+    beta = 1.0 - level
+    eps = _candidate_bounds(c1, c2, (part,), lam, method, beta)[..., 0, :]
+    return RDPAudit(
+        orders=lam,
+        epsilons=eps,
+        method=method,
+        confidence_level=level,
+        selection="explicit",
+        candidates=(part,),
+        chosen=np.zeros(eps.shape, dtype=np.int64),
+        counts=c1,
+        counts_neighbour=c2,
+        bound_counts=c1,
+        bound_counts_neighbour=c2,
+        interval_level=1.0 - beta / 2.0,
+        simultaneous_over_orders=True,
+        **_level_fields(method),
+    )
+
+
 def rdp_two_cut(
     counts: ArrayLike,
     counts_neighbour: ArrayLike,
@@ -419,25 +443,7 @@ def rdp_two_cut(
     lam = check_orders(orders)
     level = check_confidence_level(confidence_level)
     o = _check_output_set(output_set, c1.shape[-1])
-    cand = (_two_cut_partition(o, c1.shape[-1]),)
-    beta = 1.0 - level
-    eps = _candidate_bounds(c1, c2, cand, lam, "two-cut", beta)[..., 0, :]
-    return RDPAudit(
-        orders=lam,
-        epsilons=eps,
-        method="two-cut",
-        confidence_level=level,
-        selection="explicit",
-        candidates=cand,
-        chosen=np.zeros(eps.shape, dtype=np.int64),
-        counts=c1,
-        counts_neighbour=c2,
-        bound_counts=c1,
-        bound_counts_neighbour=c2,
-        interval_level=1.0 - beta / 2.0,
-        simultaneous_over_orders=True,
-        **_level_fields("two-cut"),
-    )
+    return _fixed_audit(c1, c2, lam, _two_cut_partition(o, c1.shape[-1]), "two-cut", level)
 
 
 def rdp_k_cut(
@@ -481,25 +487,7 @@ def rdp_k_cut(
     level = check_confidence_level(confidence_level)
     check_choice("method", method, _KCUT_METHODS)
     part = _check_partition(partition, c1.shape[-1])
-    full = f"k-cut-{method}"
-    beta = 1.0 - level
-    eps = _candidate_bounds(c1, c2, (part,), lam, full, beta)[..., 0, :]
-    return RDPAudit(
-        orders=lam,
-        epsilons=eps,
-        method=full,
-        confidence_level=level,
-        selection="explicit",
-        candidates=(part,),
-        chosen=np.zeros(eps.shape, dtype=np.int64),
-        counts=c1,
-        counts_neighbour=c2,
-        bound_counts=c1,
-        bound_counts_neighbour=c2,
-        interval_level=1.0 - beta / 2.0,
-        simultaneous_over_orders=True,
-        **_level_fields(full),
-    )
+    return _fixed_audit(c1, c2, lam, part, f"k-cut-{method}", level)
 
 
 # ---------------------------------------------------------------------------------------------

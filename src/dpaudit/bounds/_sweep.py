@@ -53,7 +53,12 @@ from dpaudit.bounds._fdp import (
     _ranked_slot_correct,
     _rejection_margin,
 )
-from dpaudit.bounds._memorization import _audit_arrays, _check_confidences, _guess_matrices
+from dpaudit.bounds._memorization import (
+    _audit_arrays,
+    _check_confidences,
+    _check_variant,
+    _guess_matrices,
+)
 from dpaudit.bounds._one_run import (
     _check_scores_membership,
     _epsilon_delta0,
@@ -190,6 +195,26 @@ def _argmax_first(x: np.ndarray) -> int:
     return int(np.argmax(x))
 
 
+def _max_by_upper_bound(
+    upper: np.ndarray, evaluate: Callable[[int, float], float]
+) -> tuple[float, int]:
+    """Largest ``evaluate(j, best)`` over the points, pruned by their upper bounds.
+
+    Points are visited by decreasing ``upper`` (ties in order); the search stops once no
+    remaining upper bound exceeds the best value so far. ``evaluate`` may return any value
+    ≤ ``best`` for a point it can show does not beat ``best``. Returns ``(best, index)``,
+    ``(0.0, argmax(upper))`` when no point has a positive value.
+    """
+    best, best_idx = 0.0, _argmax_first(upper)
+    for j in np.argsort(-upper, kind="stable"):
+        if upper[j] <= best:
+            break
+        value = evaluate(int(j), best)
+        if value > best:
+            best, best_idx = value, int(j)
+    return best, best_idx
+
+
 @dataclasses.dataclass
 class _Outcome:
     eps: float
@@ -245,14 +270,11 @@ def _one_run_eps_max(
         idx = _argmax_first(upper)
         return float(upper[idx]), idx
     lgam = special.gammaln(np.arange(m + 2.0))
-    best, best_idx = 0.0, _argmax_first(upper)
-    for j in np.argsort(-upper, kind="stable"):
-        if upper[j] <= best:
-            break
-        e = _epsilon_search(m, int(r[j]), int(v[j]), delta, beta, lgam)[0]
-        if e > best:
-            best, best_idx = e, int(j)
-    return best, best_idx
+
+    def evaluate(j: int, best: float) -> float:
+        return _epsilon_search(m, int(r[j]), int(v[j]), delta, beta, lgam)[0]
+
+    return _max_by_upper_bound(upper, evaluate)
 
 
 def one_run_sweep(
@@ -377,21 +399,16 @@ def _fdp_mu_upper(m: int, ng: np.ndarray, nc: np.ndarray, tau: float, k: int) ->
 
 
 def _fdp_mu_max(m: int, ng: np.ndarray, nc: np.ndarray, tau: float, k: int) -> tuple[float, int]:
-    upper = _fdp_mu_upper(m, ng, nc, tau, k)
-    best, best_idx = 0.0, _argmax_first(upper)
-    for j in np.argsort(-upper, kind="stable"):
-        if upper[j] <= best:
-            break
+    def evaluate(j: int, best: float) -> float:
         a, b = int(ng[j]), int(nc[j])
         # One evaluation decides whether this point can beat the best so far.
         if best > 0.0 and _rejection_margin(best + MU_TOLERANCE, m, a, b, tau, k) <= 0.0:
-            continue
-        mu = _largest_rejected_mu(
+            return 0.0
+        return _largest_rejected_mu(
             m, a, b, tau, k, rejected_at=best + MU_TOLERANCE if best > 0.0 else None
         )
-        if mu > best:
-            best, best_idx = mu, int(j)
-    return best, best_idx
+
+    return _max_by_upper_bound(_fdp_mu_upper(m, ng, nc, tau, k), evaluate)
 
 
 def fdp_one_run_sweep(
@@ -538,10 +555,7 @@ def label_memorization_sweep(
     values = np.unique(values)
     level = check_confidence_level(confidence_level)
     split_fraction = _check_selection(selection, split_fraction)
-    check_choice("standard_error", standard_error, ("reliability", "ratio"))
-    if not isinstance(averaged, (bool, np.bool_)):
-        raise TypeError(f"averaged must be a bool, got {averaged!r}")
-    averaged = bool(averaged)
+    averaged = _check_variant(averaged, standard_error)
     cols = c2 if averaged else c2[:, :1]
     n = c1.size
 
