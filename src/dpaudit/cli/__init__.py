@@ -12,6 +12,11 @@ __all__ = ["main"]
 # One module per command family; each registers its commands on the app in ``_app``.
 _COMMAND_MODULES = [
     "dpaudit.cli.argmax",
+    "dpaudit.cli.attack",
+    "dpaudit.cli.account",
+    "dpaudit.cli.audit_lidp",
+    "dpaudit.cli.audit_pp",
+    "dpaudit.cli.demo",
 ]
 
 

@@ -1,0 +1,275 @@
+"""Benchmark: the private-prediction audit's sampling engine and the paper-scale wall time.
+
+Measures, on this machine:
+
+1. experiments per second per query through the engine (:func:`run_blocks`) for
+   * the exact shortcut (``MultinomialBlock`` on ``p̄ = E[Q(H)]``: counts ~ Multinomial), and
+   * the direct simulation (``NoisyArgmaxBlock``: a PATE histogram Mult(250, P) per
+     experiment, N(0, 40²) noise, argmax), serial and over 2 local processes,
+   next to the named baseline, :func:`dpaudit.mechanisms.sample_argmax_counts_from` (the
+   mechanisms layer's per-experiment sampler, one process);
+2. the per-query costs of the audit that do not depend on T (exact output distributions of
+   the parametric model, data-dependent mixture bound, 2-cut audit) and teacher training /
+   retraining throughput on Fashion-MNIST;
+3. the wall time of the paper-scale audit (paper 000 App. D: 1000 queries × 10^8 experiments
+   under S and S′, three adversaries, PATE and CaPC) extrapolated from these measurements,
+   with the exact sampler and with direct simulation.
+
+The torch backend is measured only when a CUDA GPU is present (``torch.cuda.is_available()``);
+on this machine there is none, and the JSON says so.
+
+Writes ``benchmarks/results/audit.json`` and prints a summary. ``DPAUDIT_BENCH_QUICK=1``
+shrinks the measured fractions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+from dpaudit.accounting import DEFAULT_ORDERS
+from dpaudit.attacks.parametric import PATEHistogramModel, _multinomial_output
+from dpaudit.experiments.engine import MultinomialBlock, NoisyArgmaxBlock, run_blocks
+from dpaudit.experiments.private_prediction import (
+    PrivatePredictionSettings,
+    _data_dependent,
+    audit_distributions,
+)
+from dpaudit.mechanisms import sample_argmax_counts_from
+
+QUICK = os.environ.get("DPAUDIT_BENCH_QUICK") == "1"
+OUT = Path(__file__).parent / "results" / "audit.json"
+SIGMA = 40.0
+TEACHERS = 250
+# Realistic per-query vote distributions of 250 Fashion-MNIST logistic teachers (votes / 250
+# from the first test images of one instantiation).
+P_QUERIES = [
+    np.array([0, 0, 0, 0, 0, 14, 0, 45, 0, 191]) / 250,
+    np.array([0, 0, 241, 0, 3, 0, 6, 0, 0, 0]) / 250,
+    np.array([0, 250, 0, 0, 0, 0, 0, 0, 0, 0]) / 250,
+    np.array([35, 0, 47, 0, 3, 0, 165, 0, 0, 0]) / 250,
+]
+PAPER = {"queries": 1000, "experiments": 10**8, "adversaries": 3, "algorithms": 2}
+
+
+def timed(fn, repeat: int = 1) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def engine_rates() -> dict:
+    p = P_QUERIES[3]
+    q = p.copy()
+    q[2] += 0.004
+    q[6] -= 0.004
+    model = PATEHistogramModel(p, q, TEACHERS, TEACHERS)
+    pbar = model.output_distributions(SIGMA)
+    out: dict = {}
+    # Exact shortcut: one query, S and S', T = 10^8 each.
+    t_exact = timed(
+        lambda: run_blocks(MultinomialBlock(pbar), 10**8, rng=0, block_size=2**26), repeat=3
+    )
+    out["exact_multinomial"] = {
+        "experiments": 10**8,
+        "seconds_for_S_and_S_prime": t_exact,
+        "experiments_per_second_per_query": 2 * 10**8 / t_exact,
+    }
+    n_mc = 2**19 if QUICK else 2**21
+    block = NoisyArgmaxBlock(model.sampler(), SIGMA)
+    t_serial = timed(lambda: run_blocks(block, n_mc, rng=1, block_size=2**18))
+    t_proc = timed(
+        lambda: run_blocks(block, n_mc, rng=1, block_size=2**18, executor="processes", workers=2)
+    )
+    t_base = timed(
+        lambda: sample_argmax_counts_from(model.sampler(), SIGMA, n_mc, rng=1, block_size=2**18)
+    )
+    out["direct_simulation"] = {
+        "experiments": n_mc,
+        "engine_serial_per_second": n_mc / t_serial,
+        "engine_processes_2_per_second": n_mc / t_proc,
+        "baseline_sample_argmax_counts_from_per_second": n_mc / t_base,
+        "note": "PATE histogram Mult(250, P) + N(0, 40^2) noise + argmax per experiment, "
+        "C = 10; the process pool includes its start-up (spawn) in the time.",
+    }
+    same = np.array_equal(
+        run_blocks(block, 2**16, rng=5, block_size=2**14).counts,
+        run_blocks(block, 2**16, rng=5, block_size=2**14, executor="joblib", workers=2).counts,
+    )
+    out["same_counts_serial_vs_joblib"] = bool(same)
+    return out
+
+
+def per_query_costs() -> dict:
+    orders = np.asarray(DEFAULT_ORDERS)
+    settings = PrivatePredictionSettings(dataset="fashion-mnist", teachers=TEACHERS, sigma=SIGMA)
+    out: dict = {}
+    # Exact output distributions (the A_y evaluations of one adversarial query).
+    _multinomial_output.cache_clear()
+    t = []
+    for p in P_QUERIES:
+        q = np.roll(p, 1) * 0.1 + 0.9 * p
+        m = PATEHistogramModel(p, q / q.sum(), TEACHERS, TEACHERS)
+        t.append(timed(lambda m=m: m.output_distributions(SIGMA)))
+    out["exact_output_distributions_seconds_per_query"] = float(np.mean(t))
+    cache: dict = {}
+    t = []
+    for p in P_QUERIES:
+        m = PATEHistogramModel(p, p, TEACHERS, TEACHERS)
+        t.append(timed(lambda m=m: _data_dependent(m, settings, orders, cache)))
+    out["data_dependent_mixture_seconds_per_query"] = float(np.mean(t))
+    n = 32
+    gen = np.random.default_rng(0)
+    pb = gen.dirichlet(np.ones(10), size=n)
+    counts = np.stack([[gen.multinomial(10**8, r), gen.multinomial(10**8, r)] for r in pb])
+    t_audit = timed(
+        lambda: audit_distributions(
+            counts, orders, composition="queries", num_composed=n, confidence_level=0.95, rng=0
+        )
+    )
+    out["two_cut_audit_seconds_per_query"] = t_audit / n
+    return out
+
+
+def training_costs() -> dict:
+    from dpaudit.systems import TeacherEnsemble
+    from dpaudit.systems.data import load_dataset
+
+    try:
+        ds = load_dataset("fashion-mnist")
+    except Exception as exc:
+        return {"skipped": f"Fashion-MNIST not available: {exc}"}
+    m_meas = 10 if QUICK else 25
+    idx = np.random.default_rng(0).permutation(ds.num_train)[: m_meas * 240]
+    t_fit = timed(
+        lambda: TeacherEnsemble.fit(ds.X_train[idx], ds.y_train[idx], num_teachers=m_meas, rng=0)
+    )
+    ens = TeacherEnsemble.fit(ds.X_train[idx], ds.y_train[idx], num_teachers=m_meas, rng=0)
+    r = 10 if QUICK else 20
+    t_re = timed(lambda: [ens.with_point(ds.X_test[i], 0, partition=i % m_meas) for i in range(r)])
+    return {
+        "teachers_measured": m_meas,
+        "points_per_teacher": 240,
+        "teachers_per_second": m_meas / t_fit,
+        "retrainings_per_second": r / t_re,
+        "note": "default estimator LogisticRegression(max_iter=50), one process",
+    }
+
+
+def extrapolate(engine: dict, costs: dict, training: dict) -> dict:
+    nq, t_exp = PAPER["queries"], PAPER["experiments"]
+    runs = PAPER["adversaries"] * PAPER["algorithms"]
+    sampling_exact = (
+        runs * nq * 2 * t_exp / engine["exact_multinomial"]["experiments_per_second_per_query"]
+    )
+    rate_mc = engine["direct_simulation"]["engine_serial_per_second"]
+    sampling_mc = runs * nq * 2 * t_exp / rate_mc
+    modelling = (
+        runs
+        * nq
+        * (
+            costs["exact_output_distributions_seconds_per_query"]
+            + costs["two_cut_audit_seconds_per_query"]
+        )
+        + PAPER["algorithms"] * nq * costs["data_dependent_mixture_seconds_per_query"]
+    )
+    out = {
+        "setting": "1000 queries x 1e8 experiments under S and S', 3 adversaries, PATE and CaPC",
+        "sampling_seconds_exact": sampling_exact,
+        "sampling_seconds_direct_simulation_serial": sampling_mc,
+        "sampling_days_direct_simulation_serial": sampling_mc / 86400,
+        "models_and_audit_seconds": modelling,
+    }
+    if "teachers_per_second" in training:
+        # N_g = 2 instantiations of 250 teachers per algorithm; R = 4 retrainings per
+        # adversarial query (1000 candidates, 2 adversarial adversaries) + 4 for Pois-NatQ.
+        train = PAPER["algorithms"] * 2 * TEACHERS / training["teachers_per_second"]
+        retrain = PAPER["algorithms"] * (2 * nq * 4 + 4) / training["retrainings_per_second"]
+        out["training_seconds"] = train
+        out["retraining_seconds"] = retrain
+        out["total_seconds_exact_sampler"] = train + retrain + modelling + sampling_exact
+        out["total_seconds_direct_simulation"] = train + retrain + modelling + sampling_mc
+    return out
+
+
+def torch_figure() -> dict:
+    try:
+        import torch
+    except ImportError:
+        return {"measured": False, "reason": "torch not installed"}
+    if not torch.cuda.is_available():
+        return {
+            "measured": False,
+            "reason": "no CUDA GPU on this machine; the torch backend figure is not measured",
+        }
+    from dpaudit.mechanisms import sample_argmax_counts
+
+    votes = (P_QUERIES[3] * TEACHERS).astype(float)
+    n = 2**26
+    sample_argmax_counts(votes, SIGMA, 2**20, rng=0, backend="torch", device="cuda")
+    t = timed(
+        lambda: sample_argmax_counts(
+            votes, SIGMA, n, rng=0, backend="torch", device="cuda", block_size=2**24
+        )
+    )
+    return {"measured": True, "fixed_histogram_experiments_per_second": n / t}
+
+
+def main() -> None:
+    engine = engine_rates()
+    costs = per_query_costs()
+    training = training_costs()
+    result = {
+        "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "quick": QUICK,
+        "engine": engine,
+        "per_query": costs,
+        "training": training,
+        "paper_scale": extrapolate(engine, costs, training),
+        "torch": torch_figure(),
+    }
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps(result, indent=2) + "\n")
+    ex = engine["exact_multinomial"]["experiments_per_second_per_query"]
+    ds = engine["direct_simulation"]
+    ps = result["paper_scale"]
+    print(f"exact shortcut: {ex:.3g} experiments/s per query (S and S')")
+    print(
+        f"direct simulation: engine {ds['engine_serial_per_second']:.3g}/s serial, "
+        f"{ds['engine_processes_2_per_second']:.3g}/s on 2 processes; baseline "
+        f"sample_argmax_counts_from {ds['baseline_sample_argmax_counts_from_per_second']:.3g}/s"
+    )
+    print(
+        f"per query: exact p̄ {costs['exact_output_distributions_seconds_per_query'] * 1e3:.1f} ms,"
+        f" data-dependent {costs['data_dependent_mixture_seconds_per_query'] * 1e3:.1f} ms, "
+        f"2-cut audit {costs['two_cut_audit_seconds_per_query'] * 1e3:.1f} ms"
+    )
+    if "teachers_per_second" in training:
+        print(
+            f"training: {training['teachers_per_second']:.1f} teachers/s, "
+            f"{training['retrainings_per_second']:.1f} retrainings/s (Fashion-MNIST)"
+        )
+    print(
+        f"paper scale: sampling {ps['sampling_seconds_exact']:.3g} s exact vs "
+        f"{ps['sampling_days_direct_simulation_serial']:.3g} days direct simulation; "
+        + (
+            f"total ≈ {ps['total_seconds_exact_sampler'] / 60:.1f} min with the exact sampler"
+            if "total_seconds_exact_sampler" in ps
+            else ""
+        )
+    )
+    print(f"torch: {result['torch'].get('reason', result['torch'])}")
+    print(f"wrote {OUT}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,230 @@
+"""Reports of audits (layer 8): rich summary tables and matplotlib PNG plots.
+
+For the private-prediction audit (:mod:`dpaudit.experiments.private_prediction`):
+
+* :func:`summary_table` — one row per algorithm × adversary: ε at δ of the audit (display
+  only, flagged), of the exact, data-dependent and data-independent RDP; the affected
+  teacher's flip rate with its interval; whether ``audit ≤ exact ≤ dd ≤ di`` held.
+* :func:`plot_rdp_curves` — RDP against the order, one panel per algorithm × adversary:
+  audit, exact, data-dependent, data-independent (paper 000 Fig. 2/6 style, log scales).
+* :func:`plot_epsilon_bars` — ε at δ as grouped bars per adversary, one panel per algorithm
+  (paper 000 Fig. 3/4 style).
+* :func:`write_private_prediction_report` — ``results.json`` and both PNGs in a directory.
+
+rich and matplotlib are imported lazily (extras ``cli`` and ``plot``); plots use the Agg
+canvas directly, so no GUI backend or global pyplot state is touched.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpaudit.errors import require
+
+__all__ = [
+    "plot_epsilon_bars",
+    "plot_rdp_curves",
+    "render_private_prediction",
+    "summary_table",
+    "write_private_prediction_report",
+]
+
+_CURVES = (
+    ("audit", "audit (lower bound)", "tab:red", "-"),
+    ("exact", "exact (modelled)", "tab:blue", "-"),
+    ("data_dependent", "data-dependent", "tab:green", "--"),
+    ("data_independent", "data-independent", "tab:gray", ":"),
+)
+_ADV_LABEL = {"nat-advq": "Nat-AdvQ", "pois-advq": "Pois-AdvQ", "pois-natq": "Pois-NatQ"}
+_ALG_LABEL = {"pate": "PATE", "capc": "CaPC"}
+
+
+def _fmt(x: float) -> str:
+    if not math.isfinite(x):
+        return str(x)
+    return f"{x:.3g}" if x != 0 else "0"
+
+
+def summary_table(audit: Any):
+    """A rich table summarising a private-prediction audit (one row per algorithm × adversary).
+
+    Returns:
+        ``rich.table.Table``.
+    """
+    table_mod = require("rich.table", "cli")
+    s = audit.settings
+    delta = s.delta
+    t = table_mod.Table(
+        title=(
+            f"Private-prediction audit: {audit.dataset}, m={s.teachers}, k={s.k}, σ={s.sigma:g}, "
+            f"n_Q={s.queries}, T={s.experiments:.3g}/query, ε at δ={delta:g}"
+        ),
+        caption=(
+            f"*audit: display only (RDP lower bound at {s.confidence_level:.0%} converted with "
+            "an upper-bound conversion — not an (ε, δ) lower bound). dd/di: data-(in)dependent "
+            "claim. AdvQ: worst query × n_Q repetitions; NatQ: sum over n_Q queries. order ok: "
+            "audit ≤ exact ≤ dd ≤ di at every order."
+        ),
+    )
+    for col, just, wrap in (
+        ("alg", "left", False),
+        ("adversary", "left", False),
+        ("ε audit*", "right", False),
+        ("ε exact", "right", False),
+        ("ε dd", "right", False),
+        ("ε di", "right", False),
+        ("flips [CI]", "right", True),
+        ("order ok", "center", False),
+    ):
+        t.add_column(col, justify=just, no_wrap=not wrap)
+    for r in audit.results:
+        fl = r.flips
+        if fl.num_retrainings:
+            flips = (
+                f"{fl.num_flips}/{fl.num_retrainings} "
+                f"[{fl.interval.low:.2f},{fl.interval.high:.2f}]"
+            )
+        else:
+            flips = "–"
+        t.add_row(
+            _ALG_LABEL.get(r.algorithm, r.algorithm),
+            _ADV_LABEL.get(r.adversary, r.adversary),
+            _fmt(r.epsilon.audit),
+            _fmt(r.epsilon.exact),
+            _fmt(r.epsilon.data_dependent),
+            _fmt(r.epsilon.data_independent),
+            flips,
+            "yes" if r.ordering.holds else "NO",
+        )
+    return t
+
+
+def render_private_prediction(console: Any, audit: Any) -> None:
+    """Print the summary table (and any ordering violation) to a rich console."""
+    console.print(summary_table(audit))
+    for r in audit.results:
+        for v in r.ordering.violations:
+            console.print(f"[yellow]{r.algorithm}/{r.adversary}:[/yellow] {v}")
+
+
+def _figure(nrows: int, ncols: int, width: float, height: float):
+    require("matplotlib", "plot")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width * ncols, height * nrows), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    return fig, axes
+
+
+def plot_rdp_curves(audit: Any, path: str | Path) -> Path:
+    """RDP against the order for each algorithm × adversary (paper 000 Fig. 2/6 style).
+
+    Args:
+        audit: a ``PrivatePredictionAudit``.
+        path: PNG file to write.
+
+    Returns:
+        The path written.
+    """
+    algs = list(dict.fromkeys(r.algorithm for r in audit.results))
+    advs = list(dict.fromkeys(r.adversary for r in audit.results))
+    fig, axes = _figure(len(algs), len(advs), 4.2, 3.4)
+    for r in audit.results:
+        ax = axes[algs.index(r.algorithm)][advs.index(r.adversary)]
+        for attr, label, color, style in _CURVES:
+            y = np.asarray(getattr(r, attr), dtype=np.float64)
+            mask = y > 0
+            if mask.any():
+                ax.plot(r.orders[mask], y[mask], style, color=color, label=label, lw=1.6)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("Rényi order α")
+        ax.set_ylabel(f"RDP ε(α), {r.num_composed} {r.composition}")
+        ax.set_title(
+            f"{_ALG_LABEL.get(r.algorithm, r.algorithm)} · {_ADV_LABEL.get(r.adversary, '')}"
+        )
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].legend(fontsize=8, loc="upper left")
+    fig.suptitle(
+        f"{audit.dataset}: RDP audit ({audit.settings.confidence_level:.0%} lower bound) vs "
+        "exact and claimed RDP"
+    )
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    return out
+
+
+def plot_epsilon_bars(audit: Any, path: str | Path) -> Path:
+    """ε at δ per adversary and algorithm as grouped bars (paper 000 Fig. 3/4 style).
+
+    The audit's bar is hatched: an RDP lower bound converted with an upper-bound conversion
+    is not an (ε, δ) lower bound (paper 000 §5.4 plots it the same way).
+
+    Args:
+        audit: a ``PrivatePredictionAudit``.
+        path: PNG file to write.
+
+    Returns:
+        The path written.
+    """
+    algs = list(dict.fromkeys(r.algorithm for r in audit.results))
+    advs = list(dict.fromkeys(r.adversary for r in audit.results))
+    fig, axes = _figure(1, len(algs), 5.0, 3.6)
+    width = 0.2
+    for a_i, alg in enumerate(algs):
+        ax = axes[0][a_i]
+        for c_i, (attr, label, color, _) in enumerate(_CURVES):
+            vals = []
+            for adv in advs:
+                rs = [r for r in audit.results if r.algorithm == alg and r.adversary == adv]
+                vals.append(getattr(rs[0].epsilon, attr) if rs else np.nan)
+            x = np.arange(len(advs)) + (c_i - 1.5) * width
+            ax.bar(
+                x,
+                vals,
+                width,
+                color=color,
+                label=label,
+                hatch="//" if attr == "audit" else None,
+                edgecolor="black",
+                linewidth=0.4,
+            )
+        ax.set_xticks(np.arange(len(advs)), [_ADV_LABEL.get(a, a) for a in advs])
+        ax.set_ylabel(f"ε at δ = {audit.settings.delta:g}")
+        ax.set_title(_ALG_LABEL.get(alg, alg))
+        ax.grid(True, axis="y", alpha=0.3)
+    axes[0][0].legend(fontsize=8)
+    fig.suptitle(f"{audit.dataset}: privacy leakage (audit ε is for display only)")
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    return out
+
+
+def write_private_prediction_report(
+    audit: Any, out_dir: str | Path, *, plots: bool = True
+) -> dict[str, Path]:
+    """Write ``results.json`` (and ``rdp_vs_order.png``, ``epsilon_bars.png``) to a directory.
+
+    Args:
+        audit: a ``PrivatePredictionAudit``.
+        out_dir: directory (created if missing).
+        plots: also write the PNGs.
+
+    Returns:
+        The paths written, by kind (``"json"``, ``"rdp_plot"``, ``"epsilon_plot"``).
+    """
+    d = Path(out_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    paths = {"json": audit.write_json(d / "results.json")}
+    if plots:
+        paths["rdp_plot"] = plot_rdp_curves(audit, d / "rdp_vs_order.png")
+        paths["epsilon_plot"] = plot_epsilon_bars(audit, d / "epsilon_bars.png")
+    return paths

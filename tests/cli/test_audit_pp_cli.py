@@ -1,0 +1,104 @@
+"""``dpaudit audit private-prediction`` and ``dpaudit demo`` end to end (small digits runs)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("typer")
+pytest.importorskip("pydantic")
+from typer.testing import CliRunner
+
+from dpaudit.cli import build_app
+
+TINY = [
+    "audit", "private-prediction", "--algorithm", "capc", "--dataset", "digits",
+    "--teachers", "8", "--sigma", "2", "--adversary", "pois-advq,pois-natq", "--queries", "3",
+    "--experiments", "1e5", "--instantiations", "1", "--retrainings", "1", "--no-progress",
+]  # fmt: skip
+
+
+def test_json_output():
+    res = CliRunner().invoke(build_app(), [*TINY, "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert {(r["algorithm"], r["adversary"]) for r in data["results"]} == {
+        ("capc", "pois-advq"),
+        ("capc", "pois-natq"),
+    }
+    for r in data["results"]:
+        assert r["ordering"]["exact_le_data_dependent"] is True
+        assert r["epsilon"]["audit_is_valid_dp_lower_bound"] is False
+    assert data["settings"]["experiments"] == 100_000
+
+
+def test_out_dir_table_and_plots(tmp_path):
+    out = tmp_path / "run"
+    res = CliRunner().invoke(build_app(), [*TINY, "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "Pois-AdvQ" in res.stdout and "CaPC" in res.stdout
+    assert (out / "results.json").is_file()
+    assert (out / "rdp_vs_order.png").stat().st_size > 10_000
+    assert (out / "epsilon_bars.png").stat().st_size > 10_000
+    assert json.loads((out / "results.json").read_text())["dataset"] == "digits"
+
+
+def test_config_file_with_overrides(tmp_path):
+    cfg = tmp_path / "a.toml"
+    cfg.write_text(
+        'dataset = "digits"\nalgorithms = ["pate"]\nadversaries = ["nat-advq"]\n'
+        "teachers = 8\nsigma = 2.0\nqueries = 2\nexperiments = 100000\ninstantiations = 1\n"
+        "retrainings = 1\n"
+    )
+    res = CliRunner().invoke(
+        build_app(),
+        ["audit", "private-prediction", "--config", str(cfg), "--queries", "3", "--json",
+         "--no-progress"],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["settings"]["queries"] == 3 and data["settings"]["algorithms"] == ["pate"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--sigma", "-1"], "sigma"),
+        (["--teachers-per-query", "20"], "teachers_per_query"),
+        (["--dataset", "cifar10"], "dataset"),
+        (["--experiments", "0"], "experiments"),
+        (["--experiments", "1.5"], "experiments"),
+        (["--adversary", "knn"], "adversar"),
+        (["--teachers", "100000"], "teachers"),
+    ],
+)
+def test_bad_options_are_clear_errors(args, message):
+    res = CliRunner().invoke(build_app(), [*TINY, *args])
+    assert res.exit_code == 2, res.output
+    assert message in " ".join(res.output.split())
+
+
+def test_missing_config_file(tmp_path):
+    res = CliRunner().invoke(
+        build_app(), ["audit", "private-prediction", "--config", str(tmp_path / "none.toml")]
+    )
+    assert res.exit_code == 2 and "does not exist" in " ".join(res.output.split())
+
+
+def test_demo_command(monkeypatch, tmp_path):
+    import dpaudit.experiments.config as config
+
+    tiny = config.parse_config(
+        {"dataset": "digits", "algorithms": ["pate", "capc"], "adversaries": ["pois-natq"],
+         "teachers": 8, "sigma": 2.0, "queries": 2, "experiments": 10**5,
+         "instantiations": 1, "retrainings": 1}
+    )  # fmt: skip
+    monkeypatch.setattr(config, "demo_settings", lambda **kw: tiny)
+    res = CliRunner().invoke(build_app(), ["demo", "--out", str(tmp_path), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    assert "dpaudit demo" in res.stdout and "Pois-NatQ" in res.stdout
+    assert (tmp_path / "results.json").is_file() and (tmp_path / "epsilon_bars.png").is_file()
+    res = CliRunner().invoke(build_app(), ["demo", "--out", str(tmp_path), "--json", "--no-plots"])
+    assert res.exit_code == 0
+    assert len(json.loads(res.stdout)["results"]) == 2
