@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test lint format bench data clean
+.PHONY: demo test lint format bench data readme clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -39,6 +39,10 @@ format: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
+
+# README.md is assembled from docs/sections/*.md (a test checks they agree).
+readme:
+	for f in docs/sections/*.md; do cat "$$f"; echo; done | sed '$$d' > README.md
 
 # Fashion-MNIST (IDX files) from Debian, for the paper-scale audit and benchmarks (root).
 data:

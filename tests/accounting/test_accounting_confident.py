@@ -3,6 +3,7 @@ formulas.md §1.8 items 2–3, mpmath oracles, properties, bad input."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import mpmath as mp
@@ -20,6 +21,9 @@ from dpaudit.accounting import (
     lnmax_rdp,
     threshold_rdp,
 )
+
+# Not yet re-exported by dpaudit.accounting's __init__ (owned elsewhere): import the module.
+from dpaudit.accounting._lnmax import LNMaxRDP, lnmax_rdp_details
 
 VOTES = [230, 15, 5] + [0] * 7
 
@@ -122,6 +126,50 @@ def test_lnmax_matches_mpmath_and_bounds():
     assert np.all(lnmax_rdp([5.0], 1.0, orders) == 0.0)
 
 
+def test_lnmax_details_report_the_fallback():
+    """Like gnmax_rdp_details: same values as lnmax_rdp, and ``fallback`` exactly where the
+    data-dependent condition q̃ ≤ 1/(e^ε + 1) fails (PATE 2017 Thm 3), never silently."""
+    rng = np.random.default_rng(4)
+    votes = rng.multinomial(30, rng.dirichlet(np.full(6, 0.5), size=(40,)).mean(0), size=(4, 10))
+    votes[0, 0] = [30, 0, 0, 0, 0, 0]
+    votes[0, 1] = [30] * 6  # ties: q̃ capped at 1 − 1/m, a fallback at every order
+    orders = np.array([1.5, 2.0, 8.0, 30.0, 256.0])
+    for b in (0.5, 2.0, 8.0):
+        det = lnmax_rdp_details(votes, b, orders)
+        assert isinstance(det, LNMaxRDP) and det.rdp.shape == (4, 10, 5)
+        np.testing.assert_array_equal(det.rdp, lnmax_rdp(votes, b, orders))
+        eps = 2.0 / b
+        cond = lnmax_log_q(votes, b) <= -math.log1p(math.exp(eps))
+        assert cond.any() and not cond.all()  # both branches exercised
+        np.testing.assert_array_equal(det.q_condition, cond)
+        np.testing.assert_array_equal(det.fallback, np.broadcast_to(~cond[..., None], (4, 10, 5)))
+        base = np.minimum(orders * eps**2 / 2, eps)
+        np.testing.assert_array_equal(det.rdp[~cond], np.broadcast_to(base, det.rdp[~cond].shape))
+        assert not np.any(det.improved & det.fallback)
+        np.testing.assert_array_equal(det.improved, ~det.fallback & (det.rdp < base))
+        assert det.any_fallback == bool(np.any(~cond)) and det.epsilon == eps and det.b == b
+        np.testing.assert_allclose(det.curve().epsilons, det.rdp.reshape(-1, 5).sum(0), rtol=1e-12)
+        assert json.loads(det.to_json())["analysis"] == "data-dependent"
+    assert lnmax_rdp_details([30, 30], 2.0, orders).fallback.all()
+    assert not lnmax_rdp_details([30, 0], 2.0, orders).any_fallback
+    ind = lnmax_rdp_details(votes, 2.0, orders, analysis="data-independent")
+    assert not ind.any_fallback and not ind.improved.any() and not ind.q_condition.any()
+    assert np.all(np.isnan(ind.log_q))
+    np.testing.assert_array_equal(
+        ind.rdp, lnmax_rdp(votes, 2.0, orders, analysis="data-independent")
+    )
+
+
+def test_lnmax_large_epsilon_does_not_overflow():
+    # ε = 2/b = 2000: log(1 + e^ε) used to overflow in math.exp.
+    det = lnmax_rdp_details([500, 1], 1e-3, [2.0, 1e4])
+    assert np.all(np.isfinite(det.rdp)) and not det.any_fallback
+    assert det.rdp[0] == pytest.approx(0.0, abs=1e-300)
+    assert det.rdp[1] <= 2000.0
+    assert lnmax_rdp_details([500, 500], 1e-3, [2.0]).fallback.all()
+    assert lnmax_rdp([500, 500], 1e-3, [2.0])[0] == 2000.0
+
+
 def test_bad_input():
     with pytest.raises(ValueError, match="threshold"):
         threshold_rdp(VOTES, -1.0, 10.0, [2.0])
@@ -145,3 +193,7 @@ def test_bad_input():
         lnmax_log_q([1.0, -2.0], 1.0)
     with pytest.raises(ValueError, match="analysis"):
         lnmax_rdp(VOTES, 1.0, [2.0], analysis="x")
+    with pytest.raises(ValueError, match="analysis"):
+        lnmax_rdp_details(VOTES, 1.0, [2.0], analysis="x")
+    with pytest.raises(ValueError, match="b"):
+        lnmax_rdp_details(VOTES, -1.0, [2.0])

@@ -74,6 +74,28 @@ def test_delta_inverts_epsilon():
         assert back.order == conv.order
 
 
+def test_delta_and_to_dp_agree_for_tiny_rho():
+    """δ(ε) is the smallest δ at which to_dp gives ≤ ε, including the KL rule for ρ ≈ 0."""
+    zero = RDPCurve.zeros()
+    assert zero.to_dp(1e-5).epsilon == 0.0
+    assert zero.delta(0.0).delta == 0.0  # was 3.6e-4
+    tiny = RDPCurve([2.0, 3.0], [1e-12, 2e-12])
+    assert tiny.to_dp(1e-5).epsilon == 0.0
+    d = tiny.delta(0.0).delta  # was 0.105; the KL bound √(1 − e^{−1e-12}) ≈ 1e-6
+    assert d == pytest.approx(1e-6, rel=1e-9)
+    assert tiny.to_dp(d * 1.01).epsilon == 0.0 and tiny.to_dp(d * 0.99).epsilon > 0.0
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        scale = math.exp(rng.uniform(math.log(1e-14), math.log(1.0)))
+        curve = RDPCurve(DEFAULT_ORDERS, scale * DEFAULT_ORDERS)  # Gaussian-shaped
+        for conversion in ("standard", "balle2020"):
+            for eps in (0.0, 0.1, 1.0):
+                d = curve.delta(eps, conversion=conversion).delta
+                if 1e-300 < d < 0.99:
+                    assert curve.to_dp(d * (1 + 1e-6), conversion=conversion).epsilon <= eps
+                    assert curve.to_dp(d * (1 - 1e-6), conversion=conversion).epsilon > eps
+
+
 def test_composition_and_repetition():
     a = RDPCurve([2.0, 3.0], [0.1, 0.2])
     b = RDPCurve([2.0, 3.0], [0.05, 0.5])

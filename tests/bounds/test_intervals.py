@@ -30,6 +30,45 @@ def test_clopper_pearson_matches_scipy_binomtest():
         np.testing.assert_allclose([ci.low, ci.high], [ref.low, ref.high], rtol=1e-10, atol=1e-15)
 
 
+@pytest.mark.parametrize("alternative", ["greater", "less"])
+@pytest.mark.parametrize("k, n", [(0, 10), (3, 10), (10, 10), (400, 500), (50, 500)])
+def test_clopper_pearson_one_sided_matches_scipy_and_beta_quantiles(k, n, alternative):
+    ci = clopper_pearson(k, n, confidence_level=0.9, alternative=alternative)
+    ref = stats.binomtest(k, n, alternative=alternative).proportion_ci(
+        confidence_level=0.9, method="exact"
+    )
+    np.testing.assert_allclose([ci.low, ci.high], [ref.low, ref.high], rtol=1e-10, atol=1e-15)
+    # closed form: the whole 0.1 in one tail, the other end trivial
+    if alternative == "greater":
+        assert ci.high == 1.0
+        beta_lo = stats.beta.ppf(0.1, k, n - k + 1) if k > 0 else 0.0
+        assert ci.low == pytest.approx(beta_lo, rel=1e-10, abs=1e-15)
+    else:
+        assert ci.low == 0.0
+        beta_hi = stats.beta.ppf(0.9, k + 1, n - k) if k < n else 1.0
+        assert ci.high == pytest.approx(beta_hi, rel=1e-10, abs=1e-15)
+
+
+@pytest.mark.parametrize(
+    "k, n, kwargs, match",
+    [
+        (11, 10, {}, r"^k must be <= n"),
+        (-1, 10, {}, r"^k must be non-negative"),
+        (0, 0, {}, r"^n must be at least 1"),
+        (0, -5, {}, r"^n must be non-negative"),
+        (3, 10, {"confidence_level": 0.0}, r"^confidence_level"),
+        (3, 10, {"confidence_level": 1.0}, r"^confidence_level"),
+        (3, 10, {"confidence_level": 1.5}, r"^confidence_level"),
+        (3, 10, {"confidence_level": -0.1}, r"^confidence_level"),
+        (3, 10, {"alternative": "two_sided"}, r"^alternative"),
+        (3, 10, {"alternative": "upper"}, r"^alternative"),
+    ],
+)
+def test_clopper_pearson_bad_input(k, n, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        clopper_pearson(k, n, **kwargs)
+
+
 def test_one_sided_tails_agree_with_clopper_pearson_arrays():
     k = np.array([0, 1, 7, 50, 99, 100])
     lo, hi = _cp_one_sided(k, 100, 0.025)

@@ -276,6 +276,27 @@ def test_composition_and_display_conversion():
         per_query_confidence_level(0.95, 0)
 
 
+def test_composition_carries_invalid_at_zero_flag():
+    # Many near-zero-leakage queries: each bootstrap bound is biased upwards at zero
+    # divergence and the sum adds the bias up (paper 000 App. B); the flag must survive.
+    rng = np.random.default_rng(7)
+    p = np.array([0.5, 0.3, 0.2])
+    c1, c2 = rng.multinomial(5000, p, size=4), rng.multinomial(5000, p, size=4)
+    level = per_query_confidence_level(0.95, 5)
+    boot = rdp_k_cut_bootstrap(c1, c2, [2.0], rng=0, n_resamples=200, confidence_level=level)
+    cp = rdp_two_cut(c1[0], c2[0], [2.0], output_set=[0], confidence_level=level)
+    assert not boot.valid_at_zero and cp.valid_at_zero
+    clean = compose_rdp_lower_bounds(cp)
+    assert clean.valid_at_zero and "zero divergence" not in clean.note
+    mixed = compose_rdp_lower_bounds([cp, boot])
+    assert not mixed.valid_at_zero and mixed.n_queries == 5
+    assert "invalid at zero divergence" in mixed.note
+    assert mixed.asymptotic and not mixed.simultaneous_over_orders
+    # composing a flagged curve further keeps the flag
+    assert not (clean + mixed).valid_at_zero
+    assert not json.loads(mixed.to_json())["valid_at_zero"]
+
+
 def test_result_serialises():
     res = rdp_audit([600, 300, 100], [400, 500, 100], ORDERS, rng=0)
     data = json.loads(res.to_json())

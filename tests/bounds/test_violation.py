@@ -123,6 +123,27 @@ def test_rdp_claim_asymptotic_audits_are_not_valid_evidence():
     assert not check_rdp_claim(kcut, 0.01).valid
 
 
+def test_rdp_claim_bootstrap_refuted_at_one_order_pays_for_all_orders():
+    # Which orders exceed the claim is decided after seeing the data, so the union bound
+    # covers all 6 audited orders (1 − 6·0.05 = 0.70), not just the 1 refuted (0.95).
+    c1 = np.array([900, 80, 20])
+    c2 = np.array([700, 250, 50])
+    boot = rdp_k_cut_bootstrap(c1, c2, ORDERS, rng=0, n_resamples=500)
+    assert np.all(boot.epsilons > 0)
+    claim = boot.epsilons + 1.0
+    claim[0] = boot.epsilons[0] / 2  # refuted at α = 1.5 only
+    check = check_rdp_claim(boot, claim)
+    assert check.refuted and not check.valid
+    np.testing.assert_array_equal(check.refuted_orders, [1.5])
+    assert check.confidence_level == pytest.approx(0.70)
+    assert "union bound over all orders" in check.note
+    # a composed bootstrap curve is likewise paid for over all orders, and flagged
+    curve = compose_rdp_lower_bounds(boot)
+    assert not curve.valid_at_zero
+    comp = check_rdp_claim(curve, claim)
+    assert comp.confidence_level == pytest.approx(0.70) and not comp.valid
+
+
 def test_bad_input():
     audit = epsilon_from_confusion(400, 100, 50, 450, delta=1e-5)
     with pytest.raises(TypeError, match="audit"):

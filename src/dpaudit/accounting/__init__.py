@@ -43,7 +43,7 @@ from dpaudit.accounting._label import (
     randomized_response_epsilon,
 )
 from dpaudit.accounting._ledger import PrivacyLedger
-from dpaudit.accounting._lnmax import lnmax_log_q, lnmax_rdp
+from dpaudit.accounting._lnmax import LNMaxRDP, lnmax_log_q, lnmax_rdp, lnmax_rdp_details
 from dpaudit.accounting._orders import DEFAULT_ORDERS
 from dpaudit.accounting._pate import PateAccounting, PateEpsilon, pate_accounting
 from dpaudit.accounting._smooth import (
@@ -73,6 +73,7 @@ __all__ = [
     "GNMaxPlateau",
     "GNMaxRDP",
     "GNSSRelease",
+    "LNMaxRDP",
     "PateAccounting",
     "PateEpsilon",
     "PrivacyLedger",
@@ -95,6 +96,7 @@ __all__ = [
     "laplace_label_epsilon",
     "lnmax_log_q",
     "lnmax_rdp",
+    "lnmax_rdp_details",
     "pate_accounting",
     "pate_local_sensitivity",
     "private_knn_epsilon",

@@ -384,7 +384,9 @@ def gnmax_rdp(
     * ``analysis="data-dependent"``: Thm 6 with Prop. 10's parameters, at ``q̃`` from the union
       bound (Prop. 7, ``q="union"``) or from the exact output probabilities (``q="exact"``,
       ``1 − Q(H)_{i*}``, paper 000 Eq. 4; valid and tighter). Orders where a condition V1–V4
-      fails fall back to ``λ/σ²``; :func:`gnmax_rdp_details` reports which (formulas.md §1.4).
+      fails fall back to ``λ/σ²`` (formulas.md §1.4). The returned array cannot say where:
+      call :func:`gnmax_rdp_details` (same values) for the per-order ``fallback`` report and
+      which of V1–V4 failed; :class:`~dpaudit.accounting.PrivacyLedger` counts fallbacks.
 
     Args:
         votes: histogram ``(C,)`` or batch ``(..., C)`` of non-negative vote counts.

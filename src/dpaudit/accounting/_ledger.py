@@ -9,6 +9,12 @@ past the budget is refused and nothing is charged.
 The data-dependent ε is itself a function of the data (Papernot et al. 2018 §4); releasing it
 needs the smooth-sensitivity machinery of :func:`~dpaudit.accounting.gnss_release`. The
 ledger reports it as the PATE reference implementation does.
+
+Where a validity condition of Thm 6 fails for a charged query (data-dependent analysis), that
+query is charged the data-independent bound at that order, and the ledger counts it: per order
+in :attr:`PrivacyLedger.fallback_counts`, at the order attaining ε(δ) in
+:attr:`PrivacyLedger.num_fallback` (shown in the repr and kept in the JSON), so the fallback is
+never silent (issue 4, item 2).
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from dpaudit._typing import ArrayLike, FloatArray
 from dpaudit._validate import check_choice, check_delta, check_orders, check_positive, check_votes
 from dpaudit.accounting._confident import _threshold_flat, check_threshold
 from dpaudit.accounting._curve import RDPCurve
-from dpaudit.accounting._gnmax import ANALYSES, gnmax_rdp
+from dpaudit.accounting._gnmax import ANALYSES, gnmax_rdp_details
 from dpaudit.accounting._orders import DEFAULT_ORDERS
 from dpaudit.conversions import rdp_to_dp
 from dpaudit.errors import BudgetExhaustedError
@@ -31,11 +37,40 @@ from dpaudit.errors import BudgetExhaustedError
 __all__ = ["PrivacyLedger"]
 
 _CONVERSIONS = ("standard", "balle2020")
-_FORMAT = "dpaudit.PrivacyLedger/1"
+_FORMAT = "dpaudit.PrivacyLedger/2"  # /2 adds fallback_counts
+_FORMAT_PREFIX = "dpaudit.PrivacyLedger/"
+_REQUIRED_KEYS = (
+    "format",
+    "sigma",
+    "delta",
+    "epsilon_budget",
+    "analysis",
+    "threshold",
+    "sigma1",
+    "conversion",
+    "orders",
+    "rdp",
+    "num_queries",
+    "num_answered",
+    "fallback_counts",
+)
+_OPTIONAL_KEYS = ("epsilon",)  # written for people reading the file; not read back
 
 
 def _hex(x: float) -> str:
     return float(x).hex()
+
+
+def _count(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer in the ledger JSON, got {value!r}")
+    return value
+
+
+def _hex_list(name: str, value: Any) -> list[float]:
+    if not isinstance(value, list):
+        raise ValueError(f"{name} must be a list of float.hex() strings in the ledger JSON")
+    return [_unhex(name, x) for x in value]
 
 
 def _unhex(name: str, text: Any) -> float:
@@ -70,6 +105,8 @@ class PrivacyLedger:
         >>> led.charge([200, 30, 20])
         >>> (led.num_queries, led.num_answered, round(led.epsilon(), 4))
         (1, 1, 0.122)
+        >>> led.num_fallback  # ε is attained at λ = 108 > μ1 ≈ 100.5: Thm 6 falls back there
+        1
     """
 
     def __init__(
@@ -104,6 +141,7 @@ class PrivacyLedger:
         self._rdp = np.zeros(self._orders.size)
         self._num_queries = 0
         self._num_answered = 0
+        self._fallback_counts = np.zeros(self._orders.size, dtype=np.int64)
 
     # -- configuration (read-only) --------------------------------------------------------
     @property
@@ -158,6 +196,28 @@ class PrivacyLedger:
         return self._num_answered
 
     @property
+    def fallback_counts(self) -> np.ndarray:
+        """Per order, the charged queries that were charged a data-independent fallback there.
+
+        A query counts at order λ when the data-dependent analysis was chosen but a validity
+        condition of Papernot et al. 2018 Thm 6 (V1–V4) failed at λ for its threshold step or,
+        if answered, its GNMax step, so ``λ/σ²`` (``λ/(2σ1²)``) was charged instead
+        (:func:`~dpaudit.accounting.gnmax_rdp_details`). Always 0 for ``"data-independent"``.
+        Shape ``(K,)``, int64, a copy.
+        """
+        return self._fallback_counts.copy()
+
+    @property
+    def num_fallback(self) -> int:
+        """Charged queries that were charged a data-independent fallback at the order
+        attaining ε(δ) (the ledger's δ and conversion); the largest count over the orders
+        when no order gives a finite ε. See :attr:`fallback_counts`."""
+        conv = rdp_to_dp(self._orders, self._rdp, self._delta, conversion=self._conversion)
+        if np.isnan(conv.order):
+            return int(self._fallback_counts.max())
+        return int(self._fallback_counts[int(np.searchsorted(self._orders, conv.order))])
+
+    @property
     def rdp(self) -> RDPCurve:
         """The composed RDP curve of everything charged so far."""
         return RDPCurve(self._orders, self._rdp)
@@ -175,33 +235,61 @@ class PrivacyLedger:
     def _eps_of(self, rdp: np.ndarray, delta: float) -> float:
         return rdp_to_dp(self._orders, rdp, delta, conversion=self._conversion).epsilon
 
-    def _steps(self, votes: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-        """(threshold-step RDP, argmax-step RDP) of one query, each ``(K,)``."""
+    def _steps(self, votes: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(threshold-step RDP, argmax-step RDP, their fallback masks) of one query, ``(K,)``."""
         v = check_votes("votes", votes, min_classes=1, nonneg=True)
         if v.ndim != 1:
             raise ValueError(f"votes must be one histogram (1-d), got shape {v.shape}")
-        rho2 = gnmax_rdp(v, self._sigma, self._orders, analysis=self._analysis, q="union")
+        det = gnmax_rdp_details(v, self._sigma, self._orders, analysis=self._analysis, q="union")
+        rho2, fb2 = det.rdp, det.fallback
         if self._threshold is None:
-            return np.zeros_like(rho2), rho2
+            return np.zeros_like(rho2), rho2, np.zeros_like(fb2), fb2
         top = float(np.round(v.max()))
         z = (top - self._threshold) / self._sigma1
-        rho1, _ = _threshold_flat(
+        rho1, fb1 = _threshold_flat(
             np.array([special.log_ndtr(z)]),
             np.array([special.log_ndtr(-z)]),
             self._sigma1,
             self._orders,
             self._analysis,
         )
-        return rho1[0], rho2
+        return rho1[0], rho2, fb1[0], fb2
 
     def query_cost(self, votes: ArrayLike) -> FloatArray:
         """Worst-case RDP of one query: threshold step (if any) + GNMax step, shape ``(K,)``.
 
+        Where Thm 6's conditions fail this is the data-independent fallback;
+        :meth:`query_fallback` says at which orders (and :meth:`charge` counts it).
+
         Raises:
             ValueError: ``votes`` not a single non-negative histogram.
         """
-        rho1, rho2 = self._steps(votes)
+        rho1, rho2, _, _ = self._steps(votes)
         return rho1 + rho2
+
+    def query_fallback(self, votes: ArrayLike, *, answered: bool = True) -> np.ndarray:
+        """Orders at which charging this query would use a data-independent fallback.
+
+        True at λ where the data-dependent analysis was chosen but a validity condition of
+        Papernot et al. 2018 Thm 6 fails there for the threshold step or (if ``answered``) the
+        GNMax step, exactly what :meth:`charge` adds to :attr:`fallback_counts`.
+
+        Returns:
+            Booleans of shape ``(K,)`` (all False for ``"data-independent"``).
+
+        Raises:
+            ValueError: ``votes`` not a single non-negative histogram.
+            TypeError: ``answered`` not a bool.
+
+        Example:
+            >>> led = PrivacyLedger(sigma=40, delta=1e-5, orders=[5.0, 200.0])
+            >>> led.query_fallback([200, 30, 20]).tolist()  # Thm 6's V2 (μ1 > λ) fails at 200
+            [False, True]
+        """
+        if not isinstance(answered, (bool, np.bool_)):
+            raise TypeError(f"answered must be a bool, got {answered!r}")
+        _, _, fb1, fb2 = self._steps(votes)
+        return fb1 | (fb2 & bool(answered))
 
     def _within(self, rdp: np.ndarray) -> bool:
         return self._budget is None or self._eps_of(rdp, self._delta) <= self._budget
@@ -217,16 +305,20 @@ class PrivacyLedger:
         mechanism (the threshold outcome is not known in advance), then ``charge`` with the
         outcome. Without a threshold every query is answered.
 
+        Orders at which the query was charged a data-independent fallback (Thm 6's conditions
+        failed) are counted in :attr:`fallback_counts` / :attr:`num_fallback`.
+
         Raises:
             BudgetExhaustedError: the charge would make ε(δ) exceed the budget; nothing is
                 charged.
             ValueError: bad ``votes``, or ``answered=False`` without a threshold.
+            TypeError: ``answered`` not a bool.
         """
         if not isinstance(answered, (bool, np.bool_)):
             raise TypeError(f"answered must be a bool, got {answered!r}")
         if self._threshold is None and not answered:
             raise ValueError("answered=False needs a threshold (plain GNMax answers every query)")
-        rho1, rho2 = self._steps(votes)
+        rho1, rho2, fb1, fb2 = self._steps(votes)
         new = self._rdp + rho1 + (rho2 if answered else 0.0)
         if not self._within(new):
             raise BudgetExhaustedError(
@@ -236,6 +328,7 @@ class PrivacyLedger:
         self._rdp = new
         self._num_queries += 1
         self._num_answered += int(bool(answered))
+        self._fallback_counts += fb1 | (fb2 & bool(answered))
 
     # -- persistence ----------------------------------------------------------------------
     def to_json(self) -> str:
@@ -255,6 +348,7 @@ class PrivacyLedger:
                 "rdp": [_hex(x) for x in self._rdp],
                 "num_queries": self._num_queries,
                 "num_answered": self._num_answered,
+                "fallback_counts": [int(c) for c in self._fallback_counts],
                 "epsilon": repr(self.epsilon()),  # for people reading the file; not read back
             },
             indent=2,
@@ -265,35 +359,65 @@ class PrivacyLedger:
         """Restore a ledger written by :meth:`to_json` (bit-identical state).
 
         Raises:
-            ValueError: not a ledger JSON, or inconsistent content.
+            ValueError: not a ledger JSON (not JSON, not an object, another format), a key
+                missing or unexpected, or a value of the wrong type or inconsistent (bad
+                configuration, ``rdp``/``fallback_counts`` not one entry per order, counts
+                that do not fit ``num_queries``); the message names the key.
         """
         try:
             data = json.loads(text)
-        except (TypeError, json.JSONDecodeError) as exc:
+        except (TypeError, ValueError, RecursionError) as exc:
             raise ValueError(f"text is not valid ledger JSON: {exc}") from exc
-        if not isinstance(data, dict) or data.get("format") != _FORMAT:
-            raise ValueError(f"text is not a {_FORMAT} document")
-        opt = lambda k: None if data.get(k) is None else _unhex(k, data[k])  # noqa: E731
-        orders = [_unhex("orders", x) for x in data["orders"]]
-        led = cls(
-            sigma=_unhex("sigma", data["sigma"]),
-            delta=_unhex("delta", data["delta"]),
-            epsilon_budget=opt("epsilon_budget"),
-            analysis=data["analysis"],
-            threshold=opt("threshold"),
-            sigma1=opt("sigma1"),
-            orders=orders,
-            conversion=data["conversion"],
-        )
-        rdp = np.array([_unhex("rdp", x) for x in data["rdp"]], dtype=np.float64)
-        if rdp.shape != led._orders.shape or np.any(np.isnan(rdp)) or np.any(rdp < 0):
-            raise ValueError("rdp in the ledger JSON must be non-negative, one value per order")
-        nq, na = data["num_queries"], data["num_answered"]
-        if not (isinstance(nq, int) and isinstance(na, int) and 0 <= na <= nq):
+        if not isinstance(data, dict):
+            raise ValueError(f"text is not a {_FORMAT} document (not a JSON object)")
+        fmt = data.get("format")
+        if fmt != _FORMAT:
+            if isinstance(fmt, str) and fmt.startswith(_FORMAT_PREFIX):
+                raise ValueError(
+                    f"text is a {fmt} document; this version reads {_FORMAT} only (/1 has no "
+                    "fallback_counts, so it cannot be restored without loss)"
+                )
+            raise ValueError(f"text is not a {_FORMAT} document (format={fmt!r})")
+        missing = [k for k in _REQUIRED_KEYS if k not in data]
+        if missing:
+            raise ValueError(f"ledger JSON is missing key(s) {missing}")
+        unexpected = sorted(set(data) - set(_REQUIRED_KEYS) - set(_OPTIONAL_KEYS))
+        if unexpected:
+            raise ValueError(f"ledger JSON has unexpected key(s) {unexpected}")
+        opt = lambda k: None if data[k] is None else _unhex(k, data[k])  # noqa: E731
+        try:
+            led = cls(
+                sigma=_unhex("sigma", data["sigma"]),
+                delta=_unhex("delta", data["delta"]),
+                epsilon_budget=opt("epsilon_budget"),
+                analysis=data["analysis"],
+                threshold=opt("threshold"),
+                sigma1=opt("sigma1"),
+                orders=_hex_list("orders", data["orders"]),
+                conversion=data["conversion"],
+            )
+        except TypeError as exc:  # defensive: every value is a float or str by now
+            raise ValueError(f"ledger JSON has a value of the wrong type: {exc}") from exc
+        k = led._orders.size
+        rdp = np.array(_hex_list("rdp", data["rdp"]), dtype=np.float64)
+        if rdp.shape != (k,) or np.any(np.isnan(rdp)) or np.any(rdp < 0):
+            raise ValueError(
+                f"rdp in the ledger JSON must be {k} non-negative values (one per order)"
+            )
+        nq = _count("num_queries", data["num_queries"])
+        na = _count("num_answered", data["num_answered"])
+        if na > nq:
             raise ValueError(f"num_queries/num_answered are inconsistent: {nq!r}, {na!r}")
+        fbc = data["fallback_counts"]
+        if not isinstance(fbc, list) or len(fbc) != k:
+            raise ValueError(f"fallback_counts must be a list of {k} integers (one per order)")
+        counts = [_count("fallback_counts", c) for c in fbc]
+        if any(c > nq for c in counts):
+            raise ValueError(f"fallback_counts must not exceed num_queries={nq}, got {counts}")
         led._rdp = rdp
         led._num_queries = nq
         led._num_answered = na
+        led._fallback_counts = np.array(counts, dtype=np.int64)
         return led
 
     def __repr__(self) -> str:
@@ -301,5 +425,6 @@ class PrivacyLedger:
             f"PrivacyLedger(sigma={self._sigma}, delta={self._delta}, "
             f"epsilon_budget={self._budget}, analysis={self._analysis!r}, "
             f"threshold={self._threshold}, sigma1={self._sigma1}, queries={self._num_queries}, "
-            f"answered={self._num_answered}, epsilon={self.epsilon():.6g})"
+            f"answered={self._num_answered}, fallbacks={self.num_fallback}, "
+            f"epsilon={self.epsilon():.6g})"
         )

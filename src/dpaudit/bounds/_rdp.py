@@ -167,6 +167,9 @@ class RDPLowerBoundCurve(ResultMixin):
         asymptotic: some contribution is only asymptotically valid.
         simultaneous_over_orders: every contribution holds at all orders at once.
         note: validity statement.
+        valid_at_zero: every contribution is valid when its true divergence is 0 (False
+            as soon as one bootstrap audit is composed: summing bootstrap bounds over many
+            near-zero-leakage queries adds up their bias; paper 000 App. B).
     """
 
     orders: FloatArray
@@ -177,6 +180,7 @@ class RDPLowerBoundCurve(ResultMixin):
     asymptotic: bool
     simultaneous_over_orders: bool
     note: str = ""
+    valid_at_zero: bool = True
 
     def __add__(self, other: RDPLowerBoundCurve | RDPAudit) -> RDPLowerBoundCurve:
         return compose_rdp_lower_bounds([self, other])
@@ -917,7 +921,9 @@ def compose_rdp_lower_bounds(
     paper 000 §4.2: "audit each query in isolation, and compose the lower bounds"), so
     ``Σ_q L_q(α) ≤ Σ_q D_α,q`` whenever every per-query bound holds; the composed curve's
     confidence is ``1 − Σ_q β_q`` (union bound). Use :func:`per_query_confidence_level` to
-    run each query at the level that gives the joint level you want.
+    run each query at the level that gives the joint level you want. The validity flags
+    carry over: ``asymptotic`` if any contribution is, ``simultaneous_over_orders`` and
+    ``valid_at_zero`` only if every contribution is.
 
     Args:
         audits: one :class:`RDPAudit` (its batch of queries is summed), a composed curve,
@@ -947,6 +953,7 @@ def compose_rdp_lower_bounds(
     methods: list[str] = []
     asym = False
     simul = True
+    at_zero = True
     for i, item in enumerate(items):
         if isinstance(item, RDPAudit):
             eps = item.epsilons.reshape(-1, item.orders.size).sum(axis=0)
@@ -972,6 +979,7 @@ def compose_rdp_lower_bounds(
         methods += [m for m in meths if m not in methods]
         asym = asym or item.asymptotic
         simul = simul and item.simultaneous_over_orders
+        at_zero = at_zero and item.valid_at_zero
     if beta >= 1.0:
         raise ValueError(
             f"confidence_level of the composed curve would be 1 - {beta:.4g} <= 0 (union bound "
@@ -980,6 +988,11 @@ def compose_rdp_lower_bounds(
     note = f"sum of {n_q} per-query lower bounds; confidence by the union bound."
     if asym:
         note += " Some contributions are only asymptotically valid."
+    if not at_zero:
+        note += (
+            " Some contributions are invalid at zero divergence (bootstrap): summed over "
+            "near-zero-leakage queries they can exceed the true divergence (paper 000 App. B)."
+        )
     return RDPLowerBoundCurve(
         orders=np.asarray(orders),
         epsilons=np.asarray(total),
@@ -989,6 +1002,7 @@ def compose_rdp_lower_bounds(
         asymptotic=asym,
         simultaneous_over_orders=simul,
         note=note,
+        valid_at_zero=at_zero,
     )
 
 

@@ -41,9 +41,10 @@ class ViolationCheck(ResultMixin):
         orders: the Rényi orders (``"rdp"`` only).
         refuted_orders: orders at which the bound exceeds the claim (``"rdp"`` only).
         confidence_level: confidence of the statement "the claim is false" when refuted
-            (the audit's level; for curves not simultaneous over orders, reduced by the
-            union bound over the refuted orders).
-        valid: False when the audit is only asymptotically valid (k-cut, bootstrap).
+            (the audit's level; for curves not simultaneous over orders, ``1 − A·β`` by the
+            union bound over all A audited orders, floored at 0).
+        valid: False when the audit is only asymptotically valid (k-cut, bootstrap), not
+            simultaneous over orders, or invalid at zero divergence.
         p_value: smallest β at which this audit refutes the claim (exact Clopper–Pearson
             audits only, floored at :data:`P_FLOOR`); 1.0 when it cannot refute; ``None``
             when not computed.
@@ -191,9 +192,11 @@ def check_rdp_claim(
 
     Refuted iff the lower bound exceeds the claimed ρ(α) at some audited order. For curves
     that hold at all orders at once (2-cut and k-cut CI audits, split or Bonferroni
-    selection) the refutation has the audit's confidence; otherwise (bootstrap) the union
-    bound over the refuted orders is applied and ``valid`` is False. Asymptotic audits
-    (k-cut, bootstrap) give ``valid=False``: report them, do not rest a verdict on them.
+    selection) the refutation has the audit's confidence; otherwise (bootstrap, valid order
+    by order only) the orders that exceed the claim are picked after seeing the data, so the
+    union bound covers every audited order: ``1 − A·β`` for A orders, and ``valid`` is
+    False. Asymptotic audits (k-cut, bootstrap) and curves invalid at zero divergence give
+    ``valid=False``: report them, do not rest a verdict on them.
 
     Args:
         audit: a single-query :class:`RDPAudit` (epsilons of shape ``(A,)``) or a composed
@@ -243,7 +246,8 @@ def check_rdp_claim(
     refuted = bool(np.any(over))
     level = audit.confidence_level
     if not audit.simultaneous_over_orders and refuted:
-        level = max(0.0, 1.0 - int(over.sum()) * (1.0 - level))
+        # which orders exceed the claim is data-dependent: pay for all of them
+        level = max(0.0, 1.0 - audit.orders.size * (1.0 - level))
     method = audit.method if isinstance(audit, RDPAudit) else "+".join(audit.methods)
     p = None
     if isinstance(audit, RDPAudit) and audit.method == "two-cut":
@@ -262,12 +266,14 @@ def check_rdp_claim(
         orders=audit.orders,
         refuted_orders=audit.orders[over],
         confidence_level=level,
-        valid=not audit.asymptotic and audit.simultaneous_over_orders,
+        valid=not audit.asymptotic and audit.simultaneous_over_orders and audit.valid_at_zero,
         p_value=p,
         method=method,
         evidence=audit,
         note=(
             f"claimed RDP curve {verdict} at confidence {level:g} by a {method} audit "
-            f"({int(over.sum())} of {over.size} orders above the claim)."
+            f"({int(over.sum())} of {over.size} orders above the claim"
+            + ("" if audit.simultaneous_over_orders else "; union bound over all orders")
+            + ")."
         ),
     )

@@ -6,8 +6,8 @@ from dpaudit.cli._app import audit_app, typer
 from dpaudit.cli._common import emit, fail
 
 
-def _fmt_runs(n: int | None) -> str:
-    return "not reached" if n is None else str(n)
+def _fmt_runs(n: float | None) -> str:
+    return "not reached" if n is None else f"{n:.0f}"
 
 
 def _render(console, r) -> None:
@@ -15,26 +15,35 @@ def _render(console, r) -> None:
 
     t = Table(
         title=(
-            f"Gaussian sum query σ = {r.sigma:g}, d = {r.dim}: ε lower bounds "
-            f"(δ = {r.delta:g}, confidence {r.confidence_level:g}); true ε = {r.true_epsilon:.4f}"
+            f"Gaussian sum query σ = {r.sigma:g}, d = {r.dim}: mean ε lower bounds over "
+            f"{r.num_repetitions} repetitions (δ = {r.delta:g}, confidence "
+            f"{r.confidence_level:g}); true ε = {r.true_epsilon:.4f}"
         ),
         caption=(
-            f"τ tuned on {r.num_tuning_runs} separate runs per audit "
-            f"(1 canary: τ = {r.threshold_baseline:.4g}; {r.num_canaries} canaries: "
-            f"τ = {r.threshold_lidp:.4g})."
+            f"τ tuned for every n on separate runs ({r.num_tuning_runs} per audit at "
+            f"n = {r.num_runs}); ± is the standard deviation across repetitions."
         ),
     )
     t.add_column("runs", justify="right")
     t.add_column("1 canary/run (CP)", justify="right")
     t.add_column(f"{r.num_canaries} canaries/run ({r.method})", justify="right")
-    for n, eb, el in zip(r.run_grid, r.epsilon_baseline, r.epsilon_lidp, strict=True):
-        t.add_row(str(int(n)), f"{eb:.4f}", f"{el:.4f}")
+    sd_b = r.epsilon_baseline_by_repetition.std(axis=0)
+    sd_l = r.epsilon_lidp_by_repetition.std(axis=0)
+    for i, n in enumerate(r.run_grid):
+        t.add_row(
+            str(int(n)),
+            f"{r.epsilon_baseline[i]:.4f} ± {sd_b[i]:.4f}",
+            f"{r.epsilon_lidp[i]:.4f} ± {sd_l[i]:.4f}",
+        )
     console.print(t)
     gain = "—" if r.sample_complexity_gain is None else f"{r.sample_complexity_gain:.2f}×"
+    if r.gain_interval is not None:
+        lo, hi = r.gain_interval
+        gain += f" (90% bootstrap interval over repetitions {lo:.2f}–{hi:.2f}×)"
     console.print(
-        f"target ε = {r.target_epsilon:.4f} (1 canary/run with {r.num_runs} runs): "
-        f"1 canary/run needs {_fmt_runs(r.runs_needed_baseline)} runs, "
-        f"{r.num_canaries} canaries/run need {_fmt_runs(r.runs_needed_lidp)} runs; gain {gain}"
+        f"target ε = {r.target_epsilon:.4f}: 1 canary/run needs "
+        f"{_fmt_runs(r.runs_needed_baseline)} runs, {r.num_canaries} canaries/run need "
+        f"{_fmt_runs(r.runs_needed_lidp)} runs; gain {gain}"
     )
 
 
@@ -43,9 +52,13 @@ def lidp_gaussian_command(
     sigma: float = typer.Option(..., help="Noise standard deviation σ of the sum query."),
     dim: int = typer.Option(..., help="Dimension d of the sum query."),
     canaries: int = typer.Option(..., help="Canaries per run k for the LiDP audit."),
-    runs: int = typer.Option(..., help="Audited runs per audit."),
+    runs: int = typer.Option(..., help="Audited runs per audit and repetition."),
+    repetitions: int = typer.Option(20, help="Independent repetitions averaged."),
     tuning_runs: int = typer.Option(
         None, help="Separate runs to tune the threshold (default: as many as --runs)."
+    ),
+    target: float = typer.Option(
+        None, help="ε both audits must reach (default: the 1-canary mean bound at --runs)."
     ),
     delta: float = typer.Option(1e-5, help="δ of the bounds and of the true ε."),
     confidence_level: float = typer.Option(0.95, help="Confidence level 1 − β."),
@@ -62,7 +75,9 @@ def lidp_gaussian_command(
             dim,
             canaries,
             runs,
+            num_repetitions=repetitions,
             num_tuning_runs=tuning_runs,
+            target_epsilon=target,
             delta=delta,
             confidence_level=confidence_level,
             method=method,

@@ -8,9 +8,16 @@ Formulas (``shared/formulas.md`` §1.7), minimised over the orders given:
   ``ε = min_λ ρ(λ) + log((λ−1)/λ) − (log δ + log λ)/(λ−1)``;
 * inverse (improved): ``log δ = min_λ (λ−1)(ρ − ε + log(1−1/λ)) − log λ``.
 
-Rules as in dp_accounting's ``compute_epsilon``: an order with ``δ² + expm1(−ρ) > 0`` gives
-ε = 0 (improved conversion only), orders ≤ 1.01 are skipped (they give ∞), infinite ρ is
-skipped, and ε is clipped at 0.
+Rules as in dp_accounting's ``compute_epsilon`` / ``compute_delta`` (improved conversion
+only): first, an order with ``δ² + expm1(−ρ) > 0`` (evaluated as ``δ > √(−expm1(−ρ))``, which
+cannot underflow) gives ε = 0, whatever the order (KL bound: (0, TV)-DP with
+``TV ≤ √(1 − e^{−KL})`` (Bretagnolle–Huber) and ``KL ≤ ρ(λ)`` for λ > 1); then orders ≤ 1.01
+are skipped by the closed form (unstable there, and never the minimum); infinite ρ is skipped;
+ε is clipped at 0. The standard conversion is Prop. 3 alone, also on λ > 1.01 only.
+
+:func:`dp_to_delta` is the exact inverse of :func:`rdp_to_dp` within each conversion: for
+every ε ≥ 0 it returns the infimum of the δ for which :func:`rdp_to_dp` returns ≤ ε, so the
+KL rule appears there as ``δ ≤ √(−expm1(−ρ))`` at every order.
 """
 
 from __future__ import annotations
@@ -27,6 +34,10 @@ from dpaudit._validate import check_array, check_choice, check_delta, check_orde
 __all__ = ["DPConversion", "dp_to_delta", "rdp_to_dp"]
 
 _CONVERSIONS = ("standard", "balle2020")
+
+#: Orders at or below this are skipped by the closed-form conversions (dp_accounting's rule:
+#: the improved bound is numerically unstable as λ → 1 and never the minimum there).
+MIN_CLOSED_FORM_ORDER = 1.01
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +73,13 @@ def rdp_to_dp(
 ) -> DPConversion:
     """Convert an RDP curve ``ρ(λ)`` over ``orders`` to (ε, δ)-DP.
 
+    Standard (Mironov 2017 Prop. 3): ``ε = min_λ ρ(λ) + log(1/δ)/(λ−1)``. Improved (Balle et
+    al. 2020 Thm 20; Canonne–Kamath–Steinke 2020 Prop. 12):
+    ``ε = min_λ ρ(λ) + log((λ−1)/λ) − (log δ + log λ)/(λ−1)``, where first any order with
+    ``δ² + expm1(−ρ(λ)) > 0`` gives ε = 0 (KL bound, as dp_accounting's ``compute_epsilon``,
+    applied at every order, including λ ≤ 1.01). The closed forms skip λ ≤ 1.01 and
+    infinite ρ; ε is clipped at 0. formulas.md §1.7.
+
     Args:
         orders: Rényi orders λ > 1 (1-d).
         rdp: the RDP value ρ(λ) ≥ 0 at each order (``inf`` allowed).
@@ -69,7 +87,8 @@ def rdp_to_dp(
         conversion: ``"balle2020"`` (default, tighter) or ``"standard"``.
 
     Returns:
-        :class:`DPConversion` with the smallest ε over the orders and the order attaining it.
+        :class:`DPConversion` with the smallest ε over the orders and the order attaining it
+        (``epsilon = inf`` and ``order = nan`` when no order gives a finite ε).
 
     Raises:
         ValueError: orders ≤ 1, mismatched shapes, negative ρ, δ outside (0, 1).
@@ -78,20 +97,24 @@ def rdp_to_dp(
         >>> lam = np.arange(2.0, 101.0, 0.5)
         >>> round(rdp_to_dp(lam, 1000 * lam / 40**2, 1e-5, conversion="standard").epsilon, 6)
         5.995928
+        >>> rdp_to_dp([1.005], [0.0], 1e-5).epsilon  # KL rule: ρ = 0 gives ε = 0
+        0.0
     """
     lam, rho = _check_curve(orders, rdp)
     delta = check_delta(delta, allow_zero=False)
     check_choice("conversion", conversion, _CONVERSIONS)
     log_delta = math.log(delta)
-    usable = np.isfinite(rho) & (lam > 1.01)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    usable = np.isfinite(rho) & (lam > MIN_CLOSED_FORM_ORDER)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if conversion == "standard":
             eps = rho - log_delta / (lam - 1)
         else:
             eps = rho + np.log1p(-1.0 / lam) - (log_delta + np.log(lam)) / (lam - 1)
-            # dp_accounting rule: δ² + expm1(−ρ) > 0 means ε = 0 suffices at this order.
-            eps = np.where(delta**2 + np.expm1(-rho) > 0, 0.0, eps)
     eps = np.where(usable, eps, np.inf)
+    if conversion == "balle2020":
+        # dp_accounting's rule δ² + expm1(−ρ) > 0, checked before the order filter, written
+        # as δ > √(−expm1(−ρ)) (≥ TV) so that δ² cannot underflow (δ < 1e-154 with ρ = 0).
+        eps = np.where(delta > np.sqrt(-np.expm1(-rho)), 0.0, eps)
     if not np.any(np.isfinite(eps)):
         return DPConversion(math.inf, delta, math.nan, conversion)
     idx = int(np.argmin(eps))
@@ -101,25 +124,61 @@ def rdp_to_dp(
 def dp_to_delta(
     orders: ArrayLike, rdp: ArrayLike, epsilon: float, *, conversion: str = "balle2020"
 ) -> DPConversion:
-    """The smallest δ such that the RDP curve implies (ε, δ)-DP.
+    """The smallest δ such that the RDP curve implies (ε, δ)-DP (inverse of :func:`rdp_to_dp`).
 
-    Standard: ``log δ = min_λ (λ−1)(ρ − ε)``; improved (Balle et al. 2020):
-    ``log δ = min_λ (λ−1)(ρ − ε + log(1 − 1/λ)) − log λ``. δ is capped at 1.
+    Per order, the δ at which the closed form of :func:`rdp_to_dp` equals ε, minimised over
+    the orders (formulas.md §1.7):
+
+    * standard (Mironov 2017 Prop. 3): ``log δ(λ) = (λ−1)(ρ(λ) − ε)``;
+    * improved (Balle et al. 2020 Thm 20, paper 000 Thm 1; Canonne–Kamath–Steinke 2020
+      Prop. 12): ``log δ(λ) = (λ−1)(ρ(λ) − ε + log(1 − 1/λ)) − log λ``, and, at every order
+      (also λ ≤ 1.01), the KL bound ``δ(λ) ≤ √(−expm1(−ρ(λ)))`` (Bretagnolle–Huber with
+      ``KL ≤ ρ(λ)``; dp_accounting's ``compute_delta``), so ρ = 0 gives δ = 0.
+
+    The closed forms skip λ ≤ 1.01 and infinite ρ, as :func:`rdp_to_dp` does, so the two are
+    inverse within each conversion: δ(ε) is the infimum of the δ ∈ (0, 1) for which
+    ``rdp_to_dp(orders, rdp, δ).epsilon ≤ ε`` (any larger δ gives ≤ ε, any smaller one > ε).
+    δ is capped at 1 (1 with ``order = nan`` when no order gives a bound).
+
+    Args:
+        orders: Rényi orders λ > 1 (1-d).
+        rdp: the RDP value ρ(λ) ≥ 0 at each order (``inf`` allowed).
+        epsilon: target ε ≥ 0 (finite).
+        conversion: ``"balle2020"`` (default, tighter) or ``"standard"``.
+
+    Returns:
+        :class:`DPConversion` whose ``delta`` is the answer, ``epsilon`` the ε given and
+        ``order`` the order attaining the minimum.
 
     Raises:
-        ValueError: bad orders/curve, or ε < 0.
+        ValueError: orders ≤ 1, mismatched shapes, negative or NaN ρ, ε < 0 or not finite,
+            unknown conversion.
+        TypeError: ε not a real number.
+
+    Example:
+        >>> lam = np.arange(2.0, 101.0, 0.5)
+        >>> conv = dp_to_delta(lam, 1000 * lam / 40**2, 5.995927881, conversion="standard")
+        >>> (f"{conv.delta:.6g}", conv.order)
+        ('1e-05', 5.5)
+        >>> f"{dp_to_delta([2.0, 4.0], [1e-12, 2e-12], 0.0).delta:.6g}"  # KL: √(1 − e^{−ρ})
+        '1e-06'
     """
     lam, rho = _check_curve(orders, rdp)
     epsilon = check_real("epsilon", epsilon)
     if epsilon < 0:
         raise ValueError(f"epsilon must be non-negative, got {epsilon}")
     check_choice("conversion", conversion, _CONVERSIONS)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    usable = np.isfinite(rho) & (lam > MIN_CLOSED_FORM_ORDER)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if conversion == "standard":
             log_delta = (lam - 1) * (rho - epsilon)
         else:
             log_delta = (lam - 1) * (rho - epsilon + np.log1p(-1.0 / lam)) - np.log(lam)
-    log_delta = np.where(np.isfinite(rho), log_delta, np.inf)
+        log_delta = np.where(usable, log_delta, np.inf)
+        if conversion == "balle2020":
+            log_delta = np.fmin(log_delta, 0.5 * np.log(-np.expm1(-rho)))
+    if not np.any(log_delta < np.inf):
+        return DPConversion(epsilon, 1.0, math.nan, conversion)
     idx = int(np.argmin(log_delta))
-    delta = float(min(1.0, math.exp(min(0.0, float(log_delta[idx])))))
+    delta = math.exp(min(0.0, float(log_delta[idx])))
     return DPConversion(epsilon, delta, float(lam[idx]), conversion)

@@ -6,30 +6,62 @@ record moves the output by ≤ 1 in L2), so M is μ-GDP with ``μ = 1/σ`` and i
 constant and are left out.
 
 Audit (paper 002, "Auditing a Gaussian mechanism": sum query, canaries uniform on the unit
-sphere, inner-product test; ``shared/formulas.md`` §4):
+sphere, inner-product test; ``shared/formulas.md`` §4; the authors' ``lidp_auditing/synthetic``
+code):
 
 * **k canaries per run (LiDP).** Alternative run: release ``y = Σ_{j≤k} c_j + σZ`` and test
-  each included canary with ``t_j = ⟨y, c_j⟩``. Null run: release ``y = Σ_{j<k} c_j + σZ``
-  and test k *fresh* canaries ``c′_j`` that were not included, ``t_j = ⟨y, c′_j⟩``. Outcome
-  ``x_ij = 1{t_ij ≥ τ}``; the bound is :func:`dpaudit.bounds.lidp_epsilon` (default
-  ``wilson4``).
+  each included canary with ``t_j = ⟨y, c_j⟩``. Null run: release ``y₀ = Σ_{j<k} c_j + σZ₀``
+  (k − 1 of the same canaries, fresh noise) and test k *fresh* canaries ``c′_j`` that were not
+  included, ``t_j = ⟨y₀, c′_j⟩``. Outcome ``x_ij = 1{t_ij ≥ τ}``; the bound is
+  :func:`dpaudit.bounds.lidp_epsilon` (default ``wilson4``).
 * **1 canary per run (baseline).** The same with k = 1 and the Clopper–Pearson bound.
 
-The threshold τ of each audit is tuned on a separate batch of runs (maximising that audit's own
-bound on the tuning batch), so the audited runs never see the choice. The experiment then
-reports the ε lower bound of both audits as a function of the number of runs n on a grid, the
-target ``ε* = baseline bound at n = num_runs``, and for each audit the smallest n on the grid
-from which its bound stays at or above ε*; their ratio is the sample-complexity gain of paper
-002 (4–16× there).
+Protocol (as the paper's synthetic experiment):
 
-Randomness: ``rng`` → one ``SeedSequence`` child per batch (tuning/audit × baseline/LiDP);
-each batch draws its runs in fixed blocks of :data:`RUNS_PER_BLOCK` with
-:func:`dpaudit._rng.block_seeds`, so results do not depend on memory-driven chunking.
+* **Threshold per sample size.** For every number of runs n on the grid, τ is tuned on n
+  separate tuning runs (scaled when ``num_tuning_runs`` differs from ``num_runs``) by
+  maximising that audit's own bound over :data:`NUM_THRESHOLDS` evenly spaced candidates
+  between the smaller 10 % and the larger 90 % quantile of the pooled tuning statistics (the
+  authors' candidate window), then applied to the first n audited runs. The audited runs
+  never see the choice.
+* **Average over repetitions.** The paper plots the mean bound over 25 seeds. Here the whole
+  experiment is repeated ``num_repetitions`` times with independent seeded streams, and the
+  runs needed are read off the *mean* bound curves: the target is the 1-canary mean bound with
+  all ``num_runs`` runs (or a given ``target_epsilon``); an audit needs the smallest n from
+  which its mean curve stays at or above the target, interpolated linearly in log n between the
+  bracketing grid points. Gain = baseline runs / LiDP runs.
+* **Spread.** A 90 % percentile bootstrap over repetitions (resampling whole repetitions,
+  recomputing mean curves, target and gain; seeded) gives ``gain_interval``.
+
+A single realisation is not enough: the 1-canary bound at n = 1000 has a standard deviation of
+0.1–0.25 in ε across seeds, so "the first grid point from which one noisy curve stays above
+another noisy curve's endpoint" can report a gain below 1 when LiDP is in fact better (and
+is undefined in a third of seeds). Even the mean-curve gain is a ratio of run counts read off
+a flat curve, so noise in the target inflates it slightly on average with few repetitions
+(σ = 2, d = 1000, k = 16, n = 1000: about 3.0× with 10 repetitions vs 2.4–2.6× with 30–40);
+use 20 or more.
+
+Simulation. Everything is rotation invariant, so each run is simulated exactly in a
+(k + 1)-dimensional frame: the Gram–Schmidt coordinates of k + 1 i.i.d. ``N(0, I_d)`` vectors
+(the k included canaries before normalisation and Z) form a lower-triangular matrix with
+``N(0, 1)`` entries below the diagonal and ``χ_{d−i}`` on it (Bartlett decomposition), so the
+cost does not grow with d (d = 10⁶ as in the paper is cheap); for d ≤ k the vectors are drawn
+in ℝ^d directly. A fresh canary is independent of ``y₀``, so ``⟨y₀, c′⟩ = ‖y₀‖·u`` with u the
+first coordinate of a uniform unit vector, ``u = N/√(N² + χ²_{d−1})``; and
+``‖y₀‖² = (‖s‖ + σN₀)² + σ²χ²_{d−1}`` with ``s = Σ_{j<k} c_j``. The joint law of the statistics
+is exactly that of the d-dimensional simulation.
+
+Randomness: ``rng`` → one ``SeedSequence`` child for the bootstrap and one per repetition;
+each repetition → one child per batch (tuning/audit × baseline/LiDP); each batch draws its
+runs in fixed blocks of :data:`RUNS_PER_BLOCK` with :func:`dpaudit._rng.block_seeds`, so
+results do not depend on memory-driven chunking, and repetition r is the same whatever
+``num_repetitions`` is.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
@@ -43,11 +75,13 @@ from dpaudit._validate import (
     check_delta,
     check_positive,
     check_positive_int,
+    check_real,
 )
 from dpaudit.bounds import LiDPResult, lidp_epsilon
 from dpaudit.conversions._gdp import gdp_epsilon
 
 __all__ = [
+    "NUM_THRESHOLDS",
     "RUNS_PER_BLOCK",
     "GaussianCanaryStatistics",
     "LiDPExperimentResult",
@@ -57,8 +91,12 @@ __all__ = [
 
 #: Runs drawn per random-stream block (fixed so results are reproducible).
 RUNS_PER_BLOCK = 16
+#: Candidate thresholds per tuning (evenly spaced in the authors' 10 %–90 % quantile window).
+NUM_THRESHOLDS = 48
 _METHODS = ("wilson1", "wilson2", "wilson4")
-_NUM_THRESHOLDS = 80
+_VARIANCES = ("reference", "exact")
+_NUM_BOOTSTRAP = 1000
+_GAIN_INTERVAL_LEVEL = 0.90
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,24 +107,37 @@ class LiDPExperimentResult(ResultMixin):
         sigma: noise standard deviation σ of the sum query.
         dim: dimension d.
         num_canaries: k canaries per run for the LiDP audit.
-        num_runs: audited runs per audit (each run = one alternative + one null release).
-        num_tuning_runs: separate runs per audit used only to tune τ.
+        num_runs: audited runs per audit and repetition (each run = one alternative + one
+            null release).
+        num_tuning_runs: separate tuning runs per audit and repetition (τ for n audited runs
+            is tuned on the first ``round(n · num_tuning_runs / num_runs)`` of them).
+        num_repetitions: independent repetitions of the whole experiment.
         delta: δ of the bounds and of the true ε.
         confidence_level: 1 − β of every bound.
         method: LiDP interval (``wilson1``/``wilson2``/``wilson4``); the baseline uses CP.
+        variance: fourth-order variance form passed to :func:`~dpaudit.bounds.lidp_epsilon`.
         true_epsilon: ε(μ = 1/σ, δ) of the mechanism (Dong–Roth–Su Cor. 2.13).
-        threshold_baseline: τ tuned for the 1-canary audit.
-        threshold_lidp: τ tuned for the k-canary audit.
         run_grid: numbers of runs n at which both bounds are evaluated (prefixes of the runs).
-        epsilon_baseline: 1-canary (Clopper–Pearson) ε lower bound at each n.
-        epsilon_lidp: k-canary LiDP ε lower bound at each n.
-        target_epsilon: the baseline bound with all ``num_runs`` runs.
-        runs_needed_baseline: smallest n on the grid from which the baseline bound stays at or
-            above the target (≤ num_runs by construction; None when the target is 0).
-        runs_needed_lidp: the same for the LiDP bound (None if it ends below the target).
+        epsilon_baseline: mean over repetitions of the 1-canary (Clopper–Pearson) ε lower
+            bound at each n.
+        epsilon_lidp: mean over repetitions of the k-canary LiDP ε lower bound at each n.
+        epsilon_baseline_by_repetition: (repetitions × grid) 1-canary bounds.
+        epsilon_lidp_by_repetition: (repetitions × grid) LiDP bounds.
+        thresholds_baseline: (repetitions × grid) τ tuned for the 1-canary audit.
+        thresholds_lidp: (repetitions × grid) τ tuned for the k-canary audit.
+        target_epsilon: the ε both audits must reach: the given ``target_epsilon`` or, by
+            default, the mean 1-canary bound with all ``num_runs`` runs.
+        runs_needed_baseline: smallest n from which the mean 1-canary curve stays at or above
+            the target (log-linear interpolation between grid points; ``run_grid[0]`` if it is
+            above everywhere; None if it ends below or the target is 0).
+        runs_needed_lidp: the same for the mean LiDP curve.
         sample_complexity_gain: runs_needed_baseline / runs_needed_lidp (None if undefined).
-        baseline: the baseline :class:`~dpaudit.bounds.LiDPResult` with all runs.
-        lidp: the LiDP :class:`~dpaudit.bounds.LiDPResult` with all runs.
+            When the LiDP curve is above the target at ``run_grid[0]`` this is a lower bound.
+        gain_interval: 90 % percentile-bootstrap interval of the gain over repetitions
+            (None with one repetition or an undefined gain); resamples where the LiDP curve
+            misses the target count as gain 0.
+        baseline: the 1-canary :class:`~dpaudit.bounds.LiDPResult` of repetition 0, all runs.
+        lidp: the LiDP :class:`~dpaudit.bounds.LiDPResult` of repetition 0, all runs.
         selection: ``"split"`` — τ was chosen on runs disjoint from the audited ones.
         seed: integer seed when known.
     """
@@ -96,42 +147,59 @@ class LiDPExperimentResult(ResultMixin):
     num_canaries: int
     num_runs: int
     num_tuning_runs: int
+    num_repetitions: int
     delta: float
     confidence_level: float
     method: str
+    variance: str
     true_epsilon: float
-    threshold_baseline: float
-    threshold_lidp: float
     run_grid: np.ndarray
     epsilon_baseline: np.ndarray
     epsilon_lidp: np.ndarray
+    epsilon_baseline_by_repetition: np.ndarray
+    epsilon_lidp_by_repetition: np.ndarray
+    thresholds_baseline: np.ndarray
+    thresholds_lidp: np.ndarray
     target_epsilon: float
-    runs_needed_baseline: int | None
-    runs_needed_lidp: int | None
+    runs_needed_baseline: float | None
+    runs_needed_lidp: float | None
     sample_complexity_gain: float | None
+    gain_interval: tuple[float, float] | None
     baseline: LiDPResult
     lidp: LiDPResult
     selection: str = "split"
     seed: int | None = None
 
 
-def _unit_rows(gen: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
-    """Uniform on the unit sphere: normalised standard Gaussian vectors (last axis)."""
-    g = gen.standard_normal(shape)
-    return g / np.linalg.norm(g, axis=-1, keepdims=True)
-
-
 def _block_statistics(
     gen: np.random.Generator, runs: int, sigma: float, dim: int, k: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Alternative and null inner-product statistics of ``runs`` runs, each (runs, k)."""
-    included = _unit_rows(gen, (runs, k, dim))
-    y = included.sum(axis=1) + sigma * gen.standard_normal((runs, dim))
-    alt = np.einsum("rkd,rd->rk", included, y)
-    kept = included[:, : k - 1, :] if k > 1 else np.zeros((runs, 0, dim))
-    fresh = _unit_rows(gen, (runs, k, dim))
-    y0 = kept.sum(axis=1) + sigma * gen.standard_normal((runs, dim))
-    null = np.einsum("rkd,rd->rk", fresh, y0)
+    """Alternative and null inner-product statistics of ``runs`` runs, each (runs, k).
+
+    Exact low-dimensional simulation (module docstring): rows of ``coords`` are the
+    coordinates of the k unnormalised included canaries and of Z in an orthonormal frame.
+    """
+    p = k + 1
+    if dim >= p:  # Bartlett: Gram–Schmidt coordinates of p i.i.d. N(0, I_d) vectors
+        coords = np.zeros((runs, p, p))
+        below = np.tril_indices(p, -1)
+        coords[:, below[0], below[1]] = gen.standard_normal((runs, below[0].size))
+        diag = np.arange(p)
+        coords[:, diag, diag] = np.sqrt(gen.chisquare(dim - diag, size=(runs, p)))
+    else:
+        coords = gen.standard_normal((runs, p, dim))
+    included = coords[:, :k] / np.linalg.norm(coords[:, :k], axis=-1, keepdims=True)
+    y = included.sum(axis=1) + sigma * coords[:, k]
+    alt = np.einsum("rkp,rp->rk", included, y)
+    # Null release y₀ = s + σZ₀ with s = Σ_{j<k} c_j: split Z₀ along s and its complement.
+    s_norm = np.linalg.norm(included[:, : k - 1].sum(axis=1), axis=-1)
+    along = gen.standard_normal(runs)
+    rest = gen.chisquare(dim - 1, size=runs) if dim > 1 else np.zeros(runs)
+    y0_norm = np.sqrt((s_norm + sigma * along) ** 2 + sigma**2 * rest)
+    # Fresh canaries: first coordinate of a uniform unit vector, independent of y₀.
+    first = gen.standard_normal((runs, k))
+    rest_fresh = gen.chisquare(dim - 1, size=(runs, k)) if dim > 1 else np.zeros((runs, k))
+    null = y0_norm[:, None] * first / np.sqrt(first**2 + rest_fresh)
     return alt, null
 
 
@@ -154,7 +222,7 @@ class GaussianCanaryStatistics(ResultMixin):
 
     Attributes:
         alternative: (n × k) ⟨y, c_j⟩ for the k canaries included in each alternative run.
-        null: (n × k) ⟨y, c′_j⟩ for k fresh canaries in each null run (k − 1 included).
+        null: (n × k) ⟨y₀, c′_j⟩ for k fresh canaries in each null run (k − 1 included).
         sigma: noise standard deviation σ.
         dim: dimension d.
         seed: integer seed when known.
@@ -171,6 +239,8 @@ def lidp_gaussian_statistics(
     sigma: float, dim: int, num_canaries: int, num_runs: int, *, rng: RngLike = None
 ) -> GaussianCanaryStatistics:
     """Simulate the statistics of paper 002's Gaussian sum-query audit (module docstring).
+
+    The simulation is exact in law and costs O(k²) per run whatever d is.
 
     Args:
         sigma: noise standard deviation σ > 0.
@@ -199,7 +269,13 @@ def lidp_gaussian_statistics(
 
 
 def _bound(
-    alt: np.ndarray, null: np.ndarray, tau: float, method: str, delta: float, level: float
+    alt: np.ndarray,
+    null: np.ndarray,
+    tau: float,
+    method: str,
+    delta: float,
+    level: float,
+    variance: str,
 ) -> LiDPResult:
     return lidp_epsilon(
         (alt >= tau).astype(np.float64),
@@ -207,91 +283,93 @@ def _bound(
         delta=delta,
         confidence_level=level,
         method=method,
+        variance=variance,
     )
 
 
-def _tune(alt: np.ndarray, null: np.ndarray, method: str, delta: float, level: float) -> float:
+def _tune(
+    alt: np.ndarray, null: np.ndarray, method: str, delta: float, level: float, variance: str
+) -> float:
     """τ maximising the audit's own bound on tuning runs (ties: the smallest τ).
 
-    Candidates are quantiles of the tuning null statistics at false-positive rates from ½ down
-    to about one over the number of null statistics, where the bound is usually best.
+    Candidates: :data:`NUM_THRESHOLDS` evenly spaced values between the smaller of the 10 %
+    quantiles and the larger of the 90 % quantiles of the two sets of statistics (the window
+    of the authors' synthetic experiment). Staying out of the extreme tail keeps the choice
+    from chasing a lucky handful of false positives in the tuning runs.
     """
-    fprs = np.geomspace(0.5, 0.5 / null.size, _NUM_THRESHOLDS)
-    candidates = np.unique(np.quantile(null.ravel(), 1.0 - fprs))
-    eps = np.array([_bound(alt, null, float(t), method, delta, level).epsilon for t in candidates])
+    lo = min(np.quantile(alt, 0.1), np.quantile(null, 0.1))
+    hi = max(np.quantile(alt, 0.9), np.quantile(null, 0.9))
+    candidates = np.linspace(lo, hi, NUM_THRESHOLDS)
+    eps = np.array(
+        [_bound(alt, null, float(t), method, delta, level, variance).epsilon for t in candidates]
+    )
     return float(candidates[int(np.argmax(eps))])
 
 
 def _default_grid(num_runs: int) -> np.ndarray:
-    lo = min(num_runs, 20)
-    grid = np.unique(np.rint(np.geomspace(lo, num_runs, 24)).astype(np.int64))
+    lo = min(num_runs, max(10.0, num_runs / 64))
+    grid = np.unique(np.rint(np.geomspace(lo, num_runs, 14)).astype(np.int64))
     return grid[grid >= 1]
 
 
-def _runs_needed(grid: np.ndarray, eps: np.ndarray, target: float) -> int | None:
-    """Smallest n on the grid from which the bound stays ≥ target (None if it ends below)."""
+def _runs_needed(grid: np.ndarray, eps: np.ndarray, target: float) -> float | None:
+    """Smallest n from which the curve stays ≥ target (log-linear between grid points).
+
+    ``grid[0]`` if the curve is at or above the target everywhere; None if it ends below.
+    """
     below = np.nonzero(eps < target)[0]
     if below.size == 0:
-        return int(grid[0])
-    if below[-1] == grid.size - 1:
+        return float(grid[0])
+    i = int(below[-1])
+    if i == grid.size - 1:
         return None
-    return int(grid[below[-1] + 1])
+    x0, x1 = math.log(grid[i]), math.log(grid[i + 1])
+    frac = (target - eps[i]) / (eps[i + 1] - eps[i])  # eps[i] < target ≤ eps[i + 1]
+    return float(math.exp(x0 + frac * (x1 - x0)))
 
 
-def run_lidp_gaussian(
-    sigma: float,
-    dim: int,
-    num_canaries: int,
-    num_runs: int,
-    *,
-    num_tuning_runs: int | None = None,
-    delta: float = 1e-5,
-    confidence_level: float = 0.95,
-    method: str = "wilson4",
-    run_grid: ArrayLike | None = None,
-    rng: RngLike = None,
-) -> LiDPExperimentResult:
-    """Run paper 002's Gaussian-mechanism experiment: 1 canary per run vs k canaries per run.
+def _gain(
+    grid: np.ndarray, base: np.ndarray, lidp: np.ndarray, target: float | None
+) -> tuple[float, float | None, float | None, float | None]:
+    """(target, runs needed baseline, runs needed LiDP, gain) from mean curves."""
+    tgt = float(base[-1]) if target is None else target
+    if tgt <= 0:
+        return tgt, None, None, None
+    need_base = _runs_needed(grid, base, tgt)
+    need_lidp = _runs_needed(grid, lidp, tgt)
+    if need_base is None or need_lidp is None:
+        return tgt, need_base, need_lidp, None
+    return tgt, need_base, need_lidp, need_base / need_lidp
 
-    See the module docstring for the mechanism, the statistics and the protocol.
 
-    Args:
-        sigma: noise standard deviation σ > 0 of the sum query.
-        dim: dimension d ≥ 1.
-        num_canaries: k ≥ 1 canaries per run for the LiDP audit (≥ 4 for ``wilson4``).
-        num_runs: audited runs per audit, n ≥ 1.
-        num_tuning_runs: separate runs used to tune τ (default ``num_runs``).
-        delta: δ in (0, 1) for the bounds and the true ε.
-        confidence_level: 1 − β in (0, 1).
-        method: LiDP interval, ``"wilson1"``, ``"wilson2"`` or ``"wilson4"``.
-        run_grid: run counts at which to evaluate both bounds (default: ~24 geometric points
-            up to ``num_runs``; ``num_runs`` is always included).
-        rng: seed or generator (keyword-only).
+def _gain_interval(
+    seed: np.random.SeedSequence,
+    grid: np.ndarray,
+    base: np.ndarray,
+    lidp: np.ndarray,
+    target: float | None,
+) -> tuple[float, float] | None:
+    """Percentile bootstrap over repetitions (LiDP missing the target counts as gain 0)."""
+    reps = base.shape[0]
+    if reps < 2:
+        return None
+    idx = np.random.default_rng(seed).integers(0, reps, size=(_NUM_BOOTSTRAP, reps))
+    gains = np.full(_NUM_BOOTSTRAP, np.nan)
+    for b in range(_NUM_BOOTSTRAP):
+        mb, ml = base[idx[b]].mean(axis=0), lidp[idx[b]].mean(axis=0)
+        _, need_base, need_lidp, gain = _gain(grid, mb, ml, target)
+        if gain is not None:
+            gains[b] = gain
+        elif need_base is not None and need_lidp is None:
+            gains[b] = 0.0
+    if np.all(np.isnan(gains)):
+        return None
+    tail = (1.0 - _GAIN_INTERVAL_LEVEL) / 2.0
+    lo, hi = np.nanquantile(gains, [tail, 1.0 - tail])
+    return float(lo), float(hi)
 
-    Returns:
-        :class:`LiDPExperimentResult`.
 
-    Raises:
-        TypeError, ValueError: bad σ, d, k, n, δ, level, method or grid.
-
-    Example:
-        >>> res = run_lidp_gaussian(1.0, 32, 8, 200, method="wilson2", rng=0)
-        >>> res.true_epsilon > res.lidp.epsilon
-        True
-    """
-    sigma = check_positive("sigma", sigma)
-    dim = check_positive_int("dim", dim)
-    k = check_positive_int("num_canaries", num_canaries)
-    n = check_positive_int("num_runs", num_runs)
-    n_tune = (
-        n if num_tuning_runs is None else check_positive_int("num_tuning_runs", num_tuning_runs)
-    )
-    delta = check_delta(delta, allow_zero=False)
-    level = check_confidence_level(confidence_level)
-    check_choice("method", method, _METHODS)
-    need = {"wilson2": 2, "wilson4": 4}.get(method, 1)
-    if k < need:
-        raise ValueError(f"num_canaries must be at least {need} for method={method!r}, got {k}")
+def _check_grid(run_grid: ArrayLike | None, n: int) -> np.ndarray:
     if run_grid is None:
         grid = _default_grid(n)
     else:
@@ -304,52 +382,163 @@ def run_lidp_gaussian(
         ):
             raise ValueError(f"run_grid must hold integers in [1, {n}], got {run_grid!r}")
         grid = grid.astype(np.int64)
-    grid = np.unique(np.append(grid, n))
+    return np.unique(np.append(grid, n))
+
+
+def _audit_curve(
+    seeds: tuple[np.random.SeedSequence, np.random.SeedSequence],
+    grid: np.ndarray,
+    n_tune: int,
+    sigma: float,
+    dim: int,
+    k: int,
+    method: str,
+    delta: float,
+    level: float,
+    variance: str,
+) -> tuple[np.ndarray, np.ndarray, LiDPResult]:
+    """One repetition of one audit: τ tuned per grid point, bound on the audited prefix."""
+    n = int(grid[-1])
+    t_alt, t_null = _statistics(seeds[0], n_tune, sigma, dim, k)
+    alt, null = _statistics(seeds[1], n, sigma, dim, k)
+    eps = np.empty(grid.size)
+    taus = np.empty(grid.size)
+    last = None
+    for i, g in enumerate(grid):
+        g_tune = max(1, round(int(g) * n_tune / n))
+        taus[i] = _tune(t_alt[:g_tune], t_null[:g_tune], method, delta, level, variance)
+        last = _bound(alt[:g], null[:g], taus[i], method, delta, level, variance)
+        eps[i] = last.epsilon
+    assert last is not None  # the grid always holds n
+    return eps, taus, last
+
+
+def run_lidp_gaussian(
+    sigma: float,
+    dim: int,
+    num_canaries: int,
+    num_runs: int,
+    *,
+    num_repetitions: int = 20,
+    num_tuning_runs: int | None = None,
+    target_epsilon: float | None = None,
+    delta: float = 1e-5,
+    confidence_level: float = 0.95,
+    method: str = "wilson4",
+    variance: str = "reference",
+    run_grid: ArrayLike | None = None,
+    rng: RngLike = None,
+) -> LiDPExperimentResult:
+    """Run paper 002's Gaussian-mechanism experiment: 1 canary per run vs k canaries per run.
+
+    See the module docstring for the mechanism, the statistics and the protocol (τ tuned per
+    sample size on separate runs; runs needed read off mean curves over repetitions; bootstrap
+    spread of the gain).
+
+    Args:
+        sigma: noise standard deviation σ > 0 of the sum query (paper: σ² = 4.62 ↔ ε = 2).
+        dim: dimension d ≥ 1 (paper: up to 10⁶; the cost does not depend on d).
+        num_canaries: k ≥ 1 canaries per run for the LiDP audit (≥ 4 for ``wilson4``).
+        num_runs: audited runs per audit and repetition, n ≥ 1.
+        num_repetitions: independent repetitions averaged (paper: 25).
+        num_tuning_runs: separate tuning runs per audit and repetition (default ``num_runs``).
+        target_epsilon: ε both audits must reach (default: the mean 1-canary bound with all
+            ``num_runs`` runs).
+        delta: δ in (0, 1) for the bounds and the true ε.
+        confidence_level: 1 − β in (0, 1).
+        method: LiDP interval, ``"wilson1"``, ``"wilson2"`` or ``"wilson4"``.
+        variance: ``"reference"`` or ``"exact"`` fourth-order form (``wilson4`` only).
+        run_grid: run counts at which to evaluate both bounds (default: 14 geometric points
+            from ``max(10, num_runs/64)`` to ``num_runs``; ``num_runs`` is always included).
+        rng: seed or generator (keyword-only).
+
+    Returns:
+        :class:`LiDPExperimentResult`.
+
+    Raises:
+        TypeError, ValueError: bad σ, d, k, n, repetitions, target, δ, level, method,
+            variance or grid.
+
+    Example:
+        >>> res = run_lidp_gaussian(2.0, 1000, 8, 200, num_repetitions=2, rng=0)
+        >>> bool(res.true_epsilon > res.epsilon_lidp[-1] > res.epsilon_baseline[-1])
+        True
+    """
+    sigma = check_positive("sigma", sigma)
+    dim = check_positive_int("dim", dim)
+    k = check_positive_int("num_canaries", num_canaries)
+    n = check_positive_int("num_runs", num_runs)
+    reps = check_positive_int("num_repetitions", num_repetitions)
+    n_tune = (
+        n if num_tuning_runs is None else check_positive_int("num_tuning_runs", num_tuning_runs)
+    )
+    target = None if target_epsilon is None else check_real("target_epsilon", target_epsilon)
+    if target is not None and not (0.0 < target < math.inf):
+        raise ValueError(f"target_epsilon must be positive and finite, got {target_epsilon!r}")
+    delta = check_delta(delta, allow_zero=False)
+    level = check_confidence_level(confidence_level)
+    check_choice("method", method, _METHODS)
+    check_choice("variance", variance, _VARIANCES)
+    need = {"wilson2": 2, "wilson4": 4}.get(method, 1)
+    if k < need:
+        raise ValueError(f"num_canaries must be at least {need} for method={method!r}, got {k}")
+    grid = _check_grid(run_grid, n)
 
     root = as_seed_sequence(rng)
-    s_tune_base, s_tune_lidp, s_base, s_lidp = np.random.SeedSequence(
-        root.entropy, spawn_key=root.spawn_key
-    ).spawn(4)
-    tb_alt, tb_null = _statistics(s_tune_base, n_tune, sigma, dim, 1)
-    tl_alt, tl_null = _statistics(s_tune_lidp, n_tune, sigma, dim, k)
-    tau_base = _tune(tb_alt, tb_null, "clopper-pearson", delta, level)
-    tau_lidp = _tune(tl_alt, tl_null, method, delta, level)
-    b_alt, b_null = _statistics(s_base, n, sigma, dim, 1)
-    l_alt, l_null = _statistics(s_lidp, n, sigma, dim, k)
-
-    eps_base = np.array(
-        [
-            _bound(b_alt[:g], b_null[:g], tau_base, "clopper-pearson", delta, level).epsilon
-            for g in grid
-        ]
-    )
-    eps_lidp = np.array(
-        [_bound(l_alt[:g], l_null[:g], tau_lidp, method, delta, level).epsilon for g in grid]
-    )
-    target = float(eps_base[-1])
-    need_base = _runs_needed(grid, eps_base, target) if target > 0 else None
-    need_lidp = _runs_needed(grid, eps_lidp, target) if target > 0 else None
-    gain = need_base / need_lidp if (need_base is not None and need_lidp is not None) else None
+    boot_seed, *rep_seeds = block_seeds(root, reps + 1)
+    eps_b = np.empty((reps, grid.size))
+    eps_l = np.empty((reps, grid.size))
+    tau_b = np.empty((reps, grid.size))
+    tau_l = np.empty((reps, grid.size))
+    first_b = first_l = None
+    for r, rep_seed in enumerate(rep_seeds):
+        s_tune_base, s_tune_lidp, s_base, s_lidp = block_seeds(rep_seed, 4)
+        eps_b[r], tau_b[r], res_b = _audit_curve(
+            (s_tune_base, s_base),
+            grid,
+            n_tune,
+            sigma,
+            dim,
+            1,
+            "clopper-pearson",
+            delta,
+            level,
+            variance,
+        )
+        eps_l[r], tau_l[r], res_l = _audit_curve(
+            (s_tune_lidp, s_lidp), grid, n_tune, sigma, dim, k, method, delta, level, variance
+        )
+        if r == 0:
+            first_b, first_l = res_b, res_l
+    assert first_b is not None and first_l is not None
+    mean_b, mean_l = eps_b.mean(axis=0), eps_l.mean(axis=0)
+    tgt, need_base, need_lidp, gain = _gain(grid, mean_b, mean_l, target)
+    interval = None if gain is None else _gain_interval(boot_seed, grid, eps_b, eps_l, target)
     return LiDPExperimentResult(
         sigma=sigma,
         dim=dim,
         num_canaries=k,
         num_runs=n,
         num_tuning_runs=n_tune,
+        num_repetitions=reps,
         delta=delta,
         confidence_level=level,
         method=method,
+        variance=variance,
         true_epsilon=gdp_epsilon(1.0 / sigma, delta),
-        threshold_baseline=tau_base,
-        threshold_lidp=tau_lidp,
         run_grid=grid,
-        epsilon_baseline=eps_base,
-        epsilon_lidp=eps_lidp,
-        target_epsilon=target,
+        epsilon_baseline=mean_b,
+        epsilon_lidp=mean_l,
+        epsilon_baseline_by_repetition=eps_b,
+        epsilon_lidp_by_repetition=eps_l,
+        thresholds_baseline=tau_b,
+        thresholds_lidp=tau_l,
+        target_epsilon=tgt,
         runs_needed_baseline=need_base,
         runs_needed_lidp=need_lidp,
         sample_complexity_gain=gain,
-        baseline=_bound(b_alt, b_null, tau_base, "clopper-pearson", delta, level),
-        lidp=_bound(l_alt, l_null, tau_lidp, method, delta, level),
+        gain_interval=interval,
+        baseline=first_b,
+        lidp=first_l,
         seed=seed_entropy(rng),
     )

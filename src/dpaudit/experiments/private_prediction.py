@@ -812,6 +812,7 @@ def _epsilons(curve: Any, exact, dd, di, orders, delta: float) -> EpsilonDisplay
             asymptotic=curve.asymptotic,
             simultaneous_over_orders=curve.simultaneous_over_orders,
             note=curve.note,
+            valid_at_zero=curve.valid_at_zero,
         )
         converted = rdp_lower_bound_to_dp(informative, delta)
         audit_eps, note = converted.epsilon, converted.note
