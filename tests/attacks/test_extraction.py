@@ -200,6 +200,96 @@ def test_c3_boundary_optimum_matches_a_grid_search():
     np.testing.assert_allclose(r.votes, best, atol=0.15)
 
 
+def _accurate_log_q(cand, sigma):
+    """log Q with each row's dominant class as log1p(−Σ others): the naive oracle that keeps
+    its accuracy when Q_k ≈ 1 (direct log Q_k has ~1e-15 absolute error there)."""
+    lq = np.atleast_2d(log_argmax_probabilities(cand, sigma)).copy()
+    rows = np.arange(lq.shape[0])
+    k = lq.argmax(axis=1)
+    q = np.exp(lq)
+    q[rows, k] = 0.0
+    lq[rows, k] = np.log1p(-q.sum(axis=1))
+    return lq
+
+
+@pytest.mark.parametrize(("num_classes", "sigma"), [(2, 1.0), (3, 0.5), (10, 5.0), (10, 40.0)])
+def test_one_observed_class_likelihood_rises_all_the_way_to_the_vertex(num_classes, sigma):
+    # The claim the solver relies on for a single observed class k, checked with the exact Q:
+    # along every segment from a histogram H to N·e_k, Q_k(H) does not decrease.
+    rng = np.random.default_rng(num_classes)
+    for _ in range(40):
+        h = rng.dirichlet(np.full(num_classes, 0.5)) * 250.0
+        k = int(rng.integers(num_classes))
+        vertex = np.zeros(num_classes)
+        vertex[k] = 250.0
+        path = h[None, :] + np.linspace(0.0, 1.0, 21)[:, None] * (vertex - h)[None, :]
+        lq = _accurate_log_q(path, sigma)[:, k]
+        assert np.all(np.diff(lq) >= -1e-12 * np.abs(lq[:-1]))
+
+
+@pytest.mark.parametrize("objective", ["mle", "l2"])
+@pytest.mark.parametrize(
+    ("counts", "sigma", "expect"),
+    [
+        ([10_000, 0], 1.0, [250.0, 0.0]),
+        ([10_000, 0, 0], 0.5, [250.0, 0.0, 0.0]),
+        ([0, 0, 10_000, 0, 0], 5.0, [0.0, 0.0, 250.0, 0.0, 0.0]),
+    ],
+)
+def test_every_answer_on_one_class_gives_the_vertex(counts, sigma, expect, objective):
+    # All answers on one class: the likelihood increases up to N·e_k, where the other
+    # classes' probabilities are ~1e-15 or smaller (the objective looked flat and SLSQP
+    # stopped near its start, e.g. [130.6, 119.4] for the first case, yet "converged").
+    r = reconstruct_histogram(counts, sigma, 250, objective=objective, intervals="none")
+    assert r.converged
+    np.testing.assert_allclose(r.votes, expect, atol=1e-9)
+
+
+def test_profile_interval_with_probabilities_near_one_matches_the_closed_form():
+    # C = 2, M = 10^17 answers all on class 0: the upper end h of class 1's interval solves
+    # −2M·log Φ((N − 2h)/(√2σ)) = χ²₁(0.95), i.e. log Q_0 ≈ −1.9e-17 (below the resolution of
+    # a log computed from Q_0 ≈ 1), so log Q_0 must come from the small Q_1 there.
+    m, sigma, n_teachers = 10**17, 1.0, 20
+    r = reconstruct_histogram([m, 0], sigma, n_teachers)
+    crit = stats.chi2.ppf(0.95, 1)
+    hi = optimize.brentq(
+        lambda h: -2 * m * special.log_ndtr((n_teachers - 2 * h) / (math.sqrt(2) * sigma)) - crit,
+        0.0,
+        n_teachers / 2,
+    )
+    np.testing.assert_allclose(r.votes, [20.0, 0.0], atol=1e-9)
+    assert r.intervals[1].low == 0.0
+    assert r.intervals[1].high == pytest.approx(hi, abs=0.02)
+    assert r.intervals[0].low == pytest.approx(n_teachers - hi, abs=0.02)
+
+
+def test_l2_flat_direction_is_not_reported_as_converged_in_place():
+    # Two tied observed classes, σ = 0.5: from the Gumbel start the unobserved class sits at
+    # ~81 votes with Q ≈ 1e-8, where ‖Q − q̄‖² is ~1e-19 and flat to SLSQP; the minimiser puts
+    # it at 0 (both objectives).
+    for objective in ("mle", "l2"):
+        r = reconstruct_histogram([5000, 5000, 0], 0.5, 250, objective=objective, intervals="none")
+        assert r.converged
+        np.testing.assert_allclose(r.votes, [125.0, 125.0, 0.0], atol=1e-6)
+
+
+def test_c3_low_noise_optimum_matches_a_grid_search():
+    # σ = 1: the unobserved class is ~15σ below the others at the optimum (Q ~ 1e-50), so
+    # the likelihood cannot place it (the grid's argmin among its near-ties is arbitrary):
+    # the MLE is at least as likely as the grid's best, puts it at 0, and the observed pair
+    # matches the C = 2 closed form H_1 − H_0 = √2·σ·Φ⁻¹(n_1/M).
+    counts = [300, 700, 0]
+    sigma, n_teachers = 1.0, 30
+    _best, best_val = _grid_oracle(counts, sigma, n_teachers, 0.05, "mle")
+    r = reconstruct_histogram(counts, sigma, n_teachers, intervals="none")
+    ours = -(log_argmax_probabilities(r.votes, sigma) @ np.asarray(counts, float))
+    assert r.converged
+    assert ours <= best_val + 1e-9
+    assert r.votes[2] == pytest.approx(0.0, abs=1e-9)
+    d = math.sqrt(2) * sigma * special.ndtri(0.7)
+    np.testing.assert_allclose(r.votes[:2], [(n_teachers - d) / 2, (n_teachers + d) / 2], atol=1e-5)
+
+
 def test_c100():
     rng = np.random.default_rng(11)
     votes = rng.multinomial(250, rng.dirichlet(np.full(100, 0.3)))

@@ -91,6 +91,16 @@ def test_noise_sweep_more_noise_helps_the_attacker(tmp_path):
     assert path.stat().st_size > 1000
 
 
+def _standard_epsilon(votes, k, delta=1e-5):
+    """ε(δ) of k queries under the paper's released accountant: expected Confident-GNMax RDP
+    (T = 200, σ1 = 150, σ2 = 40), converted by ε = min_λ ρ + log(1/δ)/(λ − 1)."""
+    from dpaudit.accounting import DEFAULT_ORDERS, confident_gnmax_cost, rdp_to_dp
+
+    cost = confident_gnmax_cost(votes, threshold=200.0, sigma1=150.0, sigma2=40.0)
+    rdp = k * np.asarray(cost.expected_rdp)
+    return rdp_to_dp(DEFAULT_ORDERS, rdp, delta, conversion="standard").epsilon
+
+
 def test_budget_limited_live_and_paper_models():
     hs = load_mnist_vote_histograms().subset(["L1"])
     res = run_budget_limited(hs, budget=0.8, repetitions=1, rng=0)
@@ -103,6 +113,64 @@ def test_budget_limited_live_and_paper_models():
     assert live.num_answered < paper.num_answered
     assert paper.num_abstained == 0
     assert set(res.mean_error) == {"live", "paper"}
+    # The paper's model uses its released accountant's conversion (standard, Mironov Prop. 3),
+    # the live ledger dpaudit's (balle2020); k is the largest count within the budget.
+    assert (paper.conversion, live.conversion) == ("standard", "balle2020")
+    k = paper.num_sent
+    assert paper.epsilon == pytest.approx(_standard_epsilon(hs.votes[0], k), rel=1e-12)
+    assert _standard_epsilon(hs.votes[0], k) <= 0.8 < _standard_epsilon(hs.votes[0], k + 1)
+
+
+def test_paper_budget_model_returns_only_checked_counts():
+    from dpaudit.experiments.vote_leakage import _paper_max_queries
+
+    votes = np.array([250.0] + [0.0] * 9)  # unanimous: a tiny expected cost per query
+    # a budget that no count up to the limit exhausts: the limit itself, checked
+    k = _paper_max_queries(votes, 200.0, 150.0, 40.0, 1e6, 1e-5)
+    assert k <= 10**9 and _standard_epsilon(votes, k) <= 1e6
+    assert _paper_max_queries(votes, 200.0, 150.0, 40.0, 1e6, 1e-5, limit=1000) == 1000
+    # an ordinary budget: the largest k within it, below the limit
+    k = _paper_max_queries(votes, 200.0, 150.0, 40.0, 1.0, 1e-5, limit=10**6)
+    assert 0 < k < 10**6
+    assert _standard_epsilon(votes, k) <= 1.0 < _standard_epsilon(votes, k + 1)
+    assert _paper_max_queries(votes, 200.0, 150.0, 40.0, 1e-3, 1e-5) == 0
+
+
+def test_bootstrap_intervals_are_seeded_through_the_experiment_layer():
+    # The bootstrap draws from a child of the experiment's seed: same seed, same intervals.
+    kw = {"intervals": "bootstrap", "round_to_integers": False}
+    a = simulate_extraction([30, 20, 10], 10.0, 3000, rng=0, **kw)
+    b = simulate_extraction([30, 20, 10], 10.0, 3000, rng=0, **kw)
+    c = simulate_extraction([30, 20, 10], 10.0, 3000, rng=1, **kw)
+    assert a.reconstruction.interval_method == "parametric-bootstrap"
+    assert a.reconstruction.seed == 0
+    assert [tuple(iv) for iv in a.reconstruction.intervals] == [
+        tuple(iv) for iv in b.reconstruction.intervals
+    ]
+    assert [tuple(iv) for iv in a.reconstruction.intervals] != [
+        tuple(iv) for iv in c.reconstruction.intervals
+    ]
+    hs = load_mnist_vote_histograms().subset(["L1"])
+    kw = {"sigmas": (60.0,), "repetitions": 1, "estimators": ("mle",), "intervals": "bootstrap"}
+    first = run_query_limited(hs, rng=3, **kw)
+    again = run_query_limited(hs, rng=3, **kw)
+    assert [r.interval_coverage for r in first.records] == [
+        r.interval_coverage for r in again.records
+    ]
+
+
+def test_low_noise_extraction_reaches_the_likelihood_optimum():
+    # σ = 5: almost every answer lands on the top class (often all of them), where the
+    # likelihood is flat to double precision away from its optimum; the MLE must still reach
+    # it (mean error 0.44 when the optimiser stopped near its start; the vertex N·e_top for a
+    # single observed class gives 0.247 over the 15 histograms).
+    hs = load_mnist_vote_histograms()
+    res = run_noise_sweep(hs, sigmas=(5.0,), num_queries=10_000, repetitions=1, rng=0)
+    assert res.mean_error[0] < 0.26
+    single = [e for lv, e in zip(hs.levels, res.errors[0, :, 0], strict=True) if lv == "high"]
+    # a high-consensus histogram at σ = 5 is answered only with its top class: N·e_top
+    high = hs.votes[[lv == "high" for lv in hs.levels]]
+    np.testing.assert_allclose(single, 1.0 - high.max(axis=1) / 250.0, atol=1e-9)
 
 
 def test_simulate_extraction():

@@ -9,6 +9,7 @@ import pathlib
 import mpmath as mp
 import numpy as np
 import pytest
+from scipy import special
 
 from dpaudit.mechanisms import (
     argmax_probabilities,
@@ -125,9 +126,75 @@ def test_permutation_and_shift_invariance():
     np.testing.assert_allclose(argmax_probabilities(votes + 123.25, 9.0), q, atol=1e-14)
 
 
+@pytest.mark.parametrize("sigma", [40.0, 10.0, 2.0, 0.7, 1e3])
+def test_integer_and_real_votes_agree(sigma):
+    """Integer votes take the tabulated (lattice) path, shifted ones the direct one; by
+    shift invariance (paper 003 Thm 2) they must agree."""
+    rng = np.random.default_rng(4)
+    votes = rng.multinomial(250, rng.dirichlet(np.full(10, 0.3)), size=300).astype(float)
+    lq_int = log_argmax_probabilities(votes, sigma)
+    lq_real = log_argmax_probabilities(votes + 0.5, sigma)
+    np.testing.assert_allclose(np.exp(lq_int), np.exp(lq_real), rtol=0, atol=1e-13)
+    keep = lq_real > np.log(1e-300)
+    np.testing.assert_allclose(lq_int[keep], lq_real[keep], rtol=0, atol=1e-11)
+
+
 def test_sigma_to_zero_gives_plurality():
     q = argmax_probabilities([3, 9, 4, 9, 1], 1e-4)
     np.testing.assert_allclose(q, [0, 0.5, 0, 0.5, 0], atol=1e-12)
+
+
+# σ → 0. The losers' log-probabilities are ~−gap²/4 (standardised units): finite and exact
+# to ~1e-16 relative while representable, −inf once below every double. Warnings are errors,
+# so these also check that no ConvergenceWarning is raised for probabilities below 1e-300.
+@pytest.mark.parametrize(
+    ("votes", "sigma"),
+    [((3, 2, 1), 1e-8), ((1, 1, 0), 1e-7), ((5, 4, 4, 0), 1e-9), ((3, 2, 1, 0.5), 1e-7)],
+)
+def test_tiny_sigma_matches_live_mpmath(votes, sigma):
+    lq = log_argmax_probabilities(votes, sigma)
+    ref = np.array([float(mp_log_q(tuple(map(float, votes)), sigma, c)) for c in range(len(votes))])
+    winners = ref > -1.0
+    np.testing.assert_allclose(lq[winners], ref[winners], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(lq[~winners], ref[~winners], rtol=1e-12)
+
+
+@pytest.mark.parametrize("sigma", [1e-2, 1e-6, 1e-9, 1e-12, 1e-50, 1e-100, 1e-150])
+def test_tiny_sigma_between_rigorous_bounds(sigma):
+    """``∏_j P(Y_i > Y_j) ≤ Q_i ≤ min_j P(Y_i > Y_j)`` (Harris's inequality: the events
+    ``{Y_i > Y_j}`` are all increasing in ``Y_i`` and decreasing in the others)."""
+    votes = np.array([3.0, 9.0, 4.0, 9.0, 1.0, 8.5])
+    lq = log_argmax_probabilities(votes, sigma)
+    pair = special.log_ndtr((votes[:, None] - votes[None, :]) / (sigma * np.sqrt(2)))
+    np.fill_diagonal(pair, 0.0)
+    lower, upper = pair.sum(axis=1), pair.min(axis=1)
+    slack = 1e-12 * np.abs(lower) + 1e-12
+    assert np.all(lq >= lower - slack) and np.all(lq <= upper + slack)
+    assert lq[2] > lq[0] > lq[4]  # farther below the top, less likely
+    np.testing.assert_allclose(np.exp(lq), [0, 0.5, 0, 0.5, 0, 0], atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("votes", "sigma", "q"),
+    [
+        ([1e10, 0], 1e-300, [1, 0]),  # votes/σ overflows
+        ([1e10, 0, 0], 1e-300, [1, 0, 0]),
+        ([1e10, 1e10, 0, 5], 1e-300, [0.5, 0.5, 0, 0]),
+        ([3, 9, 4, 9, 1], 1e-200, [0, 0.5, 0, 0.5, 0]),
+        ([3, 2, 1], 1e-300, [1, 0, 0]),
+        ([1e308, -1e308, 0], 1.0, [1, 0, 0]),  # the difference of votes overflows
+        ([1e308, -1e308], 1.0, [1, 0]),
+    ],
+)
+def test_overflowing_standardised_votes(votes, sigma, q):
+    lq = log_argmax_probabilities(votes, sigma)
+    np.testing.assert_allclose(np.exp(lq), q, rtol=0, atol=1e-12)
+    # Losers are > 1e154 s.d. below the top: log Q_i < −1e308 is below every double.
+    np.testing.assert_array_equal(lq[np.asarray(q) == 0], -np.inf)
+    batch = log_argmax_probabilities(np.stack([votes, np.arange(len(votes))]), sigma)
+    np.testing.assert_array_equal(batch[0], lq)
+    _, jac = argmax_probabilities_jacobian(votes, sigma)
+    assert not np.isnan(jac).any()
 
 
 def test_batch_shapes_and_normalisation():

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -150,3 +153,98 @@ def test_bad_histogram_sampler():
         sample_argmax_counts_from(lambda g, s: np.zeros((s, 1)), 1.0, 10)
     with pytest.raises(ValueError, match="n"):
         sample_argmax_counts_exact([1, 2], 1.0, -5)
+
+
+# Small σ and (near-)unanimous votes: the thinned classes have exceedance probabilities far
+# below 1e-18, where numpy's geometric draws saturate at INT64_MAX. Before the gaps were
+# capped their cumulative sum overflowed to negative positions (IndexError, or an endless
+# refill loop). Each case below finishes in well under a second.
+EXTREME = [
+    ([250] + [0] * 9, 20.0),  # unanimous, C = 10: thinned p = Φ̄(12.5 − gap) ≈ 1e-20
+    ([30, 29, 28, 27, 26, 25, 24, 23, 22, 0], 2.0),  # one class 15 s.d. below the others
+    ([250, 0, 0, 0], 1.0),  # p underflows to exactly 0 for the thinned classes
+    ([20, 19, 0, 0, 0, 0], 1.0),  # two contenders, the rest ≈ 20 s.d. below
+    ([200] + [190] * 3 + [0] * 96, 3.0),  # C = 100, high consensus
+]
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float):
+    """Fail instead of hanging (the refill loop of the old sampler never ended)."""
+
+    def expire(signum, frame):
+        raise TimeoutError(f"did not finish within {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+@pytest.mark.parametrize(("votes", "sigma"), EXTREME)
+def test_monte_carlo_small_sigma_high_consensus(votes, sigma):
+    n = 200_000
+    with time_limit(30):
+        counts = sample_argmax_counts(votes, sigma, n, rng=1, block_size=70_000)
+    assert counts.sum() == n
+    q = argmax_probabilities(votes, sigma)
+    # Binomial tolerance per class: 5 s.d. plus one count (seeded, so deterministic).
+    tol = 5 * np.sqrt(n * q * (1 - q)) + 1
+    assert np.all(np.abs(counts - n * q) <= tol), (counts, n * q)
+    if np.sum(n * q >= 5) >= 2:  # a χ² test needs two cells with enough expected counts
+        assert chi2_pvalue(counts, q) > 1e-4
+
+
+def test_bernoulli_positions_tiny_probabilities():
+    """Success indices stay in range and keep their law when gaps exceed the int64 range."""
+    from dpaudit.mechanisms.noisy_argmax import _bernoulli_positions
+
+    gen = np.random.default_rng(0)
+    for p in (1e-15, 1e-18, 1e-19, 1e-30, 1e-300, 5e-324):
+        for size in (1, 1000, 10**6):
+            pos = _bernoulli_positions(gen, size, p)
+            assert pos.dtype == np.int64 and np.all((pos >= 0) & (pos < size))
+    # A moderate p for the law: the number of successes is Binomial(size, p).
+    size, p = 10**5, 3e-3
+    hits = [_bernoulli_positions(gen, size, p).size for _ in range(400)]
+    assert abs(np.mean(hits) - size * p) <= 5 * np.sqrt(size * p * (1 - p) / 400)
+    pos = _bernoulli_positions(gen, size, p)
+    assert np.all(np.diff(pos) > 0)
+
+
+def _forced_plans(v):
+    """Thinning plans covering every branch of the Monte-Carlo kernel for standardised v:
+    all explicit; one or two explicit classes with a single high threshold (fill-in in ~30%
+    of draws), a single low one, and a bucket grid starting above most draws."""
+    from dpaudit.mechanisms.noisy_argmax import _BUCKET_WIDTH, _Plan
+
+    order = np.argsort(-v, kind="stable")
+    yield _Plan(order, order[:0], np.empty(0), np.empty((0, 0)), np.empty(0))
+    for m in (1, 2):
+        e, r = order[:m], np.sort(order[m:])
+        for taus in (
+            np.array([v.max() - 0.5]),
+            np.array([v.max() - 3.0]),
+            v.max() - 1.0 + _BUCKET_WIDTH * np.arange(12),
+        ):
+            p_cross = stats.norm.cdf(v[r] - taus[:, None])
+            yield _Plan(e, r, taus, p_cross, stats.norm.cdf(taus[0] - v[r]))
+
+
+@pytest.mark.parametrize(("votes", "sigma"), [HISTS[1], HISTS[3], ([3, 3, 2, 0], 1.0)])
+def test_every_thinning_plan_has_the_exact_law(votes, sigma, monkeypatch):
+    """The plan (explicit set, thresholds) changes the cost only: each forced plan must
+    reproduce Q(H) (the cost model would rarely choose the costly ones)."""
+    from dpaudit.mechanisms import noisy_argmax
+
+    v = np.asarray(votes, float) / sigma
+    v = v - v.max()
+    q = argmax_probabilities(votes, sigma)
+    for k, plan in enumerate(_forced_plans(v)):
+        monkeypatch.setattr(noisy_argmax, "_thinning_plan", lambda v, size, plan=plan: plan)
+        counts = sample_argmax_counts(votes, sigma, 300_000, rng=20 + k, block_size=100_000)
+        assert counts.sum() == 300_000
+        assert chi2_pvalue(counts, q) > 1e-4, (k, plan.explicit, plan.taus)

@@ -30,6 +30,22 @@ superlinearly from the starting point below in ~10–25 iterations (C = 10).
 start ``H⁰ = Π_simplex(b·log((n + ½)/(M + C/2)))`` (Euclidean projection onto the simplex,
 Duchi et al. 2008; ``shared/formulas.md`` §7).
 
+**Flat objectives.** When the noise is small next to the gaps between counts, most classes
+are never (or almost never) answered and their probabilities at sensible H are ~1e-15 or
+smaller: the objective is then flat to double precision in their direction, SLSQP's
+absolute stopping rule fires wherever it starts, and an estimate far from the optimum looks
+converged. Three things prevent that. (i) The dominant class's ``log Q_k`` is computed as
+``log1p(−Σ_{c≠k} Q_c)`` from the accurate small probabilities (with the matching gradient),
+so the likelihood is accurate to ~1e-13 relative however close ``Q_k`` is to 1. (ii) What
+can be proved is used (:func:`_reduction`): without the threshold model every unobserved
+class has MLE 0 (moving its votes onto the observed classes raises every observed ``Q``), so
+a single observed class gives the vertex ``H = N·e_k`` exactly (also the L2 minimiser), and
+with an observed class fixed (profile) the unobserved classes may be tied (``log Q`` is
+concave, Prékopa, and the likelihood symmetric in them). (iii) After SLSQP, classes with
+``Q_c < 1e-6`` that still hold votes are tested: moving their votes onto the other free
+classes is taken if it does not increase the objective, and ``converged`` is False if the
+objective cannot tell the two points apart.
+
 **Intervals.** ``"profile"``: per-class profile-likelihood intervals (Wilks): the set of h
 with ``2·[ℓ(Ĥ) − max_{H_c = h} ℓ(H)] ≤ χ²₁(confidence_level)``, each endpoint found by a
 safeguarded secant search on the signed root deviance with warm-started constrained inner
@@ -88,6 +104,11 @@ _SLSQP_FTOL = 1e-15
 # SLSQP's "positive directional derivative in line search" (status 8) is what it reports when
 # it sits at the optimum to machine precision; we accept it if the KKT residual is small.
 _KKT_TOL = 1e-7
+# SLSQP's stopping rule |Δf| < ftol is absolute, so it also fires on an objective that is
+# flat to that precision, far from the optimum. That happens when some classes have all but
+# left the competition (Q_c < _IDLE_Q at the solution): the objective then depends on their
+# votes only through tiny terms (Q_c for the likelihood, Q_c² for L2). See _solve.
+_IDLE_Q = 1e-6
 # Profile search: stop when the signed root deviance is within this of its target.
 _PROFILE_RTOL = 2e-3
 _PROFILE_MAX_EVALS = 40
@@ -170,6 +191,35 @@ def _gumbel_start(counts: np.ndarray, sigma: float, total: float) -> FloatArray:
 # --------------------------------------------------------------------------- objective
 
 
+def _dominant_log_q(log_q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Recompute the log-probability of each row's dominant class from the others.
+
+    ``log_argmax_probabilities`` is accurate to ~1e-13 *relative* in each Q_c, so a class
+    with ``Q_k ≈ 1`` gets ``log Q_k`` with an absolute error of ~1e-15 — larger than the
+    whole signal once the other classes' probabilities fall below ~1e-15 (a likelihood
+    that looks flat, and SLSQP stops where it started). Where the other classes hold at
+    most half the mass we use ``log Q_k = log1p(−Σ_{c≠k} Q_c)`` instead: the small Q_c
+    are accurate relative to themselves, so this is accurate to ~1e-13 relative to
+    ``|log Q_k|`` at any size.
+
+    Args:
+        log_q: (B, C) log-probabilities.
+
+    Returns:
+        ``(log_q, k, use)``: the corrected copy, each row's dominant class, and the rows
+        where the correction applies.
+    """
+    out = np.array(log_q, dtype=np.float64, copy=True)
+    rows = np.arange(out.shape[0])
+    k = np.argmax(out, axis=1)
+    q = np.exp(out)
+    q[rows, k] = 0.0
+    rest = q.sum(axis=1)
+    use = rest <= 0.5
+    out[rows[use], k[use]] = np.log1p(-rest[use])
+    return out, k, use
+
+
 class _Objective:
     """Mean negative log-likelihood (``"mle"``) or squared L2 distance (``"l2"``) in H.
 
@@ -200,6 +250,7 @@ class _Objective:
             self.weights = counts / self.total
         else:
             self.weights = counts / answered
+        self.observed = counts > 0
         self._key: bytes | None = None
         self._cached: tuple[float, np.ndarray] | None = None
 
@@ -228,8 +279,18 @@ class _Objective:
         # matters at SLSQP's tolerance); the gradient from the Jacobian.
         value = float(self.values(votes[None, :])[0])
         if self.kind == "mle":
-            qs = np.maximum(q, _TINY)
-            grad = -((self.weights / qs) @ jac)
+            coef = self.weights / np.maximum(q, _TINY)
+            rows = jac
+            log_q, k, use = _dominant_log_q(np.log(np.maximum(q, _TINY))[None, :])
+            if use[0]:
+                # Matching gradient of log Q_k = log1p(−Σ_{c≠k} Q_c): ∇Q_k = −Σ_{c≠k} ∇Q_c
+                # (the columns of J sum to 0), which keeps the small classes' accuracy
+                # where J's own row k would carry Q_k's absolute error.
+                kk = int(k[0])
+                rows = jac.copy()
+                rows[kk] = -(jac.sum(axis=0) - jac[kk])
+                coef[kk] = self.weights[kk] / math.exp(log_q[0, kk])
+            grad = -(coef @ rows)
             if self.use_threshold:
                 grad = grad + self._threshold_terms(votes)[1]
         else:
@@ -237,6 +298,14 @@ class _Objective:
         self._key = key
         self._cached = (value, grad)
         return value, grad
+
+    def solver_scale(self, votes: np.ndarray) -> float:
+        """The factor the objective is multiplied by for SLSQP, whose stopping rule
+        ``|Δf| < ftol`` is absolute: 1 for the mean NLL (of order 1); for the L2 objective,
+        which is ~C/M at its optimum, ``1/‖Q − q̄‖²`` at the start (within [1, 1e8])."""
+        if self.kind == "mle":
+            return 1.0
+        return float(np.clip(1.0 / max(self.value(votes), 1e-300), 1.0, 1e8))
 
     def value(self, votes: np.ndarray) -> float:
         """Objective only (a line-search trial point needs no Jacobian)."""
@@ -250,7 +319,7 @@ class _Objective:
         if self.kind == "mle":
             w = self.weights
             pos = w > 0
-            logq = log_argmax_probabilities(batch, self.sigma)
+            logq = _dominant_log_q(log_argmax_probabilities(batch, self.sigma))[0]
             out = -(logq[:, pos] @ w[pos])
             if self.use_threshold:
                 assert self.threshold is not None and self.sigma1 is not None
@@ -287,6 +356,46 @@ def _kkt_residual(grad: np.ndarray, x: np.ndarray, free: np.ndarray) -> float:
     return float(res)
 
 
+def _reduction(obj: _Objective, fixed: tuple[int, float] | None) -> tuple[np.ndarray, np.ndarray]:
+    """Classes whose optimal votes are known in advance: ``(pinned, tied)`` masks.
+
+    ``pinned``: provably ``H_c = 0`` at the optimum; ``tied``: there is an optimum where
+    these classes hold equal votes, so the solver may keep them equal.
+
+    * Multinomial likelihood, no threshold model. (i) Moving the votes of an unobserved
+      class j equally onto the observed classes keeps the differences among them and lowers
+      every ``H_j − H_o`` and ``H_u − H_o`` (o observed, u unobserved), so every observed
+      ``Q_o`` strictly increases (it is decreasing in each other class's votes, and the
+      noise has full support): every unobserved class is 0 at the optimum — also with an
+      *unobserved* class fixed (profile intervals). With a single observed class k this
+      leaves the vertex ``H = N·e_k``: no other histogram gives ``Q_k`` as large, since
+      each ``H_j − H_k ≥ −N`` with equality only there. (ii) With an *observed* class fixed
+      (i) fails, but ``log Q_c`` is concave in H (Prékopa: the Gaussian measure of a
+      translated convex set) and the likelihood is symmetric in the unobserved classes'
+      votes, so averaging an optimum over their permutations is again an optimum: they may
+      be tied.
+    * L2 objective with a single observed class k and nothing fixed:
+      ``‖Q − e_k‖² = (1 − Q_k)² + Σ_{j≠k} Q_j² ≥ S²·C/(C − 1)`` with ``S = 1 − Q_k``
+      (Cauchy–Schwarz); the vertex ``N·e_k`` attains the smallest S and, its other classes
+      being symmetric, the equality: it is the unique minimiser.
+    * Otherwise (threshold model, the L2 objective with several observed classes) nothing
+      is assumed.
+    """
+    c = obj.observed.size
+    none = np.zeros(c, dtype=bool)
+    group = ~obj.observed
+    if fixed is not None:
+        group = group.copy()
+        group[fixed[0]] = False
+    if obj.kind == "mle" and not obj.use_threshold:
+        if fixed is not None and obj.observed[fixed[0]]:
+            return none, group
+        return group, none
+    if obj.kind == "l2" and fixed is None and int(obj.observed.sum()) == 1:
+        return group, none
+    return none, none
+
+
 def _solve(
     obj: _Objective,
     total: float,
@@ -295,56 +404,110 @@ def _solve(
     fixed: tuple[int, float] | None = None,
     max_iter: int = 500,
 ) -> _Fit:
-    """Minimise the objective over ``{H ≥ 0, Σ H = total}`` (optionally with H_c = h fixed)."""
+    """Minimise the objective over ``{H ≥ 0, Σ H = total}`` (optionally with H_c = h fixed).
+
+    The classes of :func:`_reduction` are pinned at 0 or tied; SLSQP works on the remaining
+    coordinates (one per free class, one for the tied group), ``H = base + total·A·y`` with
+    ``aᵀy = (total − Σ base)/total``, ``a`` the column sums of ``A``. When that leaves a
+    single point (e.g. one observed class: the vertex), it is the solution.
+    """
     c = start.size
-    x0 = start / total
-    bounds = [(0.0, 1.0)] * c
-    free = np.ones(c, dtype=bool)
+    base = np.zeros(c)
+    pinned, tied = _reduction(obj, fixed)
+    free = ~pinned & ~tied
     if fixed is not None:
-        idx, h = fixed
-        x0 = x0.copy()
-        rest = np.arange(c) != idx
-        remaining = max(1.0 - h / total, 0.0)
-        x0[idx] = h / total
-        if remaining > 0:
-            x0[rest] = project_to_simplex(
-                x0[rest] + (remaining - x0[rest].sum()) / (c - 1), remaining
+        free[fixed[0]] = False
+        base[fixed[0]] = fixed[1]
+    columns = [np.array([i]) for i in np.flatnonzero(free)]
+    if tied.any():
+        columns.append(np.flatnonzero(tied))
+    k = len(columns)
+    a = np.array([col.size for col in columns], dtype=np.float64)
+    remaining = max(total - float(base.sum()), 0.0)
+    if k <= 1 or remaining == 0.0:
+        votes = base.copy()
+        for col in columns:
+            votes[col] = remaining / (a.sum() if a.size else 1.0)
+        value = obj.value_and_grad(votes)[0]
+        return _Fit(votes, value, 0, True, "the constraints leave a single point")
+
+    share = remaining / total
+
+    def full(y: np.ndarray) -> np.ndarray:
+        votes = base.copy()
+        yy = np.clip(y, 0.0, None) * total
+        for col, v in zip(columns, yy, strict=True):
+            votes[col] = v
+        return votes
+
+    def reduce(vec: np.ndarray) -> np.ndarray:
+        return np.array([vec[col].sum() for col in columns])
+
+    def run(y0: np.ndarray, factor: float) -> tuple[np.ndarray, optimize.OptimizeResult]:
+        def fun(y: np.ndarray) -> float:
+            return obj.value(full(y)) * factor
+
+        def jac(y: np.ndarray) -> np.ndarray:
+            return reduce(obj.value_and_grad(full(y))[1]) * (total * factor)
+
+        res = optimize.minimize(
+            fun,
+            y0,
+            jac=jac,
+            method="SLSQP",
+            bounds=[(0.0, share / ai) for ai in a],
+            constraints=[{"type": "eq", "fun": lambda y: a @ y - share, "jac": lambda y: a}],
+            options={"ftol": _SLSQP_FTOL, "maxiter": max_iter},
+        )
+        y = np.clip(res.x, 0.0, None)
+        return y * (share / (a @ y)), res
+
+    def accepted(y: np.ndarray, res: optimize.OptimizeResult) -> bool:
+        if res.success:
+            return True
+        # Stationarity per unit of mass: ∇_y f = μ·a at an optimum, so compare ∇_y f / a.
+        g = reduce(obj.value_and_grad(full(y))[1]) / a
+        return res.status == 8 and _kkt_residual(g * total, y, np.ones(k, dtype=bool)) < _KKT_TOL
+
+    mass0 = np.array([start[col].sum() for col in columns]) / total
+    mass0 = project_to_simplex(mass0 + (share - mass0.sum()) / k, share)
+    factor = obj.solver_scale(full(mass0 / a))
+    y, res = run(mass0 / a, factor)
+    converged = accepted(y, res)
+    iterations = int(res.nit)
+    message = str(res.message)
+    # Flat directions. Columns whose classes all have tiny probability at the solution but
+    # still hold votes may be placed by nothing SLSQP can resolve (SLSQP stops on |Δf| <
+    # ftol wherever the objective is that flat). Moving those votes equally onto the other
+    # free classes keeps every difference among the latter: if that does not increase the
+    # objective, take the move and re-solve from there; if it increases it by less than
+    # SLSQP can resolve, those votes are not determined (not converged); otherwise they are
+    # held where they are by the rest of the objective (e.g. a fixed or pinned class).
+    q = argmax_probabilities(full(y), obj.sigma)
+    idle = np.array([bool(np.all(q[col] < _IDLE_Q)) for col in columns]) & (y > 0)
+    if idle.any() and not idle.all():
+        moved = y.copy()
+        moved[~idle] += float(a[idle] @ y[idle]) / float(a[~idle].sum())
+        moved[idle] = 0.0
+        before, after = obj.value(full(y)), obj.value(full(moved))
+        if after <= before:
+            y2, res2 = run(moved, factor)
+            iterations += int(res2.nit)
+            if obj.value(full(y2)) <= after:
+                y, res = y2, res2
+                converged = accepted(y, res)
+            else:
+                y = moved
+            message += "; moved the votes of classes with tiny probability"
+        elif (after - before) * factor <= _SLSQP_FTOL:
+            converged = False
+            message += (
+                "; flat objective: the votes of classes with tiny probability are not "
+                "determined to double precision"
             )
-        else:
-            x0[rest] = 0.0
-        bounds[idx] = (h / total, h / total)
-        free[idx] = False
-
-    def fun(x: np.ndarray) -> float:
-        return obj.value(np.clip(x, 0.0, None) * total)
-
-    def jac(x: np.ndarray) -> np.ndarray:
-        return obj.value_and_grad(np.clip(x, 0.0, None) * total)[1] * total
-
-    constraint = {"type": "eq", "fun": lambda x: x.sum() - 1.0, "jac": lambda x: np.ones(c)}
-    res = optimize.minimize(
-        fun,
-        x0,
-        jac=jac,
-        method="SLSQP",
-        bounds=bounds,
-        constraints=[constraint],
-        options={"ftol": _SLSQP_FTOL, "maxiter": max_iter},
-    )
-    x = np.clip(res.x, 0.0, None)
-    if fixed is not None:
-        x[fixed[0]] = fixed[1] / total
-        rest = np.arange(c) != fixed[0]
-        s = x[rest].sum()
-        if s > 0:
-            x[rest] *= (1.0 - x[fixed[0]]) / s
-    else:
-        x /= x.sum()
-    votes = x * total
-    value, grad = obj.value_and_grad(votes)
-    kkt = _kkt_residual(grad * total, x, free)
-    converged = bool(res.success) or (res.status == 8 and kkt < _KKT_TOL)
-    return _Fit(votes, value, int(res.nit), converged, str(res.message))
+    votes = full(y)
+    value = obj.value_and_grad(votes)[0]
+    return _Fit(votes, value, iterations, converged, message)
 
 
 # --------------------------------------------------------------------------- intervals
@@ -669,7 +832,10 @@ def reconstruct_histogram(
     converged = fit.converged
     method = (
         "SLSQP on {H >= 0, sum H = N} with analytic gradients from the Jacobian of the exact "
-        "noisy-argmax probabilities; start from the Gumbel (logit) approximation"
+        "noisy-argmax probabilities; start from the Gumbel (logit) approximation; MLE "
+        "without threshold model: unobserved classes at their optimum 0 (one observed class: "
+        "the vertex N*e_k); classes with Q < 1e-6 left holding votes are checked for a flat "
+        "objective"
     )
     ivs: tuple[ConfidenceInterval, ...] | None = None
     seed = None

@@ -22,7 +22,15 @@ Reproduces the evaluation of Wang et al. (NeurIPS 2022, ``shared/papers/003_*``)
   extracted through the private interface.
 
 Every random stream is ``SeedSequence(seed, spawn_key=(part, …))`` with an explicit key per
-(histogram, σ, repetition), so any single number can be recomputed on its own.
+(histogram, σ, repetition), so any single number can be recomputed on its own; the parametric
+bootstrap of an interval gets a child of its cell's stream (one more key), never fresh
+entropy.
+
+**RDP → (ε, δ).** Whatever claims to reproduce the paper's accountant (the "paper" budget
+model and the cost dots of Fig. 6) uses the conversion of its released code (Papernot et
+al.'s ``privacy_analysis``, ``ε = min_λ ρ(λ) + log(1/δ)/(λ − 1)``, Mironov 2017 Prop. 3:
+``conversion="standard"``); dpaudit's own ledger and GNMax costs keep the tighter
+``"balle2020"`` (Balle et al. 2020 Thm 20). Each result names the one it used.
 """
 
 from __future__ import annotations
@@ -39,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from dpaudit._results import ResultMixin
-from dpaudit._rng import seed_entropy
+from dpaudit._rng import as_seed_sequence, seed_entropy
 from dpaudit._typing import ArrayLike, FloatArray, IntArray, RngLike
 from dpaudit._validate import (
     check_choice,
@@ -97,11 +105,24 @@ __all__ = [
 
 ESTIMATORS = ("mle", "l2", "paper")
 _PART_QUERY, _PART_BUDGET, _PART_SWEEP, _PART_ATTRIBUTE = 1, 2, 3, 4
+#: The conversion of paper 003's released accountant (Papernot et al. ``privacy_analysis``).
+PAPER_CONVERSION = "standard"
+#: dpaudit's own ledger and GNMax costs.
+NATIVE_CONVERSION = "balle2020"
+#: The "paper" budget model counts queries up to this many (checked against the budget).
+_PAPER_MAX_QUERIES = 10**9
 
 
 def _stream(seed: int, *key: int) -> np.random.SeedSequence:
     """The explicit random stream of one experiment cell."""
     return np.random.SeedSequence(seed, spawn_key=tuple(int(k) for k in key))
+
+
+def _child(rng: RngLike, index: int) -> np.random.SeedSequence:
+    """Child ``index`` of the stream behind ``rng``: the key ``numpy``'s
+    ``SeedSequence.spawn`` would give it (a Generator contributes two integer draws)."""
+    root = as_seed_sequence(rng)
+    return np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, int(index)))
 
 
 def _seed_int(rng: RngLike) -> int:
@@ -256,7 +277,8 @@ def simulate_extraction(
         objective, intervals, confidence_level, round_to_integers: see
             :func:`dpaudit.attacks.reconstruct_histogram`.
         delta: δ of the privacy cost.
-        rng: seed of the simulated answers.
+        rng: seed of the simulated answers; the bootstrap (``intervals="bootstrap"``) draws
+            from its child stream (``SeedSequence.spawn`` key 0), so a seed fixes both.
 
     Returns:
         :class:`SimulatedExtraction`.
@@ -285,6 +307,7 @@ def simulate_extraction(
         intervals=intervals,
         confidence_level=confidence_level,
         round_to_integers=round_to_integers,
+        rng=_child(rng, 0),
     )
     cost = extraction_privacy_cost(h, sigma=s, num_queries=m, delta=delta)
     return SimulatedExtraction(
@@ -303,12 +326,17 @@ def simulate_extraction(
 
 
 def _estimate(
-    estimator: str, counts: np.ndarray, sigma: float, num_teachers: int, intervals: str
+    estimator: str,
+    counts: np.ndarray,
+    sigma: float,
+    num_teachers: int,
+    intervals: str,
+    rng: np.random.SeedSequence,
 ) -> tuple[np.ndarray, tuple[Any, ...] | None]:
     if estimator == "paper":
         return reconstruct_histogram_paper(counts, sigma, num_teachers).votes, None
     rec = reconstruct_histogram(
-        counts, sigma, num_teachers, objective=estimator, intervals=intervals
+        counts, sigma, num_teachers, objective=estimator, intervals=intervals, rng=rng
     )
     return rec.votes, rec.intervals
 
@@ -342,9 +370,10 @@ class ExtractionRecord(ResultMixin):
 class CostRecord(ResultMixin):
     """The defender's charge for M repetitions of one histogram's query at one σ.
 
-    ``epsilon_gnmax_*``: plain GNMax(σ) (the mechanism the simulated attacker queries);
-    ``epsilon_paper_*``: the paper's red dots — Confident GNMax (T, σ1, σ2 = σ), expected
-    cost, as in its released scripts.
+    ``epsilon_gnmax_*``: plain GNMax(σ) (the mechanism the simulated attacker queries),
+    dpaudit's accountant (``conversion_gnmax``, balle2020); ``epsilon_paper_*``: the paper's
+    red dots — Confident GNMax (T, σ1, σ2 = σ), expected cost, converted as in its released
+    scripts (``conversion_paper``, standard).
     """
 
     histogram: str
@@ -357,6 +386,8 @@ class CostRecord(ResultMixin):
     epsilon_paper_data_dependent: float
     epsilon_paper_data_independent: float
     delta: float
+    conversion_gnmax: str = NATIVE_CONVERSION
+    conversion_paper: str = PAPER_CONVERSION
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -439,7 +470,9 @@ def run_query_limited(
     for hi, name in enumerate(histograms.names):
         truth = histograms.votes[hi].astype(np.float64)
         for si, s in enumerate(sig):
-            gn = extraction_privacy_cost(truth, sigma=s, num_queries=m, delta=d)
+            gn = extraction_privacy_cost(
+                truth, sigma=s, num_queries=m, delta=d, conversion=NATIVE_CONVERSION
+            )
             pp = extraction_privacy_cost(
                 truth,
                 sigma=s,
@@ -448,6 +481,7 @@ def run_query_limited(
                 sigma1=paper_sigma1,
                 accounting="expected",
                 delta=d,
+                conversion=PAPER_CONVERSION,
             )
             costs.append(
                 CostRecord(
@@ -464,12 +498,14 @@ def run_query_limited(
                 )
             )
             for r in range(reps):
-                counts = sample_argmax_counts_exact(
-                    truth, s, m, rng=_stream(seed, _PART_QUERY, hi, si, r)
-                )
+                cell = _stream(seed, _PART_QUERY, hi, si, r)
+                counts = sample_argmax_counts_exact(truth, s, m, rng=cell)
                 for e in est:
                     t0 = time.perf_counter()
-                    votes, ivs = _estimate(e, counts, s, n_teachers, intervals)
+                    # the bootstrap of estimator e: child e of the cell's stream
+                    votes, ivs = _estimate(
+                        e, counts, s, n_teachers, intervals, _child(cell, ESTIMATORS.index(e))
+                    )
                     records.append(
                         ExtractionRecord(
                             histogram=name,
@@ -529,8 +565,10 @@ class BudgetLimitedRecord(ResultMixin):
     """One budget-limited attack on one histogram.
 
     ``model="live"``: the real interface and ledger (realised data-dependent cost, refusal
-    when the next query could exceed the budget, abstentions unlabelled); ``model="paper"``:
-    the released scripts' model (expected cost, every query labelled).
+    when the next query could exceed the budget, abstentions unlabelled; dpaudit's balle2020
+    conversion); ``model="paper"``: the released scripts' model (expected cost, every query
+    labelled, standard conversion). ``conversion`` names the RDP → (ε, δ) rule of ``epsilon``
+    and of the budget check.
     """
 
     histogram: str
@@ -544,6 +582,7 @@ class BudgetLimitedRecord(ResultMixin):
     epsilon: float
     error_mle: float | None
     error_paper: float | None
+    conversion: str
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -566,34 +605,68 @@ class BudgetLimitedResult(ResultMixin):
     repetitions: int
     seed: int
     method: str = (
-        "live: PrivatePredictor(ConfidentGNMax) + PrivacyLedger(data-dependent, balle2020) "
-        "queried until refusal; paper: max queries with expected cost within budget, all answered"
+        "live: PrivatePredictor(ConfidentGNMax) + PrivacyLedger(data-dependent, balle2020 "
+        "conversion) queried until refusal; paper: max queries whose expected cost converted "
+        "with the standard conversion eps = rho + log(1/delta)/(lambda - 1) (the released "
+        "scripts' privacy_analysis) stays within budget, all answered"
+    )
+
+
+def _paper_epsilon(expected_rdp: np.ndarray, k: int, delta: float) -> float:
+    """ε(δ) of k queries of expected per-query RDP ``expected_rdp`` (on DEFAULT_ORDERS), with
+    the released code's conversion."""
+    from dpaudit.accounting import DEFAULT_ORDERS, rdp_to_dp
+
+    return float(
+        rdp_to_dp(DEFAULT_ORDERS, k * expected_rdp, delta, conversion=PAPER_CONVERSION).epsilon
     )
 
 
 def _paper_max_queries(
-    votes: np.ndarray, threshold: float, sigma1: float, sigma2: float, budget: float, delta: float
+    votes: np.ndarray,
+    threshold: float,
+    sigma1: float,
+    sigma2: float,
+    budget: float,
+    delta: float,
+    *,
+    limit: int = _PAPER_MAX_QUERIES,
 ) -> int:
-    """Largest k whose expected Confident-GNMax cost stays within the budget (the paper's
-    ``analyze_multiclass_confident_gnmax``, with our order grid and the same conversion)."""
-    from dpaudit.accounting import DEFAULT_ORDERS, confident_gnmax_cost, rdp_to_dp
+    """Largest k ≤ ``limit`` whose expected Confident-GNMax cost stays within the budget.
+
+    The model of the paper's released ``analyze_multiclass_confident_gnmax`` (Papernot et
+    al.'s ``privacy_analysis``): RDP ``k·(ρ1 + p·ρ2)`` (data-dependent, expected answers)
+    converted by ``ε = min_λ ρ(λ) + log(1/δ)/(λ − 1)`` (its ``rdp_to_dp``: the standard
+    conversion, :data:`PAPER_CONVERSION`), on dpaudit's default order grid (the released code
+    uses 2, 2.5, …, 99.5 and 200 log-spaced orders to 1000). ε(k) is non-decreasing in k (a
+    minimum over orders of non-decreasing functions), so bisection finds the largest k with
+    ε(k) ≤ budget; every count returned has been checked, and when even ``limit`` queries fit
+    the budget ``limit`` is returned.
+    """
+    from dpaudit.accounting import confident_gnmax_cost
 
     cost = confident_gnmax_cost(votes, threshold=threshold, sigma1=sigma1, sigma2=sigma2)
-    per_query = cost.expected_rdp
+    per_query = np.asarray(cost.expected_rdp, dtype=np.float64)
 
-    def eps(k: int) -> float:
-        return rdp_to_dp(DEFAULT_ORDERS, k * per_query, delta).epsilon
+    def fits(k: int) -> bool:
+        return _paper_epsilon(per_query, k, delta) <= budget
 
-    if eps(1) > budget:
+    if not fits(1):
         return 0
     lo, hi = 1, 2
-    while eps(hi) <= budget:
+    while True:
+        if hi >= limit:
+            if fits(limit):
+                return limit
+            hi = limit
+            break
+        if not fits(hi):
+            break
         lo, hi = hi, hi * 2
-        if hi > 10**9:
-            return hi
+    # fits(lo) and not fits(hi)
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if eps(mid) <= budget:
+        if fits(mid):
             lo = mid
         else:
             hi = mid
@@ -614,6 +687,11 @@ def run_budget_limited(
     progress: Callable[[str], None] | None = None,
 ) -> BudgetLimitedResult:
     """Budget-limited attack with the canonical MNIST setting (paper 003 §4.1, Fig. 4a).
+
+    Two models of the defender: ``"live"``, a real interface whose ledger (dpaudit's,
+    balle2020 conversion) refuses the query that could exceed the budget; ``"paper"``, the
+    released scripts' count of queries whose expected cost, converted with their standard
+    conversion, stays within it (:func:`_paper_max_queries`), all of them answered.
 
     Args:
         histograms: e.g. :func:`load_mnist_vote_histograms`.
@@ -645,7 +723,12 @@ def run_budget_limited(
         k_paper = _paper_max_queries(truth, t, s1, s2, eps_budget, d)
         for r in range(reps):
             ledger = PrivacyLedger(
-                sigma=s2, delta=d, epsilon_budget=eps_budget, threshold=t, sigma1=s1
+                sigma=s2,
+                delta=d,
+                epsilon_budget=eps_budget,
+                threshold=t,
+                sigma1=s1,
+                conversion=NATIVE_CONVERSION,
             )
             api = fixed_histogram_interface(
                 histograms.votes[hi], ConfidentGNMax(t, s1, s2), ledger=ledger
@@ -678,6 +761,7 @@ def run_budget_limited(
                     epsilon=float(ledger.epsilon()),
                     error_mle=err_mle,
                     error_paper=err_paper,
+                    conversion=NATIVE_CONVERSION,
                 )
             )
             counts = sample_argmax_counts_exact(
@@ -691,7 +775,7 @@ def run_budget_limited(
                 err_paper = normalised_l1_error(
                     truth, reconstruct_histogram_paper(counts, s2, n_teachers).votes
                 )
-            from dpaudit.accounting import DEFAULT_ORDERS, confident_gnmax_cost, rdp_to_dp
+            from dpaudit.accounting import confident_gnmax_cost
 
             exp_cost = confident_gnmax_cost(truth, threshold=t, sigma1=s1, sigma2=s2)
             records.append(
@@ -704,11 +788,12 @@ def run_budget_limited(
                     num_sent=k_paper,
                     num_answered=k_paper,
                     num_abstained=0,
-                    epsilon=float(
-                        rdp_to_dp(DEFAULT_ORDERS, k_paper * exp_cost.expected_rdp, d).epsilon
+                    epsilon=_paper_epsilon(
+                        np.asarray(exp_cost.expected_rdp, dtype=np.float64), k_paper, d
                     ),
                     error_mle=err_mle,
                     error_paper=err_paper,
+                    conversion=PAPER_CONVERSION,
                 )
             )
         if progress is not None:

@@ -6,30 +6,55 @@ histogram ``H``. Its output distribution is (paper 000 Eq. 4; paper 003 Thm 1)
 
     Q_c(H) = ∫ φ(x − v_c) ∏_{i≠c} Φ(x − v_i) dx,     v = H/σ.
 
-**Quadrature and why it is accurate.** Each integrand is strongly log-concave with curvature
-≥ 1 (log Φ is concave), its mode lies right of ``(v_c + v_max)/2`` and it is entire with
-Gaussian decay. We integrate with the trapezoidal rule on one shared grid per histogram
-(C·N evaluations of log Φ for all C classes at once), with
+**Quadrature and why it is accurate.** Write ``v = (H − max H)/σ`` (shift invariance, paper
+003 Thm 2) and ``f_c = exp(ℓ_c)`` for the integrand of class c. What is *proved* and what is
+*estimated* (facts (F1)–(F5) are stated in :mod:`dpaudit.mechanisms._quadrature`):
 
-* tails bounded *rigorously*: left of each mode the integrand is below a Gaussian of unit
-  curvature, so starting 8.5 s.d. left of the lower bound on the mode leaves < 1e-16 relative
-  mass; right of the grid the tangent bound of a log-concave function is checked explicitly;
-* discretisation error controlled a posteriori: the trapezoidal rule converges
-  super-geometrically for such integrands (Trefethen & Weideman 2014), and we accept a class
-  only if the step-h and step-2h rules agree to 1e-7 *and* the peak is resolved by ≥ 8 nodes
-  (which alone gives error ≤ e^-35 for a Gaussian shape); the h error is then far below 1e-12.
+* (proof, F1) ``−ℓ_c'' = 1 + Σ_{i≠c} κ(x − v_i)`` with κ ∈ (0, 1) decreasing: every integrand
+  is strongly log-concave, with curvature between 1 and C that decreases in x; (F2) its mode
+  lies right of ``(v_c + v_max)/2``.
+* **Shared grid.** One trapezoid grid per histogram serves all classes within 53 units of
+  the top (a class further down has Q < 1e-300 and goes to the per-class path): from
+  ``(v_min + v_max)/2 − 7.5`` (``SHARED_TAIL``) to at least ``v_max + 7.5``, step
+  ``h = 0.3/√max(1, C/10)`` (``SHARED_STEP``; for integer votes the largest multiple of
+  ``1/(σ·m)`` not above it, so that ``log Φ`` is tabulated once per lattice point).
+  *Left tail, proof (F3):* the left end is ≥ 7.5 left of every mode, so the mass cut off is
+  ≤ 2·Φ̄(7.5) = 6.4e-14 relative, for any C. *Right tail, checked bound (F4):* the tangent
+  bound of a log-concave function at the last node must be ≤ 1e-13 relative.
+  *Discretisation, estimates (F5):* the rule must agree with the step-2h rule to
+  ``DISCRETISATION_RTOL = 1e-4`` relative, the local Trefethen–Weideman strip estimate
+  (with an upper bound on the curvature) must be ≤ 1e-13 relative, ≥ 8 nodes must lie
+  within e^-4.5 of the peak, and the peak must be interior. Why 1e-4 is enough: for a
+  Gaussian-shaped integrand of curvature K the trapezoid error is ≈ 2·exp(−2π²/(K·h²))
+  (Poisson summation), so the step-2h error is ≈ 2·(err_h/2)^{1/4}; a 2h error of 1e-4
+  therefore means err_h ≈ 1e-17. The integrands are not exactly Gaussian, so this and the
+  strip estimate are estimates, not bounds; the mpmath comparisons (50 digits) confirm
+  them, with observed errors ≤ ~1e-13.
+* **Per-class grid.** Entries that fail a check (very unequal histograms, tiny
+  probabilities, large C) are recomputed on a grid centred at their own mode (Newton's
+  method, globally convergent by convexity of ℓ'), starting 8.5 local standard deviations
+  to the left (proof: ≤ 2·Φ̄(8.5) = 1.9e-17 relative lost), extended to the right until
+  the tangent bound is ≤ 1e-16, and with the step halved from 0.5 local s.d. until the
+  same h/2h (1e-4) and strip (1e-13) estimates pass.
+  If that fails within 12 refinements a :class:`~dpaudit.errors.ConvergenceWarning` is
+  issued; it never is for the probabilities below 1e-300 handled next.
+* **Far tail.** A class more than 1e6 units below the top (``DEEP_GAP``) has
+  ``log Q_c < −2.5e11``; Laplace's method at its mode is then bracketed rigorously (F1:
+  curvature between 1 and C) within ½·log C, i.e. ≤ 1.4e-11 relative on ``log Q_c`` for
+  C ≤ 1000. ``log Q_c = −inf`` only when the true value is below about −1e308 (the class is
+  more than ~1e154 standard deviations below), where no double can hold it.
 
-Classes that fail a check (very unequal histograms, tiny probabilities, large C) are
-recomputed on a grid centred at their own mode (found by a globally convergent Newton
-iteration) and scaled by their own curvature, refined until the same checks pass. All sums
-are done in log space, so log-probabilities keep ~1e-12 relative accuracy down to 1e-300 and
-beyond. Tests compare with mpmath at 50 digits.
+All sums are done in log space, so log-probabilities keep ~1e-13 absolute accuracy (i.e.
+relative accuracy of Q) down to 1e-300, and ``log Q`` keeps ~1e-11 relative accuracy or
+better further down. ``C = 2`` uses the closed form ``Q_0 = Φ((v_0 − v_1)/√2)``.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 from scipy import special
@@ -61,27 +86,54 @@ __all__ = [
 DEFAULT_BLOCK_SIZE = 2**20
 
 
-def _standardise(votes: ArrayLike, sigma: float) -> tuple[np.ndarray, tuple[int, ...]]:
+def _centre(votes: ArrayLike, sigma: float) -> tuple[np.ndarray, float, tuple[int, ...]]:
+    """Validated ``(votes − max votes, σ, shape)`` with the differences as (B, C)."""
     arr = check_votes("votes", votes)
     s = check_positive("sigma", sigma)
-    shape = arr.shape
-    v = (arr / s).reshape(-1, shape[-1])
-    # Shift invariance (paper 003 Thm 2): centring at the max keeps the numbers small.
-    v = v - v.max(axis=1, keepdims=True)
-    return v, shape
+    flat = arr.reshape(-1, arr.shape[-1])
+    with np.errstate(over="ignore"):
+        return flat - flat.max(axis=1, keepdims=True), s, arr.shape
 
 
-def _log_q_standardised(v: np.ndarray) -> np.ndarray:
+def _standardise(votes: ArrayLike, sigma: float) -> tuple[np.ndarray, tuple[int, ...]]:
+    """``v = (votes − max votes)/σ`` per histogram, shape (B, C): ``v ≤ 0``, 0 at the top.
+
+    Shift invariance (paper 003 Thm 2) lets us centre at the maximum; doing it *before*
+    dividing by σ keeps integer differences exact and never forms an overflowing ``votes/σ``.
+    A difference whose standardised value overflows becomes ``−inf``: that class is more
+    than ~1e308 standard deviations below the top, so its log-probability (< −1e616) is
+    ``−inf`` to double precision and it cannot affect the other classes.
+    """
+    diff, s, shape = _centre(votes, sigma)
+    with np.errstate(over="ignore"):
+        return diff / s, shape
+
+
+def _log_q_standardised(
+    v: np.ndarray, lattice: tuple[np.ndarray, float] | None = None
+) -> np.ndarray:
     _b, c = v.shape
     if c == 2:
-        # Closed form: Q_0 = Φ((v_0 − v_1)/√2) (difference of two independent normals).
+        # Closed form: Q_0 = Φ((v_0 − v_1)/√2) (difference of two independent normals);
+        # log Φ is evaluated accurately down to −inf.
         diff = (v[:, 0] - v[:, 1]) / math.sqrt(2)
         return np.stack([quad.log_ndtr_fast(diff), quad.log_ndtr_fast(-diff)], axis=1)
-    log_q, ok = quad.shared_grid_log_q(v)
+    deep = v < -quad.DEEP_GAP
+    # Classes this far below the top cannot change the other classes' integrals in double
+    # precision (Φ(x − v_j) rounds to 1 wherever those integrands live; see DEEP_GAP), so
+    # they are clipped there and get their own bound-based value below.
+    vc = np.maximum(v, -quad.DEEP_GAP) if deep.any() else v
+    log_q, ok = quad.shared_grid_log_q(vc, lattice)
+    ok |= deep
     if not ok.all():
         rows, cols = np.nonzero(~ok)
-        d = _offsets(v, rows, cols)
-        log_q[rows, cols], _ = quad.per_class_log_q(d)
+        log_q[rows, cols], _ = quad.per_class_log_q(_offsets(vc, rows, cols))
+    if deep.any():
+        rows, cols = np.nonzero(deep)
+        log_q[rows, cols] = -np.inf  # v = −inf: log Q below every double (_standardise)
+        fin = np.isfinite(v[rows, cols])
+        rows, cols = rows[fin], cols[fin]
+        log_q[rows, cols] = quad.deep_log_q(v[rows, cols], _offsets(v, rows, cols))
     return log_q
 
 
@@ -103,8 +155,11 @@ def log_argmax_probabilities(votes: ArrayLike, sigma: float) -> FloatArray:
         sigma: standard deviation σ > 0 of the Gaussian noise added to each count.
 
     Returns:
-        Array of the same shape as ``votes``; relative error ≤ 1e-9 (in practice ~1e-13)
-        for probabilities down to 1e-300, finite further down.
+        Array of the same shape as ``votes``; absolute error ≤ 1e-9 (in practice ~1e-13),
+        i.e. that relative error on the probability, for probabilities down to 1e-300;
+        further down ~1e-11 relative error on the log or better (σ → 0 gives ``log Q ≈
+        −gap²/(4σ²)`` for a loser). ``−inf`` only where ``log Q`` is below about −1e308,
+        beyond any double (a class more than ~1e154 σ below the top).
 
     Raises:
         ValueError: σ ≤ 0 or NaN, non-finite votes, fewer than two classes, empty input.
@@ -115,8 +170,12 @@ def log_argmax_probabilities(votes: ArrayLike, sigma: float) -> FloatArray:
         >>> round(float(np.exp(lq[0])), 10)
         0.9979943883
     """
-    v, shape = _standardise(votes, sigma)
-    return _log_q_standardised(v).reshape(shape)
+    diff, s, shape = _centre(votes, sigma)
+    with np.errstate(over="ignore"):
+        v = diff / s
+    # Integer votes (the usual case) put every quadrature argument on one lattice.
+    lattice = (diff, s) if np.array_equal(diff, np.round(diff)) else None
+    return _log_q_standardised(v, lattice).reshape(shape)
 
 
 def argmax_probabilities(votes: ArrayLike, sigma: float) -> FloatArray:
@@ -157,8 +216,13 @@ def argmax_probabilities_jacobian(votes: ArrayLike, sigma: float) -> tuple[Float
     b, c = v.shape
     rows = np.repeat(np.arange(b), c)
     cols = np.tile(np.arange(c), b)
-    d = _offsets(v, rows, cols)
-    log_q, ratio = quad.per_class_log_q(d, weights_mills=True)
+    # Classes more than DEEP_GAP below the top have Q_i = 0 and ∂Q_i/∂H = 0 in double
+    # precision, and clipping them changes nothing for the others (see _log_q_standardised).
+    shallow = v.reshape(-1) >= -quad.DEEP_GAP
+    d = _offsets(np.maximum(v, -quad.DEEP_GAP), rows[shallow], cols[shallow])
+    log_q = np.full(b * c, -np.inf)
+    ratio = np.zeros((b * c, c - 1))
+    log_q[shallow], ratio[shallow] = quad.per_class_log_q(d, weights_mills=True)
     q = np.exp(log_q).reshape(b, c)
     off = -(q.reshape(-1)[:, None] * ratio) / s  # (B·C, C−1): ∂Q_i/∂H_k for k ≠ i
     jac = np.zeros((b * c, c))
@@ -181,40 +245,82 @@ def _block_sizes(n: int, block_size: int) -> list[int]:
     return [block_size] * full + ([rest] if rest else [])
 
 
-# Thinning split of the Monte-Carlo kernel (see _numpy_block). The threshold τ = max v − gap
-# and the explicit set are chosen per histogram by a cost model (nanoseconds per draw,
-# measured on numpy 2.x, sorting and bookkeeping included): a Gaussian for an explicit
-# class costs ~_COST_NORMAL, a threshold crossing of a thinned class ~_COST_THIN, and
-# filling in a thinned class in a draw whose explicit maximum fell below τ ~_COST_FILL.
-# The choice affects speed only, never the law.
-_GAPS = (0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.33, 3.0)
-_COST_NORMAL = 12.0
-_COST_THIN = 400.0
-_COST_FILL = 200.0
+# Thinning plan of the Monte-Carlo kernel (see _numpy_block), chosen per histogram and block
+# size by a cost model in nanoseconds per draw (measured with numpy 2.x on one core): a
+# Gaussian for an explicit class and its share of the running maximum ~_COST_NORMAL;
+# sorting the draws into threshold buckets ~_COST_BUCKET; a threshold crossing of a thinned
+# class (geometric gap, inverse-CDF value, merge) ~_COST_CROSS; filling in one thinned class
+# in a draw below the lowest threshold ~_COST_FILL; one (bucket, class) step ~_COST_STEP
+# per block. The plan affects speed only, never the law.
+_COST_NORMAL = 11.0
+_COST_BUCKET = 8.0
+_COST_CROSS = 40.0
+_COST_FILL = 35.0
+_COST_STEP = 12_000.0
+# Thresholds τ_k = max v − 3 + k/4 (k < 25): a draw whose explicit maximum b lies in
+# [τ_k, τ_{k+1}) is tested against τ_k, so a thinned class crosses τ_k not much more often
+# than it beats b (roughly e^{(b − v_j)/4} times). A single threshold max v − gap is the
+# alternative when sorting the draws does not pay; histograms with few draws (size·C ≤ 4096)
+# use the plain argmax.
+_BUCKET_LOW = -3.0
+_BUCKET_WIDTH = 0.25
+_N_BUCKETS = 25
+_GAPS = (1.0, 1.5, 2.0, 2.5, 3.0)
+_MAX_EXPLICIT = 32
 
 
-def _thinning_plan(v: np.ndarray) -> tuple[float, np.ndarray] | None:
-    """Threshold and explicit-class mask minimising the modelled cost (None: plain argmax)."""
+class _Plan(NamedTuple):
+    explicit: np.ndarray  # class indices sampled in full, top class first
+    thinned: np.ndarray  # the other classes
+    taus: np.ndarray  # (K,) thresholds, increasing, evenly spaced when K > 1
+    p_cross: np.ndarray  # (K, |R|) P(Y_j > τ_k)
+    p_below: np.ndarray  # (|R|,) P(Y_j ≤ τ_0)
+
+
+def _thinning_plan(v: np.ndarray, size: int) -> _Plan:
+    """Explicit classes and thresholds minimising the modelled cost per draw (cached)."""
+    return _plan_for(v.tobytes(), size)
+
+
+@functools.lru_cache(maxsize=1024)
+def _plan_for(key: bytes, size: int) -> _Plan:
+    v = np.frombuffer(key, dtype=np.float64)
     c = v.size
-    best_cost = _COST_NORMAL * c
-    plan = None
-    top = v == v.max()
-    for gap in _GAPS:
-        tau = v.max() - gap
-        p = special.ndtr(v - tau)
-        explicit = (p * _COST_THIN >= _COST_NORMAL) | top
-        if explicit.all():
-            continue
-        p_low = float(np.prod(special.ndtr(tau - v[explicit])))
-        cost = (
-            _COST_NORMAL * explicit.sum()
-            + _COST_THIN * p[~explicit].sum()
-            + _COST_FILL * p_low * (~explicit).sum()
-            + 10.0  # bookkeeping of the thinned path
+    order = np.argsort(-v, kind="stable")
+    empty = np.empty(0)
+    plain = _Plan(order, order[:0], empty, np.empty((0, 0)), empty)
+    m_max = min(c - 1, _MAX_EXPLICIT)
+    if m_max < 1 or size * c <= 4096:
+        return plain
+    vs = v[order]
+    grids = [vs[0] + _BUCKET_LOW + _BUCKET_WIDTH * np.arange(_N_BUCKETS)]
+    grids += [np.array([vs[0] - gap]) for gap in _GAPS]
+    best_cost, best = _COST_NORMAL * c, None
+    m = np.arange(1, m_max + 1)
+    for taus in grids:
+        # With E the top m classes (sorted by v) and b = max Y_E, for every m at once:
+        # P(b ≤ τ) = ∏_{i<m} Φ(τ − v_(i)) and the crossings Σ_{j≥m} Φ̄(τ − v_(j)).
+        below = special.ndtr(taus[:, None] - vs)  # (K, C)
+        cdf = np.cumprod(below, axis=1)[:, m - 1]  # (K, M)
+        cross = np.cumsum((1.0 - below)[:, ::-1], axis=1)[:, ::-1][:, m]  # (K, M)
+        in_bucket = np.diff(
+            np.vstack([np.zeros((1, m.size)), cdf[1:], np.ones((1, m.size))]), axis=0
         )
-        if cost < best_cost:
-            best_cost, plan = cost, (tau, explicit)
-    return plan
+        cost = (
+            _COST_NORMAL * m
+            + (_COST_BUCKET if taus.size > 1 else 2.0)
+            + _COST_CROSS * (in_bucket * cross).sum(axis=0)
+            + _COST_FILL * cdf[0] * (c - m)
+            + _COST_STEP * taus.size * (c - m) / size
+        )
+        i = int(np.argmin(cost))
+        if cost[i] < best_cost:
+            best_cost, best = float(cost[i]), (int(m[i]), taus)
+    if best is None:
+        return plain
+    m_best, taus = best
+    e, r = order[:m_best], np.sort(order[m_best:])
+    return _Plan(e, r, taus, special.ndtr(v[r] - taus[:, None]), special.ndtr(taus[0] - v[r]))
 
 
 def sample_argmax_block(
@@ -224,9 +330,10 @@ def sample_argmax_block(
 
     One block of the Monte-Carlo sampler: the draws come from the generator seeded by
     ``seed`` only, so a block's counts are the same wherever and whenever it runs.
-    Peak memory (numpy): at most ``size·C`` float64 noise values plus ``size`` winner
-    indices per histogram, 8·size·(C+1) bytes (≈ 92 MB for the default block and C = 10);
-    with thinning (below) only the explicitly sampled classes take ``size`` columns.
+    Peak memory (numpy), one histogram at a time: ``size`` float64 noise values per
+    explicitly sampled class plus about three ``size``-long work arrays, at most
+    ``8·size·(C + 3)`` bytes (≈ 109 MB for the default block and C = 10, when every class
+    is explicit); with thinning (see :func:`_numpy_block`) only the explicit classes count.
     """
     b, c = v.shape
     out = np.zeros((b, c), dtype=np.int64)
@@ -251,93 +358,102 @@ def _row_generator(seed: np.random.SeedSequence, row: int, num_rows: int) -> np.
 def _numpy_block(v: np.ndarray, size: int, gen: np.random.Generator) -> np.ndarray:
     """Exact noisy-argmax counts for one standardised histogram, with thinning.
 
-    Write ``Y_j = v_j + Z_j``. Fix a threshold τ and split the classes into an explicit set E
-    (always containing the top class) and the rest R (both chosen by a cost model,
-    :func:`_thinning_plan`).
-    Y_E is sampled in full. For j ∈ R, the draws where ``Y_j > τ`` form an i.i.d.
-    Bernoulli(p_j) process, ``p_j = Φ̄(τ − v_j)``, sampled by geometric gaps, with values
-    from the normal truncated to ``(τ, ∞)`` (inverse CDF). When ``max Y_E ≥ τ`` a class of R
-    that did not clear τ cannot win, so nothing more is needed; in the draws where
-    ``max Y_E < τ`` (≈1% for high-consensus histograms) the remaining ``Y_j`` are drawn from
-    the normal truncated to
-    ``(−∞, τ]``. Every ``Y_j`` is thereby drawn from its exact law (a two-component
-    mixture), so the counts are exact in distribution; only rarely-needed values are
-    generated. When R is empty this is the plain ``argmax(v + Z)``.
+    Write ``Y_j = v_j + Z_j``. The classes are split into an explicit set E (sampled in
+    full) and the rest R, with thresholds ``τ_0 < … < τ_{K−1}`` (all chosen by a cost model,
+    :func:`_thinning_plan`; the split affects speed only). Let ``b = max Y_E`` and give each
+    draw the threshold ``θ = τ_k`` of its bucket: the largest ``τ_k ≤ b`` up to rounding,
+    never above b, or ``τ_0`` if ``b < τ_0``. Given ``Y_E`` the ``Y_j``, j ∈ R, are still
+    independent with their original laws. For each bucket and each j ∈ R, the draws of the
+    bucket where ``Y_j > θ`` form an i.i.d. Bernoulli(p) process, ``p = Φ̄(θ − v_j)``,
+    sampled by geometric gaps (:func:`_bernoulli_positions`), with values from the normal
+    truncated to ``(θ, ∞)`` (inverse CDF), merged into the running maximum. Every other
+    ``Y_j`` is ``≤ θ``: when ``θ ≤ b`` it cannot win and is never generated; it matters only
+    in draws with ``b < τ_0`` where no class of R crossed, and there the ``Y_j`` are drawn
+    from the normal truncated to ``(−∞, τ_0]``. Each ``Y_j`` thus follows its exact law (a
+    two-component mixture), independently, so the counts are exact in distribution; values
+    that cannot change the argmax are simply not generated. When R is empty this is the
+    plain ``argmax(v + Z)``.
     """
     c = v.size
-    plan = _thinning_plan(v)
-    if plan is None:
-        noise = gen.standard_normal((size, c))
-        noise += v
-        return np.bincount(noise.argmax(axis=1), minlength=c)
-    tau, explicit = plan
-    p_exceed = special.ndtr(v - tau)  # P(Y_j > τ)
-    e_idx = np.flatnonzero(explicit)
-    r_idx = np.flatnonzero(~explicit)
-    y_e = gen.standard_normal((size, e_idx.size))
-    y_e += v[e_idx]
-    local = y_e.argmax(axis=1)
-    best = y_e[np.arange(size), local]
-    winner = e_idx[local]
-    del y_e
-    exceeded = np.zeros((size, r_idx.size), dtype=bool) if size * r_idx.size <= 2**26 else None
-    pos_list, val_list, cls_list = [], [], []
-    for k, j in enumerate(r_idx):
-        pj = float(p_exceed[j])
-        pos = _bernoulli_positions(gen, size, pj)
-        if pos.size:
-            # Y_j | Y_j > τ: τ − v_j + Φ̄⁻¹(U·Φ̄(τ − v_j)) as v_j − Φ⁻¹(U·p_j).
-            vals = v[j] - special.ndtri(gen.random(pos.size) * pj)
-            pos_list.append(pos)
-            val_list.append(vals)
-            cls_list.append(np.full(pos.size, j))
-            if exceeded is not None:
-                exceeded[pos, k] = True
-    if pos_list:
-        pos = np.concatenate(pos_list)
-        vals = np.concatenate(val_list)
-        cls = np.concatenate(cls_list)
-        order = np.lexsort((vals, pos))  # by position, then value ascending
-        pos, vals, cls = pos[order], vals[order], cls[order]
-        last = np.r_[pos[1:] != pos[:-1], True]  # largest exceedance at each position
-        pos, vals, cls = pos[last], vals[last], cls[last]
-        better = vals > best[pos]
-        best[pos[better]] = vals[better]
-        winner[pos[better]] = cls[better]
-    low = np.flatnonzero(best < tau)
+    plan = _thinning_plan(v, size)
+    e_idx, r_idx, taus = plan.explicit, plan.thinned, plan.taus
+    # Explicit classes, one row each (a running maximum over rows is several times faster
+    # than argmax along a short last axis). Exact ties (probability ~0) keep the earlier row.
+    y = gen.standard_normal((e_idx.size, size))
+    best = y[0]
+    best += v[e_idx[0]]
+    winner = np.full(size, e_idx[0], dtype=np.intp)
+    for row, j in zip(y[1:], e_idx[1:], strict=True):
+        row += v[j]
+        better = row > best
+        np.maximum(best, row, out=best)
+        winner[better] = j
+    if r_idx.size == 0:
+        return np.bincount(winner, minlength=c)
+    best = best.copy()
+    del y
+    if taus.size == 1:
+        buckets = [(0, None)]
+    else:
+        k = np.floor((best - taus[0]) * (1.0 / _BUCKET_WIDTH))
+        np.clip(k, 0, taus.size - 1, out=k)
+        k = k.astype(np.uint8)
+        k -= (taus[k] > best) & (k > 0)  # after rounding, still τ_k ≤ b unless k = 0
+        order = np.argsort(k, kind="stable")
+        edges = np.r_[0, np.cumsum(np.bincount(k, minlength=taus.size))]
+        buckets = [(kk, order[edges[kk] : edges[kk + 1]]) for kk in range(taus.size)]
+    for kk, draws in buckets:
+        n_k = size if draws is None else draws.size
+        if n_k == 0:
+            continue
+        theta = float(taus[kk])
+        for j, p in zip(r_idx, plan.p_cross[kk].tolist(), strict=True):
+            pos = _bernoulli_positions(gen, n_k, p)
+            if pos.size == 0:
+                continue
+            if draws is not None:
+                pos = draws[pos]
+            # Y_j | Y_j > θ is v_j − Φ⁻¹(U·p), U uniform on (0, 1]. Rounding may put a value
+            # just below θ; it is lifted to θ so that "best < τ_0" below still means "no
+            # class of R crossed in this draw".
+            vals = v[j] - special.ndtri((1.0 - gen.random(pos.size)) * p)
+            np.maximum(vals, theta, out=vals)
+            better = vals > best[pos]
+            pos = pos[better]
+            best[pos] = vals[better]
+            winner[pos] = j
+    low = np.flatnonzero(best < taus[0])
     if low.size:
-        if exceeded is None:
-            exceeded_low = np.zeros((low.size, r_idx.size), dtype=bool)
-            if pos_list:
-                all_pos = np.concatenate(pos_list)
-                all_cls = np.concatenate(cls_list)
-                col = np.searchsorted(r_idx, all_cls)
-                hit = np.isin(all_pos, low)
-                exceeded_low[np.searchsorted(low, all_pos[hit]), col[hit]] = True
-        else:
-            exceeded_low = exceeded[low]
-        # Y_j | Y_j ≤ τ for the classes that did not clear τ in these draws.
-        cdf_below = special.ndtr(tau - v[r_idx])  # P(Y_j ≤ τ)
+        # Y_j | Y_j ≤ τ_0, i.e. v_j + Φ⁻¹(U·Φ(τ_0 − v_j)), for every class of R in these draws.
         u = gen.random((low.size, r_idx.size))
-        vals = v[r_idx] + special.ndtri(u * cdf_below)
-        vals[exceeded_low] = -np.inf  # already accounted for (and above τ > best)
-        k = vals.argmax(axis=1)
-        top = vals[np.arange(low.size), k]
+        u *= plan.p_below
+        vals = special.ndtri(u)
+        vals += v[r_idx]
+        top_k = vals.argmax(axis=1)
+        top = np.take_along_axis(vals, top_k[:, None], axis=1)[:, 0]
         better = top > best[low]
-        winner[low[better]] = r_idx[k[better]]
+        winner[low[better]] = r_idx[top_k[better]]
     return np.bincount(winner, minlength=c)
 
 
 def _bernoulli_positions(gen: np.random.Generator, size: int, p: float) -> np.ndarray:
-    """Indices of successes among ``size`` i.i.d. Bernoulli(p) trials (geometric gaps)."""
+    """Indices of successes among ``size`` i.i.d. Bernoulli(p) trials (geometric gaps).
+
+    Each gap is capped at ``size + 1`` before the cumulative sum. This leaves the returned
+    indices unchanged, hence exact in law: a gap ``g > size + 1`` puts its success at index
+    ``≥ size`` whatever came before, and so are all later ones, which are all dropped
+    either way. Without the cap, numpy's geometric draws saturate at ``2**63 − 1`` for
+    ``p ≲ 1e-18`` and their sum overflows to negative indices. With it, the sum is at most
+    ``chunk·(size + 1)`` and every refill advances by at least one trial, so the loop ends.
+    """
     if p <= 0.0:
         return np.empty(0, dtype=np.int64)
     expected = size * p
     chunk = int(expected + 6 * math.sqrt(expected + 1) + 16)
-    gaps = gen.geometric(p, size=chunk)
-    pos = np.cumsum(gaps) - 1
+    cap = size + 1
+    pos = np.cumsum(np.minimum(gen.geometric(p, size=chunk), cap)) - 1
     while pos[-1] < size:
-        more = np.cumsum(gen.geometric(p, size=chunk)) + pos[-1]
+        more = np.cumsum(np.minimum(gen.geometric(p, size=chunk), cap)) + pos[-1]
         pos = np.concatenate([pos, more])
     return pos[pos < size]
 
