@@ -116,7 +116,8 @@ def main() -> None:
         "mean_error_by_sigma": per_sigma,
         "time_ratio_paper_over_mle": ratio,
         "time_ratio_paper_over_mle_with_profile_intervals": ratio_profile,
-        "meets_target": summary["mle"]["max_seconds"] <= 1.0,
+        # the target is the point estimate, for either objective (MLE and L2)
+        "meets_target": max(summary[k]["max_seconds"] for k in ("mle", "l2")) <= 1.0,
         "machine": {
             "python": platform.python_version(),
             "numpy": np.__version__,
@@ -135,7 +136,8 @@ def main() -> None:
             f"{name:<13}{s['mean_seconds']:>10.4f}{s['max_seconds']:>10.4f}{s['mean_error']:>12.4f}"
         )
     print(f"time ratio paper / MLE: {ratio:.1f}x (with profile intervals: {ratio_profile:.2f}x)")
-    print(f"target <= 1 s per histogram: {'met' if result['meets_target'] else 'NOT met'}")
+    verdict = "met" if result["meets_target"] else "NOT met"
+    print(f"target <= 1 s per histogram (MLE and L2 point estimates): {verdict}")
     print(f"wrote {RESULTS}")
 
 

@@ -263,6 +263,49 @@ def test_profile_interval_with_probabilities_near_one_matches_the_closed_form():
     assert r.intervals[0].low == pytest.approx(n_teachers - hi, abs=0.02)
 
 
+def _profile_deviance_oracle(counts, sigma, n_teachers, cls, h, ll_hat, starts=8):
+    """2·(ℓ̂ − max_{H_cls = h} ℓ(H)) by multi-start Nelder–Mead over the other classes' share
+    of N − h, with no class pinned or tied (the naive slow oracle of the profile)."""
+    counts = np.asarray(counts, float)
+    c = counts.size
+    others = [i for i in range(c) if i != cls]
+    best = -np.inf
+    for s0 in np.random.default_rng(0).dirichlet(np.ones(c - 1), starts):
+
+        def nll(x, others=others):
+            x = np.abs(x)
+            hist = np.empty(c)
+            hist[cls] = h
+            hist[others] = x / x.sum() * (n_teachers - h)
+            return -float(log_argmax_probabilities(hist, sigma) @ counts)
+
+        res = optimize.minimize(
+            nll, s0, method="Nelder-Mead", options={"xatol": 1e-10, "fatol": 1e-12}
+        )
+        best = max(best, -res.fun)
+    return 2.0 * (ll_hat - best)
+
+
+def test_profile_endpoints_match_an_unconstrained_inner_optimisation():
+    # The profile's inner fits pin the other unobserved classes at 0 when an unobserved class
+    # is fixed, and tie the unobserved classes when an observed class is fixed (Prékopa +
+    # symmetry). Checked against inner fits that assume neither. Here the tie matters: with
+    # the top class fixed at its lower end, the unobserved classes take ~10 votes each
+    # (pinning them at 0 instead narrows class 0's interval to [64.9, 68.2]).
+    counts, sigma, n_teachers = [990, 10, 0, 0], 10.0, 100
+    r = reconstruct_histogram(counts, sigma, n_teachers)
+    assert r.converged
+    np.testing.assert_allclose(r.votes[2:], 0.0, atol=1e-9)
+    crit = stats.chi2.ppf(0.95, 1)
+    ends = [(0, r.intervals[0].low), (0, r.intervals[0].high), (1, r.intervals[1].low)]
+    ends += [(1, r.intervals[1].high), (2, r.intervals[2].high)]
+    assert r.intervals[0].low < 60.0 and r.intervals[2].low == 0.0
+    for cls, h in ends:
+        dev = _profile_deviance_oracle(counts, sigma, n_teachers, cls, h, r.log_likelihood)
+        # the search stops within 2e-3 (relative) of the root-deviance target
+        assert math.sqrt(max(dev, 0.0)) == pytest.approx(math.sqrt(crit), rel=5e-3), (cls, h)
+
+
 def test_l2_flat_direction_is_not_reported_as_converged_in_place():
     # Two tied observed classes, σ = 0.5: from the Gumbel start the unobserved class sits at
     # ~81 votes with Q ≈ 1e-8, where ‖Q − q̄‖² is ~1e-19 and flat to SLSQP; the minimiser puts

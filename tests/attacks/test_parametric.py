@@ -340,3 +340,64 @@ def test_pate_model_agrees_with_direct_simulation_of_retraining(digits):
     ci_model = clopper_pearson(k_model, pv.after.shape[0], confidence_level=0.99)
     assert ci_direct.low <= ci_model.high and ci_model.low <= ci_direct.high
     assert model.neighbour_probabilities[point.label] >= model.probabilities[point.label]
+
+
+@pytest.mark.parametrize("estimator", ["logistic", "extra-trees"])
+def test_capc_model_agrees_with_direct_simulation_of_retraining(digits, estimator):
+    """CaPC (fixed parties, §5.2): the model's H_S′ against training every teacher from
+    scratch on S′ = S + poison, the poison in the party the adversary chose. Deterministic
+    teachers (L-BFGS logistic) must agree exactly; randomised ones (extra-trees, seeded per
+    teacher) in law."""
+    from dpaudit.attacks.adversaries import choose_party, craft_poison
+    from dpaudit.bounds import clopper_pearson
+    from dpaudit.systems import TeacherEnsemble, make_partition
+
+    m, c = 8, 10
+    X, y = digits.X_train, digits.y_train
+    parties = make_partition(len(y), m, rng=5)
+    queries = digits.X_test[:40]
+    random_teachers = estimator == "extra-trees"
+    ng = 8 if random_teachers else 2
+    inst = train_instantiations(X, y, queries, algorithm="capc", num_teachers=m,
+                                num_instantiations=ng, estimator=estimator, parties=parties,
+                                rng=2)  # fmt: skip
+    hist = np.stack([np.bincount(p, minlength=c) for p in inst.predictions[0]])
+    q = int(np.argmin(hist.max(axis=1)))  # a query the teachers disagree on
+    x = queries[q]
+    point = craft_poison(x, hist[q], true_label=int(digits.y_test[q]))
+    j = choose_party(inst.predictions[0, q, :], point)
+    pv = retrain_with_points(inst, x[None, :], [point.label], num_retrainings=ng, teachers=[j],
+                             rng=3)[0]  # fmt: skip
+    model = estimate_capc_model(inst.predictions[:, q, :], pv.before[:, 0], pv.after[:, 0],
+                                affected_teacher=j, num_classes=c)  # fmt: skip
+    law = np.array(model.teacher_probabilities)
+    law[j] = model.neighbour_probabilities  # each teacher's vote law under S′
+    # Direct simulation: all m teachers trained from scratch on S′ with fresh seeds.
+    X2 = np.concatenate([X, x[None, :]])
+    y2 = np.concatenate([y, [point.label]])
+    parts2 = [np.append(p, len(y)) if i == j else p for i, p in enumerate(parties)]
+    reps = 12 if random_teachers else 1
+    votes = np.stack([
+        TeacherEnsemble.fit(X2, y2, partition=parts2, estimator=estimator, rng=100 + r)
+        .teacher_predictions(x[None, :])[0]
+        for r in range(reps)
+    ])  # fmt: skip
+    if not random_teachers:
+        # Every P_q^i (and P_q^{1′}) is a point mass, and H_S′ is exactly the retrained one.
+        assert np.all(law.max(axis=1) == 1.0)
+        np.testing.assert_array_equal(votes[0], law.argmax(axis=1))
+        assert model.estimation.flips.num_flips in (0, ng)
+        return
+    assert np.sum(law.max(axis=1) < 1.0) > 0  # some teachers do vary with their seed
+    direct = np.stack([np.bincount(v, minlength=c) for v in votes])
+    model_mean = law.sum(axis=0)
+    se = np.sqrt(direct.var(axis=0, ddof=1) / reps + (law * (1 - law)).sum(axis=0) / ng)
+    assert np.all(np.abs(direct.mean(axis=0) - model_mean) <= 4 * se + 0.35), (
+        direct.mean(axis=0),
+        model_mean,
+    )
+    # Each teacher's vote for the poison label: model law against the direct frequencies.
+    for i in range(m):
+        k_direct = int(np.sum(votes[:, i] == point.label))
+        ci = clopper_pearson(k_direct, reps, confidence_level=0.99)
+        assert ci.low - 0.1 <= law[i, point.label] <= ci.high + 0.1, (i, k_direct, law[i])

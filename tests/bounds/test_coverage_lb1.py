@@ -193,7 +193,7 @@ SIGMA = 2.0
         ("two-cut-bonferroni", 10**6),
         ("k-cut-goodman-split", 10**6),
         ("k-cut-goodman", 10**6),
-        ("k-cut-sison-glaz", 3 * 10**4),
+        ("k-cut-sison-glaz", 10**6),
     ],
 )
 def test_noisy_argmax_rdp_coverage(method, n):

@@ -5,17 +5,24 @@ from __future__ import annotations
 import mpmath as mp
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import special, stats
 
 from dpaudit.bounds import (
     BootstrapInterval,
     SimultaneousIntervals,
+    _intervals,
     bootstrap_counts,
     clopper_pearson,
     clopper_pearson_arrays,
     multinomial_intervals,
 )
-from dpaudit.bounds._intervals import _cp_one_sided, _sison_glaz_nu
+from dpaudit.bounds._intervals import (
+    _cp_one_sided,
+    _sison_glaz_nu,
+    _sison_glaz_nu_upto,
+    _sison_glaz_row,
+    _sison_glaz_rows,
+)
 from dpaudit.errors import MissingDependencyError
 
 # --------------------------------------------------------------------------------------------
@@ -214,6 +221,82 @@ def test_sison_glaz_width_sane_at_ten_million_where_statsmodels_fails():
     half = (counts / counts.sum() - ci.low)[0] * counts.sum()
     sd_max = np.sqrt(n * p[0] * (1 - p[0]))
     assert 1.5 * sd_max < half < 4 * sd_max
+
+
+def _random_multinomials(seed: int, reps: int, totals) -> list[tuple[np.ndarray, float]]:
+    rng = np.random.default_rng(seed)
+    cases = []
+    for _ in range(reps):
+        k = int(rng.integers(2, 11))
+        p = rng.dirichlet(np.full(k, float(rng.choice([0.2, 1.0, 5.0]))))
+        counts = rng.multinomial(int(rng.choice(totals)), p)
+        cases.append((counts, float(rng.choice([0.01, 0.05, 0.1, 0.3]))))
+    return cases
+
+
+@pytest.mark.parametrize(("counts", "beta"), _random_multinomials(31, 40, [3, 10, 50, 200, 1000]))
+def test_sison_glaz_random_cases_match_statsmodels(counts, beta):
+    # statsmodels' multinomial_proportions_confint(method="sison-glaz") is the reference
+    # where its moments are accurate (n ≲ 10^4): the same half-width c (lower limits
+    # p̂ − c/n agree to rounding) and the same γ up to statsmodels' own rounding.
+    from statsmodels.stats.proportion import multinomial_proportions_confint
+
+    with np.errstate(all="ignore"):
+        ref = np.clip(
+            multinomial_proportions_confint(counts, alpha=beta, method="sison-glaz"), 0, 1
+        )
+    ours = multinomial_intervals(counts, confidence_level=1 - beta, method="sison-glaz")
+    np.testing.assert_allclose(ours.low, ref[:, 0], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(ours.high, ref[:, 1], rtol=0, atol=1e-7)
+
+
+@pytest.mark.parametrize(
+    "counts",
+    [
+        [40, 35, 25],
+        [5, 0, 3, 12],
+        [0, 20],
+        [6, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0],
+        [3000, 2000, 1000, 500, 300, 150, 50],
+        [72507, 22216, 4639, 595, 43],
+    ],
+)
+def test_sison_glaz_nu_upto_equals_per_c_summation(counts):
+    # The one-pass cumulative evaluation against the direct per-c summation (the slow
+    # reference), at every c up to past n or 3 s.d. of the largest cell.
+    counts = np.asarray(counts, dtype=np.int64)
+    n = int(counts.sum())
+    cmax = min(n + 2, int(4 * np.sqrt(counts.max())) + 5)
+    nu = _sison_glaz_nu_upto(counts, n, cmax)
+    ref = [0.0] + [_sison_glaz_nu(c, counts, n) if c < n else 1.0 for c in range(1, cmax + 1)]
+    np.testing.assert_allclose(nu, ref, rtol=1e-11, atol=1e-300)
+    table = special.gammaln(np.arange(n + 1) + 1.0)
+    np.testing.assert_array_equal(_sison_glaz_nu_upto(counts, n, cmax, table), nu)
+
+
+def test_sison_glaz_nu_upto_matches_high_precision_oracle_at_large_counts():
+    counts = np.array([72507, 22216, 4639, 595, 43])
+    nu = _sison_glaz_nu_upto(counts, int(counts.sum()), 450)
+    for c in (150, 300, 450):
+        assert nu[c] == pytest.approx(
+            _nu_statsmodels_mpmath(c, counts, int(counts.sum())), rel=1e-7
+        )
+
+
+def test_sison_glaz_rows_dedup_table_and_short_first_scan(monkeypatch):
+    rng = np.random.default_rng(3)
+    rows = rng.multinomial(20_000, rng.dirichlet(np.ones(6), size=4))
+    rows = np.concatenate([rows, rows[:2]])  # duplicates are computed once
+    low, high = _sison_glaz_rows(rows, 0.05)
+    for i, row in enumerate(rows):
+        one_low, one_high = _sison_glaz_row(row, 0.05)  # no table, no dedup
+        np.testing.assert_array_equal(low[i], one_low)
+        np.testing.assert_array_equal(high[i], one_high)
+    # A first scan far too short is doubled until ν crosses 1 − β: same answer.
+    monkeypatch.setattr(_intervals, "_sison_glaz_cmax_guess", lambda counts, beta: 1)
+    short_low, short_high = _sison_glaz_rows(rows, 0.05)
+    np.testing.assert_array_equal(short_low, low)
+    np.testing.assert_array_equal(short_high, high)
 
 
 @pytest.mark.slow

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import doctest
+import importlib
 import json
 import math
+import pathlib
+import re
 
 import numpy as np
 import pytest
@@ -221,3 +225,71 @@ def test_sweep_validation():
         one_run_sweep(s[:1], inc[:1], selection="split", split_fraction=0.5)
     with pytest.raises(ValueError, match="positive_fraction"):
         one_run_sweep(s, inc, positive_fraction=1.5)
+
+
+def test_delta_term_floor_of_the_p_value():
+    """p(ε, δ) ≥ min(½, mδ/(v − ⌈r/2⌉)) for every ε ≥ 0 (module docstring of ``_one_run``),
+    checked against the naive oracle on random counts."""
+    rng = np.random.default_rng(11)
+    for _ in range(60):
+        m = int(rng.integers(10, 5000))
+        r = int(rng.integers(1, m + 1))
+        v = int(rng.integers(0, r + 1))
+        delta = float(10 ** rng.uniform(-7, -2))
+        a = math.ceil(r / 2)
+        floor = 0.5 if v <= a else min(0.5, m * delta / (v - a))
+        for eps in (0.0, float(rng.uniform(0, 3)), float(rng.uniform(3, 8))):
+            assert naive_p_value(m, r, v, eps, delta) >= floor * (1 - 1e-12)
+            assert one_run_p_value(m, r, v, eps, delta=delta) >= floor * (1 - 1e-12)
+
+
+def test_bonferroni_sweep_at_positive_delta_is_zero_by_the_delta_floor():
+    """The benchmark's setting (m = 10⁴, δ = 1e-5, 1000 guess counts): Bonferroni at δ = 0 and
+    the split at δ = 1e-5 certify ε > 1.5, but Bonferroni at δ = 1e-5 certifies exactly 0. That
+    is the p-value, not a bug: no point beats chance by more than mδG/β = 2000 correct guesses,
+    so the δ term alone keeps every p-value above β/G at every ε."""
+    g = np.random.default_rng(0)
+    m, delta = 10_000, 1e-5
+    inc = g.random(m) < 0.5
+    scores = inc + g.normal(size=m)
+    bonf = one_run_sweep(scores, inc, delta=delta)
+    assert bonf.num_tests == 1000 and bonf.epsilon == 0.0
+    assert bonf.uncorrected_max_epsilon > 2.0  # the uncorrected max still looks fine
+    excess = bonf.num_correct - np.ceil(bonf.num_guesses / 2)
+    needed = m * delta * bonf.num_tests / 0.05
+    assert needed == pytest.approx(2000) and excess.max() < needed
+    # at the best point the smallest p-value over ε is still above β/G, at ε = 0
+    j = int(np.argmax(excess))
+    r, v = int(bonf.num_guesses[j]), int(bonf.num_correct[j])
+    p = [one_run_p_value(m, r, v, e, delta=delta) for e in np.linspace(0.0, 3.0, 31)]
+    assert min(p) > 0.05 / bonf.num_tests and int(np.argmin(p)) == 0
+    assert one_run_sweep(scores, inc).epsilon > 1.5  # δ = 0: no δ term
+    assert one_run_sweep(scores, inc, delta=delta, selection="split", rng=1).epsilon > 1.5
+
+
+ISSUE5_MODULES = [
+    "dpaudit.bounds._one_run",
+    "dpaudit.bounds._fdp",
+    "dpaudit.bounds._lidp",
+    "dpaudit.bounds._memorization",
+    "dpaudit.bounds._sweep",
+    "dpaudit.conversions._gdp",
+    "dpaudit.experiments.lidp",
+]
+SECTION = pathlib.Path(__file__).resolve().parents[2] / "docs" / "sections" / "50-many-canary.md"
+FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+
+
+@pytest.mark.parametrize("name", ISSUE5_MODULES)
+def test_docstring_examples_of_the_many_canary_modules(name):
+    result = doctest.testmod(importlib.import_module(name), optionflags=FLAGS)
+    assert result.attempted > 0 and result.failed == 0
+
+
+def test_many_canary_readme_section_examples():
+    blocks = re.findall(r"```python\n(.*?)```", SECTION.read_text(), flags=re.DOTALL)
+    test = doctest.DocTestParser().get_doctest("\n".join(blocks), {}, SECTION.name, "", 0)
+    assert test.examples
+    runner = doctest.DocTestRunner(optionflags=FLAGS)
+    runner.run(test)
+    assert runner.failures == 0

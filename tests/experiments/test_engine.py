@@ -156,6 +156,43 @@ def test_noisy_argmax_block_matches_exact_probabilities():
         )
 
 
+def test_noisy_argmax_block_torch_backend():
+    """torch noise (CPU here; CUDA with device="cuda"): exact in law, seeded, process-safe."""
+    pytest.importorskip("torch")
+    from dpaudit.attacks.parametric import PATEHistogramModel
+
+    model = PATEHistogramModel([0.6, 0.3, 0.1], [0.2, 0.7, 0.1], 12, 12)
+    pbar = model.output_distributions(3.0)
+    n = 200_000
+    for side in (0, 1):
+        blk = NoisyArgmaxBlock(model.sampler(neighbour=bool(side)), 3.0, backend="torch")
+        counts = run_blocks(blk, n, rng=side, block_size=65_536).counts
+        expected = n * pbar[side]
+        chi2 = float(np.sum((counts - expected) ** 2 / expected))
+        assert stats.chi2.sf(chi2, 2) > 1e-4, (side, counts, expected)
+    blk = NoisyArgmaxBlock(model.sampler(), 3.0, chunk=5000, backend="torch", device="cpu")
+    a = run_blocks(blk, 30_000, rng=4, block_size=8192).counts
+    b = run_blocks(blk, 30_000, rng=4, block_size=8192, executor="joblib", workers=2).counts
+    np.testing.assert_array_equal(a, b)
+    assert a.sum() == 30_000
+    numpy_counts = run_blocks(NoisyArgmaxBlock(model.sampler(), 3.0, chunk=5000), 30_000, rng=4,
+                              block_size=8192).counts  # fmt: skip
+    assert not np.array_equal(a, numpy_counts)  # another generator: same law, other values
+    assert blk(0, np.random.SeedSequence(0)).tolist() == [0, 0, 0]
+
+
+def test_noisy_argmax_block_backend_validation():
+    def sampler(gen, size):
+        return np.zeros((size, 2))
+
+    with pytest.raises(ValueError, match="backend"):
+        NoisyArgmaxBlock(sampler, 1.0, backend="jax")
+    with pytest.raises(ValueError, match="device"):
+        NoisyArgmaxBlock(sampler, 1.0, device="cuda")
+    with pytest.raises(TypeError, match="device"):
+        NoisyArgmaxBlock(sampler, 1.0, backend="torch", device=0)
+
+
 def test_run_blocks_validation():
     blk = MultinomialBlock(P)
     with pytest.raises(TypeError, match="block_fn"):

@@ -316,6 +316,12 @@ def pate_local_sensitivity(
 
     Raises:
         ValueError: bad shapes, ``threshold`` without ``sigma1`` (or vice versa), weights ∉ [0, 1].
+
+    Example:
+        >>> three = [[230, 15, 5] + [0] * 7, [150, 60, 40] + [0] * 7, [120, 110, 20] + [0] * 7]
+        >>> ls = pate_local_sensitivity(three, num_teachers=250, sigma=40, order=20)
+        >>> round(smooth_sensitivity(ls, 0.02), 10)  # formulas.md §1.8 item 5: 8.6821206e-4
+        0.0008682121
     """
     batch = check_votes("votes", votes, min_classes=2, nonneg=True)
     if batch.ndim != 2:

@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 from dpaudit._results import ConfidenceInterval, ResultMixin
 from dpaudit._rng import as_generator, seed_entropy
@@ -218,44 +218,162 @@ def _sison_glaz_nu(c: int, counts: np.ndarray, n: int) -> float:
         return float(np.exp(log_box.sum() + math.log(edge) - stats.poisson.logpmf(n, n)))
 
 
-def _sison_glaz_row(counts: np.ndarray, beta: float) -> tuple[np.ndarray, np.ndarray]:
+def _sison_glaz_nu_upto(
+    counts: np.ndarray, n: int, cmax: int, log_factorial: np.ndarray | None = None
+) -> np.ndarray:
+    """ν(c) of :func:`_sison_glaz_nu` for every ``c = 0, 1, …, cmax`` at once.
+
+    Same quantity as :func:`_sison_glaz_nu` (Sison & Glaz 1995, Eq. 1/7 with Levin's
+    representation and the Edgeworth term), computed for all half-widths in one pass: with
+    ``d = j − count_i`` and the Poisson weights ``w_i(d)`` normalised at the mode, the box
+    sums ``S_r,i(c) = Σ_{|d|≤c} w_i(d) d^r`` (r = 0..4) are cumulative sums over the rings
+    ``d = ±c``, accumulated from the centre outwards (no cancellation). The truncated mean
+    is ``count_i + m_i`` with ``m_i = S_1/S_0`` and the central moments follow from the raw
+    moments about ``count_i`` (``μ₂ = e₂ − m²`` etc., all O(σ²) or smaller, unlike
+    statsmodels' factorial moments about 0). Costs O(K·cmax) instead of O(K·c) per c.
+
+    Conventions of statsmodels / R's MultinomialCI: ``ν(0) := 0`` and ``ν(c) := 1`` for
+    ``c ≥ n``; a non-positive Edgeworth term gives ν = 0.
+
+    Args:
+        counts: int64 counts of one multinomial, shape ``(K,)``, total ``n``.
+        n: the total.
+        cmax: largest half-width evaluated.
+        log_factorial: optional table ``log(j!)`` for ``j = 0..n`` (``gammaln(j + 1)``),
+            shared between rows with the same total; computed on the fly when ``None``.
+
+    Returns:
+        ν, shape ``(cmax + 1,)``.
+    """
+    lam = counts.astype(np.float64)[:, None]  # (K, 1)
+    d = np.arange(cmax + 1, dtype=np.float64)
+    jp = lam + d  # j = count + d
+    jm = lam - d  # j = count - d
+    in_p = jp <= n
+    in_m = jm >= 0
+    jp = np.where(in_p, jp, 0.0)
+    jm = np.where(in_m, jm, 0.0)
+    if log_factorial is None:
+        lgp, lgm = special.gammaln(jp + 1.0), special.gammaln(jm + 1.0)
+    else:
+        lgp, lgm = log_factorial[jp.astype(np.int64)], log_factorial[jm.astype(np.int64)]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        # Poisson log-pmf as scipy computes it: xlogy(j, λ) − log j! − λ; the mode is at λ.
+        top = special.xlogy(lam, lam) - special.gammaln(lam + 1.0) - lam
+        wp = np.where(in_p, np.exp(special.xlogy(jp, lam) - lgp - lam - top), 0.0)
+        wm = np.where(in_m, np.exp(special.xlogy(jm, lam) - lgm - lam - top), 0.0)
+        wp[:, 0] = 1.0  # d = 0 counted once
+        wm[:, 0] = 0.0
+        even = wp + wm  # ring weight times d^r for even r
+        odd = (wp - wm) * d  # and for odd r (d^1 factored in)
+        d2 = d * d
+        s0 = np.cumsum(even, axis=1)
+        m = np.cumsum(odd, axis=1) / s0
+        e2 = np.cumsum(even * d2, axis=1) / s0
+        e3 = np.cumsum(odd * d2, axis=1) / s0
+        e4 = np.cumsum(even * (d2 * d2), axis=1) / s0
+        mm = m * m
+        mu2 = e2 - mm
+        mu3 = e3 - 3.0 * m * e2 + 2.0 * mm * m
+        mu4 = e4 - 4.0 * m * e3 + 6.0 * mm * e2 - 3.0 * mm * mm
+        s2 = mu2.sum(axis=0)
+        g1 = mu3.sum(axis=0) / s2**1.5
+        g2 = (mu4.sum(axis=0) - 3.0 * (mu2 * mu2).sum(axis=0)) / s2**2
+        # n − Σ truncated means; Σ counts = n exactly, so only the offsets m remain.
+        x = (float(n - int(counts.sum())) - m.sum(axis=0)) / np.sqrt(s2)
+        x2 = x * x
+        phi = np.exp(-x2 / 2.0) / math.sqrt(2.0 * math.pi)
+        h3 = x * (x2 - 3.0)
+        h4 = x2 * (x2 - 6.0) + 3.0
+        h6 = x2 * (x2 * (x2 - 15.0) + 45.0) - 15.0
+        edge = phi * (1.0 + g1 * h3 / 6.0 + g2 * h4 / 24.0 + g1**2 * h6 / 72.0) / np.sqrt(s2)
+        log_box = (np.log(s0) + top).sum(axis=0)  # Σᵢ log P(bᵢ ≤ Xᵢ ≤ aᵢ)
+        # − log P(Poisson(n) = n), scipy's formula without its per-call overhead
+        nu = np.exp(log_box + np.log(edge) - (special.xlogy(n, n) - special.gammaln(n + 1.0) - n))
+    nu = np.where((s2 > 0) & (edge > 0), nu, 0.0)
+    nu[0] = 0.0
+    nu[min(n, cmax + 1) :] = 1.0
+    return nu
+
+
+def _sison_glaz_cmax_guess(counts: np.ndarray, beta: float) -> int:
+    """A half-width above Sison–Glaz's ``c`` in most cases (a starting point, not a bound).
+
+    Bonferroni under the normal approximation of the multinomial margins: the ``c`` with
+    ``Σᵢ 2Φ(−c/σᵢ) = β``, ``σᵢ² = n p̂ᵢ(1 − p̂ᵢ)``, padded by 5 % + 3. Its only role is the
+    length of the first scan in :func:`_sison_glaz_row`, which doubles it when too short.
+    """
+    n = int(counts.sum())
+    p = counts / n
+    sd = np.sqrt(n * p * (1.0 - p))
+    sd = sd[sd > 0]
+    if sd.size == 0:
+        return n
+    lo = float(special.ndtri(1.0 - beta / 2.0)) * sd.max()
+    hi = float(special.ndtri(1.0 - beta / (2.0 * sd.size))) * sd.max()
+    for _ in range(30):
+        mid = 0.5 * (lo + hi)
+        if 2.0 * special.ndtr(-mid / sd).sum() > beta:
+            lo = mid
+        else:
+            hi = mid
+    return min(n, math.ceil(1.05 * hi) + 3)
+
+
+def _sison_glaz_row(
+    counts: np.ndarray, beta: float, log_factorial: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Sison–Glaz intervals for one multinomial.
 
     The rule of Sison & Glaz (1995) as implemented in R's MultinomialCI and statsmodels: the
-    integer ``c`` with ``ν(c) ≤ 1 − β < ν(c+1)`` (``ν(0) := 0``, ``ν(c) := 1`` for ``c ≥ n``),
-    then ``γ = (1−β−ν(c))/(ν(c+1)−ν(c))`` and intervals ``[p̂ − c/n, p̂ + (c + 2γ)/n]``
-    clipped to [0, 1]. ν is increasing in c (a box probability), so ``c + 1`` is found by an
-    exponential then a binary search for the first ``c`` with ``ν(c) > 1 − β``: O(log n)
-    evaluations of O(K·c) each, instead of statsmodels' scan over every c.
+    first integer ``c ≥ 0`` with ``ν(c) ≤ 1 − β < ν(c+1)`` (``ν(0) := 0``, ``ν(c) := 1`` for
+    ``c ≥ n``), then ``γ = (1−β−ν(c))/(ν(c+1)−ν(c))`` and intervals
+    ``[p̂ − c/n, p̂ + (c + 2γ)/n]`` clipped to [0, 1]. statsmodels scans c = 0, 1, 2, … with
+    one O(K·c) evaluation each; here ν is evaluated for all c up to a guess at once
+    (:func:`_sison_glaz_nu_upto`, O(K·c_max) in total) and the first crossing is read off,
+    doubling the guess until a crossing is inside. Same first crossing as statsmodels' scan,
+    so no monotonicity of the Edgeworth approximation is assumed.
     """
     n = int(counts.sum())
     target = 1.0 - beta
-    cache: dict[int, float] = {0: 0.0}
-
-    def nu(c: int) -> float:
-        if c >= n:
-            return 1.0
-        if c not in cache:
-            cache[c] = _sison_glaz_nu(c, counts, n)
-        return cache[c]
-
-    hi = 1
-    while nu(hi) <= target:
-        hi *= 2
-    lo = hi // 2  # nu(lo) <= target (lo = 0 when hi = 1)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if nu(mid) > target:
-            hi = mid
-        else:
-            lo = mid
-    c = lo
-    nuc, nucp1 = nu(c), nu(c + 1)
-    g = (target - nuc) / (nucp1 - nuc)
+    cmax = _sison_glaz_cmax_guess(counts, beta)
+    while True:
+        nu = _sison_glaz_nu_upto(counts, n, cmax, log_factorial)
+        above = np.flatnonzero(nu[1:] > target)  # c with ν(c + 1) > 1 − β
+        if above.size:
+            break
+        cmax = min(2 * cmax, n)  # ν(n) = 1: the loop ends by cmax = n
+    c = int(above[0])  # first crossing, so ν(c) ≤ 1 − β (ν(0) = 0)
+    g = (target - nu[c]) / (nu[c + 1] - nu[c])
     p = counts / n
     low = np.maximum(p - c / n, 0.0)
     high = np.minimum(p + (c + 2 * g) / n, 1.0)
     return low, high
+
+
+#: Largest total for which :func:`_sison_glaz_rows` tabulates ``log j!`` once for all rows.
+_LOG_FACTORIAL_TABLE_MAX = 10**7
+
+
+def _sison_glaz_rows(rows: np.ndarray, beta: float) -> tuple[np.ndarray, np.ndarray]:
+    """Sison–Glaz intervals for every row of ``rows`` (shape ``(R, K)``, positive totals).
+
+    Identical rows are computed once. When several rows are left and the largest total is
+    at most :data:`_LOG_FACTORIAL_TABLE_MAX`, ``log j!`` is tabulated once and shared (the
+    same ``gammaln`` values, so the same result as row by row).
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    uniq, inverse = np.unique(rows, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    n_max = int(uniq.sum(axis=1).max())
+    table = None
+    if uniq.shape[0] > 1 and n_max <= _LOG_FACTORIAL_TABLE_MAX:
+        table = special.gammaln(np.arange(n_max + 1, dtype=np.float64) + 1.0)
+    low = np.empty(uniq.shape)
+    high = np.empty(uniq.shape)
+    for i, row in enumerate(uniq):
+        low[i], high[i] = _sison_glaz_row(row, beta, table)
+    return low[inverse], high[inverse]
 
 
 def multinomial_intervals(
@@ -276,7 +394,9 @@ def multinomial_intervals(
       approximation of the multinomial box probability (recommended for K ≥ 7 cells with
       counts ≥ 5). Same rule as R's MultinomialCI / statsmodels, with the truncated-Poisson
       moments computed stably (statsmodels' are wrong for counts ≳ 10⁵, see
-      ``_sison_glaz_nu``) and the half-width found by binary search.
+      ``_sison_glaz_nu``), the coverage ν(c) evaluated for all half-widths c in one
+      cumulative pass and the first crossing of 1 − β read off (statsmodels' rule), identical
+      rows computed once.
 
     ``engine="statsmodels"`` calls ``statsmodels.stats.proportion.
     multinomial_proportions_confint`` row by row instead (install the ``stats`` extra); it is
@@ -326,10 +446,7 @@ def multinomial_intervals(
     elif method == "goodman":
         low, high = _goodman_rows(rows, beta)
     else:
-        low = np.empty(rows.shape)
-        high = np.empty(rows.shape)
-        for i, row in enumerate(rows):
-            low[i], high[i] = _sison_glaz_row(row, beta)
+        low, high = _sison_glaz_rows(rows, beta)
     return SimultaneousIntervals(
         low=low.reshape(arr.shape),
         high=high.reshape(arr.shape),

@@ -14,6 +14,17 @@ closed form — the logit of the one-sided Clopper–Pearson lower bound on the 
 ``q = I⁻¹_β(v, r − v + 1)`` — and for δ > 0 it is found by Brent's method on ``β − p(ε)``
 inside ``[0, ε(δ = 0)]`` (p only grows with δ), with ``xtol = 1e-9``; the value returned is
 checked to satisfy ``p < β`` and lies within :data:`EPSILON_TOLERANCE` below the supremum.
+
+**Floor of the δ term.** For every ε ≥ 0 (so q_ε ≥ ½, and ``Pr[Bin(r, q_ε) ≥ ⌈r/2⌉] ≥ ½``),
+taking ``i = v − ⌈r/2⌉`` in α gives ``α ≥ Pr[⌈r/2⌉ ≤ B < v]/(v − ⌈r/2⌉)`` and hence
+
+    p(ε, δ) ≥ min(½, m·δ/(v − ⌈r/2⌉))     (v > ⌈r/2⌉; p ≥ ½ otherwise).
+
+So no claim at all, not even ε = 0, is rejected at level β unless the guesses beat chance by
+``v − ⌈r/2⌉ > m·δ/β`` correct answers. With δ > 0 and a small per-test level (Bonferroni over
+G guess counts: β/G) this can make the bound exactly 0 however good the attack looks at δ = 0:
+m = 10⁴, δ = 10⁻⁵, β/G = 0.05/1000 needs more than 2000 excess correct guesses. This is a
+property of Steinke et al.'s p-value (the δ term uses all m canaries), not of the search.
 """
 
 from __future__ import annotations

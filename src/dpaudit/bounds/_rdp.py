@@ -51,7 +51,7 @@ from dpaudit._validate import (
 from dpaudit.bounds._intervals import (
     _cp_one_sided,
     _goodman_rows,
-    _sison_glaz_row,
+    _sison_glaz_rows,
     bootstrap_counts,
 )
 from dpaudit.conversions import rdp_to_dp
@@ -287,10 +287,12 @@ def _candidate_bounds(
             low1 = _goodman_rows(m1.reshape(-1, k), beta / 2.0)[0].reshape(m1.shape)
             high2 = _goodman_rows(m2.reshape(-1, k), beta / 2.0)[1].reshape(m2.shape)
         else:  # k-cut-sison-glaz
-            r1 = np.rint(m1).astype(np.int64).reshape(-1, k)
-            r2 = np.rint(m2).astype(np.int64).reshape(-1, k)
-            low1 = np.stack([_sison_glaz_row(r, beta / 2.0)[0] for r in r1]).reshape(m1.shape)
-            high2 = np.stack([_sison_glaz_row(r, beta / 2.0)[1] for r in r2]).reshape(m2.shape)
+            # Both sides in one call: identical rows and the log-factorial table are shared.
+            r12 = np.rint(np.concatenate([m1.reshape(-1, k), m2.reshape(-1, k)]))
+            low12, high12 = _sison_glaz_rows(r12.astype(np.int64), beta / 2.0)
+            half = r12.shape[0] // 2
+            low1 = low12[:half].reshape(m1.shape)
+            high2 = high12[half:].reshape(m2.shape)
         out[..., idxs, :] = _cut_bound(low1, high2, orders)
     return out
 

@@ -297,6 +297,12 @@ def one_run_sweep(
     :func:`dpaudit.bounds.one_run_epsilon` (``shared/formulas.md`` §2). The papers' maximum
     over the sweep is returned as ``uncorrected_max_epsilon`` beside the valid ``epsilon``.
 
+    With δ > 0, Bonferroni tests every point at β/G, and the δ term of the p-value alone is at
+    least ``min(½, m·δ/(v − ⌈r/2⌉))`` at every ε (module docstring of ``_one_run``): unless
+    some point has ``v − ⌈r/2⌉ > m·δ·G/β`` the Bonferroni bound is exactly 0 (e.g. m = 10⁴,
+    δ = 10⁻⁵, G = 1000 needs more than 2000 correct guesses above chance), while the split
+    tests one point at β on half the canaries and usually certifies far more.
+
     Args:
         scores: (m,) canary scores, larger = more likely included.
         included: (m,) booleans/0-1, the true inclusion of each canary.

@@ -30,7 +30,8 @@ Two ready-made block functions cover the private-prediction audit:
   models of paper 000 §5.1–5.2 (each experiment draws a fresh histogram, so its output is
   one draw from the mixture ``E_H[Q(H)]``).
 * :class:`NoisyArgmaxBlock` — the direct simulation: a fresh histogram per experiment from a
-  ``histogram_sampler(gen, size)`` plus Gaussian noise, then the argmax.
+  ``histogram_sampler(gen, size)`` plus Gaussian noise, then the argmax; the noise and the
+  argmax run in numpy (default) or, with ``backend="torch"``, on a torch device (CPU or CUDA).
 
 Example:
     >>> run = run_blocks(MultinomialBlock([0.5, 0.3, 0.2]), 10**6, rng=0, block_size=2**18)
@@ -65,6 +66,7 @@ from dpaudit._validate import (
 from dpaudit.errors import require
 
 __all__ = [
+    "BACKENDS",
     "DEFAULT_ENGINE_BLOCK_SIZE",
     "EXECUTORS",
     "EngineRun",
@@ -79,6 +81,8 @@ __all__ = [
 #: direct simulation; nothing for the multinomial shortcut).
 DEFAULT_ENGINE_BLOCK_SIZE = 2**20
 EXECUTORS: tuple[str, ...] = ("serial", "processes", "joblib", "ray")
+#: Backends of :class:`NoisyArgmaxBlock` (torch: CPU or CUDA, the ``torch`` extra).
+BACKENDS: tuple[str, ...] = ("numpy", "torch")
 _CHECKPOINT_VERSION = 1
 
 BlockFunction = Callable[[int, np.random.SeedSequence], ArrayLike]
@@ -140,12 +144,20 @@ class NoisyArgmaxBlock:
     §5.1–5.2). Work is done in chunks of ``chunk`` experiments so a block of any size needs
     ``8·chunk·C`` bytes of noise.
 
+    Backends: ``"numpy"`` (default) draws the noise from the block's numpy generator;
+    ``"torch"`` (the ``torch`` extra; CPU or CUDA with ``device="cuda"``) draws the histograms
+    with the same numpy generator, then the noise, the argmax and the counting on the torch
+    device with a ``torch.Generator`` seeded from the block's seed (child key ``(1,)``). Both
+    are exact in distribution and reproducible per seed; they differ in value, not in law.
+
     Attributes:
         histogram_sampler: ``f(gen, size) -> (size, C)`` histograms, using only ``gen``
             (picklable for the process executors, e.g. the samplers of
             :mod:`dpaudit.attacks.parametric`).
         sigma: noise standard deviation σ > 0.
         chunk: experiments per chunk inside a block.
+        backend: ``"numpy"`` or ``"torch"``.
+        device: torch device string (e.g. ``"cuda"``; default CPU); torch backend only.
 
     Example:
         >>> def fixed(gen, size):
@@ -157,6 +169,8 @@ class NoisyArgmaxBlock:
     histogram_sampler: Callable[[np.random.Generator, int], ArrayLike]
     sigma: float
     chunk: int = 2**16
+    backend: str = "numpy"
+    device: str | None = None
 
     def __post_init__(self) -> None:
         if not callable(self.histogram_sampler):
@@ -165,12 +179,19 @@ class NoisyArgmaxBlock:
             )
         object.__setattr__(self, "sigma", check_positive("sigma", self.sigma))
         object.__setattr__(self, "chunk", check_positive_int("chunk", self.chunk))
+        check_choice("backend", self.backend, BACKENDS)
+        if self.device is not None:
+            if self.backend != "torch":
+                raise ValueError(f"device is for backend='torch' only, got device={self.device!r}")
+            if not isinstance(self.device, str):
+                raise TypeError(f"device must be a torch device string, got {self.device!r}")
 
     def __call__(self, size: int, seed: np.random.SeedSequence) -> IntArray:
         gen = _generator(seed)
         chunks = [self.chunk] * (size // self.chunk)
         if size % self.chunk or not chunks:
             chunks.append(size % self.chunk)
+        noise = _TorchNoise(seed, self.device) if self.backend == "torch" else None
         total: np.ndarray | None = None
         for m in chunks:
             hists = np.asarray(self.histogram_sampler(gen, m), dtype=np.float64)
@@ -179,12 +200,34 @@ class NoisyArgmaxBlock:
                     f"histogram_sampler must return an array of shape ({m}, C) with C >= 2, "
                     f"got {hists.shape}"
                 )
-            noisy = gen.standard_normal(hists.shape)
-            noisy *= self.sigma
-            noisy += hists
-            counts = np.bincount(noisy.argmax(axis=1), minlength=hists.shape[1])
+            if noise is not None:
+                counts = noise.argmax_counts(hists, self.sigma)
+            else:
+                noisy = gen.standard_normal(hists.shape)
+                noisy *= self.sigma
+                noisy += hists
+                counts = np.bincount(noisy.argmax(axis=1), minlength=hists.shape[1])
             total = counts if total is None else total + counts
         return np.asarray(total, dtype=np.int64)
+
+
+class _TorchNoise:
+    """Gaussian noise + argmax + counts on a torch device, seeded from a block's seed."""
+
+    def __init__(self, seed: np.random.SeedSequence, device: str | None) -> None:
+        self.torch = require("torch", "torch")
+        self.device = self.torch.device(device) if device is not None else self.torch.device("cpu")
+        child = np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, 1))
+        self.gen = self.torch.Generator(device=self.device)
+        self.gen.manual_seed(int(child.generate_state(1, dtype=np.uint64)[0] % (2**63)))
+
+    def argmax_counts(self, hists: np.ndarray, sigma: float) -> np.ndarray:
+        torch = self.torch
+        h = torch.as_tensor(hists, dtype=torch.float64, device=self.device)
+        z = torch.randn(h.shape, generator=self.gen, dtype=torch.float64, device=self.device)
+        z.mul_(sigma).add_(h)
+        counts = torch.bincount(z.argmax(dim=1), minlength=h.shape[1])
+        return counts.cpu().numpy().astype(np.int64)
 
 
 # ------------------------------------------------------------------------------ results
