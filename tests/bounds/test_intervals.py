@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import mpmath as mp
 import numpy as np
 import pytest
@@ -269,7 +271,10 @@ def test_sison_glaz_nu_upto_equals_per_c_summation(counts):
     cmax = min(n + 2, int(4 * np.sqrt(counts.max())) + 5)
     nu = _sison_glaz_nu_upto(counts, n, cmax)
     ref = [0.0] + [_sison_glaz_nu(c, counts, n) if c < n else 1.0 for c in range(1, cmax + 1)]
-    np.testing.assert_allclose(nu, ref, rtol=1e-11, atol=1e-300)
+    # Both are double-precision evaluations of the same formula with differently rounded
+    # Poisson log-weights (~1e-11 relative at n = 10^5; the one-pass form is the closer of
+    # the two to the 50-digit oracle, see the next test).
+    np.testing.assert_allclose(nu, ref, rtol=1e-10, atol=1e-300)
     table = special.gammaln(np.arange(n + 1) + 1.0)
     np.testing.assert_array_equal(_sison_glaz_nu_upto(counts, n, cmax, table), nu)
 
@@ -293,10 +298,47 @@ def test_sison_glaz_rows_dedup_table_and_short_first_scan(monkeypatch):
         np.testing.assert_array_equal(low[i], one_low)
         np.testing.assert_array_equal(high[i], one_high)
     # A first scan far too short is doubled until ν crosses 1 − β: same answer.
-    monkeypatch.setattr(_intervals, "_sison_glaz_cmax_guess", lambda counts, beta: 1)
+    monkeypatch.setattr(
+        _intervals, "_sison_glaz_cmax_guesses", lambda rows, beta: np.ones(len(rows), np.int64)
+    )
     short_low, short_high = _sison_glaz_rows(rows, 0.05)
     np.testing.assert_array_equal(short_low, low)
     np.testing.assert_array_equal(short_high, high)
+
+
+def _cmax_guess_one_row(counts, beta):
+    """Naive oracle: the Bonferroni-normal starting half-width of one row, scalar bisection."""
+    n = int(counts.sum())
+    p = counts / n
+    sd = np.sqrt(n * p * (1.0 - p))
+    sd = sd[sd > 0]
+    if sd.size == 0:
+        return n
+    lo = float(special.ndtri(1.0 - beta / 2.0)) * sd.max()
+    hi = float(special.ndtri(1.0 - beta / (2.0 * sd.size))) * sd.max()
+    for _ in range(30):
+        mid = 0.5 * (lo + hi)
+        if 2.0 * special.ndtr(-mid / sd).sum() > beta:
+            lo = mid
+        else:
+            hi = mid
+    return min(n, math.ceil(1.05 * hi) + 3)
+
+
+def test_sison_glaz_cmax_guesses_match_row_by_row_bisection():
+    rng = np.random.default_rng(5)
+    for k in (2, 3, 7, 10):
+        rows = np.vstack(
+            [
+                rng.multinomial(int(n), rng.dirichlet(np.full(k, 0.4)))
+                for n in rng.integers(1, 10**6, 20)
+            ]
+            + [np.array([5] + [0] * (k - 1)), np.array([0] * (k - 1) + [1])]
+        )
+        for beta in (0.01, 0.05, 0.3):
+            got = _intervals._sison_glaz_cmax_guesses(rows, beta)
+            want = [_cmax_guess_one_row(r, beta) for r in rows]
+            np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.slow

@@ -258,10 +258,15 @@ def _sison_glaz_nu_upto(
     else:
         lgp, lgm = log_factorial[jp.astype(np.int64)], log_factorial[jm.astype(np.int64)]
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        # Poisson log-pmf as scipy computes it: xlogy(j, λ) − log j! − λ; the mode is at λ.
+        # Poisson log-pmf log P(j) = j·log λ − log j! − λ; the mode is at λ, and relative to
+        # it log w(j) = (j − λ)·log λ − log j! + log λ! = ±d·log λ − log j! + log λ!: one
+        # multiplication per term instead of a logarithm (λ = 0: only j = 0 has weight).
         top = special.xlogy(lam, lam) - special.gammaln(lam + 1.0) - lam
-        wp = np.where(in_p, np.exp(special.xlogy(jp, lam) - lgp - lam - top), 0.0)
-        wm = np.where(in_m, np.exp(special.xlogy(jm, lam) - lgm - lam - top), 0.0)
+        pos = lam > 0
+        log_lam = np.log(np.where(pos, lam, 1.0))
+        lg_lam = special.gammaln(lam + 1.0)
+        wp = np.where(in_p & (pos | (d == 0)), np.exp(d * log_lam - lgp + lg_lam), 0.0)
+        wm = np.where(in_m, np.exp(-d * log_lam - lgm + lg_lam), 0.0)
         wp[:, 0] = 1.0  # d = 0 counted once
         wm[:, 0] = 0.0
         even = wp + wm  # ring weight times d^r for even r
@@ -303,25 +308,38 @@ def _sison_glaz_cmax_guess(counts: np.ndarray, beta: float) -> int:
     ``Σᵢ 2Φ(−c/σᵢ) = β``, ``σᵢ² = n p̂ᵢ(1 − p̂ᵢ)``, padded by 5 % + 3. Its only role is the
     length of the first scan in :func:`_sison_glaz_row`, which doubles it when too short.
     """
-    n = int(counts.sum())
-    p = counts / n
-    sd = np.sqrt(n * p * (1.0 - p))
-    sd = sd[sd > 0]
-    if sd.size == 0:
-        return n
-    lo = float(special.ndtri(1.0 - beta / 2.0)) * sd.max()
-    hi = float(special.ndtri(1.0 - beta / (2.0 * sd.size))) * sd.max()
+    return int(_sison_glaz_cmax_guesses(np.asarray(counts)[None, :], beta)[0])
+
+
+def _sison_glaz_cmax_guesses(rows: np.ndarray, beta: float) -> np.ndarray:
+    """:func:`_sison_glaz_cmax_guess` for every row of ``rows`` (R, K) at once (the same
+    bisection, elementwise)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    n = rows.sum(axis=1)
+    p = rows / n[:, None]
+    sd = np.sqrt(n[:, None] * p * (1.0 - p))
+    live = sd > 0
+    k = live.sum(axis=1)
+    sd_max = sd.max(axis=1)
+    lo = float(special.ndtri(1.0 - beta / 2.0)) * sd_max
+    hi = special.ndtri(1.0 - beta / (2.0 * np.maximum(k, 1))) * sd_max
+    sd_live = np.where(live, sd, 1.0)
     for _ in range(30):
         mid = 0.5 * (lo + hi)
-        if 2.0 * special.ndtr(-mid / sd).sum() > beta:
-            lo = mid
-        else:
-            hi = mid
-    return min(n, math.ceil(1.05 * hi) + 3)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tail = np.where(live, special.ndtr(-mid[:, None] / sd_live), 0.0).sum(axis=1)
+        above = 2.0 * tail > beta
+        lo = np.where(above, mid, lo)
+        hi = np.where(above, hi, mid)
+    guess = np.minimum(n, np.ceil(1.05 * hi).astype(np.int64) + 3)
+    return np.where(k == 0, n, guess)
 
 
 def _sison_glaz_row(
-    counts: np.ndarray, beta: float, log_factorial: np.ndarray | None = None
+    counts: np.ndarray,
+    beta: float,
+    log_factorial: np.ndarray | None = None,
+    cmax: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Sison–Glaz intervals for one multinomial.
 
@@ -336,7 +354,8 @@ def _sison_glaz_row(
     """
     n = int(counts.sum())
     target = 1.0 - beta
-    cmax = _sison_glaz_cmax_guess(counts, beta)
+    if cmax is None:
+        cmax = _sison_glaz_cmax_guess(counts, beta)
     while True:
         nu = _sison_glaz_nu_upto(counts, n, cmax, log_factorial)
         above = np.flatnonzero(nu[1:] > target)  # c with ν(c + 1) > 1 − β
@@ -369,10 +388,11 @@ def _sison_glaz_rows(rows: np.ndarray, beta: float) -> tuple[np.ndarray, np.ndar
     table = None
     if uniq.shape[0] > 1 and n_max <= _LOG_FACTORIAL_TABLE_MAX:
         table = special.gammaln(np.arange(n_max + 1, dtype=np.float64) + 1.0)
+    guesses = _sison_glaz_cmax_guesses(uniq, beta)
     low = np.empty(uniq.shape)
     high = np.empty(uniq.shape)
     for i, row in enumerate(uniq):
-        low[i], high[i] = _sison_glaz_row(row, beta, table)
+        low[i], high[i] = _sison_glaz_row(row, beta, table, int(guesses[i]))
     return low[inverse], high[inverse]
 
 
