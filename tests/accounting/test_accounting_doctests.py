@@ -7,10 +7,10 @@ from __future__ import annotations
 import doctest
 import importlib
 import inspect
-import pathlib
-import re
 
 import pytest
+
+from doctest_support import module_examples, run_examples, section_examples
 
 pytest.importorskip("dp_accounting")  # the subsampled-Gaussian examples need it
 
@@ -28,15 +28,10 @@ MODULES = [
     "dpaudit.conversions._rdp",
 ]
 
-SECTION = pathlib.Path(__file__).resolve().parents[2] / "docs" / "sections" / "40-accounting.md"
-FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
-
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
-    module = importlib.import_module(name)
-    result = doctest.testmod(module, optionflags=FLAGS)
-    assert result.failed == 0
+    assert module_examples(name).failed == 0
 
 
 def test_every_public_function_has_an_example():
@@ -53,12 +48,7 @@ def test_every_public_function_has_an_example():
 
 
 def test_readme_section_examples():
-    # The ``>>>`` examples live in fenced code blocks; fences are not part of the output.
-    blocks = re.findall(r"```python\n(.*?)```", SECTION.read_text(), flags=re.DOTALL)
-    text = "\n".join(blocks)
-    test = doctest.DocTestParser().get_doctest(text, {}, SECTION.name, str(SECTION), 0)
+    test = section_examples("40-accounting.md")
     assert test.examples, "the section should contain >>> examples"
     assert sum(bool(ex.want) for ex in test.examples) >= 8, "the examples should show output"
-    runner = doctest.DocTestRunner(optionflags=FLAGS)
-    runner.run(test)
-    assert runner.failures == 0
+    assert run_examples(test) == 0

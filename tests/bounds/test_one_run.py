@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import doctest
-import importlib
 import json
 import math
-import pathlib
-import re
 
 import numpy as np
 import pytest
 from scipy import stats
 
+from doctest_support import module_examples, run_examples, section_examples
 from dpaudit.bounds import (
     one_run_epsilon,
     one_run_epsilon_from_scores,
@@ -276,20 +273,15 @@ ISSUE5_MODULES = [
     "dpaudit.conversions._gdp",
     "dpaudit.experiments.lidp",
 ]
-SECTION = pathlib.Path(__file__).resolve().parents[2] / "docs" / "sections" / "50-many-canary.md"
-FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 
 @pytest.mark.parametrize("name", ISSUE5_MODULES)
 def test_docstring_examples_of_the_many_canary_modules(name):
-    result = doctest.testmod(importlib.import_module(name), optionflags=FLAGS)
+    result = module_examples(name)
     assert result.attempted > 0 and result.failed == 0
 
 
 def test_many_canary_readme_section_examples():
-    blocks = re.findall(r"```python\n(.*?)```", SECTION.read_text(), flags=re.DOTALL)
-    test = doctest.DocTestParser().get_doctest("\n".join(blocks), {}, SECTION.name, "", 0)
+    test = section_examples("50-many-canary.md")
     assert test.examples
-    runner = doctest.DocTestRunner(optionflags=FLAGS)
-    runner.run(test)
-    assert runner.failures == 0
+    assert run_examples(test) == 0

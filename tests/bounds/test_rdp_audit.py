@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
+from doctest_support import module_examples, section_code
 from dpaudit.bounds import (
     ConvertedRDPLowerBound,
     RDPAudit,
@@ -386,23 +387,15 @@ _ISSUE3_MODULES = [
 
 @pytest.mark.parametrize("name", _ISSUE3_MODULES)
 def test_docstring_examples_of_the_lower_bounds_i_modules(name):
-    import doctest
-    import importlib
-
-    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
-    result = doctest.testmod(importlib.import_module(name), optionflags=flags)
+    result = module_examples(name)
     assert result.attempted > 0 and result.failed == 0
 
 
 def test_lower_bounds_i_readme_section_example_runs():
-    import pathlib
-    import re
-
-    section = pathlib.Path(__file__).resolve().parents[2] / "docs/sections/30-lower-bounds-rdp.md"
-    blocks = re.findall(r"```python\n(.*?)```", section.read_text(), flags=re.DOTALL)
-    assert blocks
+    code = section_code("30-lower-bounds-rdp.md")
+    assert code
     namespace: dict[str, object] = {}
-    exec(compile("\n".join(blocks), str(section), "exec"), namespace)
+    exec(compile(code, "30-lower-bounds-rdp.md", "exec"), namespace)
     res = namespace["res"]
     assert (round(res.tpr_lower, 4), round(res.fpr_upper, 4), round(res.epsilon, 4)) == (
         0.7622,

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import doctest
 import importlib
-import pathlib
-import re
 
 import pytest
+
+from doctest_support import module_examples, run_examples, section_examples
 
 MODULES = [
     "dpaudit.mechanisms",
@@ -18,15 +18,10 @@ MODULES = [
     "dpaudit.divergence",
 ]
 
-SECTION = pathlib.Path(__file__).resolve().parents[2] / "docs" / "sections" / "10-noisy-argmax.md"
-FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
-
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
-    module = importlib.import_module(name)
-    result = doctest.testmod(module, optionflags=FLAGS)
-    assert result.failed == 0
+    assert module_examples(name).failed == 0
 
 
 def test_module_examples_exist():
@@ -38,15 +33,9 @@ def test_module_examples_exist():
 
 
 def test_readme_section_examples():
-    # The ``>>>`` examples live in fenced code blocks; fences are not part of the output.
-    blocks = re.findall(r"```python\n(.*?)```", SECTION.read_text(), flags=re.DOTALL)
-    text = "\n".join(blocks)
-    parser = doctest.DocTestParser()
-    test = parser.get_doctest(text, {}, SECTION.name, str(SECTION), 0)
+    test = section_examples("10-noisy-argmax.md")
     assert test.examples, "the section should contain >>> examples"
     # Every example shows its output (a bare ``>>> f(...)`` documents nothing).
     silent = [ex.source for ex in test.examples if not ex.want and "import" not in ex.source]
     assert not silent, f"examples without output: {silent}"
-    runner = doctest.DocTestRunner(optionflags=FLAGS)
-    runner.run(test)
-    assert runner.failures == 0
+    assert run_examples(test) == 0

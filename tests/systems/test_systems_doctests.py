@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import doctest
-import importlib
-
 import pytest
+
+from doctest_support import module_examples
 
 MODULES = [
     "dpaudit.systems",
@@ -20,6 +19,4 @@ MODULES = [
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
-    module = importlib.import_module(name)
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    assert result.failed == 0
+    assert module_examples(name).failed == 0
