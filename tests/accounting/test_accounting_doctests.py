@@ -22,6 +22,7 @@ MODULES = [
     "dpaudit.accounting._label",
     "dpaudit.accounting._ledger",
     "dpaudit.accounting._lnmax",
+    "dpaudit.accounting._mechanisms",
     "dpaudit.accounting._pate",
     "dpaudit.accounting._smooth",
     "dpaudit.accounting._subsampled",

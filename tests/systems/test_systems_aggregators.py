@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dpaudit.accounting import mechanism_rdp
 from dpaudit.systems import ABSTAIN, ConfidentGNMax, GNMax, TeacherEnsemble
 from dpaudit.systems.data import load_digits
 
@@ -85,20 +86,20 @@ def test_shapes():
     assert out.dtype == np.int64 and out.shape == (2,)
 
 
-def test_data_independent_rdp():
+def test_data_independent_rdp_of_the_mechanism_values():
     orders = np.array([1.5, 2.0, 32.0])
     np.testing.assert_allclose(
-        GNMax(sigma=40.0).data_independent_rdp(orders), orders / 1600.0, rtol=1e-15
+        mechanism_rdp(GNMax(sigma=40.0), orders), orders / 1600.0, rtol=1e-15
     )
     agg = ConfidentGNMax(threshold=200, sigma1=150.0, sigma2=40.0)
     np.testing.assert_allclose(
-        agg.data_independent_rdp(orders), orders / (2 * 150.0**2) + orders / 40.0**2, rtol=1e-15
+        mechanism_rdp(agg, orders), orders / (2 * 150.0**2) + orders / 40.0**2, rtol=1e-15
     )
     np.testing.assert_allclose(
-        agg.data_independent_rdp(orders, answered=False), orders / (2 * 150.0**2), rtol=1e-15
+        mechanism_rdp(agg, orders, answered=False), orders / (2 * 150.0**2), rtol=1e-15
     )
     with pytest.raises(ValueError, match="orders"):
-        GNMax(sigma=1.0).data_independent_rdp([1.0])
+        mechanism_rdp(GNMax(sigma=1.0), [1.0])
 
 
 def test_bad_parameters():

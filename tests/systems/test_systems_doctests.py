@@ -10,7 +10,7 @@ MODULES = [
     "dpaudit.systems",
     "dpaudit.systems.data",
     "dpaudit.systems._ensemble",
-    "dpaudit.systems._aggregators",
+    "dpaudit.mechanisms.values",
     "dpaudit.systems._predictor",
     "dpaudit.systems._spec",
     "dpaudit.systems._torch_cnn",

@@ -1,7 +1,9 @@
 """Upper bounds: privacy accounting (layer 3) — the guarantee a system claims.
 
-An audit's lower bound is read against this. Everything here is maths on the mechanism's
-parameters (and, for data-dependent analyses, its vote histograms); it never imports
+An audit's lower bound is read against this. :func:`mechanism_rdp` computes the claim of a
+mechanism value (:mod:`dpaudit.mechanisms.values`) under each analysis, in one place.
+Everything here is maths on the mechanism's parameters (and, for data-dependent analyses,
+its vote histograms); it never imports
 ``dpaudit.bounds``: a lower bound must not be computed with the analysis it checks.
 
 * :class:`RDPCurve` over :data:`DEFAULT_ORDERS` (one documented grid), composed with ``+``
@@ -44,6 +46,11 @@ from dpaudit.accounting._label import (
 )
 from dpaudit.accounting._ledger import PrivacyLedger
 from dpaudit.accounting._lnmax import LNMaxRDP, lnmax_log_q, lnmax_rdp, lnmax_rdp_details
+from dpaudit.accounting._mechanisms import (
+    expected_data_dependent_rdp,
+    mechanism_epsilon,
+    mechanism_rdp,
+)
 from dpaudit.accounting._orders import DEFAULT_ORDERS
 from dpaudit.accounting._pate import PateAccounting, PateEpsilon, pate_accounting
 from dpaudit.accounting._smooth import (
@@ -84,6 +91,7 @@ __all__ = [
     "answer_probability",
     "confident_gnmax_cost",
     "dp_to_delta",
+    "expected_data_dependent_rdp",
     "gaussian_label_rdp",
     "gnmax_local_sensitivity",
     "gnmax_log_q",
@@ -97,6 +105,8 @@ __all__ = [
     "lnmax_log_q",
     "lnmax_rdp",
     "lnmax_rdp_details",
+    "mechanism_epsilon",
+    "mechanism_rdp",
     "pate_accounting",
     "pate_local_sensitivity",
     "private_knn_epsilon",

@@ -1,4 +1,12 @@
-"""DP primitives as maths (layer 2): the Gaussian noisy argmax and simple mechanisms."""
+"""DP primitives as maths (layer 2): mechanism values, the noisy argmax, simple mechanisms.
+
+* Mechanism values (:mod:`dpaudit.mechanisms.values`): frozen, validated descriptions of each
+  mechanism — :class:`GNMax`, :class:`ConfidentGNMax`, :class:`LNMax`,
+  :class:`SubsampledGaussian`, :class:`LaplaceLabels`, :class:`GaussianLabels`,
+  :class:`RandomizedResponse`. Systems answer with them; accounting computes claims from them.
+* The Gaussian noisy argmax: exact output probabilities and their Jacobian, per-block samplers.
+* Textbook mechanisms with known privacy curves (Gaussian, Laplace, randomized response).
+"""
 
 from dpaudit.mechanisms.noisy_argmax import (
     DEFAULT_BLOCK_SIZE,
@@ -24,9 +32,33 @@ from dpaudit.mechanisms.simple import (
     sample_randomized_response,
     sample_randomized_response_counts,
 )
+from dpaudit.mechanisms.values import (
+    ABSTAIN,
+    REFUSED,
+    ConfidentGNMax,
+    GaussianLabels,
+    GNMax,
+    LaplaceLabels,
+    LNMax,
+    Mechanism,
+    NoisyArgmax,
+    RandomizedResponse,
+    SubsampledGaussian,
+)
 
 __all__ = [
+    "ABSTAIN",
     "DEFAULT_BLOCK_SIZE",
+    "REFUSED",
+    "ConfidentGNMax",
+    "GNMax",
+    "GaussianLabels",
+    "LNMax",
+    "LaplaceLabels",
+    "Mechanism",
+    "NoisyArgmax",
+    "RandomizedResponse",
+    "SubsampledGaussian",
     "argmax_probabilities",
     "argmax_probabilities_jacobian",
     "gaussian_delta",

@@ -24,7 +24,7 @@ Example:
     [2, 2, 3]
 """
 
-from dpaudit.systems._aggregators import ABSTAIN, REFUSED, ConfidentGNMax, GNMax
+from dpaudit.mechanisms.values import ABSTAIN, REFUSED, ConfidentGNMax, GNMax
 from dpaudit.systems._ensemble import (
     DEFAULT_ESTIMATOR,
     ESTIMATOR_NAMES,

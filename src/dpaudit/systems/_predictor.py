@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 
 from dpaudit._rng import as_generator
-from dpaudit._typing import ArrayLike, FloatArray, IntArray, RngLike
+from dpaudit._typing import ArrayLike, IntArray, RngLike
 from dpaudit._validate import check_choice, check_delta, check_orders, check_positive_int
 from dpaudit.errors import BudgetExhaustedError
-from dpaudit.systems._aggregators import ABSTAIN, REFUSED, ConfidentGNMax, GNMax
+from dpaudit.mechanisms.values import ABSTAIN, REFUSED, ConfidentGNMax, GNMax, NoisyArgmax
 from dpaudit.systems._ensemble import TeacherEnsemble
 
 if TYPE_CHECKING:
@@ -29,21 +29,9 @@ if TYPE_CHECKING:
 __all__ = ["Aggregator", "Ledger", "PrivatePredictor", "make_ledger"]
 
 
-@runtime_checkable
-class Aggregator(Protocol):
-    """A noisy aggregator: :class:`GNMax`, :class:`ConfidentGNMax` or anything shaped alike."""
-
-    sigma: float
-
-    def draw_noise(
-        self, num_queries: int, num_classes: int, *, rng: RngLike = None
-    ) -> dict[str, Any]: ...
-
-    def decide(self, votes: np.ndarray, noise: dict[str, Any]) -> IntArray: ...
-
-    def answer(self, votes: ArrayLike, *, rng: RngLike = None) -> IntArray: ...
-
-    def data_independent_rdp(self, orders: ArrayLike, *, answered: bool = True) -> FloatArray: ...
+Aggregator = NoisyArgmax
+"""A noisy aggregator: a :class:`dpaudit.mechanisms.NoisyArgmax` value (GNMax, Confident GNMax,
+LNMax)."""
 
 
 @runtime_checkable
@@ -390,9 +378,8 @@ class PrivatePredictor:
             orders: Rényi orders λ > 1 (default: the ledger's, else
                 :data:`dpaudit.accounting.DEFAULT_ORDERS`).
             analysis: ``"data-dependent"`` or ``"data-independent"`` (default: the ledger's
-                analysis, else ``"data-independent"``). Aggregators other than GNMax and
-                Confident GNMax support ``"data-independent"`` only (their
-                ``data_independent_rdp``).
+                analysis, else ``"data-independent"``); computed by
+                :func:`dpaudit.accounting.mechanism_rdp` from the aggregator's value.
 
         Returns:
             :class:`dpaudit.accounting.RDPCurve` (zero before any charged query).
@@ -410,7 +397,7 @@ class PrivatePredictor:
             >>> api.claimed_rdp([2.0, 8.0]).epsilons.round(12).tolist()  # 100·λ/σ²
             [0.125, 0.5]
         """
-        from dpaudit.accounting import DEFAULT_ORDERS, RDPCurve, gnmax_rdp, threshold_rdp
+        from dpaudit.accounting import DEFAULT_ORDERS, RDPCurve, mechanism_rdp
 
         ledger = self._ledger
         if orders is None:
@@ -424,25 +411,13 @@ class PrivatePredictor:
         answered = self.charged_answered
         if votes.shape[0] == 0:
             return RDPCurve.zeros(lam)
-        agg = self._aggregator
-        if isinstance(agg, (GNMax, ConfidentGNMax)):
-            step2 = gnmax_rdp(votes, agg.sigma, lam, analysis=analysis, q="union")
-            total = step2[answered].sum(axis=0)
-            if isinstance(agg, ConfidentGNMax):
-                step1 = threshold_rdp(votes, agg.threshold, agg.sigma1, lam, analysis=analysis)
-                total = total + step1.sum(axis=0)
-        elif analysis == "data-independent":
-            n_answered = int(answered.sum())
-            total = n_answered * np.asarray(agg.data_independent_rdp(lam, answered=True))
-            if n_answered < answered.size:
-                total = total + (answered.size - n_answered) * np.asarray(
-                    agg.data_independent_rdp(lam, answered=False)
+        total = np.zeros(lam.size)
+        for mask, flag in ((answered, True), (~answered, False)):
+            if mask.any():
+                per = mechanism_rdp(
+                    self._aggregator, lam, votes=votes[mask], analysis=analysis, answered=flag
                 )
-        else:
-            raise ValueError(
-                f"analysis must be 'data-independent' for an aggregator of type "
-                f"{type(agg).__name__}, got {analysis!r}"
-            )
+                total = total + per.sum(axis=0)
         return RDPCurve(lam, np.asarray(total, dtype=np.float64))
 
     def __repr__(self) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 from dpaudit._typing import ArrayLike, RngLike
 from dpaudit._validate import check_choice, check_positive_int
-from dpaudit.systems._aggregators import ConfidentGNMax, GNMax
+from dpaudit.mechanisms.values import ConfidentGNMax, GNMax
 from dpaudit.systems._ensemble import ESTIMATOR_NAMES, EstimatorSpec, TeacherEnsemble
 from dpaudit.systems._predictor import Ledger, PrivatePredictor
 
