@@ -35,6 +35,13 @@ from dpaudit.systems._ensemble import (
     make_partition,
 )
 from dpaudit.systems._predictor import Aggregator, Ledger, PrivatePredictor, make_ledger
+from dpaudit.systems._protocols import (
+    SYSTEMS,
+    Instantiations,
+    PairedVotes,
+    PrivatePredictionSystem,
+    System,
+)
 from dpaudit.systems._spec import ALGORITHMS, PrivatePredictionSpec
 from dpaudit.systems._torch_cnn import TorchCNNClassifier
 
@@ -44,13 +51,18 @@ __all__ = [
     "DEFAULT_ESTIMATOR",
     "ESTIMATOR_NAMES",
     "REFUSED",
+    "SYSTEMS",
     "Aggregator",
     "Classifier",
     "ConfidentGNMax",
     "GNMax",
+    "Instantiations",
     "Ledger",
+    "PairedVotes",
     "PrivatePredictionSpec",
+    "PrivatePredictionSystem",
     "PrivatePredictor",
+    "System",
     "TeacherEnsemble",
     "TorchCNNClassifier",
     "fit_teacher",

@@ -1,0 +1,160 @@
+"""What a system under audit is: the protocols every system implements, and their registry.
+
+A *system* is a DP machine-learning system as users deploy it (PATE, CaPC, Private-kNN,
+PromptPATE, label-DP trainers, DP-SGD …). Every system carries the *mechanism value* it runs
+(:mod:`dpaudit.mechanisms.values`) and states its *claim* from that value through
+:mod:`dpaudit.accounting`, so the audit compares the implementation with the analysis of the
+same object.
+
+* :class:`System` — the minimum: a ``name``, a ``mechanism`` and ``claim(...)``.
+* :class:`PrivatePredictionSystem` — systems that answer queries with a noisy argmax over
+  teacher votes (Chadha et al. 2024, "Auditing Private Prediction", arXiv:2402.09403, Alg. 1):
+  what the private-prediction audit needs to train N_g instantiations, retrain the teacher
+  that receives a crafted point, and state the per-query claim.
+* :data:`SYSTEMS` — the registry: ``SYSTEMS.register("name", factory)``; the factory is called
+  with the workflow's system settings and returns the system. A new system is one module and
+  one registry entry; nothing in :mod:`dpaudit.experiments` branches on a system's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from dpaudit._registry import Registry
+from dpaudit._results import Claim
+from dpaudit._typing import ArrayLike, FloatArray, IntArray, RngLike
+
+__all__ = [
+    "SYSTEMS",
+    "Instantiations",
+    "PairedVotes",
+    "PrivatePredictionSystem",
+    "System",
+]
+
+SYSTEMS: Registry[Any] = Registry("system")
+"""Registered systems: name → factory ``(settings) -> System``."""
+
+
+@runtime_checkable
+class System(Protocol):
+    """A system under audit: its name, the mechanism it runs, and the claim it makes."""
+
+    @property
+    def name(self) -> str:
+        """The registered name (``"pate"``, ``"capc"``, …)."""
+        ...
+
+    @property
+    def mechanism(self) -> Any:
+        """The mechanism value it runs (e.g. :class:`dpaudit.mechanisms.GNMax`)."""
+        ...
+
+    def claim(self, orders: ArrayLike | None = None, *, delta: float | None = None) -> Claim:
+        """The system's own (primary) claimed guarantee, from its mechanism value."""
+        ...
+
+
+@runtime_checkable
+class Instantiations(Protocol):
+    """N_g instantiations of a private-prediction system's training phase and their votes.
+
+    ``predictions[g, q, i]`` is teacher i's label for query row q in instantiation g.
+    """
+
+    @property
+    def predictions(self) -> IntArray: ...
+
+    @property
+    def num_classes(self) -> int: ...
+
+
+@runtime_checkable
+class PairedVotes(Protocol):
+    """Votes of the teacher that receives a crafted point, before and after (R retrainings).
+
+    ``before`` / ``after``: ``(R, n_eval)``; ``teacher``: ``(R,)`` the receiving teacher.
+    """
+
+    @property
+    def before(self) -> IntArray: ...
+
+    @property
+    def after(self) -> IntArray: ...
+
+    @property
+    def teacher(self) -> IntArray: ...
+
+
+@runtime_checkable
+class PrivatePredictionSystem(System, Protocol):
+    """A private-prediction system: teachers vote, a noisy argmax answers (Chadha et al. 2024,
+    arXiv:2402.09403, Alg. 1).
+
+    Attributes read by the audit:
+        num_teachers: m.
+        teachers_per_query: k ≤ m teachers vote per query.
+        placement: where a crafted point lands: ``"random"`` (a uniformly random teacher,
+            PATE) or ``"chosen"`` (the adversary chooses the receiving teacher, CaPC).
+        histogram_model: the name of the parametric histogram model of
+            :data:`dpaudit.attacks.HISTOGRAM_MODELS` that describes its votes
+            (``"multinomial"``: exchangeable teachers; ``"independent"``: fixed teachers).
+    """
+
+    @property
+    def num_teachers(self) -> int: ...
+
+    @property
+    def teachers_per_query(self) -> int: ...
+
+    @property
+    def placement(self) -> str: ...
+
+    @property
+    def histogram_model(self) -> str: ...
+
+    def train(
+        self,
+        X: ArrayLike,
+        y: ArrayLike,
+        queries: ArrayLike,
+        *,
+        instantiations: int,
+        num_classes: int | None = None,
+        rng: RngLike = None,
+        progress: Any = None,
+    ) -> Instantiations:
+        """Run the training phase ``instantiations`` times; record every teacher's votes."""
+        ...
+
+    def retrain(
+        self,
+        trained: Instantiations,
+        points: ArrayLike,
+        labels: ArrayLike,
+        *,
+        retrainings: int,
+        eval_rows: Sequence[ArrayLike] | None = None,
+        teachers: ArrayLike | None = None,
+        rng: RngLike = None,
+        progress: Any = None,
+    ) -> list[PairedVotes]:
+        """Paired votes of the receiving teacher for each crafted point."""
+        ...
+
+    def query_rdp(
+        self,
+        orders: ArrayLike,
+        *,
+        analysis: str = "data-independent",
+        votes: np.ndarray | None = None,
+        probabilities: np.ndarray | None = None,
+        dropped_mass: float = 0.0,
+        q: str = "union",
+    ) -> FloatArray:
+        """Claimed RDP of one answered query: data-independent, or data-dependent in
+        expectation over a distribution of histograms (``votes`` with ``probabilities``)."""
+        ...
