@@ -12,7 +12,14 @@ import numpy as np
 
 from dpaudit._typing import RngLike
 
-__all__ = ["as_generator", "as_seed_sequence", "block_seeds", "seed_entropy"]
+__all__ = [
+    "as_generator",
+    "as_seed_sequence",
+    "block_seeds",
+    "child_seed",
+    "int_seed",
+    "seed_entropy",
+]
 
 
 def as_seed_sequence(rng: RngLike) -> np.random.SeedSequence:
@@ -73,3 +80,41 @@ def seed_entropy(rng: RngLike) -> int | None:
         ent = rng.entropy
         return int(ent) if isinstance(ent, (int, np.integer)) else None
     return None
+
+
+def child_seed(rng: RngLike, *key: int) -> np.random.SeedSequence:
+    """The keyed stream ``key`` under ``rng``: ``SeedSequence(entropy, spawn_key=(…, *key))``.
+
+    The key extends the root's own spawn key, exactly as nested ``SeedSequence.spawn`` calls
+    would (child ``i`` of child ``j`` has key ``(j, i)``), but without touching the parent's
+    spawn counter, so an experiment cell keyed by ``(part, histogram, σ, repetition)`` can be
+    recomputed on its own. An int seed ``s`` gives ``SeedSequence(s, spawn_key=key)``; a
+    ``Generator`` contributes two draws (:func:`as_seed_sequence`).
+
+    Raises:
+        TypeError, ValueError: ``rng`` as in :func:`as_seed_sequence`.
+
+    Example:
+        >>> child_seed(7, 1, 2).spawn_key
+        (1, 2)
+        >>> a, b = child_seed(child_seed(7, 1), 2), child_seed(7, 1, 2)
+        >>> bool(a.generate_state(1)[0] == b.generate_state(1)[0])
+        True
+    """
+    root = as_seed_sequence(rng)
+    return np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, *(int(k) for k in key)))
+
+
+def int_seed(rng: RngLike) -> int:
+    """An int seed to record and to key streams from: the entropy of an int or a
+    ``SeedSequence`` built from one, else one draw of ``[0, 2**63)`` from the generator
+    behind ``rng`` (a ``Generator`` advances; ``None`` draws fresh entropy).
+
+    Example:
+        >>> int_seed(5), int_seed(np.random.SeedSequence(5))
+        (5, 5)
+    """
+    ent = seed_entropy(rng)
+    if ent is not None:
+        return ent
+    return int(as_generator(rng).integers(0, 2**63))
