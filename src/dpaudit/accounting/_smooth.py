@@ -3,7 +3,12 @@
 The data-dependent cost of Thm 6 depends on the votes, so publishing it leaks. Papernot et
 al. 2018, App. B (Algorithms 3–5, Prop. 13, Thm 23), bound its local sensitivity at every
 distance d, smooth it (Nissim, Raskhodnikova, Smith 2007) and release it with the Gaussian
-noise of the GNSS mechanism at a fixed order λ. All formulas: ``shared/formulas.md`` §1.6.
+noise of the GNSS mechanism at a fixed order λ (arXiv:1802.08908).
+
+q, q0, q1, B_L(q) and B_U(q) stay in log space end to end (``log B_L`` through
+:func:`scipy.special.ndtri_exp` and ``log_ndtr``): for small σ or large λ the plateau points lie
+far below the smallest float64 (``log q1 = −2500.9`` at σ = 1, λ = 50), where computing them
+as probabilities underflowed to 0 and silently zeroed or inflated the sensitivity (issue 13).
 
 The functions here are scalar-oriented (one query at a time, O(N_T·m) each), like the
 reference implementation; they are not on any hot path.
@@ -46,6 +51,8 @@ __all__ = [
 ]
 
 _LOG_Q0_FLOOR = -1e4  # the reference aborts the bracket search below this
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+_SQRT2 = math.sqrt(2.0)
 
 
 def _check_order(order: object) -> float:
@@ -55,16 +62,33 @@ def _check_order(order: object) -> float:
     return lam
 
 
+def _data_independent(sigma: float, lam: float, what: str = "sigma") -> float:
+    """``λ/σ²``, or a ValueError when float64 cannot hold it (σ extremely small or large)."""
+    sq = sigma * sigma
+    ind = lam / sq if 0.0 < sq < math.inf else math.nan
+    if not (math.isfinite(ind) and ind > 0.0):
+        raise ValueError(
+            f"{what}={sigma!r} at order={lam!r}: σ² = {sq!r} and λ/σ² = {ind!r} are not both "
+            "positive float64 numbers; the smooth-sensitivity bounds cannot be computed for it"
+        )
+    return ind
+
+
 def _dd(log_q: float, sigma: float, lam: float) -> float:
     """Thm 6's DD at one (log q, σ, λ), no validity check (used where validity is known)."""
     t = _dd_terms(np.array([log_q]), sigma)
     return float(_raw_dd(t, np.array([lam]))[0, 0])
 
 
-def _log_q0(sigma: float, lam: float) -> float:
-    """log q0, where DD crosses λ/σ² (formulas.md §1.6 step 1)."""
-    ind = lam / sigma**2
-    ub = min(-((1.0 + 1.0 / sigma) ** 2), -(((lam - 0.99) / sigma) ** 2), -1.0 / sigma**2)
+def _log_q0(sigma: float, lam: float, ind: float) -> float:
+    """log q0, where DD crosses λ/σ² (Papernot et al. 2018 App. B.4, Alg. 3 step 1)."""
+    a, b = 1.0 + 1.0 / sigma, (lam - 0.99) / sigma
+    ub = min(-(a * a), -(b * b), -1.0 / (sigma * sigma))
+    if not math.isfinite(ub):
+        raise ValueError(
+            f"sigma={sigma!r}, order={lam!r}: the starting bound log q = {ub!r} of the "
+            "crossing search is outside float64's range"
+        )
 
     def g(x: float) -> float:
         return _dd(x, sigma, lam) - ind
@@ -82,23 +106,46 @@ def _log_q0(sigma: float, lam: float) -> float:
     return float(optimize.brentq(g, lb, ub, xtol=1e-14, rtol=4 * np.finfo(float).eps))
 
 
-def _b_l(q: float, sigma: float, m: int) -> float:
-    """B_L(q) of Prop. 13: the smallest q̃ one teacher away (formulas.md §1.6 step 3)."""
-    return (m - 1) / 2.0 * special.erfc(special.erfcinv(2.0 * q / (m - 1)) + 1.0 / sigma)
+def _log_sf_inverse(log_p: np.ndarray) -> np.ndarray:
+    """``w`` with ``log Φ̄(w) = log_p`` for ``log_p ≤ 0``, in log space (no underflow).
+
+    :func:`scipy.special.ndtri_exp` gives ``z = Φ⁻¹(e^{log_p})`` (so ``w = −z``) to ~1e-13
+    relative deep in the tail; two Newton steps on ``log Φ(z) = log_p`` (derivative
+    ``φ(z)/Φ(z)``, computed as one exponential of a log-ratio) bring it to rounding.
+    """
+    log_p = np.asarray(log_p, dtype=np.float64)
+    z = special.ndtri_exp(log_p)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        for _ in range(2):
+            lz = special.log_ndtr(z)
+            slope = np.exp(-0.5 * z * z - _HALF_LOG_2PI - lz)
+            step = (lz - log_p) / slope
+            ok = np.isfinite(step) & np.isfinite(z)
+            z = np.where(ok, z - np.where(ok, step, 0.0), z)
+    return -z
 
 
-def _b_u(q: float, sigma: float, m: int) -> float:
-    """B_U(q) of Prop. 13: the largest q̃ one teacher away, capped at 1."""
-    return min(1.0, (m - 1) / 2.0 * special.erfc(special.erfcinv(2.0 * q / (m - 1)) - 1.0 / sigma))
+def _log_b_l(log_q: np.ndarray, sigma: float, m: int) -> np.ndarray:
+    """``log B_L(q)`` of Papernot et al. 2018 Prop. 13, in log space.
+
+    ``B_L(q) = (m−1)·Φ̄(w + √2/σ)`` with ``Φ̄(w) = q/(m−1)``: the smallest q̃ one teacher away
+    (the erfc form ``(m−1)/2·erfc(erfc⁻¹(2q/(m−1)) + 1/σ)`` with ``w = √2·erfc⁻¹(·)``).
+    """
+    log_m1 = math.log(m - 1)
+    w = _log_sf_inverse(np.asarray(log_q, dtype=np.float64) - log_m1)
+    return log_m1 + special.log_ndtr(-(w + _SQRT2 / sigma))
 
 
-def _safe_log(x: float) -> float:
-    return math.log(x) if x > 0 else -math.inf
+def _log_b_u(log_q: np.ndarray, sigma: float, m: int) -> np.ndarray:
+    """``log B_U(q) = min(0, log((m−1)·Φ̄(w − √2/σ)))`` (Prop. 13): the largest q̃ one away."""
+    log_m1 = math.log(m - 1)
+    w = _log_sf_inverse(np.asarray(log_q, dtype=np.float64) - log_m1)
+    return np.minimum(0.0, log_m1 + special.log_ndtr(-(w - _SQRT2 / sigma)))
 
 
 @dataclasses.dataclass(frozen=True)
 class GNMaxPlateau(ResultMixin):
-    """The two points of the GNMax β-function (formulas.md §1.6 steps 1 and 3).
+    """The two points of the GNMax β-function (Papernot et al. 2018 App. B.4, Alg. 3).
 
     Attributes:
         log_q0: below it the data-dependent bound DD is used, above it λ/σ².
@@ -113,8 +160,23 @@ class GNMaxPlateau(ResultMixin):
     num_classes: int
 
 
+def _plateau(sigma: float, lam: float, m: int) -> GNMaxPlateau:
+    ind = _data_independent(sigma, lam)
+    lq0 = _log_q0(sigma, lam, ind)
+    lq1 = float(_log_b_l(np.array(lq0), sigma, m))
+    if not math.isfinite(lq1):
+        raise ValueError(
+            f"sigma={sigma!r}, order={lam!r}: log q1 = log B_L(q0) is {lq1!r}, outside "
+            "float64's range; the smooth-sensitivity bounds cannot be computed for it"
+        )
+    return GNMaxPlateau(lq0, lq1, sigma, lam, m)
+
+
 def gnmax_plateau(sigma: float, order: float, num_classes: int) -> GNMaxPlateau:
     """``log q0`` and ``log q1`` of the GNMax β-function (Papernot et al. 2018 App. B.4).
+
+    Computed in log space throughout: ``q0`` and ``q1`` may lie far below the smallest
+    float64 (``log q1 = −2500.92`` at σ = 1, λ = 50, m = 2).
 
     Args:
         sigma: GNMax noise σ > 0.
@@ -125,44 +187,49 @@ def gnmax_plateau(sigma: float, order: float, num_classes: int) -> GNMaxPlateau:
         :class:`GNMaxPlateau`.
 
     Raises:
-        ValueError: bad arguments, or no crossing above ``log q = −10⁴``.
+        ValueError: bad arguments, no crossing above ``log q = −10⁴``, or σ so extreme that
+            ``λ/σ²``, ``log q0`` or ``log q1`` leave float64's range.
 
     Example:
         >>> round(gnmax_plateau(40, 20, 10).log_q0, 6)
         -3.156873
+        >>> round(gnmax_plateau(1.0, 50.0, 2).log_q1, 2)  # q1 = e^-2500.92 underflows
+        -2500.92
     """
     s = check_positive("sigma", sigma)
     lam = _check_order(order)
     m = check_positive_int("num_classes", num_classes)
     if m < 2:
         raise ValueError(f"num_classes must be at least 2, got {m}")
-    lq0 = _log_q0(s, lam)
-    return GNMaxPlateau(lq0, _safe_log(_b_l(math.exp(lq0), s, m)), s, lam, m)
+    return _plateau(s, lam, m)
 
 
 class _Beta:
-    """β(q) and LS(q) for fixed (σ, λ, m): formulas.md §1.6 steps 2 and 4 (Algorithm 3)."""
+    """β(q) and LS(q) for fixed (σ, λ, m), all in log q (Papernot et al. 2018 Alg. 3)."""
 
     def __init__(self, sigma: float, lam: float, m: int) -> None:
         self.sigma, self.lam, self.m = sigma, lam, m
-        p = gnmax_plateau(sigma, lam, m)
+        p = _plateau(sigma, lam, m)
         self.log_q0, self.log_q1 = p.log_q0, p.log_q1
-        self.ind = lam / sigma**2
+        self.ind = _data_independent(sigma, lam)
 
     def beta(self, log_q: float) -> float:
         if log_q == -math.inf:
-            return 0.0  # B_L underflowed: the output is (numerically) constant
+            return 0.0  # q̃ = 0: the output is constant, 0-RDP
         if log_q >= self.log_q0:
             return self.ind
         return _dd(log_q, self.sigma, self.lam)
 
     def ls(self, log_q: float) -> float:
         if self.log_q1 <= log_q <= self.log_q0:
-            log_q = self.log_q1
-        q = math.exp(log_q)
+            # the plateau: LS(q1), where B_U(q1) = B_U(B_L(q0)) = q0 exactly (Prop. 13), so
+            # β(B_U(q1)) = λ/σ²; computing B_U(q1) could land an ulp below q0 and read DD.
+            b = self.beta(self.log_q1)
+            down = self.beta(float(_log_b_l(np.array(self.log_q1), self.sigma, self.m)))
+            return max(self.ind - b, b - down)
         b = self.beta(log_q)
-        up = self.beta(_safe_log(_b_u(q, self.sigma, self.m)))
-        down = self.beta(_safe_log(_b_l(q, self.sigma, self.m)))
+        up = self.beta(float(_log_b_u(np.array(log_q), self.sigma, self.m)))
+        down = self.beta(float(_log_b_l(np.array(log_q), self.sigma, self.m)))
         return max(up - b, b - down)
 
 
@@ -175,7 +242,7 @@ def gnmax_local_sensitivity(
 ) -> FloatArray:
     """Upper bounds on the local sensitivity of GNMax's data-dependent RDP at distance d.
 
-    Papernot et al. 2018 App. B, Algorithms 3–5 (formulas.md §1.6): start from the plateau
+    Papernot et al. 2018 (arXiv:1802.08908) App. B, Algorithms 3–5: start from the plateau
     value everywhere, then walk the histogram towards the plateau (moving votes between the
     two largest classes), recording LS at each distance. q̃ is the union bound (Prop. 7).
 
@@ -237,7 +304,7 @@ def threshold_local_sensitivity(
     Tabulate ``R[v] = RDP_GN(log min(p_v, 1−p_v), √2·σ1, λ)`` with ``p_v = Φ̄((T − v)/σ1)`` for
     every max count v = 0..N_T, then ``LS(v) = max(|R[v−1]−R[v]|, |R[v+1]−R[v]|)`` and
     ``ls[d] = max(LS(c+d), LS(c−d))`` for ``c = round(max n)`` (Papernot et al. 2018 App. B;
-    formulas.md §1.6). Entries ``d ≥ max(c, N_T − c)`` are 0.
+    Papernot et al. 2018 App. B). Entries ``d ≥ max(c, N_T − c)`` are 0.
 
     Args:
         votes: one histogram ``(m,)``, non-negative.
@@ -264,6 +331,7 @@ def threshold_local_sensitivity(
     t = check_threshold(threshold)
     s1 = check_positive("sigma1", sigma1)
     lam = _check_order(order)
+    _data_independent(math.sqrt(2.0) * s1, lam, "sigma1")  # λ/(2σ1²) must be a float64
     c = int(np.round(v.max()))
     if c > n_t:
         raise ValueError(f"num_teachers must be at least the max count {c}, got {n_t}")
@@ -298,9 +366,9 @@ def pate_local_sensitivity(
 ) -> FloatArray:
     """Total local sensitivity ``ls_tot(d) = Σ_i [ls1_i(d) + w_i·ls2_i(d)]`` of a batch of queries.
 
-    formulas.md §1.6 ("Total and smoothing"): ``ls1`` is the threshold step's (only when a
-    threshold is given), ``ls2`` GNMax's; ``w_i = 1{answered_i}`` for a real release
-    (the reference scripts plan with ``w_i = p_i``).
+    Papernot et al. 2018 App. B (the reference scripts' total): ``ls1`` is the threshold
+    step's (only when a threshold is given), ``ls2`` GNMax's; ``w_i = 1{answered_i}`` for a
+    real release (the reference scripts plan with ``w_i = p_i``).
 
     Args:
         votes: batch ``(n, m)`` of histograms.
@@ -320,7 +388,7 @@ def pate_local_sensitivity(
     Example:
         >>> three = [[230, 15, 5] + [0] * 7, [150, 60, 40] + [0] * 7, [120, 110, 20] + [0] * 7]
         >>> ls = pate_local_sensitivity(three, num_teachers=250, sigma=40, order=20)
-        >>> round(smooth_sensitivity(ls, 0.02), 10)  # formulas.md §1.8 item 5: 8.6821206e-4
+        >>> round(smooth_sensitivity(ls, 0.02), 10)  # PATE scripts' value: 8.6821206e-4
         0.0008682121
     """
     batch = check_votes("votes", votes, min_classes=2, nonneg=True)
@@ -350,7 +418,7 @@ def pate_local_sensitivity(
 def smooth_sensitivity(local_sensitivity: ArrayLike, beta: float) -> float:
     """β-smooth sensitivity ``SS_β = max_{d ≥ 0} e^{−β·d}·ls(d)`` (Nissim et al. 2007).
 
-    formulas.md §1.6.
+    Nissim, Raskhodnikova, Smith 2007 (STOC), Def. 2.1; Papernot et al. 2018 App. B.
 
     Args:
         local_sensitivity: ``ls(d)`` for d = 0, 1, … (non-negative, 1-d).
@@ -372,7 +440,7 @@ def smooth_sensitivity(local_sensitivity: ArrayLike, beta: float) -> float:
 
 
 def gnss_rdp(beta: float, sigma_s: float, order: float) -> float:
-    """RDP cost of the GNSS release at order λ (Papernot et al. 2018 Thm 23; formulas.md §1.6).
+    """RDP cost of the GNSS release at order λ (Papernot et al. 2018 Thm 23).
 
     ``λ·e^{2β}/σ_s² + (β·λ − ½·log(1 − 2λβ))/(λ − 1)``, valid only for ``1 < λ < 1/(2β)``.
 
@@ -396,12 +464,12 @@ def gnss_rdp(beta: float, sigma_s: float, order: float) -> float:
     lam = _check_order(order)
     if lam * b >= 0.5:
         raise ValueError(f"order must be < 1/(2·beta) = {0.5 / b} for GNSS, got {lam}")
-    return lam * math.exp(2 * b) / s**2 + (b * lam - 0.5 * math.log1p(-2 * lam * b)) / (lam - 1)
+    return lam * math.exp(2 * b) / (s * s) + (b * lam - 0.5 * math.log1p(-2 * lam * b)) / (lam - 1)
 
 
 @dataclasses.dataclass(frozen=True)
 class GNSSRelease(ResultMixin):
-    """A privately released data-dependent ε (GNSS mechanism; formulas.md §1.6).
+    """A privately released data-dependent ε (GNSS mechanism, Papernot et al. 2018 Thm 23).
 
     Attributes:
         epsilon_released: ``ε̃ + GNSS + log(1/δ)/(λ−1)`` with ``ε̃ = ρ_total + SS_β·σ_s·Z``.
@@ -453,9 +521,9 @@ def gnss_release(
 
     With ``beta=None`` the reference scripts' rule is used: β ∈ {0.30/λ, 0.31/λ, …, 0.49/λ},
     ``σ_s = (λ·e^{2β}/SS_β)^{1/3}``, keeping the β that minimises
-    ``ρ_total + GNSS(β, σ_s, λ) + 2·SS_β·σ_s`` (formulas.md §1.6). That choice looks at the data
-    and is not itself accounted for (``selection="none"``); pass β (and optionally σ_s) to
-    fix it in advance (``selection="explicit"``).
+    ``ρ_total + GNSS(β, σ_s, λ) + 2·SS_β·σ_s`` (Papernot et al. 2018 scripts). That choice looks
+    at the data and is not itself accounted for (``selection="none"``); pass β (and optionally
+    σ_s) to fix it in advance (``selection="explicit"``).
 
     Args:
         rho_total: the data-dependent RDP ρ_total(λ) ≥ 0 of all queries at ``order``.
@@ -551,7 +619,10 @@ class SmoothSensitivityConditions(ResultMixin):
 def smooth_sensitivity_conditions(
     sigma: float, num_classes: int, order: float, *, num_points: int = 4000, span: float = 60.0
 ) -> SmoothSensitivityConditions:
-    """Check C5 and C6 (App. B.4.2) on a dense log grid (formulas.md §1.6).
+    """Check C5 and C6 (App. B.4.2) on a dense log grid (Papernot et al. 2018).
+
+    Both grids are in log q (the C6 grid ends at log q1, which may be far below the smallest
+    float64), and ``B_U`` is evaluated in log space.
 
     Args:
         sigma: GNMax noise σ > 0.
@@ -583,14 +654,6 @@ def smooth_sensitivity_conditions(
     grid5 = np.linspace(p.log_q0 - w, p.log_q0, n)
     c5 = bool(np.all(np.diff(dd_curve(grid5)) >= 0))
     grid6 = np.linspace(p.log_q1 - w, p.log_q1, n)
-    with np.errstate(divide="ignore"):
-        up = np.log(
-            np.minimum(
-                1.0,
-                (m - 1)
-                / 2.0
-                * special.erfc(special.erfcinv(2.0 * np.exp(grid6) / (m - 1)) - 1.0 / s),
-            )
-        )
+    up = _log_b_u(grid6, s, m)  # log space: q1 may be far below the smallest float64
     c6 = bool(np.all(np.diff(dd_curve(up) - dd_curve(grid6)) >= 0))
     return SmoothSensitivityConditions(c5, c6, p.log_q0, p.log_q1, s, m, lam)
