@@ -1,17 +1,19 @@
-"""Benchmark: vote-histogram reconstruction (issue 7) against paper 003's own procedure.
+"""Benchmark: vote-histogram reconstruction (issue 7) against Wang et al. 2022's own procedure.
 
 Target: reconstruction ≤ 1 s per histogram (C = 10, N = 250) on one core, measured in the same
 run as a faithful reimplementation of the paper's procedure
 (:func:`dpaudit.attacks.reconstruct_histogram_paper`: trapezoid Q over ±6σ with unit steps,
-normalised-L2 objective, normalised gradient steps of length 10 then 1, 003 §3.2 and §4.1)
-on the same inputs: the 15 MNIST histograms of paper 003 at σ ∈ {40, 60, 80, 100}, M = 10⁴
+normalised-L2 objective, normalised gradient steps of length 10 then 1; Wang et al. 2022,
+"In Differential Privacy, There is Truth", arXiv:2209.10732, §3.2 and §4.1) on the same
+inputs: the 15 MNIST histograms of that paper at σ ∈ {40, 60, 80, 100}, M = 10⁴
 answers each (``counts ~ Multinomial(M, Q(H))``, seed 0). Reported: time per histogram of
 each method, the time ratio, and the mean normalised L1 error of each.
 
 Timed: ``reconstruct_histogram(..., intervals="none")`` (the point estimate, MLE and L2), the
 same with per-class profile-likelihood intervals, and the paper procedure. The paper's own
-JAX implementation took ~2.5 h per histogram (003 §4.1); our numpy reimplementation of it
-is vectorised, so the ratio below compares two fast implementations of two algorithms.
+JAX implementation took ~2.5 h per histogram (Wang et al. 2022 §4.1); our numpy
+reimplementation of it is vectorised, so the ratio below compares two fast implementations of
+two algorithms.
 
 Run: ``.venv/bin/python benchmarks/bench_extraction.py`` (writes
 ``benchmarks/results/extraction.json``; ``DPAUDIT_BENCH_QUICK=1`` uses σ = 40 only).
@@ -33,13 +35,14 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from dpaudit._rng import child_seed  # noqa: E402
 from dpaudit.attacks import (  # noqa: E402
     normalised_l1_error,
     reconstruct_histogram,
     reconstruct_histogram_paper,
 )
-from dpaudit.experiments.vote_leakage import load_mnist_vote_histograms  # noqa: E402
 from dpaudit.mechanisms import sample_argmax_counts_exact  # noqa: E402
+from dpaudit.systems.data import load_mnist_vote_histograms  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results" / "extraction.json"
 M = 10_000
@@ -67,9 +70,7 @@ def main() -> None:
         err_s = {k: [] for k in methods}
         for hi in range(len(hs)):
             truth = hs.votes[hi].astype(np.float64)
-            counts = sample_argmax_counts_exact(
-                truth, sigma, M, rng=np.random.SeedSequence(SEED, spawn_key=(si, hi))
-            )
+            counts = sample_argmax_counts_exact(truth, sigma, M, rng=child_seed(SEED, si, hi))
             runs = {
                 "mle": lambda c=counts, s=sigma: (
                     reconstruct_histogram(c, s, 250, intervals="none").votes
@@ -106,7 +107,7 @@ def main() -> None:
         "benchmark": "vote-histogram reconstruction (issue 7)",
         "target": "<= 1 s per histogram (C = 10, N = 250), one core",
         "inputs": {
-            "histograms": "15 MNIST histograms of paper 003 (package data)",
+            "histograms": "15 MNIST histograms (Wang et al. 2022, arXiv:2209.10732; package data)",
             "sigmas": list(sigmas),
             "num_queries": M,
             "seed": SEED,

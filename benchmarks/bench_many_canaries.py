@@ -2,7 +2,9 @@
 
 Targets: one-run and f-DP ε for m = 10⁴ canaries with a full guess-count sweep (10, 20, …,
 10⁴: 1000 points, every point's bound recorded, plus the corrected bound) in < 2 s each; LiDP
-intervals for n = 10⁴ trials × k = 64 canaries in < 1 s.
+intervals for n = 10⁴ trials × k = 64 canaries in < 1 s. The bounds: one run (Steinke, Nasr &
+Jagielski 2023, arXiv:2305.08846), f-DP in one run (Mahloujifar, Melis & Chaudhuri 2024,
+arXiv:2410.22235), Lifted DP (Pillutla et al. 2023, arXiv:2305.18447).
 
 Baselines, in the same run: straightforward implementations in the style of the public
 reference code (jax_privacy ``auditing.py``): the one-run p-value over the full binomial range

@@ -1,4 +1,4 @@
-"""Paper 002's Gaussian sum-query LiDP experiment, end to end, and its CLI."""
+"""The Gaussian sum-query LiDP experiment (Pillutla et al. 2023, arXiv:2305.18447) and its CLI."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from scipy import stats
 from dpaudit.bounds import lidp_epsilon
 from dpaudit.conversions._gdp import gdp_epsilon
 from dpaudit.experiments.lidp import (
+    LiDPGaussianSettings,
     _runs_needed,
     lidp_gaussian_statistics,
     run_lidp_gaussian,
@@ -78,7 +79,7 @@ def test_runs_needed_reads_the_curve_in_log_n():
 
 
 def test_experiment_end_to_end_is_consistent_and_reproducible():
-    res = run_lidp_gaussian(2.0, 100, 16, 300, num_repetitions=3, rng=5)
+    res = run_lidp_gaussian(2.0, 100, 16, 300, num_repetitions=3, rng=5).detail
     assert res.true_epsilon == pytest.approx(gdp_epsilon(0.5, 1e-5))
     g = res.run_grid
     assert g[-1] == 300 and np.all(np.diff(g) > 0) and g[0] == 10
@@ -106,11 +107,11 @@ def test_experiment_end_to_end_is_consistent_and_reproducible():
     )
     lo, hi = res.gain_interval
     assert 0 <= lo <= hi
-    again = run_lidp_gaussian(2.0, 100, 16, 300, num_repetitions=3, rng=5)
+    again = run_lidp_gaussian(2.0, 100, 16, 300, num_repetitions=3, rng=5).detail
     np.testing.assert_array_equal(res.epsilon_lidp_by_repetition, again.epsilon_lidp_by_repetition)
     assert again.gain_interval == res.gain_interval
     # repetition r does not depend on how many repetitions are run
-    two = run_lidp_gaussian(2.0, 100, 16, 300, num_repetitions=2, rng=5)
+    two = run_lidp_gaussian(2.0, 100, 16, 300, num_repetitions=2, rng=5).detail
     np.testing.assert_array_equal(
         two.epsilon_lidp_by_repetition, res.epsilon_lidp_by_repetition[:2]
     )
@@ -118,10 +119,47 @@ def test_experiment_end_to_end_is_consistent_and_reproducible():
     assert data["selection"] == "split" and data["num_repetitions"] == 3
 
 
+def test_audit_result_entries_bounds_claims_and_selection():
+    res = run_lidp_gaussian(2.0, 100, 16, 300, num_repetitions=3, rng=5)
+    r = res.detail
+    assert res.workflow == "lidp-gaussian" and res.seed == 5
+    assert [e.adversary for e in res.entries] == ["1 canary per run", "16 canaries per run"]
+    assert res.settings == LiDPGaussianSettings(2.0, 100, 16, 300, num_repetitions=3)
+    assert res.timings["total"] > 0 and "numpy" in res.versions
+    for entry, single in zip(res.entries, (r.baseline, r.lidp), strict=True):
+        lb = entry.lower_bound
+        # the valid bound: repetition 0 with all runs, at the stated level and δ
+        assert lb.epsilon == single.epsilon and lb.epsilon_is_valid
+        assert lb.confidence_level == 0.95 and lb.delta == 1e-5
+        assert entry.exact is entry.claim and entry.claim.epsilon == r.true_epsilon
+        assert entry.claim.epsilon == pytest.approx(gdp_epsilon(0.5, 1e-5), rel=1e-12)
+        assert entry.gap.epsilon_claim == r.true_epsilon and not entry.gap.refutes_claim
+        (sel,) = entry.selections
+        assert (sel.choice, sel.strategy) == ("threshold τ", "split")
+        assert entry.detail is single
+    assert res.entries[0].lower_bound.method.startswith("Clopper–Pearson")
+    json.loads(res.to_json())
+
+
+def test_settings_parse_strictly_and_validate():
+    from dpaudit._settings import from_mapping
+
+    s = from_mapping(LiDPGaussianSettings, {"sigma": 2, "num_runs": 300, "run_grid": [10, 100]})
+    assert s.sigma == 2.0 and s.run_grid == (10, 100) and s.tuning_runs == 300
+    with pytest.raises(ValueError, match="num_runs must be an integer"):
+        from_mapping(LiDPGaussianSettings, {"num_runs": "30"})
+    with pytest.raises(ValueError, match="sigma must be a number"):
+        from_mapping(LiDPGaussianSettings, {"sigma": True})
+    with pytest.raises(ValueError, match="unknown setting 'canaries'"):
+        from_mapping(LiDPGaussianSettings, {"canaries": 4})
+    with pytest.raises(ValueError, match="run_grid"):
+        from_mapping(LiDPGaussianSettings, {"num_runs": 50, "run_grid": [10, 100]})
+
+
 def test_k_canaries_need_several_times_fewer_runs():
     # Paper 002's setting ε ≈ 2 (σ² = 4.62), d = 10⁶, k = 64, n = 1000. With seed 11 the gain
     # is 4.3× (90% bootstrap 3.5–5.5×) over these 12 repetitions, 3.5× (3.0–4.0×) over 30.
-    res = run_lidp_gaussian(2.149, 10**6, 64, 1000, num_repetitions=12, rng=11)
+    res = run_lidp_gaussian(2.149, 10**6, 64, 1000, num_repetitions=12, rng=11).detail
     assert res.runs_needed_baseline == pytest.approx(1000)
     assert res.sample_complexity_gain > 2.5
     assert res.gain_interval[0] > 1.5
@@ -136,7 +174,7 @@ def test_k_canaries_need_several_times_fewer_runs():
 def test_threshold_is_tuned_on_separate_runs():
     res = run_lidp_gaussian(
         1.0, 32, 8, 120, num_repetitions=2, num_tuning_runs=80, method="wilson2", rng=2
-    )
+    ).detail
     assert res.num_tuning_runs == 80
     st = lidp_gaussian_statistics(1.0, 32, 8, 120, rng=11)
     # the bound at a tuned threshold is an ordinary LiDP bound on the audited outcomes
@@ -150,16 +188,18 @@ def test_threshold_is_tuned_on_separate_runs():
 
 
 def test_custom_grid_target_and_zero_target():
-    res = run_lidp_gaussian(50.0, 8, 4, 30, num_repetitions=2, run_grid=[10, 20], rng=0)
+    res = run_lidp_gaussian(50.0, 8, 4, 30, num_repetitions=2, run_grid=[10, 20], rng=0).detail
     np.testing.assert_array_equal(res.run_grid, [10, 20, 30])
     assert res.target_epsilon == 0.0
     assert res.runs_needed_baseline is None and res.sample_complexity_gain is None
     assert res.gain_interval is None
-    fixed = run_lidp_gaussian(2.0, 1000, 16, 200, num_repetitions=2, target_epsilon=0.2, rng=1)
+    fixed = run_lidp_gaussian(
+        2.0, 1000, 16, 200, num_repetitions=2, target_epsilon=0.2, rng=1
+    ).detail
     assert fixed.target_epsilon == 0.2
     if fixed.runs_needed_lidp is not None:
         assert np.all(fixed.epsilon_lidp[fixed.run_grid >= fixed.runs_needed_lidp] >= 0.2)
-    one = run_lidp_gaussian(2.0, 1000, 16, 200, num_repetitions=1, rng=1)
+    one = run_lidp_gaussian(2.0, 1000, 16, 200, num_repetitions=1, rng=1).detail
     assert one.gain_interval is None
 
 
@@ -213,12 +253,16 @@ def test_cli_json_and_table():
     ]
     res = runner.invoke(build_app(), [*args, "--seed", "3", "--json"])
     assert res.exit_code == 0, res.output
-    data = json.loads(res.stdout)
+    top = json.loads(res.stdout)
+    assert top["workflow"] == "lidp-gaussian" and top["seed"] == 3
+    data = top["detail"]
     assert data["num_canaries"] == 4 and data["num_runs"] == 60 and data["seed"] == 3
     assert data["num_repetitions"] == 2
-    direct = run_lidp_gaussian(1.0, 16, 4, 60, num_repetitions=2, rng=3)
+    direct = run_lidp_gaussian(1.0, 16, 4, 60, num_repetitions=2, rng=3).detail
     assert data["lidp"]["epsilon"] == pytest.approx(direct.lidp.epsilon)
     assert data["epsilon_lidp"] == pytest.approx(direct.epsilon_lidp.tolist())
+    lidp_entry = next(e for e in top["entries"] if e["adversary"] == "4 canaries per run")
+    assert lidp_entry["lower_bound"]["epsilon"] == pytest.approx(direct.lidp.epsilon)
     res = runner.invoke(build_app(), [*args, "--seed", "3", "--method", "wilson2"])
     assert res.exit_code == 0 and "canaries/run" in res.stdout and "repetitions" in res.stdout
     bad = runner.invoke(

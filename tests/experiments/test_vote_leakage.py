@@ -1,4 +1,5 @@
-"""Paper 003 reproduction pipeline: data, query/budget-limited runs, noise sweep, Adult, CLI."""
+"""Vote-leakage reproduction (Wang et al. 2022, arXiv:2209.10732): data, the four parts, the
+pipeline's AuditResult, settings, report and CLI."""
 
 from __future__ import annotations
 
@@ -8,17 +9,18 @@ import pathlib
 import numpy as np
 import pytest
 
+from dpaudit._rng import child_seed, int_seed
+from dpaudit.experiments.attribute_inference import run_attribute_inference
+from dpaudit.experiments.budget_limited import run_budget_limited
+from dpaudit.experiments.noise_sweep import run_noise_sweep
+from dpaudit.experiments.vote_extraction import run_query_limited, simulate_extraction
 from dpaudit.experiments.vote_leakage import (
     VoteLeakageConfig,
-    load_mnist_vote_histograms,
-    plot_noise_sweep,
-    run_attribute_inference,
-    run_budget_limited,
-    run_noise_sweep,
-    run_query_limited,
+    load_vote_leakage_config,
     run_vote_leakage,
-    simulate_extraction,
 )
+from dpaudit.report import plot_noise_sweep, write_vote_leakage_report
+from dpaudit.systems.data import load_mnist_vote_histograms
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -122,7 +124,7 @@ def test_budget_limited_live_and_paper_models():
 
 
 def test_paper_budget_model_returns_only_checked_counts():
-    from dpaudit.experiments.vote_leakage import _paper_max_queries
+    from dpaudit.experiments.budget_limited import _paper_max_queries
 
     votes = np.array([250.0] + [0.0] * 9)  # unanimous: a tiny expected cost per query
     # a budget that no count up to the limit exhausts: the limit itself, checked
@@ -226,12 +228,18 @@ def test_attribute_inference_rejects_bad_settings():
 
 
 def test_shipped_config_parses():
-    cfg = VoteLeakageConfig.from_toml(REPO / "configs" / "vote_leakage_mnist.toml")
+    path = REPO / "src" / "dpaudit" / "configs" / "vote_leakage_mnist.toml"
+    cfg = VoteLeakageConfig.from_toml(path)
     assert cfg.query_limited.sigmas == (40.0, 60.0, 80.0, 100.0)
     assert cfg.query_limited.num_queries == 10_000
     b = cfg.budget_limited
     assert (b.threshold, b.sigma1, b.sigma2, b.budget) == (200, 150, 40, 1.97)
     assert cfg.delta == 1e-5 and cfg.attribute_inference.num_teachers == 250
+    # by name through importlib.resources, from anywhere (also the former repo-root path)
+    assert load_vote_leakage_config("vote_leakage_mnist") == cfg
+    assert load_vote_leakage_config("configs/vote_leakage_mnist.toml") == cfg
+    with pytest.raises(FileNotFoundError, match="shipped"):
+        load_vote_leakage_config("no_such_config")
 
 
 @pytest.mark.parametrize(
@@ -246,6 +254,13 @@ def test_shipped_config_parses():
         ({"attribute_inference": {"threshold": 1.5}}, "attribute_inference.threshold"),
         ({"delta": 2.0}, "delta"),
         ({"histograms": ["H1", "Z3"]}, "histograms"),
+        ({"histograms": []}, "histograms"),
+        ({"noise_sweep": {"num_queries": "30"}}, r"noise_sweep\.num_queries must be an integer"),
+        ({"budget_limited": {"budget": True}}, r"budget_limited\.budget must be a number"),
+        ({"query_limited": {"repetitions": 1.5}}, r"query_limited\.repetitions"),
+        ({"query_limited": {"intervals": "wide"}}, r"query_limited\.intervals"),
+        ({"attribute_inference": {"n_jobs": 0}}, r"attribute_inference\.n_jobs"),
+        ({"seed": -1}, "seed"),
     ],
 )
 def test_config_rejects_bad_values(data, match):
@@ -254,7 +269,8 @@ def test_config_rejects_bad_values(data, match):
 
 
 def test_config_type_errors(tmp_path):
-    with pytest.raises(TypeError, match=r"query_limited\.enabled"):
+    # strict parsing (dpaudit._settings): wrong types are ValueErrors naming the key path
+    with pytest.raises(ValueError, match=r"query_limited\.enabled"):
         VoteLeakageConfig.from_dict({"query_limited": {"enabled": "yes"}})
     bad = tmp_path / "bad.toml"
     bad.write_text("seed = [\n")
@@ -285,8 +301,9 @@ def test_run_vote_leakage_writes_results_and_plots(tmp_path):
     cfg_path = tmp_path / "small.toml"
     cfg_path.write_text(SMALL_CONFIG)
     cfg = VoteLeakageConfig.from_toml(cfg_path)
-    res = run_vote_leakage(cfg, out_dir=tmp_path / "out")
-    names = sorted(pathlib.Path(f).name for f in res.files)
+    res = run_vote_leakage(cfg)
+    files = write_vote_leakage_report(res, tmp_path / "out")
+    names = sorted(pathlib.Path(f).name for f in files.values())
     assert names == [
         "fig4a_budget_limited.png",
         "fig6_query_limited.png",
@@ -294,9 +311,72 @@ def test_run_vote_leakage_writes_results_and_plots(tmp_path):
         "results.json",
     ]
     data = json.loads((tmp_path / "out" / "results.json").read_text())
-    assert data["config"]["seed"] == 2
-    assert data["attribute_inference"] is None
-    assert len(data["query_limited"]["records"]) == 2 * 2 * 3
+    assert data["workflow"] == "vote-leakage" and data["seed"] == 2
+    assert data["detail"]["config"]["seed"] == 2
+    assert data["detail"]["attribute_inference"] is None
+    assert len(data["detail"]["query_limited"]["records"]) == 2 * 2 * 3
+    assert write_vote_leakage_report(res, tmp_path / "j", plots=False) == {
+        "json": tmp_path / "j" / "results.json"
+    }
+
+
+def test_audit_result_entries_state_costs_not_epsilon_bounds():
+    from dpaudit._settings import parse_toml
+
+    res = run_vote_leakage(parse_toml(SMALL_CONFIG, VoteLeakageConfig))
+    d = res.detail
+    assert [e.adversary for e in res.entries] == [
+        "query-limited extraction",
+        "budget-limited extraction",
+        "noise sweep (MLE extraction)",
+    ]
+    assert res.settings is d.config and res.seed == 2
+    assert set(res.timings) == {"query_limited", "budget_limited", "noise_sweep", "total"}
+    for e in res.entries:
+        lb = e.lower_bound
+        # extraction error is not an ε lower bound, and the entry says so
+        assert lb.epsilon is None and not lb.epsilon_is_valid
+        assert "Not an ε lower bound" in lb.note and "normalised L1 error" in lb.method
+        assert e.system == "pate" and e.gap is not None and not e.gap.refutes_claim
+        assert all(c.delta == 1e-5 and c.epsilon > 0 for c in e.claims)
+    # the claims are the accountant's charges, with the conversion named
+    q = res.entry("pate", "query-limited extraction")
+    dd40 = q.claim_of("GNMax σ=40 data-dependent (10000 queries, mean over 2 histograms)")
+    costs40 = [c for c in d.query_limited.costs if c.sigma == 40]
+    assert dd40.conversion == "balle2020"
+    assert dd40.epsilon == pytest.approx(
+        np.mean([c.epsilon_gnmax_data_dependent for c in costs40]), rel=1e-15
+    )
+    paper = [c for c in q.claims if c.conversion == "standard"]
+    assert len(paper) == 2 and "paper's cost dots" in paper[0].analysis
+    assert q.detail["mean_error"] == d.query_limited.mean_error
+    b = res.entry("pate", "budget-limited extraction")
+    live = [r.epsilon for r in d.budget_limited.records if r.model == "live"]
+    assert b.claim.epsilon == pytest.approx(np.mean(live)) and b.claim.conversion == "balle2020"
+    assert b.claim_of("ε budget of the interface").epsilon == 0.5
+    n = res.entry("pate", "noise sweep (MLE extraction)")
+    assert len(n.claims) == 2 * 2
+    np.testing.assert_allclose(
+        [c.epsilon for c in n.claims[1::2]], d.noise_sweep.mean_epsilon_data_independent
+    )
+    json.loads(res.to_json())
+
+
+def test_keyed_streams_are_the_former_streams():
+    # child_seed(seed, *key) is the former SeedSequence(seed, spawn_key=key) of every cell
+    a = child_seed(7, 1, 0, 2, 3).generate_state(4)
+    b = np.random.SeedSequence(7, spawn_key=(1, 0, 2, 3)).generate_state(4)
+    np.testing.assert_array_equal(a, b)
+    cell = np.random.SeedSequence(7, spawn_key=(1, 0))
+    np.testing.assert_array_equal(
+        child_seed(cell, 2).generate_state(2),
+        np.random.SeedSequence(7, spawn_key=(1, 0, 2)).generate_state(2),
+    )
+    assert int_seed(3) == 3 and int_seed(np.random.SeedSequence(9)) == 9
+    g1, g2 = np.random.default_rng(0), np.random.default_rng(0)
+    assert int_seed(g1) == int(g2.integers(0, 2**63))
+    with pytest.raises(ValueError, match="non-negative"):
+        child_seed(-1, 0)
 
 
 def test_cli_extract_histogram_votes_json():
@@ -356,8 +436,17 @@ def test_cli_extract_histogram_config_and_errors(tmp_path):
     )
     assert out.exit_code == 0, out.output
     data = json.loads(out.stdout)
-    assert data["query_limited"]["mean_error"]["mle"]["80"] < 0.1
+    assert data["workflow"] == "vote-leakage"
+    assert data["detail"]["query_limited"]["mean_error"]["mle"]["80"] < 0.1
+    assert data["entries"][0]["lower_bound"]["epsilon"] is None
     assert (tmp_path / "o" / "fig6_query_limited.png").exists()
+    table = runner.invoke(
+        build_app(),
+        ["attack", "extract-histogram", "--config", str(cfg), "--out", str(tmp_path / "t")],
+    )
+    assert table.exit_code == 0, table.output
+    assert "Query-limited attack" in table.stdout and "balle2020" in table.stdout
+    assert "wrote" in table.stdout
     neither = runner.invoke(build_app(), ["attack", "extract-histogram"])
     assert neither.exit_code == 2
     both = runner.invoke(

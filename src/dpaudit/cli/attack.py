@@ -1,14 +1,16 @@
-"""``dpaudit attack extract-histogram``: paper 003's vote-histogram extraction.
+"""``dpaudit attack extract-histogram``: vote-histogram extraction (Wang et al. 2022).
 
-Two modes:
+The attack of Wang et al. 2022, "In Differential Privacy, There is Truth: On Vote Leakage in
+Ensemble Private Learning" (arXiv:2209.10732). Two modes:
 
 * ``--votes 4,7,6,8,4,2,0,214,4,1 --sigma 40 --queries 10000 --seed 0``: simulate M answers of
   a GNMax interface for that histogram, reconstruct it, print the estimate with per-class
   intervals, the normalised L1 error and the defender's privacy cost
-  (:func:`dpaudit.experiments.vote_leakage.simulate_extraction`).
-* ``--config configs/vote_leakage_mnist.toml [--out DIR]``: the whole paper reproduction
-  (:func:`dpaudit.experiments.vote_leakage.run_vote_leakage`), writing ``results.json`` and
-  PNG plots.
+  (:func:`dpaudit.experiments.vote_extraction.simulate_extraction`).
+* ``--config vote_leakage_mnist [--out DIR]`` (a shipped config by name, or a TOML file): the
+  whole reproduction (:func:`dpaudit.experiments.vote_leakage.run_vote_leakage`), writing
+  ``results.json`` (the :class:`~dpaudit._results.AuditResult`) and PNG plots
+  (:func:`dpaudit.report.write_vote_leakage_report`); ``--json`` prints the AuditResult.
 """
 
 from __future__ import annotations
@@ -61,13 +63,32 @@ def _render_simulated(console, r) -> None:
         console.print("[yellow]warning: the optimiser did not fully converge[/yellow]")
 
 
-def _render_reproduction(console, r) -> None:
+def _render_claims(console, result) -> None:
+    """What the defender's accountant charged for each part's queries (primary claim)."""
     from rich.table import Table
 
+    t = Table(
+        title="Privacy cost charged for the attack's queries (no ε lower bound: extraction "
+        "error is not a privacy loss)"
+    )
+    for col in ("part", "accountant", "ε", "δ", "conversion"):
+        t.add_column(col, justify="right" if col in ("ε", "δ") else "left")
+    for e in result.entries:
+        c = e.claim
+        if c is None:
+            continue
+        t.add_row(e.adversary, c.analysis, f"{c.epsilon:.3g}", f"{c.delta:g}", c.conversion or "–")
+    console.print(t)
+
+
+def _render_reproduction(console, result) -> None:
+    from rich.table import Table
+
+    r = result.detail
     if r.query_limited is not None:
         q = r.query_limited
         t = Table(
-            title=f"Query-limited attack (paper 003 Fig. 6): mean normalised L1 error, "
+            title=f"Query-limited attack (Wang et al. 2022 Fig. 6): mean normalised L1 error, "
             f"M = {q.num_queries}, {q.repetitions} repetitions"
         )
         t.add_column("estimator")
@@ -109,8 +130,28 @@ def _render_reproduction(console, r) -> None:
             if res is not None:
                 t.add_row(name, f"{res.precision:.3f}", f"{res.recall:.3f}")
         console.print(t)
-    for f in r.files:
-        console.print(f"wrote {f}")
+    _render_claims(console, result)
+
+
+def _reproduction(config: str, out: str | None, json_: bool) -> None:
+    """Run the reproduction, write its report, print the tables or the AuditResult."""
+    from dpaudit.experiments.vote_leakage import load_vote_leakage_config, run_vote_leakage
+    from dpaudit.report import write_vote_leakage_report
+
+    try:
+        cfg = load_vote_leakage_config(config)
+    except (OSError, ValueError, TypeError) as exc:
+        fail(f"--config: {exc}")
+    console = None
+    if not json_:
+        console = require("rich.console", "cli").Console(stderr=True)
+    progress = None if console is None else (lambda msg: console.print(f"[dim]{msg}[/dim]"))
+    result = run_vote_leakage(cfg, progress=progress)
+    paths = write_vote_leakage_report(result, out if out is not None else cfg.out_dir)
+    emit(result, as_json=json_, render=_render_reproduction)
+    if not json_:
+        for p in paths.values():
+            typer.echo(f"wrote {p}")
 
 
 @attack_app.command("extract-histogram")
@@ -124,28 +165,19 @@ def extract_histogram_command(
     confidence_level: float = typer.Option(0.95, help="Per-class confidence level."),
     delta: float = typer.Option(1e-5, help="δ of the privacy cost."),
     seed: int = typer.Option(0, help="Random seed of the simulated answers."),
-    config: str = typer.Option(None, help="TOML config of the paper reproduction."),
+    config: str = typer.Option(
+        None, help="Config of the reproduction: a TOML file or a shipped name (vote_leakage_mnist)."
+    ),
     out: str = typer.Option(None, help="Output directory of --config (default: its out_dir)."),
     json_: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
-    """Reconstruct PATE's vote histogram from repeated answers (paper 003)."""
+    """Reconstruct PATE's vote histogram from repeated answers (Wang et al. 2022)."""
     if (votes is None) == (config is None):
         fail("give exactly one of --votes (one histogram) or --config (the reproduction)")
     if config is not None:
-        from dpaudit.experiments.vote_leakage import VoteLeakageConfig, run_vote_leakage
-
-        try:
-            cfg = VoteLeakageConfig.from_toml(config)
-        except (OSError, ValueError, TypeError) as exc:
-            fail(f"--config: {exc}")
-        console = None
-        if not json_:
-            console = require("rich.console", "cli").Console(stderr=True)
-        progress = None if console is None else (lambda msg: console.print(f"[dim]{msg}[/dim]"))
-        result = run_vote_leakage(cfg, out_dir=out, progress=progress)
-        emit(result, as_json=json_, render=_render_reproduction)
+        _reproduction(config, out, json_)
         return
-    from dpaudit.experiments.vote_leakage import simulate_extraction
+    from dpaudit.experiments.vote_extraction import simulate_extraction
 
     try:
         result = simulate_extraction(

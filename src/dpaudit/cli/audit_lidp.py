@@ -1,4 +1,8 @@
-"""``dpaudit audit lidp-gaussian``: paper 002's Gaussian sum-query audit, 1 vs k canaries/run."""
+"""``dpaudit audit lidp-gaussian``: the Gaussian sum-query audit, 1 vs k canaries per run.
+
+Pillutla et al. 2023 (arXiv:2305.18447), run by :func:`dpaudit.experiments.lidp.run_lidp_gaussian`;
+``--json`` prints its :class:`~dpaudit._results.AuditResult`.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +14,10 @@ def _fmt_runs(n: float | None) -> str:
     return "not reached" if n is None else f"{n:.0f}"
 
 
-def _render(console, r) -> None:
+def _render(console, result) -> None:
     from rich.table import Table
 
+    r = result.detail
     t = Table(
         title=(
             f"Gaussian sum query σ = {r.sigma:g}, d = {r.dim}: mean ε lower bounds over "
@@ -45,6 +50,13 @@ def _render(console, r) -> None:
         f"{_fmt_runs(r.runs_needed_baseline)} runs, {r.num_canaries} canaries/run need "
         f"{_fmt_runs(r.runs_needed_lidp)} runs; gain {gain}"
     )
+    for e in result.entries:
+        lb = e.lower_bound
+        console.print(
+            f"{e.adversary}: ε ≥ {lb.epsilon:.4f} at {lb.confidence_level:g} confidence "
+            f"(repetition 0, {r.num_runs} runs; τ: {e.selections[0].strategy}); "
+            f"exact ε = {e.exact.epsilon:.4f}"
+        )
 
 
 @audit_app.command("lidp-gaussian")

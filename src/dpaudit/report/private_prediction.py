@@ -1,18 +1,20 @@
-"""Reports of audits (layer 8): rich summary tables and matplotlib PNG plots.
+"""Report of the private-prediction audit: rich summary table and matplotlib PNG plots.
 
-For the private-prediction audit (:mod:`dpaudit.experiments.private_prediction`):
+For the private-prediction audit (:mod:`dpaudit.experiments.private_prediction`; Chadha et al.
+2024, "Auditing Private Prediction", arXiv:2402.09403):
 
-* :func:`summary_table` — one row per algorithm × adversary: ε at δ of the audit (display
+* :func:`summary_table` — one row per system × adversary: ε at δ of the audit (display
   only, flagged), of the exact, data-dependent and data-independent RDP; the affected
   teacher's flip rate with its interval; whether ``audit ≤ exact ≤ dd ≤ di`` held.
 * :func:`plot_rdp_curves` — RDP against the order, one panel per algorithm × adversary:
-  audit, exact, data-dependent, data-independent (paper 000 Fig. 2/6 style, log scales).
+  audit, exact, data-dependent, data-independent (Chadha et al. 2024 Fig. 2/6 style, log scales).
 * :func:`plot_epsilon_bars` — ε at δ as grouped bars per adversary, one panel per algorithm
-  (paper 000 Fig. 3/4 style).
+  (Chadha et al. 2024 Fig. 3/4 style).
 * :func:`write_private_prediction_report` — ``results.json`` and both PNGs in a directory.
 
 rich and matplotlib are imported lazily (extras ``cli`` and ``plot``); plots use the Agg
-canvas directly, so no GUI backend or global pyplot state is touched.
+canvas directly (:func:`dpaudit.report._figures.figure`), so no GUI backend or global pyplot
+state is touched.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from dpaudit.errors import require
+from dpaudit.report._figures import figure
 
 __all__ = [
     "plot_epsilon_bars",
@@ -49,22 +52,33 @@ def _fmt(x: float) -> str:
     return f"{x:.3g}" if x != 0 else "0"
 
 
+def _details(audit: Any) -> list[Any]:
+    """The per-adversary details (``AdversaryAudit``) of a private-prediction AuditResult."""
+    return [e.detail for e in audit.entries]
+
+
 def summary_table(audit: Any):
-    """A rich table summarising a private-prediction audit (one row per algorithm × adversary).
+    """A rich table summarising a private-prediction audit (one row per system × adversary).
+
+    Args:
+        audit: the :class:`dpaudit.AuditResult` of
+            :func:`dpaudit.experiments.audit_private_prediction`.
 
     Returns:
         ``rich.table.Table``.
     """
     table_mod = require("rich.table", "cli")
     s = audit.settings
-    delta = s.delta
+    delta = s.audit.delta
     t = table_mod.Table(
         title=(
-            f"Private-prediction audit: {audit.dataset}, m={s.teachers}, k={s.k}, σ={s.sigma:g}, "
-            f"n_Q={s.queries}, T={s.experiments:.3g}/query, ε at δ={delta:g}"
+            f"Private-prediction audit: {audit.detail.dataset}, m={s.system.teachers}, k={s.k}, "
+            f"σ={s.system.sigma:g}, n_Q={s.adversary.queries}, "
+            f"T={s.engine.experiments:.3g}/query, ε at δ={delta:g}"
         ),
         caption=(
-            f"*audit: display only (RDP lower bound at {s.confidence_level:.0%} converted with "
+            f"*audit: display only (RDP lower bound at {s.audit.confidence_level:.0%} converted "
+            "with "
             "an upper-bound conversion — not an (ε, δ) lower bound). dd/di: data-(in)dependent "
             "claim. AdvQ: worst query × n_Q repetitions; NatQ: sum over n_Q queries. order ok: "
             "audit ≤ exact ≤ dd ≤ di at every order."
@@ -81,7 +95,7 @@ def summary_table(audit: Any):
         ("order ok", "center", False),
     ):
         t.add_column(col, justify=just, no_wrap=not wrap)
-    for r in audit.results:
+    for r in _details(audit):
         fl = r.flips
         if fl.num_retrainings:
             flips = (
@@ -106,36 +120,26 @@ def summary_table(audit: Any):
 def render_private_prediction(console: Any, audit: Any) -> None:
     """Print the summary table (and any ordering violation) to a rich console."""
     console.print(summary_table(audit))
-    for r in audit.results:
+    for r in _details(audit):
         for v in r.ordering.violations:
             console.print(f"[yellow]{r.algorithm}/{r.adversary}:[/yellow] {v}")
 
 
-def _figure(nrows: int, ncols: int, width: float, height: float):
-    require("matplotlib", "plot")
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width * ncols, height * nrows), layout="constrained")
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(nrows, ncols, squeeze=False)
-    return fig, axes
-
-
 def plot_rdp_curves(audit: Any, path: str | Path) -> Path:
-    """RDP against the order for each algorithm × adversary (paper 000 Fig. 2/6 style).
+    """RDP against the order for each algorithm × adversary (Chadha et al. 2024 Fig. 2/6 style).
 
     Args:
-        audit: a ``PrivatePredictionAudit``.
+        audit: the :class:`dpaudit.AuditResult` of a private-prediction audit.
         path: PNG file to write.
 
     Returns:
         The path written.
     """
-    algs = list(dict.fromkeys(r.algorithm for r in audit.results))
-    advs = list(dict.fromkeys(r.adversary for r in audit.results))
-    fig, axes = _figure(len(algs), len(advs), 4.2, 3.4)
-    for r in audit.results:
+    results = _details(audit)
+    algs = list(dict.fromkeys(r.algorithm for r in results))
+    advs = list(dict.fromkeys(r.adversary for r in results))
+    fig, axes = figure(len(algs), len(advs), 4.2, 3.4)
+    for r in results:
         ax = axes[algs.index(r.algorithm)][advs.index(r.adversary)]
         for attr, label, color, style in _CURVES:
             y = np.asarray(getattr(r, attr), dtype=np.float64)
@@ -152,7 +156,8 @@ def plot_rdp_curves(audit: Any, path: str | Path) -> Path:
         ax.grid(True, which="both", alpha=0.3)
     axes[0][0].legend(fontsize=8, loc="upper left")
     fig.suptitle(
-        f"{audit.dataset}: RDP audit ({audit.settings.confidence_level:.0%} lower bound) vs "
+        f"{audit.detail.dataset}: RDP audit ({audit.settings.audit.confidence_level:.0%} lower "
+        "bound) vs "
         "exact and claimed RDP"
     )
     out = Path(path)
@@ -162,28 +167,29 @@ def plot_rdp_curves(audit: Any, path: str | Path) -> Path:
 
 
 def plot_epsilon_bars(audit: Any, path: str | Path) -> Path:
-    """ε at δ per adversary and algorithm as grouped bars (paper 000 Fig. 3/4 style).
+    """ε at δ per adversary and algorithm as grouped bars (Chadha et al. 2024 Fig. 3/4 style).
 
     The audit's bar is hatched: an RDP lower bound converted with an upper-bound conversion
-    is not an (ε, δ) lower bound (paper 000 §5.4 plots it the same way).
+    is not an (ε, δ) lower bound (Chadha et al. 2024 §5.4 plot it the same way).
 
     Args:
-        audit: a ``PrivatePredictionAudit``.
+        audit: the :class:`dpaudit.AuditResult` of a private-prediction audit.
         path: PNG file to write.
 
     Returns:
         The path written.
     """
-    algs = list(dict.fromkeys(r.algorithm for r in audit.results))
-    advs = list(dict.fromkeys(r.adversary for r in audit.results))
-    fig, axes = _figure(1, len(algs), 5.0, 3.6)
+    results = _details(audit)
+    algs = list(dict.fromkeys(r.algorithm for r in results))
+    advs = list(dict.fromkeys(r.adversary for r in results))
+    fig, axes = figure(1, len(algs), 5.0, 3.6)
     width = 0.2
     for a_i, alg in enumerate(algs):
         ax = axes[0][a_i]
         for c_i, (attr, label, color, _) in enumerate(_CURVES):
             vals = []
             for adv in advs:
-                rs = [r for r in audit.results if r.algorithm == alg and r.adversary == adv]
+                rs = [r for r in results if r.algorithm == alg and r.adversary == adv]
                 vals.append(getattr(rs[0].epsilon, attr) if rs else np.nan)
             x = np.arange(len(advs)) + (c_i - 1.5) * width
             ax.bar(
@@ -197,11 +203,11 @@ def plot_epsilon_bars(audit: Any, path: str | Path) -> Path:
                 linewidth=0.4,
             )
         ax.set_xticks(np.arange(len(advs)), [_ADV_LABEL.get(a, a) for a in advs])
-        ax.set_ylabel(f"ε at δ = {audit.settings.delta:g}")
+        ax.set_ylabel(f"ε at δ = {audit.settings.audit.delta:g}")
         ax.set_title(_ALG_LABEL.get(alg, alg))
         ax.grid(True, axis="y", alpha=0.3)
     axes[0][0].legend(fontsize=8)
-    fig.suptitle(f"{audit.dataset}: privacy leakage (audit ε is for display only)")
+    fig.suptitle(f"{audit.detail.dataset}: privacy leakage (audit ε is for display only)")
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)
@@ -214,7 +220,7 @@ def write_private_prediction_report(
     """Write ``results.json`` (and ``rdp_vs_order.png``, ``epsilon_bars.png``) to a directory.
 
     Args:
-        audit: a ``PrivatePredictionAudit``.
+        audit: the :class:`dpaudit.AuditResult` of a private-prediction audit.
         out_dir: directory (created if missing).
         plots: also write the PNGs.
 

@@ -1,0 +1,39 @@
+"""Reports of audits (layer 8): rich summary tables and matplotlib PNG plots.
+
+- :mod:`dpaudit.report.private_prediction` — the private-prediction audit (Chadha et al. 2024,
+  arXiv:2402.09403): summary table, RDP curves, ε bars, ``results.json``.
+- :mod:`dpaudit.report.vote_leakage` — the vote-leakage reproduction (Wang et al. 2022,
+  arXiv:2209.10732): the four figures and ``results.json``.
+- :mod:`dpaudit.report._figures` — the one figure helper every plot uses (Agg canvas, no
+  pyplot state).
+
+rich and matplotlib are imported lazily (extras ``cli`` and ``plot``).
+"""
+
+from dpaudit.report.private_prediction import (
+    plot_epsilon_bars,
+    plot_rdp_curves,
+    render_private_prediction,
+    summary_table,
+    write_private_prediction_report,
+)
+from dpaudit.report.vote_leakage import (
+    plot_attribute_inference,
+    plot_budget_limited,
+    plot_noise_sweep,
+    plot_query_limited,
+    write_vote_leakage_report,
+)
+
+__all__ = [
+    "plot_attribute_inference",
+    "plot_budget_limited",
+    "plot_epsilon_bars",
+    "plot_noise_sweep",
+    "plot_query_limited",
+    "plot_rdp_curves",
+    "render_private_prediction",
+    "summary_table",
+    "write_private_prediction_report",
+    "write_vote_leakage_report",
+]
