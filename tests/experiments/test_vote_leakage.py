@@ -9,6 +9,7 @@ import pathlib
 import numpy as np
 import pytest
 
+from doctest_support import module_examples, run_examples, section_examples
 from dpaudit._rng import child_seed, int_seed
 from dpaudit.experiments.attribute_inference import run_attribute_inference
 from dpaudit.experiments.budget_limited import run_budget_limited
@@ -461,3 +462,26 @@ def test_cli_extract_histogram_config_and_errors(tmp_path):
         build_app(), ["attack", "extract-histogram", "--config", str(tmp_path / "nope.toml")]
     )
     assert missing.exit_code == 2
+
+
+VOTE_MODULES = [
+    "dpaudit._rng",
+    "dpaudit.systems._vote_data",
+    "dpaudit.experiments.vote_extraction",
+    "dpaudit.experiments.budget_limited",
+    "dpaudit.experiments.noise_sweep",
+    "dpaudit.experiments.vote_leakage_settings",
+    "dpaudit.experiments.vote_leakage",
+]
+
+
+@pytest.mark.parametrize("name", VOTE_MODULES)
+def test_docstring_examples_of_the_vote_leakage_modules(name):
+    result = module_examples(name)
+    assert result.attempted > 0 and result.failed == 0
+
+
+def test_vote_extraction_readme_section_examples():
+    test = section_examples("70-vote-extraction.md")
+    assert test.examples
+    assert run_examples(test) == 0
