@@ -1,4 +1,5 @@
-"""Samplers: agreement with Q(H), chunking invariance, exact sampler, bad input."""
+"""Samplers: agreement with Q(H), chunking invariance, exact sampler, the engine's kernels,
+bad input."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ import pytest
 from scipy import stats
 
 from dpaudit._rng import block_seeds
+from dpaudit.engine import run_blocks
 from dpaudit.mechanisms import (
+    ArgmaxBlock,
+    NoisyArgmaxBlock,
     argmax_probabilities,
     sample_argmax_block,
     sample_argmax_counts,
@@ -146,11 +150,42 @@ def test_bad_input(kwargs, exc, match):
         sample_argmax_counts(votes, sigma, n, **args)
 
 
+def test_device_is_for_the_torch_backend_only():
+    with pytest.raises(ValueError, match="device"):
+        sample_argmax_counts([3, 2, 1], 1.0, 10, rng=0, device="cuda")
+    with pytest.raises(TypeError, match="device"):
+        sample_argmax_counts([3, 2, 1], 1.0, 10, rng=0, backend="torch", device=0)
+
+
+def test_samplers_are_the_engine_with_a_kernel():
+    """One sampling path: the samplers are run_blocks over the mechanisms' kernels, so the
+    kernels through a parallel executor give the samplers' counts."""
+    votes, sigma = [[4, 7, 214], [19, 31, 90]], 40.0
+    run = run_blocks(ArgmaxBlock(votes, sigma), 30_001, rng=5, block_size=4096,
+                     executor="joblib", workers=2)  # fmt: skip
+    np.testing.assert_array_equal(
+        run.counts, sample_argmax_counts(votes, sigma, 30_001, rng=5, block_size=4096)
+    )
+
+    def flips(gen, size):
+        h = np.tile([30.0, 25.0, 10.0], (size, 1))
+        h[gen.random(size) < 0.5, :2] += [-1, 1]
+        return h
+
+    counts = sample_argmax_counts_from(flips, 6.0, 30_001, rng=2, block_size=4096)
+    run = run_blocks(NoisyArgmaxBlock(flips, 6.0, chunk=4096), 30_001, rng=2, block_size=4096)
+    np.testing.assert_array_equal(run.counts, counts)
+
+
 def test_bad_histogram_sampler():
     with pytest.raises(TypeError, match="histogram_sampler"):
         sample_argmax_counts_from("nope", 1.0, 10)
     with pytest.raises(ValueError, match="histogram_sampler"):
         sample_argmax_counts_from(lambda g, s: np.zeros((s, 1)), 1.0, 10)
+    with pytest.raises(ValueError, match="non-finite"):
+        sample_argmax_counts_from(lambda g, s: np.full((s, 2), np.inf), 1.0, 10)
+    with pytest.raises(ValueError, match="sigma"):
+        sample_argmax_counts_from(lambda g, s: np.zeros((s, 2)), -1.0, 10)
     with pytest.raises(ValueError, match="n"):
         sample_argmax_counts_exact([1, 2], 1.0, -5)
 

@@ -1,16 +1,17 @@
-"""Audit pipelines, one module per paper workflow, and the sampling engine (layer 7).
+"""Audit pipelines, one module per paper workflow (layer 7).
 
 - :mod:`dpaudit.experiments.private_prediction`: PATE and CaPC audited end to end (paper 000).
 - :mod:`dpaudit.experiments.config`: TOML configs of that audit, validated before training.
-- :mod:`dpaudit.experiments.engine`: block-wise seeded sampling with executors and checkpoints.
 - :mod:`dpaudit.experiments.lidp`: the Lifted-DP Gaussian experiment (paper 002).
 - :mod:`dpaudit.experiments.vote_leakage`: vote extraction and attribute inference (paper 003).
 
-The most used entry points are re-exported here; everything else is in its module.
+The most used entry points are re-exported here, with the sampling engine
+(:func:`dpaudit.engine.run_blocks`) and its kernels (:mod:`dpaudit.mechanisms`); everything else
+is in its module.
 """
 
+from dpaudit.engine import EngineRun, run_blocks
 from dpaudit.experiments.config import demo_settings, find_config, load_config, parse_config
-from dpaudit.experiments.engine import EngineRun, MultinomialBlock, NoisyArgmaxBlock, run_blocks
 from dpaudit.experiments.lidp import LiDPExperimentResult, run_lidp_gaussian
 from dpaudit.experiments.private_prediction import (
     AdversaryAudit,
@@ -23,6 +24,7 @@ from dpaudit.experiments.vote_leakage import (
     VoteLeakageResult,
     run_vote_leakage,
 )
+from dpaudit.mechanisms import MultinomialBlock, NoisyArgmaxBlock
 
 __all__ = [
     "AdversaryAudit",

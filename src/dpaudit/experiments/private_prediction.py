@@ -13,7 +13,7 @@ The pipeline, per algorithm (PATE or CaPC) and adversary (Nat-AdvQ, Pois-AdvQ, P
 3. **Models.** Maximum-likelihood parametric histogram models per query (paper 000 §5.1–5.2)
    and their exact output distributions ``p̄ = E[Q(H_S)]``, ``p̄′ = E[Q(H_S′)]``.
 4. **Sampling.** T experiments per query under S and under S′ through the sampling engine
-   (:mod:`dpaudit.experiments.engine`): ``Multinomial(T, p̄)`` (exact in distribution:
+   (:mod:`dpaudit.engine`): ``Multinomial(T, p̄)`` (exact in distribution:
    experiments are independent and each output is one draw from p̄) or the direct simulation
    (a histogram per experiment, Gaussian noise, argmax).
 5. **Audit.** Per query the 2-cut RDP lower bound with Clopper–Pearson intervals (paper 000
@@ -184,7 +184,7 @@ class PrivatePredictionSettings(ResultMixin):
     def __post_init__(self) -> None:
         from dpaudit.attacks.adversaries import ADVERSARY_NAMES
         from dpaudit.attacks.parametric import ALGORITHMS, NEIGHBOUR_ESTIMATORS
-        from dpaudit.experiments.engine import EXECUTORS
+        from dpaudit.engine import EXECUTORS
         from dpaudit.systems import ESTIMATOR_NAMES
         from dpaudit.systems.data import DATASET_NAMES
 
@@ -592,12 +592,8 @@ def _sample_counts(
     progress: bool,
     description: str,
 ) -> tuple[np.ndarray, float]:
-    from dpaudit.experiments.engine import (
-        MultinomialBlock,
-        NoisyArgmaxBlock,
-        probabilities_key,
-        run_blocks,
-    )
+    from dpaudit.engine import probabilities_key, run_blocks
+    from dpaudit.mechanisms import MultinomialBlock, NoisyArgmaxBlock
 
     start = time.perf_counter()
     if sampler == "exact":

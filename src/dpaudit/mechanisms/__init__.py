@@ -4,12 +4,16 @@
   mechanism — :class:`GNMax`, :class:`ConfidentGNMax`, :class:`LNMax`,
   :class:`SubsampledGaussian`, :class:`LaplaceLabels`, :class:`GaussianLabels`,
   :class:`RandomizedResponse`. Systems answer with them; accounting computes claims from them.
-* The Gaussian noisy argmax: exact output probabilities and their Jacobian, per-block samplers.
+* The Gaussian noisy argmax: exact output probabilities and their Jacobian, samplers, and the
+  per-block sampling kernels ``f(size, seed) -> counts`` that :func:`dpaudit.engine.run_blocks`
+  runs (:class:`ArgmaxBlock`, :class:`NoisyArgmaxBlock`, :class:`MultinomialBlock`).
 * Textbook mechanisms with known privacy curves (Gaussian, Laplace, randomized response).
 """
 
+from dpaudit.mechanisms._kernels import MultinomialBlock, NoisyArgmaxBlock
 from dpaudit.mechanisms.noisy_argmax import (
     DEFAULT_BLOCK_SIZE,
+    ArgmaxBlock,
     argmax_probabilities,
     argmax_probabilities_jacobian,
     log_argmax_probabilities,
@@ -50,13 +54,16 @@ __all__ = [
     "ABSTAIN",
     "DEFAULT_BLOCK_SIZE",
     "REFUSED",
+    "ArgmaxBlock",
     "ConfidentGNMax",
     "GNMax",
     "GaussianLabels",
     "LNMax",
     "LaplaceLabels",
     "Mechanism",
+    "MultinomialBlock",
     "NoisyArgmax",
+    "NoisyArgmaxBlock",
     "RandomizedResponse",
     "SubsampledGaussian",
     "argmax_probabilities",

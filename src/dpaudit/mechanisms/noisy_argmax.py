@@ -51,6 +51,7 @@ better further down. ``C = 2`` uses the closed form ``Q_0 = Φ((v_0 − v_1)/√
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Callable
@@ -59,19 +60,21 @@ from typing import NamedTuple
 import numpy as np
 from scipy import special
 
-from dpaudit._rng import block_seeds
-from dpaudit._typing import ArrayLike, FloatArray, RngLike
-from dpaudit._validate import (
-    check_choice,
-    check_nonneg_int,
-    check_positive,
-    check_positive_int,
-    check_votes,
-)
+from dpaudit._rng import as_generator, as_seed_sequence, child_seed
+from dpaudit._typing import ArrayLike, FloatArray, IntArray, RngLike
+from dpaudit._validate import check_nonneg_int, check_positive, check_positive_int, check_votes
+from dpaudit.engine import DEFAULT_ENGINE_BLOCK_SIZE, run_blocks
 from dpaudit.mechanisms import _quadrature as quad
+from dpaudit.mechanisms._kernels import (
+    NoisyArgmaxBlock,
+    check_backend,
+    numpy_generator,
+    torch_generator,
+)
 
 __all__ = [
     "DEFAULT_BLOCK_SIZE",
+    "ArgmaxBlock",
     "argmax_probabilities",
     "argmax_probabilities_jacobian",
     "log_argmax_probabilities",
@@ -83,7 +86,7 @@ __all__ = [
 
 #: Draws per block in the Monte-Carlo samplers. Each block owns one child of
 #: ``SeedSequence(seed).spawn``, so results depend only on (seed, n, block_size).
-DEFAULT_BLOCK_SIZE = 2**20
+DEFAULT_BLOCK_SIZE = DEFAULT_ENGINE_BLOCK_SIZE
 
 
 def _centre(votes: ArrayLike, sigma: float) -> tuple[np.ndarray, float, tuple[int, ...]]:
@@ -237,14 +240,6 @@ def argmax_probabilities_jacobian(votes: ArrayLike, sigma: float) -> tuple[Float
 # Samplers
 # ----------------------------------------------------------------------------------------
 
-_BACKENDS = ("numpy", "torch")
-
-
-def _block_sizes(n: int, block_size: int) -> list[int]:
-    full, rest = divmod(n, block_size)
-    return [block_size] * full + ([rest] if rest else [])
-
-
 # Thinning plan of the Monte-Carlo kernel (see _numpy_block), chosen per histogram and block
 # size by a cost model in nanoseconds per draw (measured with numpy 2.x on one core): a
 # Gaussian for an explicit class and its share of the running maximum ~_COST_NORMAL;
@@ -351,8 +346,7 @@ def _row_generator(seed: np.random.SeedSequence, row: int, num_rows: int) -> np.
     seed, so a histogram's counts do not depend on which others share the batch (as long as
     it keeps its row index)."""
     del num_rows
-    child = np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, row))
-    return np.random.Generator(np.random.PCG64(child))
+    return numpy_generator(child_seed(seed, row))
 
 
 def _numpy_block(v: np.ndarray, size: int, gen: np.random.Generator) -> np.ndarray:
@@ -461,22 +455,64 @@ def _bernoulli_positions(gen: np.random.Generator, size: int, p: float) -> np.nd
 def _torch_block(
     v: np.ndarray, size: int, seed: np.random.SeedSequence, *, device=None
 ) -> np.ndarray:
-    from dpaudit.errors import require
-
-    torch = require("torch", "torch")
-    dev = torch.device(device) if device is not None else torch.device("cpu")
     b, c = v.shape
     out = np.zeros((b, c), dtype=np.int64)
-    vt = torch.as_tensor(v, dtype=torch.float64, device=dev)
     for row in range(b):
-        child = np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, row))
-        gen = torch.Generator(device=dev)
-        gen.manual_seed(int(child.generate_state(1, dtype=np.uint64)[0] % (2**63)))
+        torch, dev, gen = torch_generator(seed, row, device)
         z = torch.randn((size, c), generator=gen, dtype=torch.float64, device=dev)
-        z += vt[row]
+        z += torch.as_tensor(v[row], dtype=torch.float64, device=dev)
         counts = torch.bincount(z.argmax(dim=1), minlength=c)
         out[row] = counts.cpu().numpy()
     return out
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ArgmaxBlock:
+    """Kernel of :func:`sample_argmax_counts`: noisy-argmax counts for fixed histograms.
+
+    ``ArgmaxBlock(votes, sigma)(size, seed)`` is the counts of ``size`` draws of
+    ``argmax(H + N(0, σ²I))`` for every histogram of ``votes``, drawn from ``seed`` only
+    (:func:`sample_argmax_block` on the standardised histograms), so it can run as one block
+    of :func:`dpaudit.engine.run_blocks` anywhere, in any order.
+
+    Attributes:
+        votes: a histogram ``(C,)`` or a batch ``(..., C)``, C ≥ 2, finite.
+        sigma: noise standard deviation σ > 0.
+        backend: ``"numpy"`` (exact thinning sampler) or ``"torch"`` (CPU or CUDA).
+        device: torch device string (e.g. ``"cuda"``); torch backend only.
+
+    Example:
+        >>> blk = ArgmaxBlock([200, 30, 20], 40.0)
+        >>> blk(1000, np.random.SeedSequence(0)).sum()
+        np.int64(1000)
+    """
+
+    votes: np.ndarray
+    sigma: float
+    backend: str = "numpy"
+    device: str | None = None
+
+    def __post_init__(self) -> None:
+        votes = check_votes("votes", self.votes)
+        votes.setflags(write=False)
+        object.__setattr__(self, "votes", votes)
+        object.__setattr__(self, "sigma", check_positive("sigma", self.sigma))
+        check_backend(self.backend, self.device)
+
+    @functools.cached_property
+    def standardised(self) -> np.ndarray:
+        """``(votes − max votes)/σ`` as a (B, C) array (see :func:`_standardise`)."""
+        return _standardise(self.votes, self.sigma)[0]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Shape of the counts a block returns (that of ``votes``)."""
+        return tuple(self.votes.shape)
+
+    def __call__(self, size: int, seed: np.random.SeedSequence) -> IntArray:
+        v = self.standardised
+        out = sample_argmax_block(v, size, seed, backend=self.backend, device=self.device)
+        return out.reshape(self.shape)
 
 
 def sample_argmax_counts(
@@ -491,11 +527,13 @@ def sample_argmax_counts(
 ) -> np.ndarray:
     """Per-class counts of ``n`` independent noisy-argmax draws (Monte Carlo).
 
-    Draws are made in fixed-size blocks; block ``b`` uses the ``b``-th child of
-    ``SeedSequence(rng).spawn``, so the counts are a function of ``(rng, n, block_size)``
-    only — the same whether blocks run here, in another process or on another backend's
-    schedule (each backend has its own generator, so numpy and torch differ in value but
-    agree in distribution). Peak memory is that of one block (see :func:`sample_argmax_block`).
+    Runs :class:`ArgmaxBlock` through :func:`dpaudit.engine.run_blocks` (serial): block ``b``
+    uses the ``b``-th child of ``SeedSequence(rng).spawn``, so the counts are a function of
+    ``(rng, n, block_size)`` only — the same whether blocks run here, in another process or
+    on another schedule (each backend has its own generator, so numpy and torch differ in
+    value but agree in distribution). Peak memory is that of one block (see
+    :func:`sample_argmax_block`); for parallel executors or checkpoints call
+    ``run_blocks(ArgmaxBlock(votes, sigma), n, ...)`` directly: the counts are the same.
 
     Args:
         votes: histogram ``(C,)`` or batch ``(..., C)``.
@@ -510,22 +548,19 @@ def sample_argmax_counts(
         int64 counts of shape ``votes.shape``; each histogram's counts sum to ``n``.
 
     Raises:
-        ValueError, TypeError: bad votes, σ, n, block size or backend.
+        ValueError, TypeError: bad votes, σ, n, block size, backend or device.
 
     Example:
         >>> sample_argmax_counts([200, 30, 20], 40, 1000, rng=0).sum()
         np.int64(1000)
     """
-    v, shape = _standardise(votes, sigma)
+    kernel = ArgmaxBlock(votes, sigma, backend=backend, device=device)
     n = check_nonneg_int("n", n)
     block_size = check_positive_int("block_size", block_size)
-    check_choice("backend", backend, _BACKENDS)
-    sizes = _block_sizes(n, block_size)
-    seeds = block_seeds(rng, len(sizes))
-    total = np.zeros(v.shape, dtype=np.int64)
-    for size, seed in zip(sizes, seeds, strict=True):
-        total += sample_argmax_block(v, size, seed, backend=backend, device=device)
-    return total.reshape(shape)
+    if n == 0:
+        as_seed_sequence(rng)  # validates rng (and advances a Generator, as for n > 0)
+        return np.zeros(kernel.shape, dtype=np.int64)
+    return run_blocks(kernel, n, rng=rng, block_size=block_size).counts
 
 
 def sample_argmax_counts_from(
@@ -538,8 +573,10 @@ def sample_argmax_counts_from(
 ) -> np.ndarray:
     """Counts of ``n`` noisy-argmax draws, each on a fresh random histogram.
 
-    For the parametric models of paper 000 §5: experiment ``t`` draws its own histogram
-    ``H_t ~ histogram_sampler`` and answers ``argmax(H_t + N(0, σ²I))``.
+    For the parametric models of Chadha et al. 2024 (arXiv:2402.09403, §5): experiment ``t``
+    draws its own histogram ``H_t ~ histogram_sampler`` and answers
+    ``argmax(H_t + N(0, σ²I))``. Runs :class:`dpaudit.mechanisms.NoisyArgmaxBlock` with
+    ``chunk=block_size`` through :func:`dpaudit.engine.run_blocks` (serial).
 
     Args:
         histogram_sampler: ``f(gen, size) -> (size, C)`` array of histograms drawn with the
@@ -556,36 +593,20 @@ def sample_argmax_counts_from(
     Raises:
         TypeError: ``histogram_sampler`` is not callable.
         ValueError: the sampler returns the wrong shape or non-finite values.
+
+    Example:
+        >>> def fixed(gen, size):
+        ...     return np.tile([3.0, 0.0], (size, 1))
+        >>> int(sample_argmax_counts_from(fixed, 1.0, 1000, rng=0).sum())
+        1000
     """
-    if not callable(histogram_sampler):
-        raise TypeError(
-            f"histogram_sampler must be callable, got {type(histogram_sampler).__name__}"
-        )
-    s = check_positive("sigma", sigma)
     n = check_nonneg_int("n", n)
     block_size = check_positive_int("block_size", block_size)
-    sizes = _block_sizes(n, block_size)
-    seeds = block_seeds(rng, len(sizes))
-    total: np.ndarray | None = None
-    for size, seed in zip(sizes, seeds, strict=True):
-        gen = np.random.Generator(np.random.PCG64(seed))
-        hists = np.asarray(histogram_sampler(gen, size), dtype=np.float64)
-        if hists.ndim != 2 or hists.shape[0] != size or hists.shape[1] < 2:
-            raise ValueError(
-                f"histogram_sampler must return an array of shape ({size}, C) with C >= 2, "
-                f"got {hists.shape}"
-            )
-        if not np.all(np.isfinite(hists)):
-            raise ValueError("histogram_sampler returned non-finite votes")
-        noisy = gen.standard_normal(hists.shape)
-        noisy *= s
-        noisy += hists
-        counts = np.bincount(noisy.argmax(axis=1), minlength=hists.shape[1])
-        total = counts if total is None else total + counts
-    if total is None:
-        hists = np.asarray(histogram_sampler(np.random.default_rng(0), 1), dtype=np.float64)
-        return np.zeros(hists.shape[-1], dtype=np.int64)
-    return total.astype(np.int64)
+    kernel = NoisyArgmaxBlock(histogram_sampler, sigma, chunk=block_size)
+    if n == 0:
+        as_seed_sequence(rng)  # validates rng (and advances a Generator, as for n > 0)
+        return np.zeros(kernel(1, np.random.SeedSequence(0)).shape, dtype=np.int64)
+    return run_blocks(kernel, n, rng=rng, block_size=block_size).counts
 
 
 def sample_argmax_counts_exact(
@@ -601,8 +622,6 @@ def sample_argmax_counts_exact(
         >>> sample_argmax_counts_exact([200, 30, 20], 40, 10**8, rng=0).sum()
         np.int64(100000000)
     """
-    from dpaudit._rng import as_generator
-
     q = argmax_probabilities(votes, sigma)
     n = check_nonneg_int("n", n)
     gen = as_generator(rng)

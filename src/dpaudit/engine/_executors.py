@@ -1,0 +1,219 @@
+"""Executors of the sampling engine: where blocks run (engine, layer 1).
+
+:data:`EXECUTORS` maps a name to a factory ``f(workers) -> Executor``; the engine never
+branches on a name. The parallel executors take their tasks lazily and keep a bounded number
+of blocks in flight, so a run of any number of blocks needs memory for a few blocks only.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from dpaudit._registry import Registry
+from dpaudit._typing import ArrayLike, IntArray
+from dpaudit._validate import check_positive_int
+from dpaudit.errors import require
+
+__all__ = [
+    "EXECUTORS",
+    "BlockFunction",
+    "Executor",
+    "JoblibExecutor",
+    "ProcessExecutor",
+    "RayExecutor",
+    "SerialExecutor",
+    "Task",
+    "resolve_executor",
+]
+
+#: ``f(size, seed) -> counts``: the counts of ``size`` experiments drawn from ``seed`` only.
+BlockFunction = Callable[[int, np.random.SeedSequence], ArrayLike]
+#: One unit of work: ``(block index, block size, block seed)``.
+Task = tuple[int, int, np.random.SeedSequence]
+
+
+def _run_block(fn: BlockFunction, index: int, size: int, seed: np.random.SeedSequence):
+    """One block (module level so that worker processes can unpickle it)."""
+    return index, np.asarray(fn(size, seed), dtype=np.int64)
+
+
+@runtime_checkable
+class Executor(Protocol):
+    """Runs blocks somewhere and yields ``(index, counts)`` as they finish (any order).
+
+    ``map`` must consume ``tasks`` lazily (a run may have millions of blocks) and stop its
+    workers when the returned iterator is closed.
+
+    Attributes:
+        name: recorded in :class:`EngineRun`.
+        workers: workers it uses (1 for serial).
+    """
+
+    name: str
+    workers: int
+
+    def map(self, fn: BlockFunction, tasks: Iterable[Task]) -> Iterator[tuple[int, IntArray]]:
+        """Yield ``(index, int64 counts)`` for every task, in any order."""
+        ...
+
+
+class SerialExecutor:
+    """Runs every block in this process, in order (``workers`` is ignored)."""
+
+    name = "serial"
+
+    def __init__(self, workers: int = 1) -> None:
+        check_positive_int("workers", workers)
+        self.workers = 1
+
+    def map(self, fn: BlockFunction, tasks: Iterable[Task]) -> Iterator[tuple[int, IntArray]]:
+        """Compute the blocks one after another."""
+        for index, size, seed in tasks:
+            yield _run_block(fn, index, size, seed)
+
+
+def _windowed(submit: Callable[[Task], Any], wait, tasks: Iterable[Task], window: int):
+    """Keep at most ``window`` tasks in flight; ``wait(pending) -> (done, pending)``."""
+    it = iter(tasks)
+    pending: set = set()
+    for task in it:
+        pending.add(submit(task))
+        if len(pending) >= window:
+            break
+    while pending:
+        done, pending = wait(pending)
+        for item in done:
+            yield item
+            task = next(it, None)
+            if task is not None:
+                pending.add(submit(task))
+
+
+class ProcessExecutor:
+    """``concurrent.futures`` with spawned local processes (serial when ``workers == 1``).
+
+    Spawned (not forked) workers: forking a process that already runs BLAS threads may
+    deadlock, and Python 3.12+ warns about it. At most ``2·workers`` blocks are in flight.
+    """
+
+    name = "processes"
+
+    def __init__(self, workers: int = 1) -> None:
+        self.workers = check_positive_int("workers", workers)
+
+    def map(self, fn: BlockFunction, tasks: Iterable[Task]) -> Iterator[tuple[int, IntArray]]:
+        """Compute the blocks in worker processes, yielding them as they finish."""
+        if self.workers == 1:
+            yield from SerialExecutor().map(fn, tasks)
+            return
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("spawn")
+        with cf.ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx) as pool:
+            futures: set = set()
+
+            def submit(task: Task):
+                fut = pool.submit(_run_block, fn, *task)
+                futures.add(fut)
+                return fut
+
+            def wait(pending):
+                return cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+
+            try:
+                for fut in _windowed(submit, wait, tasks, 2 * self.workers):
+                    futures.discard(fut)
+                    yield fut.result()
+            finally:
+                for fut in futures:
+                    fut.cancel()
+
+
+class JoblibExecutor:
+    """joblib's loky processes (the ``ml`` extra); joblib dispatches ``2·workers`` ahead."""
+
+    name = "joblib"
+
+    def __init__(self, workers: int = 1) -> None:
+        self.workers = check_positive_int("workers", workers)
+        self._joblib = require("joblib", "ml")
+
+    def map(self, fn: BlockFunction, tasks: Iterable[Task]) -> Iterator[tuple[int, IntArray]]:
+        """Compute the blocks with ``joblib.Parallel``, yielding them as they finish."""
+        joblib = self._joblib
+        parallel = joblib.Parallel(n_jobs=self.workers, return_as="generator_unordered")
+        yield from parallel(joblib.delayed(_run_block)(fn, *task) for task in tasks)
+
+
+class RayExecutor:
+    """A Ray cluster (the ``ray`` extra): ``RAY_ADDRESS`` if set, else a local instance.
+
+    At most ``2·workers`` blocks are in flight; unfinished ones are cancelled on close.
+    """
+
+    name = "ray"
+
+    def __init__(self, workers: int = 1) -> None:
+        self.workers = check_positive_int("workers", workers)
+        self._ray = require("ray", "ray")
+
+    def map(self, fn: BlockFunction, tasks: Iterable[Task]) -> Iterator[tuple[int, IntArray]]:
+        """Compute the blocks as Ray tasks, yielding them as they finish."""
+        ray = self._ray
+        if not ray.is_initialized():
+            ray.init(ignore_reinit_error=True, log_to_driver=False)
+        remote = ray.remote(_run_block)
+        fn_ref = ray.put(fn)
+        refs: set = set()
+
+        def submit(task: Task):
+            ref = remote.remote(fn_ref, *task)
+            refs.add(ref)
+            return ref
+
+        def wait(pending):
+            done, rest = ray.wait(list(pending), num_returns=1)
+            return done, set(rest)
+
+        try:
+            for ref in _windowed(submit, wait, tasks, 2 * self.workers):
+                refs.discard(ref)
+                yield ray.get(ref)
+        finally:
+            for ref in refs:
+                ray.cancel(ref)
+
+
+#: Executor factories by name: ``EXECUTORS.get(name)(workers) -> Executor``.
+EXECUTORS: Registry[Callable[[int], Executor]] = Registry("executor")
+EXECUTORS.register("serial", SerialExecutor)
+EXECUTORS.register("processes", ProcessExecutor)
+EXECUTORS.register("joblib", JoblibExecutor)
+EXECUTORS.register("ray", RayExecutor)
+
+
+def resolve_executor(executor: str | Executor, workers: int = 1) -> Executor:
+    """An :class:`Executor` from a registered name (built with ``workers``) or an executor.
+
+    Raises:
+        ValueError: unknown name (the message lists :data:`EXECUTORS`) or bad ``workers``.
+        TypeError: neither a name nor an object with ``map``, ``name`` and ``workers``.
+        MissingDependencyError: the executor's library is not installed.
+
+    Example:
+        >>> resolve_executor("processes", 1).name
+        'processes'
+    """
+    workers = check_positive_int("workers", workers)
+    if isinstance(executor, str):
+        return EXECUTORS.get(executor)(workers)
+    if isinstance(executor, Executor) and callable(executor.map):
+        return executor
+    raise TypeError(
+        f"executor must be one of {EXECUTORS.names()} or an Executor (name, workers, map), "
+        f"got {type(executor).__name__}"
+    )
