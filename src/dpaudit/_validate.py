@@ -1,18 +1,21 @@
 """Argument checks used at every public boundary (layer 1).
 
 Each helper raises ``TypeError`` or ``ValueError`` whose message names the argument and the
-offending value, so that users see at once what to fix.
+offending value, so that users see at once what to fix. :func:`check_progress` normalises a
+``progress`` argument (:data:`dpaudit._typing.ProgressLike`) to one callback, and
+:func:`track` reports a loop through it.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
 
 import numpy as np
 
-from dpaudit._typing import ArrayLike, FloatArray
+from dpaudit._typing import ArrayLike, FloatArray, Progress, ProgressLike
 
 __all__ = [
     "check_array",
@@ -26,9 +29,14 @@ __all__ = [
     "check_positive",
     "check_positive_int",
     "check_probability",
+    "check_progress",
     "check_real",
     "check_votes",
+    "no_progress",
+    "track",
 ]
+
+_T = TypeVar("_T")
 
 
 def _fmt(value: object) -> str:
@@ -200,3 +208,92 @@ def check_orders(
         rule = ">= 1" if allow_one else "> 1"
         raise ValueError(f"{name} must all be {rule}, got {_fmt(value)}")
     return arr
+
+
+# ---------------------------------------------------------------------------------------------
+# progress: one protocol (dpaudit._typing.Progress), normalised here
+# ---------------------------------------------------------------------------------------------
+
+
+def no_progress(done: int, total: int, description: str) -> None:
+    """The :class:`~dpaudit._typing.Progress` that reports nothing."""
+
+
+class _RichBar:
+    """The default progress bar (rich, extra ``cli``): one task per description.
+
+    Created lazily on the first call; the bar stops when a stage reports ``done == total``.
+    """
+
+    def __init__(self) -> None:
+        self._bar = None
+        self._task = None
+        self._description: str | None = None
+
+    def __call__(self, done: int, total: int, description: str) -> None:
+        if self._bar is None or description != self._description:
+            self._start(total, description)
+        self._bar.update(self._task, completed=done, total=total)
+        if done >= total:
+            self._bar.stop()
+            self._bar = None
+
+    def _start(self, total: int, description: str) -> None:
+        from dpaudit.errors import require
+
+        if self._bar is not None:
+            self._bar.stop()
+        rp = require("rich.progress", "cli")
+        self._bar = rp.Progress(
+            rp.TextColumn("[progress.description]{task.description}"),
+            rp.BarColumn(),
+            rp.MofNCompleteColumn(),
+            rp.TimeElapsedColumn(),
+            rp.TimeRemainingColumn(),
+        )
+        self._bar.start()
+        self._task = self._bar.add_task(description, total=total)
+        self._description = description
+
+
+def check_progress(value: ProgressLike, name: str = "progress") -> Progress:
+    """Normalise a ``progress`` argument to a :class:`~dpaudit._typing.Progress` callback.
+
+    ``None`` or ``False``: :func:`no_progress`; ``True``: a rich progress bar (extra ``cli``,
+    imported on first use); a callable ``progress(done, total, description)``: itself.
+
+    Raises:
+        TypeError: anything else.
+
+    Example:
+        >>> seen = []
+        >>> report = check_progress(lambda done, total, what: seen.append((done, total, what)))
+        >>> report(1, 2, "queries"); seen
+        [(1, 2, 'queries')]
+        >>> check_progress(None) is no_progress
+        True
+    """
+    if value is None or value is False:
+        return no_progress
+    if value is True:
+        return _RichBar()
+    if isinstance(value, (bool, np.bool_)) or not callable(value):
+        raise TypeError(
+            f"{name} must be a callable progress(done, total, description), True (rich bar), "
+            f"False or None, got {_fmt(value)}"
+        )
+    return value
+
+
+def track(items: Iterable[_T], total: int, description: str, progress: Progress) -> Iterator[_T]:
+    """Yield ``items``, reporting ``0`` before the first and ``i`` after the i-th to ``progress``.
+
+    Example:
+        >>> seen = []
+        >>> list(track("ab", 2, "letters", lambda d, t, s: seen.append(d))), seen
+        (['a', 'b'], [0, 1, 2])
+    """
+    progress(0, total, description)
+    for done, item in enumerate(items, start=1):
+        yield item
+        progress(done, total, description)

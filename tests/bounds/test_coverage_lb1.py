@@ -84,9 +84,9 @@ def test_gaussian_epsdelta_coverage(strategy):
         rng = np.random.default_rng([31, rep])
         pos = sample_gaussian_mechanism(1.0, 1.0, n, rng=rng)
         neg = sample_gaussian_mechanism(0.0, 1.0, n, rng=rng)
-        if isinstance(strategy, Split):
-            strategy = Split(0.5, seed=rep)
-        res = epsilon_from_scores(pos, neg, threshold=strategy, delta=delta, confidence_level=LEVEL)
+        res = epsilon_from_scores(
+            pos, neg, selection=strategy, rng=rep, delta=delta, confidence_level=LEVEL
+        )
         if isinstance(strategy, Bonferroni):
             target = target_all
         else:
@@ -159,7 +159,7 @@ def test_randomized_response_rdp_coverage(method):
             o = list(res.candidates[int(res.chosen[0])][0])
             target = renyi_divergence(_bern(p1[o].sum()), _bern(p2[o].sum()), ORDERS)
         elif method == "two-cut-bonferroni":
-            res = rdp_audit(c_s, c_s2, ORDERS, selection="bonferroni", confidence_level=LEVEL)
+            res = rdp_audit(c_s, c_s2, ORDERS, selection=Bonferroni(), confidence_level=LEVEL)
             target = np.max(
                 [
                     renyi_divergence(
@@ -211,7 +211,7 @@ def test_noisy_argmax_rdp_coverage(method, n):
             o = list(res.candidates[int(res.chosen[0])][0])
             target = renyi_divergence(_bern(p1[o].sum()), _bern(p2[o].sum()), ORDERS)
         elif method == "two-cut-bonferroni":
-            res = rdp_audit(c1, c2, ORDERS, selection="bonferroni", confidence_level=LEVEL)
+            res = rdp_audit(c1, c2, ORDERS, selection=Bonferroni(), confidence_level=LEVEL)
             target = np.max(
                 [
                     renyi_divergence(

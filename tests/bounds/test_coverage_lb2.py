@@ -20,6 +20,8 @@ import pytest
 from scipy import stats
 
 from dpaudit.bounds import (
+    Bonferroni,
+    Split,
     fdp_one_run_epsilon,
     fdp_one_run_epsilon_from_scores,
     fdp_one_run_sweep,
@@ -130,8 +132,8 @@ def test_one_run_sweep_corrected_valid_uncorrected_not():
         s = rng.integers(0, 2, m)
         out = rr_bits(rng, s, eps)
         scores = out + 0.5 * rng.random(m)  # released bit, ties broken at random
-        bonf = one_run_sweep(scores, s, selection="bonferroni")
-        split = one_run_sweep(scores, s, selection="split", rng=rep)
+        bonf = one_run_sweep(scores, s, selection=Bonferroni())
+        split = one_run_sweep(scores, s, selection=Split(), rng=rep)
         bad["uncorrected"] += bonf.uncorrected_max_epsilon > eps
         bad["bonferroni"] += bonf.epsilon > eps
         bad["split"] += split.epsilon > eps
@@ -190,7 +192,7 @@ def test_fdp_sweep_corrected_valid():
     for rep in range(REPS):
         scores, ins = gaussian_slots(rng, m, mu_true)
         bonf = fdp_one_run_sweep(scores, ins, guess_counts=grid)
-        split = fdp_one_run_sweep(scores, ins, guess_counts=grid, selection="split", rng=rep)
+        split = fdp_one_run_sweep(scores, ins, guess_counts=grid, selection=Split(), rng=rep)
         bad["uncorrected"] += float(np.max(bonf.mus)) > mu_true
         bad["bonferroni"] += bonf.mu > mu_true
         bad["split"] += split.mu > mu_true
@@ -242,7 +244,7 @@ def test_label_memorization_threshold_sweep():
         c1, c2 = rr_label_canaries(rng, n, eps, c, magnitude=True)
         alt = rng.permuted(c2, axis=1)[:, 0]
         bonf = label_memorization_sweep(c1, alt)
-        split = label_memorization_sweep(c1, alt, selection="split", rng=rep)
+        split = label_memorization_sweep(c1, alt, selection=Split(), rng=rep)
         bad["uncorrected"] += bonf.uncorrected_max_epsilon > eps
         bad["bonferroni"] += bonf.epsilon > eps
         bad["split"] += split.epsilon > eps

@@ -117,16 +117,18 @@ def scores():
 
 def test_explicit_threshold_counts(scores):
     pos, neg = scores
-    res = epsilon_from_scores(pos, neg, threshold=Explicit(1.0), delta=1e-5)
+    res = epsilon_from_scores(pos, neg, selection=Explicit(1.0), delta=1e-5)
     tp, fp = int((pos >= 1.0).sum()), int((neg >= 1.0).sum())
     ref = epsilon_from_confusion(tp, pos.size - tp, fp, neg.size - fp, delta=1e-5)
-    assert res.epsilon == ref.epsilon and res.selection == "explicit" and res.threshold == 1.0
+    assert (
+        res.epsilon == ref.epsilon and res.selection.strategy == "explicit" and res.threshold == 1.0
+    )
 
 
 def test_bonferroni_threshold_pays_for_candidates(scores):
     pos, neg = scores
     cands = (0.0, 0.5, 1.0, 1.5, 2.0)
-    res = epsilon_from_scores(pos, neg, threshold=Bonferroni(cands), delta=1e-5)
+    res = epsilon_from_scores(pos, neg, selection=Bonferroni(cands), delta=1e-5)
     best = 0.0
     for t in cands:
         tp, fp = int((pos >= t).sum()), int((neg >= t).sum())
@@ -135,15 +137,16 @@ def test_bonferroni_threshold_pays_for_candidates(scores):
         )
         best = max(best, r.epsilon)
     assert res.epsilon == pytest.approx(best, rel=1e-12)
-    assert res.selection == "bonferroni" and res.n_candidates == 5
+    assert res.selection.strategy == "bonferroni" and res.n_candidates == 5
     assert res.interval_level == pytest.approx(1 - 0.05 / 10)
 
 
 def test_split_threshold_bounds_held_out_part(scores):
     pos, neg = scores
-    res = epsilon_from_scores(pos, neg, threshold=Split(0.5, seed=3), delta=1e-5)
-    again = epsilon_from_scores(pos, neg, threshold=Split(0.5, seed=3), delta=1e-5)
-    assert res == again and res.selection == "split" and res.seed == 3
+    res = epsilon_from_scores(pos, neg, selection=Split(0.5), rng=3, delta=1e-5)
+    again = epsilon_from_scores(pos, neg, selection=Split(0.5), rng=3, delta=1e-5)
+    assert res == again and res.selection.strategy == "split" and res.seed == 3
+    assert res.selection.choice == "threshold" and "seed 3" in res.selection.detail
     assert res.tp + res.fn == 2000 and res.fp + res.tn == 2000
     ref = epsilon_from_confusion(res.tp, res.fn, res.fp, res.tn, delta=1e-5)
     assert res.epsilon == ref.epsilon
@@ -151,32 +154,46 @@ def test_split_threshold_bounds_held_out_part(scores):
     # left one, through the TNR/FNR inequality), far from the midpoint 1.
     assert abs(res.threshold - 1.0) > 1.0
     assert res.epsilon > 2.0
-    fresh = epsilon_from_scores(pos, neg, threshold=Split(0.3), delta=1e-5)
+    fresh = epsilon_from_scores(pos, neg, selection=Split(0.3), delta=1e-5)
     assert isinstance(fresh.seed, int)
+    # the recorded seed reproduces the unseeded run
+    again = epsilon_from_scores(pos, neg, selection=Split(0.3), rng=fresh.seed, delta=1e-5)
+    assert again.epsilon == fresh.epsilon and again.threshold == fresh.threshold
+    # the default selection is a half split, and "split" is its shorthand
+    default = epsilon_from_scores(pos, neg, rng=3, delta=1e-5)
+    assert default == res == epsilon_from_scores(pos, neg, selection="split", rng=3, delta=1e-5)
 
 
 def test_scores_bad_input(scores):
     pos, neg = scores
+    with pytest.raises(TypeError, match="selection"):
+        epsilon_from_scores(pos, neg, selection=1.0)
+    with pytest.raises(ValueError, match="selection"):
+        epsilon_from_scores(pos, neg, selection="best")
+    with pytest.raises(ValueError, match="Bonferroni needs the candidate thresholds"):
+        epsilon_from_scores(pos, neg, selection=Bonferroni())
+    with pytest.raises(TypeError, match="candidates"):
+        epsilon_from_scores(pos, neg, selection=Bonferroni([[0, 1]]))
     with pytest.raises(TypeError, match="threshold"):
-        epsilon_from_scores(pos, neg, threshold=1.0)
+        epsilon_from_scores(pos, neg, selection=Explicit([0.0, 1.0]))
     with pytest.raises(ValueError, match="positive_scores"):
-        epsilon_from_scores([], neg, threshold=Explicit(0.0))
+        epsilon_from_scores([], neg, selection=Explicit(0.0))
     with pytest.raises(ValueError, match="negative_scores"):
-        epsilon_from_scores(pos, [0.0, np.nan], threshold=Explicit(0.0))
+        epsilon_from_scores(pos, [0.0, np.nan], selection=Explicit(0.0))
     with pytest.raises(ValueError, match="negative_scores"):
-        epsilon_from_scores(pos, [[0.0, 1.0]], threshold=Explicit(0.0))
-    with pytest.raises(ValueError, match="positive_scores"):
-        epsilon_from_scores([1.0], neg, threshold=Split(0.5))
+        epsilon_from_scores(pos, [[0.0, 1.0]], selection=Explicit(0.0))
+    with pytest.raises(ValueError, match=r"Split\(fraction=0.5\).*positive_scores"):
+        epsilon_from_scores([1.0], neg, selection=Split(0.5))
     with pytest.raises(ValueError, match="fraction"):
         Split(1.0)
-    with pytest.raises(ValueError, match="seed"):
-        Split(0.5, seed=-1)
-    with pytest.raises(ValueError, match="threshold"):
+    with pytest.raises(TypeError, match="seed"):
+        Split(0.5, seed=1)  # randomness comes from the bound's rng, not the strategy
+    with pytest.raises(ValueError, match="value"):
         Explicit(math.inf)
     with pytest.raises(ValueError, match="candidates"):
         Bonferroni(())
     with pytest.raises(ValueError, match="delta"):
-        epsilon_from_scores(pos, neg, threshold=Explicit(0.0), delta=1.0)
+        epsilon_from_scores(pos, neg, selection=Explicit(0.0), delta=1.0)
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,8 @@ import pytest
 from scipy import stats
 
 from dpaudit.bounds import (
+    Explicit,
+    Split,
     fdp_one_run_epsilon,
     fdp_one_run_epsilon_from_scores,
     fdp_one_run_sweep,
@@ -194,5 +196,11 @@ def test_sweep_matches_single_points_and_bonferroni_brute_force():
     )
     assert res.mu == pytest.approx(brute, abs=2e-9)
     assert res.epsilon <= res.uncorrected_max_epsilon
-    split = fdp_one_run_sweep(sc, ins, delta=1e-5, selection="split", rng=2)
+    assert res.selection.strategy == "bonferroni"
+    split = fdp_one_run_sweep(sc, ins, delta=1e-5, selection=Split(), rng=2)
     assert split.test_num_canaries == 200 and split.mu is not None
+    assert split.selection.strategy == "split" and split.seed == 2
+    fixed = fdp_one_run_sweep(sc, ins, delta=1e-5, selection=Explicit(int(res.values[9])))
+    single = fdp_one_run_epsilon(m, int(res.num_guesses[9]), int(res.num_correct[9]), delta=1e-5)
+    assert fixed.mu == pytest.approx(single.mu, abs=2e-9)
+    assert fixed.selection.strategy == "explicit"

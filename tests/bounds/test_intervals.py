@@ -19,11 +19,11 @@ from dpaudit.bounds import (
     multinomial_intervals,
 )
 from dpaudit.bounds._intervals import (
-    _cp_one_sided,
     _sison_glaz_nu,
     _sison_glaz_nu_upto,
     _sison_glaz_row,
-    _sison_glaz_rows,
+    cp_one_sided,
+    sison_glaz_rows,
 )
 from dpaudit.errors import MissingDependencyError
 
@@ -80,7 +80,7 @@ def test_clopper_pearson_bad_input(k, n, kwargs, match):
 
 def test_one_sided_tails_agree_with_clopper_pearson_arrays():
     k = np.array([0, 1, 7, 50, 99, 100])
-    lo, hi = _cp_one_sided(k, 100, 0.025)
+    lo, hi = cp_one_sided(k, 100, 0.025)
     ref_lo, ref_hi = clopper_pearson_arrays(k, 100, confidence_level=0.95)
     np.testing.assert_allclose(lo, ref_lo, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(hi, ref_hi, rtol=1e-12, atol=1e-15)
@@ -89,7 +89,7 @@ def test_one_sided_tails_agree_with_clopper_pearson_arrays():
 def test_one_sided_tails_keep_precision_far_out():
     # Beta quantiles at tails below 1e-16 (p-values): compare with mpmath's incomplete beta.
     k, n, tail = 40, 100, 1e-20
-    lo, hi = _cp_one_sided(k, n, tail)
+    lo, hi = cp_one_sided(k, n, tail)
     mp.mp.dps = 40
     assert float(mp.betainc(k, n - k + 1, 0, float(lo), regularized=True)) == pytest.approx(
         tail, rel=1e-8
@@ -292,7 +292,7 @@ def test_sison_glaz_rows_dedup_table_and_short_first_scan(monkeypatch):
     rng = np.random.default_rng(3)
     rows = rng.multinomial(20_000, rng.dirichlet(np.ones(6), size=4))
     rows = np.concatenate([rows, rows[:2]])  # duplicates are computed once
-    low, high = _sison_glaz_rows(rows, 0.05)
+    low, high = sison_glaz_rows(rows, 0.05)
     for i, row in enumerate(rows):
         one_low, one_high = _sison_glaz_row(row, 0.05)  # no table, no dedup
         np.testing.assert_array_equal(low[i], one_low)
@@ -301,7 +301,7 @@ def test_sison_glaz_rows_dedup_table_and_short_first_scan(monkeypatch):
     monkeypatch.setattr(
         _intervals, "_sison_glaz_cmax_guesses", lambda rows, beta: np.ones(len(rows), np.int64)
     )
-    short_low, short_high = _sison_glaz_rows(rows, 0.05)
+    short_low, short_high = sison_glaz_rows(rows, 0.05)
     np.testing.assert_array_equal(short_low, low)
     np.testing.assert_array_equal(short_high, high)
 

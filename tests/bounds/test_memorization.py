@@ -10,6 +10,9 @@ import pytest
 from scipy import stats
 
 from dpaudit.bounds import (
+    Bonferroni,
+    Explicit,
+    Split,
     clopper_pearson,
     label_memorization_audit,
     label_memorization_epsilon,
@@ -131,8 +134,15 @@ def test_sweep_labels_uncorrected_and_pays_for_threshold_choice():
     assert res.uncorrected_max_epsilon == pytest.approx(max(singles)) and res.epsilon <= max(
         singles
     )
-    split = label_memorization_sweep(c1, c2, selection="split", rng=3)
+    assert res.selection.strategy == "bonferroni"
+    assert res.selection.choice == "abstention threshold"
+    split = label_memorization_sweep(c1, c2, selection=Split(), rng=3)
     assert split.test_num_canaries == 200 and split.selected_value in res.values
+    assert split.selection.strategy == "split"
+    fixed = label_memorization_sweep(c1, c2, averaged=True, selection=Explicit(0.7))
+    assert fixed.epsilon == label_memorization_audit(c1, c2, threshold=0.7, averaged=True).epsilon
+    grid = label_memorization_sweep(c1, c2, averaged=True, selection=Bonferroni([0.6, 0.7]))
+    assert grid.num_tests == 2 and list(grid.values) == [0.6, 0.7]
 
 
 def test_validation_names_the_argument():

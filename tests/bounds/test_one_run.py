@@ -11,6 +11,9 @@ from scipy import stats
 
 from doctest_support import module_examples, run_examples, section_examples
 from dpaudit.bounds import (
+    Bonferroni,
+    Explicit,
+    Split,
     one_run_epsilon,
     one_run_epsilon_from_scores,
     one_run_p_value,
@@ -54,7 +57,7 @@ def test_reference_values(m, r, v, delta, expected):
     res = one_run_epsilon(m, r, v, delta=delta, confidence_level=0.95)
     assert res.epsilon == pytest.approx(expected, abs=6e-7)
     assert res.confidence_interval.low == res.epsilon
-    assert res.selection == "explicit"
+    assert res.selection.strategy == "none" and res.selection.choice == "guess rule"
 
 
 def test_reference_p_values():
@@ -200,12 +203,30 @@ def test_sweep_records_everything_and_labels_the_uncorrected_max():
     assert res.epsilon == pytest.approx(brute, abs=1e-8)
     assert res.per_test_confidence_level == pytest.approx(1 - 0.05 / 50)
     assert res.epsilon <= res.uncorrected_max_epsilon
-    split = one_run_sweep(scores, inc, delta=1e-5, selection="split", rng=7)
-    assert split.test_num_canaries == 250 and split.selection == "split"
+    assert res.selection.strategy == "bonferroni" and "beta/50" in res.selection.detail
+    split = one_run_sweep(scores, inc, delta=1e-5, selection=Split(), rng=7)
+    assert split.test_num_canaries == 250 and split.selection.strategy == "split"
+    assert split.selection.choice == "number of guesses"
     assert split.selection_epsilons.shape == (50,)
     again = one_run_sweep(scores, inc, delta=1e-5, selection="split", rng=7)
     assert again.epsilon == split.epsilon and split.seed == 7
-    assert json.loads(split.to_json())["selection"] == "split"
+    assert json.loads(split.to_json())["selection"]["strategy"] == "split"
+    # one guess count fixed in advance: the single-rule bound at the full level
+    fixed = one_run_sweep(scores, inc, delta=1e-5, selection=Explicit(100))
+    r100 = int(np.flatnonzero(res.values == 100)[0])
+    single = one_run_epsilon(500, 100, int(res.num_correct[r100]), delta=1e-5)
+    assert fixed.epsilon == pytest.approx(single.epsilon, abs=1e-8)
+    assert fixed.selected_value == 100 and fixed.selection.strategy == "explicit"
+    np.testing.assert_array_equal(fixed.epsilons, res.epsilons)
+    # the grid as Bonferroni candidates is the same sweep
+    grid = one_run_sweep(scores, inc, delta=1e-5, selection=Bonferroni([100, 200, 300]))
+    same = one_run_sweep(scores, inc, delta=1e-5, guess_counts=[100, 200, 300])
+    assert grid.epsilon == same.epsilon and grid.num_tests == 3
+    # progress over the sweep points, numbers unchanged
+    seen = []
+    reported = one_run_sweep(scores, inc, delta=1e-5, progress=lambda *a: seen.append(a))
+    assert seen[0][:2] == (0, 50) and seen[-1][:2] == (50, 50)
+    assert reported.epsilon == res.epsilon
 
 
 def test_sweep_validation():
@@ -216,10 +237,16 @@ def test_sweep_validation():
         one_run_sweep(s, inc, guess_counts=[21])
     with pytest.raises(ValueError, match="selection"):
         one_run_sweep(s, inc, selection="none")
-    with pytest.raises(ValueError, match="split_fraction"):
-        one_run_sweep(s, inc, selection="split", split_fraction=1.0)
-    with pytest.raises(ValueError, match="split_fraction"):
-        one_run_sweep(s[:1], inc[:1], selection="split", split_fraction=0.5)
+    with pytest.raises(ValueError, match="fraction"):
+        one_run_sweep(s, inc, selection=Split(1.0))
+    with pytest.raises(ValueError, match=r"Split\(fraction=0.5\).*canaries"):
+        one_run_sweep(s[:1], inc[:1], selection=Split(0.5))
+    with pytest.raises(ValueError, match=r"selection\.value"):
+        one_run_sweep(s, inc, selection=Explicit(21))
+    with pytest.raises(ValueError, match="once"):
+        one_run_sweep(s, inc, guess_counts=[10], selection=Bonferroni([10]))
+    with pytest.raises(TypeError, match="progress"):
+        one_run_sweep(s, inc, progress=1)
     with pytest.raises(ValueError, match="positive_fraction"):
         one_run_sweep(s, inc, positive_fraction=1.5)
 
@@ -261,7 +288,7 @@ def test_bonferroni_sweep_at_positive_delta_is_zero_by_the_delta_floor():
     p = [one_run_p_value(m, r, v, e, delta=delta) for e in np.linspace(0.0, 3.0, 31)]
     assert min(p) > 0.05 / bonf.num_tests and int(np.argmin(p)) == 0
     assert one_run_sweep(scores, inc).epsilon > 1.5  # δ = 0: no δ term
-    assert one_run_sweep(scores, inc, delta=delta, selection="split", rng=1).epsilon > 1.5
+    assert one_run_sweep(scores, inc, delta=delta, selection=Split(), rng=1).epsilon > 1.5
 
 
 ISSUE5_MODULES = [

@@ -11,9 +11,12 @@ from scipy import integrate, stats
 
 from doctest_support import module_examples, section_code
 from dpaudit.bounds import (
+    Bonferroni,
     ConvertedRDPLowerBound,
+    Explicit,
     RDPAudit,
     RDPLowerBoundCurve,
+    Split,
     compose_rdp_lower_bounds,
     multinomial_intervals,
     per_query_confidence_level,
@@ -23,8 +26,9 @@ from dpaudit.bounds import (
     rdp_lower_bound_to_dp,
     rdp_two_cut,
     rdp_two_cut_bootstrap,
+    two_cut_plug_in,
 )
-from dpaudit.bounds._rdp import _all_output_sets, _all_partitions, _cut_bound
+from dpaudit.bounds._cuts import all_output_sets, all_partitions, cut_bound
 from dpaudit.conversions import rdp_to_dp
 from dpaudit.divergence import exact_renyi, renyi_divergence
 from dpaudit.mechanisms import argmax_probabilities, sample_argmax_counts_exact
@@ -73,9 +77,9 @@ def test_two_cut_boolean_mask_and_batch():
 def test_cut_bound_with_point_estimates_is_renyi_divergence():
     p = np.array([0.5, 0.3, 0.2, 0.0])
     q = np.array([0.25, 0.25, 0.25, 0.25])
-    np.testing.assert_allclose(_cut_bound(p, q, ORDERS), renyi_divergence(p, q, ORDERS), rtol=1e-12)
+    np.testing.assert_allclose(cut_bound(p, q, ORDERS), renyi_divergence(p, q, ORDERS), rtol=1e-12)
     # a cell with mass under P but none under Q: infinite divergence
-    assert np.all(np.isinf(_cut_bound(np.array([0.5, 0.5]), np.array([1.0, 0.0]), ORDERS)))
+    assert np.all(np.isinf(cut_bound(np.array([0.5, 0.5]), np.array([1.0, 0.0]), ORDERS)))
 
 
 def test_k_cut_matches_naive_with_statsmodels_intervals():
@@ -143,7 +147,7 @@ def test_appendix_b_every_audit_below_exact(appendix_b):
     audits = {
         "two-cut {0}": rdp_two_cut(c1, c2, ORDERS, output_set=[0]),
         "two-cut split": rdp_audit(c1, c2, ORDERS, rng=0),
-        "two-cut bonferroni": rdp_audit(c1, c2, ORDERS, selection="bonferroni"),
+        "two-cut bonferroni": rdp_audit(c1, c2, ORDERS, selection=Bonferroni()),
         "k-cut goodman": rdp_k_cut(c1, c2, ORDERS),
         "k-cut sison-glaz": rdp_k_cut(c1, c2, ORDERS, method="sison-glaz"),
         "k-cut split": rdp_audit(c1, c2, ORDERS, method="k-cut-goodman", rng=0),
@@ -171,8 +175,9 @@ def test_appendix_b_every_audit_below_exact(appendix_b):
 def test_split_selection_records_choice():
     c1 = sample_argmax_counts_exact(H, SIGMA, 10**6, rng=1)
     c2 = sample_argmax_counts_exact(H_NEIGHBOUR, SIGMA, 10**6, rng=2)
-    res = rdp_audit(c1, c2, ORDERS, rng=5, split_fraction=0.3)
-    assert res.selection == "split" and res.seed == 5 and res.simultaneous_over_orders
+    res = rdp_audit(c1, c2, ORDERS, rng=5, selection=Split(0.3))
+    assert res.selection.strategy == "split" and res.seed == 5 and res.simultaneous_over_orders
+    assert res.selection.choice == "output set" and "30%" in res.selection.detail
     assert len(res.candidates) == 2**4 - 1
     chosen = res.candidates[int(res.chosen[0])]
     assert chosen[0] in {(0,), (1, 2, 3)}  # O = {0} or its complement-equivalent
@@ -182,7 +187,7 @@ def test_split_selection_records_choice():
     # the bound is the fixed-set 2-cut of the held-out counts
     ref = rdp_two_cut(res.bound_counts, res.bound_counts_neighbour, ORDERS, output_set=chosen[0])
     np.testing.assert_allclose(res.epsilons, ref.epsilons, rtol=1e-12)
-    again = rdp_audit(c1, c2, ORDERS, rng=5, split_fraction=0.3)
+    again = rdp_audit(c1, c2, ORDERS, rng=5, selection=Split(0.3))
     np.testing.assert_array_equal(res.epsilons, again.epsilons)
     at_order = rdp_audit(c1, c2, ORDERS, rng=5, selection_order=2.0)
     assert at_order.candidates[int(at_order.chosen[0])][0] in {(0,), (1, 2, 3)}
@@ -191,7 +196,10 @@ def test_split_selection_records_choice():
 def test_bonferroni_selection_pays_for_all_candidates():
     c1 = np.array([700, 200, 100])
     c2 = np.array([500, 300, 200])
-    res = rdp_audit(c1, c2, ORDERS, selection="bonferroni", confidence_level=0.9)
+    res = rdp_audit(c1, c2, ORDERS, selection=Bonferroni(), confidence_level=0.9)
+    shorthand = rdp_audit(c1, c2, ORDERS, selection="bonferroni", confidence_level=0.9)
+    np.testing.assert_array_equal(res.epsilons, shorthand.epsilons)
+    assert res.selection == shorthand.selection
     m = len(res.candidates)
     assert m == 3 and res.interval_level == pytest.approx(1 - 0.1 / (2 * m))
     per_set = [
@@ -199,6 +207,63 @@ def test_bonferroni_selection_pays_for_all_candidates():
         for cand in res.candidates
     ]
     np.testing.assert_allclose(res.epsilons, np.max(per_set, axis=0), rtol=1e-12)
+    # candidates given in the strategy or in candidates= are the same audit, not both
+    given = rdp_audit(c1, c2, ORDERS, selection=Bonferroni([[0], [1]]), confidence_level=0.9)
+    same = rdp_audit(
+        c1, c2, ORDERS, candidates=[[0], [1]], selection=Bonferroni(), confidence_level=0.9
+    )
+    np.testing.assert_array_equal(given.epsilons, same.epsilons)
+    assert len(given.candidates) == 2 and "best of 2" in given.selection.detail
+    with pytest.raises(ValueError, match="candidates"):
+        rdp_audit(c1, c2, ORDERS, candidates=[[0]], selection=Bonferroni([[1]]))
+
+
+def test_explicit_selection_is_the_fixed_audit():
+    c1, c2 = np.array([700, 200, 100]), np.array([500, 300, 200])
+    res = rdp_audit(c1, c2, ORDERS, selection=Explicit([0]))
+    ref = rdp_two_cut(c1, c2, ORDERS, output_set=[0])
+    np.testing.assert_array_equal(res.epsilons, ref.epsilons)
+    assert res.selection == ref.selection and res.selection.strategy == "explicit"
+    kres = rdp_audit(c1, c2, ORDERS, method="k-cut-goodman", selection=Explicit([[0], [1, 2]]))
+    kref = rdp_k_cut(c1, c2, ORDERS, partition=[[0], [1, 2]])
+    np.testing.assert_array_equal(kres.epsilons, kref.epsilons)
+    assert kres.selection.choice == "partition"
+    with pytest.raises(ValueError, match="candidates"):
+        rdp_audit(c1, c2, ORDERS, selection=Explicit([0]), candidates=[[0]])
+    with pytest.raises(ValueError, match="output_set"):
+        rdp_audit(c1, c2, ORDERS, selection=Explicit([5]))
+
+
+def test_two_cut_plug_in_matches_the_bernoulli_divergence():
+    c1, c2 = np.array([[9000, 1000], [600, 400]]), np.array([[7000, 3000], [500, 500]])
+    out = two_cut_plug_in(c1, c2, ORDERS, output_set=[0])
+    assert out.shape == (2, ORDERS.size)
+    for row in range(2):
+        p, q = c1[row, 0] / c1[row].sum(), c2[row, 0] / c2[row].sum()
+        for a, value in zip(ORDERS, out[row], strict=True):
+            ref = math.log(p**a * q ** (1 - a) + (1 - p) ** a * (1 - q) ** (1 - a)) / (a - 1)
+            assert value == pytest.approx(max(ref, 0.0), rel=1e-12)
+    # the plug-in is what rdp_audit ranks on the selection part; never a lower bound
+    assert np.all(out >= rdp_two_cut(c1, c2, ORDERS, output_set=[0]).epsilons)
+    assert np.all(np.isinf(two_cut_plug_in([5, 5, 0], [5, 0, 5], [2.0], output_set=[1])))
+    with pytest.raises(ValueError, match="output_set"):
+        two_cut_plug_in([5, 5], [4, 6], [2.0], output_set=[0, 1])
+
+
+def test_progress_callback_reports_and_does_not_change_numbers():
+    c1 = np.array([[700, 200, 100], [400, 500, 100]])
+    c2 = np.array([[500, 300, 200], [420, 480, 100]])
+    seen = []
+    res = rdp_audit(c1, c2, ORDERS, rng=1, progress=lambda d, t, s: seen.append((d, t, s)))
+    assert seen[0][0] == 0 and seen[-1][0] == seen[-1][1] and "selection" in seen[0][2]
+    np.testing.assert_array_equal(res.epsilons, rdp_audit(c1, c2, ORDERS, rng=1).epsilons)
+    seen.clear()
+    rdp_two_cut_bootstrap(
+        c1, c2, [2.0], output_set=[0], rng=0, n_resamples=50, progress=lambda *a: seen.append(a)
+    )
+    assert [d for d, _, _ in seen] == [0, 1, 2] and seen[0][1] == 2
+    with pytest.raises(TypeError, match="progress"):
+        rdp_audit(c1, c2, ORDERS, progress="yes")
 
 
 def test_explicit_candidates_and_kcut_selection():
@@ -213,10 +278,10 @@ def test_explicit_candidates_and_kcut_selection():
 
 
 def test_candidate_enumeration_counts():
-    assert len(_all_output_sets(5)) == 15
-    assert len(_all_partitions(4)) == 15 - 1  # Bell(4) minus the one-cell partition
-    assert len(_all_partitions(5)) == 52 - 1
-    assert all(len(p) >= 2 for p in _all_partitions(4))
+    assert len(all_output_sets(5)) == 15
+    assert len(all_partitions(4)) == 15 - 1  # Bell(4) minus the one-cell partition
+    assert len(all_partitions(5)) == 52 - 1
+    assert all(len(p) >= 2 for p in all_partitions(4))
 
 
 def test_bootstrap_flags_and_invalidity_at_zero():
@@ -301,7 +366,7 @@ def test_composition_carries_invalid_at_zero_flag():
 def test_result_serialises():
     res = rdp_audit([600, 300, 100], [400, 500, 100], ORDERS, rng=0)
     data = json.loads(res.to_json())
-    assert data["selection"] == "split" and len(data["epsilons"]) == ORDERS.size
+    assert data["selection"]["strategy"] == "split" and len(data["epsilons"]) == ORDERS.size
     assert isinstance(res, RDPAudit)
 
 
@@ -359,10 +424,12 @@ def test_k_cut_and_selection_bad_input():
         rdp_audit(c1, c2, [2.0], method="two-cut-bootstrap")
     with pytest.raises(ValueError, match="selection"):
         rdp_audit(c1, c2, [2.0], selection="none")
-    with pytest.raises(ValueError, match="split_fraction"):
-        rdp_audit(c1, c2, [2.0], split_fraction=1.0)
-    with pytest.raises(ValueError, match="split_fraction"):
-        rdp_audit([1, 0, 0], [0, 1, 0], [2.0], split_fraction=0.5)
+    with pytest.raises(TypeError, match="selection"):
+        rdp_audit(c1, c2, [2.0], selection=0.5)
+    with pytest.raises(ValueError, match="fraction"):
+        rdp_audit(c1, c2, [2.0], selection=Split(1.0))
+    with pytest.raises(ValueError, match=r"Split\(fraction=0.5\).*counts"):
+        rdp_audit([1, 0, 0], [0, 1, 0], [2.0], selection=Split(0.5))
     with pytest.raises(ValueError, match="selection_order"):
         rdp_audit(c1, c2, [2.0], selection_order=1.0)
     with pytest.raises(ValueError, match="candidates"):
@@ -379,9 +446,14 @@ def test_k_cut_and_selection_bad_input():
 
 _ISSUE3_MODULES = [
     "dpaudit.bounds._intervals",
+    "dpaudit.bounds._selection",
     "dpaudit.bounds._epsdelta",
+    "dpaudit.bounds._cuts",
     "dpaudit.bounds._rdp",
+    "dpaudit.bounds._rdp_bootstrap",
+    "dpaudit.bounds._rdp_compose",
     "dpaudit.bounds._violation",
+    "dpaudit._validate",
 ]
 
 

@@ -19,7 +19,7 @@ from dpaudit.bounds import (
     rdp_k_cut_bootstrap,
     rdp_two_cut,
 )
-from dpaudit.bounds._epsdelta import _epsilon_at_beta
+from dpaudit.bounds._epsdelta import epsilon_at_beta
 from dpaudit.divergence import exact_renyi
 from dpaudit.mechanisms import sample_argmax_counts_exact
 from dpaudit.mechanisms.simple import sample_randomized_response_counts
@@ -40,8 +40,8 @@ def test_dp_claim_refuted_and_p_value_is_the_threshold():
     p = check.p_value
     assert 1e-16 < p < 0.05
     # at β just above p the same counts refute, just below they do not
-    assert _epsilon_at_beta(400, 100, 50, 450, 1e-5, p * 1.001, "given") > 1.0
-    assert _epsilon_at_beta(400, 100, 50, 450, 1e-5, p * 0.999, "given") <= 1.0
+    assert epsilon_at_beta(400, 100, 50, 450, 1e-5, p * 1.001, "given") > 1.0
+    assert epsilon_at_beta(400, 100, 50, 450, 1e-5, p * 0.999, "given") <= 1.0
     assert json.loads(check.to_json())["evidence"]["tp"] == 400
 
 

@@ -1,38 +1,141 @@
 """Lower bounds from counts and scores (layer 4).
 
-Pure statistics on what an adversary observed: proportion intervals, (ε,δ) audits, Rényi-DP
-2-cut/k-cut audits and their composition, one-run and f-DP one-run bounds, Lifted-DP
-intervals and label-memorization bounds. Every bound is valid at its stated confidence,
-including any choice the audit makes on the data (held-out split or Bonferroni).
+Pure statistics on what an adversary observed, each valid at its stated confidence including
+every choice the audit makes on the data. ``dpaudit.bounds`` never imports
+``dpaudit.accounting``: a lower bound must not be computed with the analysis it is meant to
+check. The names, by concept:
 
-``dpaudit.bounds`` never imports ``dpaudit.accounting``: a lower bound must not be computed
-with the analysis it is meant to check.
+* **Intervals** — exact Clopper–Pearson intervals for proportions, Goodman and Sison–Glaz
+  simultaneous multinomial intervals, and a bootstrap of any functional of counts.
+* **Selection** — how a choice made on the data (a threshold, output set, guess count,
+  abstention threshold) is paid for: :class:`Explicit` (fixed in advance), :class:`Split`
+  (chosen on a random part, bounded on the rest, randomness from the bound's ``rng``) or
+  :class:`Bonferroni` (every candidate at level ``1 − β/m``). Every bound that chooses takes
+  ``selection=`` and records it in its result as a ``SelectionRecord``.
+* **(ε, δ) audits** — ε from the confusion counts of a rejection set or from raw attack
+  scores (Chadha et al. 2024, arXiv:2402.09403, §2.2).
+* **RDP audits and composition** — 2-cut and k-cut lower bounds on the Rényi divergence of
+  discrete outputs, with the output set fixed or chosen, bootstrap variants, the plug-in
+  2-cut divergence, composition over queries and (display-only) conversion to (ε, δ)
+  (Chadha et al. 2024 §4.2 and App. B; Mironov 2017, arXiv:1702.07476).
+* **One-run and f-DP** — one training run with many canaries: the (ε, δ) audit of Steinke,
+  Nasr & Jagielski 2023 (arXiv:2305.08846) and the Gaussian-DP audit of Mahloujifar, Melis &
+  Chaudhuri 2024 (arXiv:2410.22235), and their sweeps over the number of guesses.
+* **Lifted DP** — Wilson intervals that use the correlation between many random canaries
+  per run (Pillutla et al. 2023, arXiv:2305.18447).
+* **Label memorization** — the correct-guess-rate bound of Malek et al. 2021
+  (arXiv:2106.03408, App. B) and its abstention-threshold sweep.
+* **Claim checks** — whether an audit refutes a claimed (ε, δ) or RDP guarantee, with a
+  p-value for the exact audits.
 """
 
 from dpaudit._results import ConfidenceInterval
-from dpaudit.bounds._intervals import clopper_pearson, clopper_pearson_arrays
 
-# --- Lower bounds I (issue 3): names added here -----------------------------------------
-_LOWER_BOUNDS_I: list[str] = [
+# Intervals
+from dpaudit.bounds._intervals import (
+    BootstrapInterval,
+    SimultaneousIntervals,
+    bootstrap_counts,
+    clopper_pearson,
+    clopper_pearson_arrays,
+    multinomial_intervals,
+)
+
+# isort: split
+# Selection
+from dpaudit.bounds._selection import Bonferroni, Explicit, Selection, Split
+
+# isort: split
+# (ε, δ) audits
+from dpaudit.bounds._epsdelta import (
+    EpsDeltaAudit,
+    epsilon_from_confusion,
+    epsilon_from_error_rates,
+    epsilon_from_rejection_set,
+    epsilon_from_scores,
+)
+
+# isort: split
+# RDP audits and composition
+from dpaudit.bounds._cuts import (
+    MAX_CLASSES_K_CUT,
+    MAX_CLASSES_TWO_CUT,
+    RDPAudit,
+    two_cut_plug_in,
+)
+from dpaudit.bounds._rdp import rdp_audit, rdp_k_cut, rdp_two_cut
+from dpaudit.bounds._rdp_bootstrap import rdp_k_cut_bootstrap, rdp_two_cut_bootstrap
+from dpaudit.bounds._rdp_compose import (
+    ConvertedRDPLowerBound,
+    RDPLowerBoundCurve,
+    compose_rdp_lower_bounds,
+    per_query_confidence_level,
+    rdp_lower_bound_to_dp,
+)
+
+# isort: split
+# One-run and f-DP
+from dpaudit.bounds._fdp import (
+    FDPOneRunResult,
+    fdp_one_run_epsilon,
+    fdp_one_run_epsilon_from_scores,
+    fdp_one_run_sweep,
+    fdp_rejects,
+)
+from dpaudit.bounds._one_run import (
+    OneRunResult,
+    one_run_epsilon,
+    one_run_epsilon_from_scores,
+    one_run_p_value,
+    one_run_sweep,
+)
+from dpaudit.bounds._sweep import SweepResult, default_guess_counts
+
+# isort: split
+# Lifted DP
+from dpaudit.bounds._lidp import LiDPMoments, LiDPResult, lidp_epsilon, lidp_moments
+
+# isort: split
+# Label memorization
+from dpaudit.bounds._memorization import (
+    DEFAULT_MEMORIZATION_THRESHOLDS,
+    LabelMemorizationResult,
+    label_memorization_audit,
+    label_memorization_epsilon,
+    label_memorization_sweep,
+)
+
+# isort: split
+# Claim checks
+from dpaudit.bounds._violation import ViolationCheck, check_dp_claim, check_rdp_claim
+
+__all__ = [  # noqa: RUF022 - grouped by concept, as the imports above
+    # Intervals
     "BootstrapInterval",
-    "Bonferroni",
-    "ConvertedRDPLowerBound",
-    "EpsDeltaAudit",
-    "Explicit",
-    "RDPAudit",
-    "RDPLowerBoundCurve",
+    "ConfidenceInterval",
     "SimultaneousIntervals",
-    "Split",
-    "ViolationCheck",
     "bootstrap_counts",
-    "check_dp_claim",
-    "check_rdp_claim",
-    "compose_rdp_lower_bounds",
+    "clopper_pearson",
+    "clopper_pearson_arrays",
+    "multinomial_intervals",
+    # Selection
+    "Bonferroni",
+    "Explicit",
+    "Selection",
+    "Split",
+    # (ε, δ) audits
+    "EpsDeltaAudit",
     "epsilon_from_confusion",
     "epsilon_from_error_rates",
     "epsilon_from_rejection_set",
     "epsilon_from_scores",
-    "multinomial_intervals",
+    # RDP audits and composition
+    "MAX_CLASSES_K_CUT",
+    "MAX_CLASSES_TWO_CUT",
+    "ConvertedRDPLowerBound",
+    "RDPAudit",
+    "RDPLowerBoundCurve",
+    "compose_rdp_lower_bounds",
     "per_query_confidence_level",
     "rdp_audit",
     "rdp_k_cut",
@@ -40,52 +143,9 @@ _LOWER_BOUNDS_I: list[str] = [
     "rdp_lower_bound_to_dp",
     "rdp_two_cut",
     "rdp_two_cut_bootstrap",
-]
-
-from dpaudit.bounds._epsdelta import (  # noqa: E402, F401
-    Bonferroni,
-    EpsDeltaAudit,
-    Explicit,
-    Split,
-    epsilon_from_confusion,
-    epsilon_from_error_rates,
-    epsilon_from_rejection_set,
-    epsilon_from_scores,
-)
-from dpaudit.bounds._intervals import (  # noqa: E402, F401
-    BootstrapInterval,
-    SimultaneousIntervals,
-    bootstrap_counts,
-    multinomial_intervals,
-)
-from dpaudit.bounds._rdp import (  # noqa: E402, F401
-    ConvertedRDPLowerBound,
-    RDPAudit,
-    RDPLowerBoundCurve,
-    compose_rdp_lower_bounds,
-    per_query_confidence_level,
-    rdp_audit,
-    rdp_k_cut,
-    rdp_k_cut_bootstrap,
-    rdp_lower_bound_to_dp,
-    rdp_two_cut,
-    rdp_two_cut_bootstrap,
-)
-from dpaudit.bounds._violation import (  # noqa: E402, F401
-    ViolationCheck,
-    check_dp_claim,
-    check_rdp_claim,
-)
-
-# --- end Lower bounds I -------------------------------------------------------------------
-
-# --- Lower bounds II (issue 5): names added here ------------------------------------------
-# (the list comes first so that these imports form their own sorted block)
-_LOWER_BOUNDS_II: list[str] = [
+    "two_cut_plug_in",
+    # One-run and f-DP
     "FDPOneRunResult",
-    "LabelMemorizationResult",
-    "LiDPMoments",
-    "LiDPResult",
     "OneRunResult",
     "SweepResult",
     "default_guess_counts",
@@ -93,54 +153,23 @@ _LOWER_BOUNDS_II: list[str] = [
     "fdp_one_run_epsilon_from_scores",
     "fdp_one_run_sweep",
     "fdp_rejects",
-    "label_memorization_audit",
-    "label_memorization_epsilon",
-    "label_memorization_sweep",
-    "lidp_epsilon",
-    "lidp_moments",
     "one_run_epsilon",
     "one_run_epsilon_from_scores",
     "one_run_p_value",
     "one_run_sweep",
-]
-
-from dpaudit.bounds._fdp import (  # noqa: E402, F401
-    FDPOneRunResult,
-    fdp_one_run_epsilon,
-    fdp_one_run_epsilon_from_scores,
-    fdp_rejects,
-)
-from dpaudit.bounds._lidp import (  # noqa: E402, F401
-    LiDPMoments,
-    LiDPResult,
-    lidp_epsilon,
-    lidp_moments,
-)
-from dpaudit.bounds._memorization import (  # noqa: E402, F401
-    LabelMemorizationResult,
-    label_memorization_audit,
-    label_memorization_epsilon,
-)
-from dpaudit.bounds._one_run import (  # noqa: E402, F401
-    OneRunResult,
-    one_run_epsilon,
-    one_run_epsilon_from_scores,
-    one_run_p_value,
-)
-from dpaudit.bounds._sweep import (  # noqa: E402, F401
-    SweepResult,
-    default_guess_counts,
-    fdp_one_run_sweep,
-    label_memorization_sweep,
-    one_run_sweep,
-)
-
-# --- end Lower bounds II ------------------------------------------------------------------
-
-__all__ = [
-    "ConfidenceInterval",
-    "clopper_pearson",
-    "clopper_pearson_arrays",
-    *_LOWER_BOUNDS_I,
-    *_LOWER_BOUNDS_II,
+    # Lifted DP
+    "LiDPMoments",
+    "LiDPResult",
+    "lidp_epsilon",
+    "lidp_moments",
+    # Label memorization
+    "DEFAULT_MEMORIZATION_THRESHOLDS",
+    "LabelMemorizationResult",
+    "label_memorization_audit",
+    "label_memorization_epsilon",
+    "label_memorization_sweep",
+    # Claim checks
+    "ViolationCheck",
+    "check_dp_claim",
+    "check_rdp_claim",
 ]

@@ -1,9 +1,10 @@
 """(ε, δ) lower bounds from the success of a distinguishing attack.
 
-Paper 000 §2.2 (Eq. 1 and its FP/FN form) and paper 002 step 3: run the mechanism many
-times on neighbouring datasets S and S′, count how often the output lands in a rejection set
-O, bound the two probabilities with exact Clopper–Pearson intervals and read off the
-smallest ε compatible with (ε, δ)-DP.
+Chadha, Jagielski, Papernot, Choquette-Choo & Nasr 2024 (*Auditing Private Prediction*,
+arXiv:2402.09403, §2.2, Eq. 1 and its FP/FN form) and Pillutla et al. 2023 (arXiv:2305.18447,
+step 3 of the audit): run the mechanism many times on neighbouring datasets S and S′, count
+how often the output lands in a rejection set O, bound the two probabilities with exact
+Clopper–Pearson intervals and read off the smallest ε compatible with (ε, δ)-DP.
 
 Conventions. *Positives* are runs on S′ (the hypothesis the attack tries to detect), so with
 O the set where the attack says "S′":
@@ -14,14 +15,15 @@ O the set where the attack says "S′":
 
       ε ≥ max{ log((TPR_lo − δ)/FPR_hi), log((1 − FPR_hi − δ)/(1 − TPR_lo)) },
 
-  which is paper 000's FP/FN form ``max{(1−δ−FN^u)/FP^u, (1−δ−FP^u)/FN^u}`` (inside a log)
-  with ``FN^u = 1 − TPR_lo``.
+  which is Chadha et al.'s FP/FN form ``max{(1−δ−FN^u)/FP^u, (1−δ−FP^u)/FN^u}`` (inside a
+  log) with ``FN^u = 1 − TPR_lo``.
 
 The confidence is split over the intervals used (union bound): with the default
 ``orientation="given"`` two one-sided intervals (TPR lower, FPR upper) at ``1 − β/2`` each;
 with ``orientation="either"`` (the attack's direction is not fixed in advance, Eq. 1 taken
 literally with both ``(p₁ℓ−δ)/p₀ᵘ`` and ``(p₀ℓ−δ)/p₁ᵘ``) four one-sided intervals at
-``1 − β/4``. Thresholds chosen on the data are paid for by a held-out split or Bonferroni.
+``1 − β/4``. A threshold chosen on the scores is paid for by a :class:`Split` or
+:class:`Bonferroni` selection (:mod:`dpaudit.bounds._selection`).
 """
 
 from __future__ import annotations
@@ -31,26 +33,31 @@ import math
 
 import numpy as np
 
-from dpaudit._results import ConfidenceInterval, ResultMixin
-from dpaudit._rng import as_generator, seed_entropy
-from dpaudit._typing import ArrayLike, FloatArray
+from dpaudit._results import ConfidenceInterval, ResultMixin, SelectionRecord
+from dpaudit._typing import ArrayLike, RngLike
 from dpaudit._validate import (
     check_array,
     check_choice,
     check_confidence_level,
     check_delta,
-    check_in_range,
     check_nonneg_int,
     check_probability,
     check_real,
 )
-from dpaudit.bounds._intervals import _cp_one_sided
+from dpaudit.bounds._intervals import cp_one_sided
+from dpaudit.bounds._selection import (
+    DEFAULT_SPLIT,
+    Bonferroni,
+    Explicit,
+    Selection,
+    Split,
+    as_selection,
+    selection_generator,
+    split_indices,
+)
 
 __all__ = [
-    "Bonferroni",
     "EpsDeltaAudit",
-    "Explicit",
-    "Split",
     "epsilon_from_confusion",
     "epsilon_from_error_rates",
     "epsilon_from_rejection_set",
@@ -58,66 +65,9 @@ __all__ = [
 ]
 
 _ORIENTATIONS = ("given", "either")
-
-
-# ---------------------------------------------------------------------------------------------
-# Threshold strategies
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class Explicit:
-    """Use a threshold fixed before seeing the scores: ``O = {score ≥ threshold}``.
-
-    Attributes:
-        threshold: finite real number.
-    """
-
-    threshold: float
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "threshold", check_real("threshold", self.threshold))
-
-
-@dataclasses.dataclass(frozen=True)
-class Split:
-    """Choose the threshold on a random part of the scores, bound ε on the rest.
-
-    Each class of scores is shuffled and its first ``round(fraction·n)`` scores form the
-    selection part; the threshold maximising the ε bound there is applied to the held-out
-    part, whose counts alone give the reported bound (valid because the held-out scores are
-    independent of the choice).
-
-    Attributes:
-        fraction: share of each class used for selection, in (0, 1).
-        seed: seed of the random split (``None``: fresh entropy, recorded in the result).
-    """
-
-    fraction: float = 0.5
-    seed: int | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "fraction", check_in_range("fraction", self.fraction, 0.0, 1.0))
-        if self.seed is not None:
-            object.__setattr__(self, "seed", check_nonneg_int("seed", self.seed))
-
-
-@dataclasses.dataclass(frozen=True)
-class Bonferroni:
-    """Try every threshold in ``candidates`` on all the scores at level ``1 − β/m``.
-
-    Attributes:
-        candidates: the m thresholds (fixed before seeing the scores), finite, non-empty.
-    """
-
-    candidates: tuple[float, ...]
-
-    def __post_init__(self) -> None:
-        arr = check_array("candidates", self.candidates, ndim=1)
-        object.__setattr__(self, "candidates", tuple(float(x) for x in arr))
-
-
-ThresholdStrategy = Explicit | Split | Bonferroni
+_COUNTS_GIVEN = SelectionRecord(
+    "rejection set", "none", "counts of a rejection set given by the caller (fix it in advance)"
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -145,8 +95,8 @@ class EpsDeltaAudit(ResultMixin):
         tp, fn, fp, tn: the counts the bound was computed from (the held-out part under
             ``Split``).
         interval_level: one-sided level of each Clopper–Pearson bound.
-        selection: ``"none"`` (counts given), ``"explicit"``, ``"split"`` or
-            ``"bonferroni"``.
+        selection: how the rejection set (threshold) was chosen and paid for: strategy
+            ``"none"`` (counts given), ``"explicit"``, ``"split"`` or ``"bonferroni"``.
         threshold: the threshold used (score-based audits), else ``None``.
         n_candidates: number of rejection sets paid for (1 unless Bonferroni).
         seed: seed of the split (``Split`` only).
@@ -168,14 +118,14 @@ class EpsDeltaAudit(ResultMixin):
     fp: int
     tn: int
     interval_level: float
-    selection: str
+    selection: SelectionRecord
     threshold: float | None
     n_candidates: int
     seed: int | None = None
 
     @property
     def fnr_upper(self) -> float:
-        """Upper bound on FNR = 1 − TPR (paper 000's FN^u)."""
+        """Upper bound on FNR = 1 − TPR (Chadha et al. 2024's FN^u)."""
         return 1.0 - self.tpr_lower
 
     @property
@@ -207,7 +157,7 @@ def _tail(level: float, orientation: str, n_candidates: int = 1) -> float:
     return (1.0 - level) / (k * n_candidates)
 
 
-def _confusion_core(tp, fn, fp, tn, delta: float, tail: float, orientation: str):
+def confusion_core(tp, fn, fp, tn, delta: float, tail: float, orientation: str):
     """Bounds and ε candidates for arrays of confusion counts (inputs assumed valid).
 
     Each one-sided Clopper–Pearson bound has tail probability ``tail``. Returns a dict with
@@ -217,8 +167,8 @@ def _confusion_core(tp, fn, fp, tn, delta: float, tail: float, orientation: str)
     """
     tp, fn, fp, tn = (np.asarray(x, dtype=np.float64) for x in (tp, fn, fp, tn))
     n_pos, n_neg = tp + fn, fp + tn
-    tpr_lo, tpr_hi = _cp_one_sided(tp, n_pos, tail)
-    fpr_lo, fpr_hi = _cp_one_sided(fp, n_neg, tail)
+    tpr_lo, tpr_hi = cp_one_sided(tp, n_pos, tail)
+    fpr_lo, fpr_hi = cp_one_sided(fp, n_neg, tail)
     cols = [_log_ratio(tpr_lo - delta, fpr_hi), _log_ratio(1.0 - fpr_hi - delta, 1.0 - tpr_lo)]
     out = {"tpr_lower": tpr_lo, "fpr_upper": fpr_hi}
     if orientation == "either":
@@ -230,35 +180,45 @@ def _confusion_core(tp, fn, fp, tn, delta: float, tail: float, orientation: str)
     return out
 
 
-def _epsilon_at_beta(
+def epsilon_at_beta(
     tp: int, fn: int, fp: int, tn: int, delta: float, beta: float, orientation: str, m: int = 1
 ) -> float:
     """ε bound from fixed counts at confidence ``1 − beta`` with ``m`` candidates paid for."""
     k = 2 if orientation == "given" else 4
-    core = _confusion_core(tp, fn, fp, tn, delta, beta / (k * m), orientation)
+    core = confusion_core(tp, fn, fp, tn, delta, beta / (k * m), orientation)
     return float(core["epsilon"])
 
 
+@dataclasses.dataclass(frozen=True)
+class _Counts:
+    """Confusion counts of one or more rejection sets (arrays of equal shape)."""
+
+    tp: np.ndarray
+    fn: np.ndarray
+    fp: np.ndarray
+    tn: np.ndarray
+
+    def at(self, i: int) -> tuple[int, int, int, int]:
+        return int(self.tp[i]), int(self.fn[i]), int(self.fp[i]), int(self.tn[i])
+
+
 def _make_result(
-    tp: int,
-    fn: int,
-    fp: int,
-    tn: int,
+    counts: tuple[int, int, int, int],
     *,
     delta: float,
     level: float,
     orientation: str,
-    selection: str,
-    threshold: float | None,
-    n_candidates: int,
+    selection: SelectionRecord,
+    threshold: float | None = None,
+    n_candidates: int = 1,
     seed: int | None = None,
 ) -> EpsDeltaAudit:
     tail = _tail(level, orientation, n_candidates)
-    core = _confusion_core(tp, fn, fp, tn, delta, tail, orientation)
+    core = confusion_core(*counts, delta, tail, orientation)
     eps = float(core["epsilon"])
-    cand = core["candidates"]
     names = _DIRECTIONS_GIVEN if orientation == "given" else _DIRECTIONS_EITHER
-    direction = names[int(np.argmax(cand))] if eps > 0 else "none"
+    direction = names[int(np.argmax(core["candidates"]))] if eps > 0 else "none"
+    tp, fn, fp, tn = counts
     return EpsDeltaAudit(
         epsilon=eps,
         confidence_interval=ConfidenceInterval(eps, math.inf),
@@ -271,10 +231,10 @@ def _make_result(
         fpr_upper=float(core["fpr_upper"]),
         tpr_upper=float(core["tpr_upper"]) if "tpr_upper" in core else None,
         fpr_lower=float(core["fpr_lower"]) if "fpr_lower" in core else None,
-        tp=int(tp),
-        fn=int(fn),
-        fp=int(fp),
-        tn=int(tn),
+        tp=tp,
+        fn=fn,
+        fp=fp,
+        tn=tn,
         interval_level=1.0 - tail,
         selection=selection,
         threshold=threshold,
@@ -297,6 +257,15 @@ def _check_common(
     return d, level
 
 
+def _check_total(name: str, count: int, total: int, total_name: str) -> None:
+    if total < 1:
+        raise ValueError(f"{total_name} must be at least 1, got {total}")
+    if count > total:
+        raise ValueError(
+            f"{name} must be <= {total_name}, got {name}={count}, {total_name}={total}"
+        )
+
+
 def epsilon_from_confusion(
     tp: int,
     fn: int,
@@ -309,9 +278,9 @@ def epsilon_from_confusion(
 ) -> EpsDeltaAudit:
     """Lower bound on ε from the confusion counts of a fixed rejection set.
 
-    Paper 000 §2.2, Eq. (1) in its FP/FN form: with Clopper–Pearson bounds
-    ``TPR ≥ TPR_lo``, ``FPR ≤ FPR_hi`` (one-sided, each at ``1 − β/2``),
-    ``ε ≥ max{log((TPR_lo − δ)/FPR_hi), log((1 − FPR_hi − δ)/(1 − TPR_lo)), 0}``.
+    Chadha et al. 2024 (arXiv:2402.09403) §2.2, Eq. (1) in its FP/FN form: with
+    Clopper–Pearson bounds ``TPR ≥ TPR_lo``, ``FPR ≤ FPR_hi`` (one-sided, each at
+    ``1 − β/2``), ``ε ≥ max{log((TPR_lo − δ)/FPR_hi), log((1 − FPR_hi − δ)/(1 − TPR_lo)), 0}``.
     With ``orientation="either"`` the reversed inequalities (O signalling S) are added and
     β is split over four one-sided intervals.
 
@@ -335,26 +304,18 @@ def epsilon_from_confusion(
         >>> round(res.tpr_lower, 4), round(res.fpr_upper, 4), round(res.epsilon, 4)
         (0.7622, 0.1297, 1.7709)
     """
-    tp, fn, fp, tn = (
+    counts = tuple(
         check_nonneg_int(k, v)
         for k, v in zip(["tp", "fn", "fp", "tn"], (tp, fn, fp, tn), strict=True)
     )
+    tp, fn, fp, tn = counts
     if tp + fn == 0:
         raise ValueError(f"tp + fn must be positive (no runs on S'), got tp={tp}, fn={fn}")
     if fp + tn == 0:
         raise ValueError(f"fp + tn must be positive (no runs on S), got fp={fp}, tn={tn}")
     d, level = _check_common(delta, confidence_level, orientation)
     return _make_result(
-        tp,
-        fn,
-        fp,
-        tn,
-        delta=d,
-        level=level,
-        orientation=orientation,
-        selection="none",
-        threshold=None,
-        n_candidates=1,
+        counts, delta=d, level=level, orientation=orientation, selection=_COUNTS_GIVEN
     )
 
 
@@ -370,8 +331,9 @@ def epsilon_from_rejection_set(
 ) -> EpsDeltaAudit:
     """Lower bound on ε from how often the output fell in O under S and under S′.
 
-    Paper 000 Eq. (1): ``p₀ = P(A(S) ∈ O)``, ``p₁ = P(A(S′) ∈ O)``; this is
-    :func:`epsilon_from_confusion` with ``TP = count_neighbour``, ``FP = count``.
+    Chadha et al. 2024 (arXiv:2402.09403) Eq. (1): ``p₀ = P(A(S) ∈ O)``,
+    ``p₁ = P(A(S′) ∈ O)``; this is :func:`epsilon_from_confusion` with
+    ``TP = count_neighbour``, ``FP = count``.
 
     Args:
         count: runs on S (out of ``n``) whose output was in O.
@@ -398,16 +360,8 @@ def epsilon_from_rejection_set(
     n = check_nonneg_int("n", n)
     count_neighbour = check_nonneg_int("count_neighbour", count_neighbour)
     n_neighbour = check_nonneg_int("n_neighbour", n_neighbour)
-    if n < 1:
-        raise ValueError(f"n must be at least 1, got {n}")
-    if n_neighbour < 1:
-        raise ValueError(f"n_neighbour must be at least 1, got {n_neighbour}")
-    if count > n:
-        raise ValueError(f"count must be <= n, got count={count}, n={n}")
-    if count_neighbour > n_neighbour:
-        raise ValueError(
-            f"count_neighbour must be <= n_neighbour, got {count_neighbour} > {n_neighbour}"
-        )
+    _check_total("count", count, n, "n")
+    _check_total("count_neighbour", count_neighbour, n_neighbour, "n_neighbour")
     return epsilon_from_confusion(
         count_neighbour,
         n_neighbour - count_neighbour,
@@ -422,7 +376,7 @@ def epsilon_from_rejection_set(
 def epsilon_from_error_rates(fpr_upper: float, fnr_upper: float, *, delta: float = 0.0) -> float:
     """ε implied by upper bounds on the false-positive and false-negative rates.
 
-    Paper 000 §2.2 (FP/FN form of Eq. 1):
+    Chadha et al. 2024 (arXiv:2402.09403) §2.2, FP/FN form of Eq. 1:
     ``ε = max{log((1 − δ − FN^u)/FP^u), log((1 − δ − FP^u)/FN^u), 0}``. A pure function of
     bounds already obtained at some confidence (e.g. from :func:`clopper_pearson`); the
     result is a lower bound at that same confidence.
@@ -450,145 +404,113 @@ def epsilon_from_error_rates(fpr_upper: float, fnr_upper: float, *, delta: float
     return float(max(a, b, 0.0))
 
 
-def _check_scores(name: str, scores: ArrayLike) -> FloatArray:
-    arr = check_array(name, scores, ndim=1)
-    return arr
+# ---------------------------------------------------------------------------------------------
+# Scores: the threshold chosen by a selection strategy
+# ---------------------------------------------------------------------------------------------
 
 
-def _counts_at(sorted_scores: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
-    """Number of scores ≥ each threshold."""
-    return sorted_scores.size - np.searchsorted(sorted_scores, thresholds, side="left")
+def _confusion(pos: np.ndarray, neg: np.ndarray, thresholds: np.ndarray) -> _Counts:
+    """Counts of ``O = {score ≥ t}`` for every threshold."""
+    tp = pos.size - np.searchsorted(np.sort(pos), thresholds, side="left")
+    fp = neg.size - np.searchsorted(np.sort(neg), thresholds, side="left")
+    return _Counts(tp, pos.size - tp, fp, neg.size - fp)
+
+
+def _split_threshold(
+    pos: np.ndarray, neg: np.ndarray, fraction: float, gen, d: float, level: float, orientation: str
+) -> tuple[float, np.ndarray, np.ndarray]:
+    """Threshold with the best bound on a random selection part; the held-out scores."""
+    parts = []
+    for name, arr in (("positive_scores", pos), ("negative_scores", neg)):
+        sel, held = split_indices(arr.size, fraction, gen, name)
+        parts.append((arr[sel], arr[held]))
+    (pos_sel, pos_eval), (neg_sel, neg_eval) = parts
+    cands = np.unique(np.concatenate([pos_sel, neg_sel]))
+    c = _confusion(pos_sel, neg_sel, cands)
+    core = confusion_core(c.tp, c.fn, c.fp, c.tn, d, _tail(level, orientation), orientation)
+    youden = c.tp / pos_sel.size - c.fp / neg_sel.size
+    if orientation == "either":
+        youden = np.abs(youden)
+    # Best bound on the selection part; ties (e.g. all zero) broken by the point estimate.
+    best = int(np.lexsort((youden, core["epsilon"]))[-1])
+    return float(cands[best]), pos_eval, neg_eval
 
 
 def epsilon_from_scores(
     positive_scores: ArrayLike,
     negative_scores: ArrayLike,
     *,
-    threshold: ThresholdStrategy,
+    selection: Selection | str = DEFAULT_SPLIT,
     delta: float = 0.0,
     confidence_level: float = 0.95,
     orientation: str = "given",
+    rng: RngLike = None,
 ) -> EpsDeltaAudit:
     """Lower bound on ε from raw attack scores, with the threshold chosen validly.
 
     The rejection set is ``O = {score ≥ t}`` (scores oriented so that larger means "S′").
     ``positive_scores`` come from runs on S′, ``negative_scores`` from runs on S. The
-    threshold ``t`` comes from the strategy (the small-object design of JAX-Privacy's
-    auditor):
+    threshold ``t`` comes from the selection strategy:
 
-    * :class:`Explicit` — fixed in advance; ``selection="explicit"``.
-    * :class:`Split` — chosen to maximise the bound on a random selection part, bounded on
-      the held-out part; ``selection="split"``.
-    * :class:`Bonferroni` — all m candidates bounded at level ``1 − β/m`` on all scores, the
-      best one reported; ``selection="bonferroni"``.
+    * :class:`Explicit` ``(t)`` — fixed in advance.
+    * :class:`Split` ``(fraction)`` (default) — chosen to maximise the bound on a random
+      selection part of each class (drawn with ``rng``), bounded on the held-out part.
+    * :class:`Bonferroni` ``(candidates)`` — all m candidate thresholds bounded at level
+      ``1 − β/m`` on all scores, the best one reported.
 
     Args:
         positive_scores: 1-d scores of runs on S′.
         negative_scores: 1-d scores of runs on S.
-        threshold: an :class:`Explicit`, :class:`Split` or :class:`Bonferroni` object.
+        selection: an :class:`Explicit`, :class:`Split` or :class:`Bonferroni` strategy.
         delta: δ in [0, 1).
         confidence_level: joint confidence including the selection, in (0, 1).
         orientation: ``"given"`` or ``"either"`` (see :func:`epsilon_from_confusion`).
+        rng: randomness of the split (recorded as ``seed``; unused otherwise).
 
     Returns:
         :class:`EpsDeltaAudit` with the threshold used and how it was paid for.
 
     Raises:
-        TypeError: ``threshold`` is not a strategy object.
-        ValueError: empty or non-finite scores, a split leaving a part empty, bad δ/level.
+        TypeError: ``selection`` is not a strategy.
+        ValueError: empty or non-finite scores, a split leaving a part empty, Bonferroni
+            without candidates, bad δ/level.
 
     Example:
         >>> rng = np.random.default_rng(0)
         >>> pos, neg = rng.normal(2, 1, 5000), rng.normal(0, 1, 5000)
-        >>> res = epsilon_from_scores(pos, neg, threshold=Explicit(1.0), delta=1e-5)
-        >>> res.selection, round(res.epsilon, 2)
+        >>> res = epsilon_from_scores(pos, neg, selection=Explicit(1.0), delta=1e-5)
+        >>> res.selection.strategy, round(res.epsilon, 2)
         ('explicit', 1.58)
     """
-    pos = _check_scores("positive_scores", positive_scores)
-    neg = _check_scores("negative_scores", negative_scores)
+    pos = check_array("positive_scores", positive_scores, ndim=1)
+    neg = check_array("negative_scores", negative_scores, ndim=1)
     d, level = _check_common(delta, confidence_level, orientation)
-
-    def confusion(p: np.ndarray, q: np.ndarray, t: np.ndarray):
-        ps, qs = np.sort(p), np.sort(q)
-        tp = _counts_at(ps, t)
-        fp = _counts_at(qs, t)
-        return tp, p.size - tp, fp, q.size - fp
-
-    if isinstance(threshold, Explicit):
-        t = np.array([threshold.threshold])
-        tp, fn, fp, tn = (int(x[0]) for x in confusion(pos, neg, t))
-        return _make_result(
-            tp,
-            fn,
-            fp,
-            tn,
-            delta=d,
-            level=level,
-            orientation=orientation,
-            selection="explicit",
-            threshold=threshold.threshold,
-            n_candidates=1,
-        )
-    if isinstance(threshold, Bonferroni):
-        t = np.asarray(threshold.candidates)
-        m = t.size
-        tp, fn, fp, tn = confusion(pos, neg, t)
-        core = _confusion_core(tp, fn, fp, tn, d, _tail(level, orientation, m), orientation)
-        best = int(np.argmax(core["epsilon"]))
-        return _make_result(
-            int(tp[best]),
-            int(fn[best]),
-            int(fp[best]),
-            int(tn[best]),
-            delta=d,
-            level=level,
-            orientation=orientation,
-            selection="bonferroni",
-            threshold=float(t[best]),
-            n_candidates=m,
-        )
-    if isinstance(threshold, Split):
-        seed = threshold.seed
-        if seed is None:
-            seed = int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])
-        gen = as_generator(seed)
-        parts = []
-        for name, arr in (("positive_scores", pos), ("negative_scores", neg)):
-            k = round(threshold.fraction * arr.size)
-            if k < 1 or k > arr.size - 1:
-                raise ValueError(
-                    f"{name} has {arr.size} scores: Split(fraction={threshold.fraction}) leaves "
-                    "the selection or the held-out part empty"
-                )
-            perm = gen.permutation(arr.size)
-            parts.append((arr[perm[:k]], arr[perm[k:]]))
-        (pos_sel, pos_eval), (neg_sel, neg_eval) = parts
-        cands = np.unique(np.concatenate([pos_sel, neg_sel]))
-        tp, fn, fp, tn = confusion(pos_sel, neg_sel, cands)
-        core = _confusion_core(tp, fn, fp, tn, d, _tail(level, orientation), orientation)
-        youden = tp / pos_sel.size - fp / neg_sel.size
-        if orientation == "either":
-            youden = np.abs(youden)
-        # Best bound on the selection part; ties (e.g. all zero) broken by the point estimate.
-        best = int(np.lexsort((youden, core["epsilon"]))[-1])
-        t_best = float(cands[best])
-        tp_e, fn_e, fp_e, tn_e = (
-            int(x[0]) for x in confusion(pos_eval, neg_eval, np.array([t_best]))
-        )
-        return _make_result(
-            tp_e,
-            fn_e,
-            fp_e,
-            tn_e,
-            delta=d,
-            level=level,
-            orientation=orientation,
-            selection="split",
-            threshold=t_best,
-            n_candidates=1,
-            seed=seed_entropy(seed),
-        )
-    raise TypeError(
-        "threshold must be Explicit(t), Split(fraction, seed) or Bonferroni(candidates), "
-        f"got {type(threshold).__name__}"
+    sel = as_selection(selection)
+    seed = None
+    if isinstance(sel, Explicit):
+        thresholds = np.array([check_real("selection.value (threshold)", sel.value)])
+    elif isinstance(sel, Bonferroni):
+        if sel.candidates is None:
+            raise ValueError("Bonferroni needs the candidate thresholds: Bonferroni(candidates)")
+        thresholds = np.array([check_real("candidates", t) for t in sel.candidates])
+    elif isinstance(sel, Split):
+        gen, seed = selection_generator(rng)
+        t_best, pos, neg = _split_threshold(pos, neg, sel.fraction, gen, d, level, orientation)
+        thresholds = np.array([t_best])
+    else:
+        raise TypeError(f"selection must be Explicit, Split or Bonferroni, got {sel!r}")
+    m = thresholds.size
+    c = _confusion(pos, neg, thresholds)
+    core = confusion_core(c.tp, c.fn, c.fp, c.tn, d, _tail(level, orientation, m), orientation)
+    best = int(np.argmax(core["epsilon"]))
+    t = float(thresholds[best])
+    return _make_result(
+        c.at(best),
+        delta=d,
+        level=level,
+        orientation=orientation,
+        selection=sel.record("threshold", n_candidates=m if m > 1 else None, seed=seed, chosen=t),
+        threshold=t,
+        n_candidates=m,
+        seed=seed,
     )

@@ -1,12 +1,14 @@
-"""f-DP audit in one run (Mahloujifar, Melis & Chaudhuri 2024; paper 001, Algorithm 2).
+"""f-DP audit in one run (Mahloujifar, Melis & Chaudhuri 2024, arXiv:2410.22235).
 
-Reconstruction game (``shared/formulas.md`` §3): m slots, each a set of K ≥ 2 candidate
+Reconstruction game (Mahloujifar et al. 2024; Algorithm 2 of Liu, Boglioni, Fu, Hu, Thaker &
+Wu, *Enhancing One-run Privacy Auditing with Quantile Regression-Based Membership
+Inference*): m slots, each a set of K ≥ 2 candidate
 canaries of which one, chosen uniformly, is inserted; one training run; the adversary names
 the inserted candidate in ``n_g`` slots (abstaining on the others) and is right ``n_c``
 times. K = 2 is the membership game.
 
-**Rejection test** of the claim "the mechanism is f-DP" at significance τ (formulas.md §3,
-the ``audit_rh_with_cap`` recursion of arXiv:2410.22235):
+**Rejection test** of the claim "the mechanism is f-DP" at significance τ (the
+``audit_rh_with_cap`` recursion of Mahloujifar et al. 2024):
 
 1. ``r ← τ·n_c/m``, ``h ← τ·(n_g − n_c)/m``;
 2. for i = n_c − 1 down to 0: ``h' ← max(h, (K−1)·B⁻¹(r))``;
@@ -34,6 +36,9 @@ needs no such premise: ε-DP implies μ_ε-GDP with ``μ_ε = 2·Φ⁻¹(e^ε/(1
 linear ``f_{ε,0}`` and the convex ``G_{μ_ε}`` meet at (0,1), (1,0) and the symmetric point
 ``1/(1+e^ε)``), so rejecting μ*-GDP rejects ε-DP for every ε with ``μ_ε < μ*``:
 ``ε_lb = log(Φ(μ*/2)/Φ(−μ*/2))``.
+
+:func:`fdp_one_run_sweep` runs the bound over a grid of guess counts with the choice paid for
+(:mod:`dpaudit.bounds._sweep`).
 """
 
 from __future__ import annotations
@@ -44,23 +49,33 @@ import math
 import numpy as np
 from scipy import special
 
-from dpaudit._results import ConfidenceInterval, ResultMixin
-from dpaudit._typing import ArrayLike
+from dpaudit._results import ConfidenceInterval, ResultMixin, SelectionRecord
+from dpaudit._typing import ArrayLike, Progress, ProgressLike, RngLike
 from dpaudit._validate import (
     check_array,
     check_confidence_level,
     check_delta,
     check_nonneg_int,
     check_real,
+    track,
 )
-from dpaudit.bounds._one_run import _check_counts
-from dpaudit.conversions._gdp import gdp_epsilon
+from dpaudit.bounds._one_run import COUNTS_GIVEN, check_game_counts
+from dpaudit.bounds._selection import DEFAULT_BONFERRONI, Explicit, Selection
+from dpaudit.bounds._sweep import (
+    GuessCountData,
+    Outcome,
+    SweepResult,
+    max_by_upper_bound,
+    run_sweep,
+)
+from dpaudit.conversions import gdp_epsilon
 
 __all__ = [
     "MU_TOLERANCE",
     "FDPOneRunResult",
     "fdp_one_run_epsilon",
     "fdp_one_run_epsilon_from_scores",
+    "fdp_one_run_sweep",
     "fdp_rejects",
 ]
 
@@ -82,7 +97,7 @@ class FDPOneRunResult(ResultMixin):
         mu_interval: ``[mu, inf)``.
         confidence_level: 1 − τ.
         method: description of the test and trade-off family.
-        num_canaries: m, the number of slots (canary sets); paper 001 calls it M = m/K.
+        num_canaries: m, the number of slots (canary sets; Liu et al.'s M = m/K).
         num_guesses: n_g, slots where the adversary guessed.
         num_correct: n_c.
         set_size: K ≥ 2 candidates per slot.
@@ -90,7 +105,8 @@ class FDPOneRunResult(ResultMixin):
         conversion: ``"pure-dp"`` (δ = 0: ε = logit Φ(μ/2), no premise) or
             ``"gaussian-profile"`` (δ > 0: Dong–Roth–Su Cor. 2.13).
         tolerance: absolute tolerance in μ.
-        selection: ``"explicit"`` (guess rule fixed in advance).
+        selection: how the guess rule was chosen: strategy ``"none"`` (counts given) or
+            ``"explicit"`` (number of guesses fixed in advance).
     """
 
     epsilon: float
@@ -106,7 +122,7 @@ class FDPOneRunResult(ResultMixin):
     delta: float
     conversion: str
     tolerance: float
-    selection: str = "explicit"
+    selection: SelectionRecord = COUNTS_GIVEN
 
 
 def _check_set_size(set_size: object) -> int:
@@ -117,7 +133,7 @@ def _check_set_size(set_size: object) -> int:
 
 
 def _rejection_margin(mu: float, m: int, ng: int, nc: int, tau: float, k: int) -> float:
-    """Sign-exact ``r + h − n_g/m`` of the rejection recursion (formulas.md §3) at μ.
+    """Sign-exact ``r + h − n_g/m`` of the rejection recursion (module docstring) at μ.
 
     Positive means "reject μ-GDP". The magnitude is exact when the recursion runs to its end;
     the two early exits keep the sign exact:
@@ -248,7 +264,7 @@ def fdp_rejects(
     """Whether the f-DP one-run test rejects the claim "μ-GDP" at significance 1 − level.
 
     The rejection recursion of Mahloujifar, Melis & Chaudhuri (2024) with the Gaussian
-    trade-off ``B⁻¹_μ(y) = Φ(Φ⁻¹(y) − μ)`` (``shared/formulas.md`` §3).
+    trade-off ``B⁻¹_μ(y) = Φ(Φ⁻¹(y) − μ)`` (arXiv:2410.22235).
 
     Args:
         num_canaries: m ≥ 1 slots.
@@ -268,7 +284,7 @@ def fdp_rejects(
         >>> fdp_rejects(1000, 100, 95, 0.78), fdp_rejects(1000, 100, 95, 0.79)
         (True, False)
     """
-    m, ng, nc = _check_counts(num_canaries, num_guesses, num_correct)
+    m, ng, nc = check_game_counts(num_canaries, num_guesses, num_correct)
     mu = check_real("mu", mu)
     if mu < 0:
         raise ValueError(f"mu must be non-negative, got {mu}")
@@ -312,8 +328,8 @@ def fdp_one_run_epsilon(
     """ε and μ lower bounds of the f-DP one-run audit (Gaussian-DP family).
 
     Finds the largest μ whose μ-GDP claim the rejection test of Mahloujifar, Melis &
-    Chaudhuri (2024) rejects at τ = 1 − confidence_level (paper 001, Alg. 2;
-    ``shared/formulas.md`` §3) by a continuous bracketing search on μ (no grid), then
+    Chaudhuri (2024, arXiv:2410.22235) rejects at τ = 1 − confidence_level by a continuous
+    bracketing search on μ (no grid), then
     reports ε at δ: ``log(Φ(μ/2)/Φ(−μ/2))`` for δ = 0 (valid for any ε-DP mechanism) or
     ``gdp_epsilon(μ, δ)`` for δ > 0 (valid for mechanisms with a Gaussian trade-off curve).
 
@@ -336,7 +352,7 @@ def fdp_one_run_epsilon(
         >>> round(res.mu, 6), round(res.epsilon, 4)
         (0.786812, 3.3233)
     """
-    m, ng, nc = _check_counts(num_canaries, num_guesses, num_correct)
+    m, ng, nc = check_game_counts(num_canaries, num_guesses, num_correct)
     k = _check_set_size(set_size)
     delta = check_delta(delta)
     level = check_confidence_level(confidence_level)
@@ -361,8 +377,8 @@ def _check_slot_scores(scores: ArrayLike, inserted: ArrayLike) -> tuple[np.ndarr
 def _ranked_slot_correct(scores: np.ndarray, inserted: np.ndarray) -> np.ndarray:
     """Per slot, whether argmax is the inserted candidate, ordered by decreasing confidence.
 
-    Guess = highest-scoring candidate; confidence = its margin over the runner-up (paper 001,
-    Alg. 2 with the usual score-ranking attack); ties in the margin keep slot order.
+    Guess = highest-scoring candidate; confidence = its margin over the runner-up (the usual
+    score-ranking attack of Mahloujifar et al. 2024); ties in the margin keep slot order.
     """
     part = np.sort(scores, axis=1)
     margin = part[:, -1] - part[:, -2]
@@ -383,8 +399,8 @@ def fdp_one_run_epsilon_from_scores(
 
     In each slot the adversary names the candidate with the highest score; it guesses in the
     ``num_guesses`` slots with the largest margin between the best and second-best score and
-    abstains elsewhere (paper 001, Alg. 2). Then :func:`fdp_one_run_epsilon` with m = number
-    of slots and K = number of columns.
+    abstains elsewhere (Mahloujifar et al. 2024). Then :func:`fdp_one_run_epsilon` with
+    m = number of slots and K = number of columns.
 
     Args:
         scores: (m, K) scores, larger = more likely inserted; K ≥ 2.
@@ -411,6 +427,141 @@ def fdp_one_run_epsilon_from_scores(
         raise ValueError(f"num_guesses must be <= the number of slots {s.shape[0]}, got {ng}")
     ranked = _ranked_slot_correct(s, ins)
     nc = int(np.count_nonzero(ranked[:ng]))
-    return fdp_one_run_epsilon(
+    res = fdp_one_run_epsilon(
         s.shape[0], ng, nc, set_size=s.shape[1], delta=delta, confidence_level=confidence_level
     )
+    return dataclasses.replace(res, selection=Explicit(ng).record("number of guesses"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Sweep over the number of guesses
+# ---------------------------------------------------------------------------------------------
+
+
+def _mu_upper(m: int, ng: np.ndarray, nc: np.ndarray, tau: float, k: int) -> np.ndarray:
+    """μ₀ per point: no μ ≥ μ₀ is rejected (module docstring)."""
+    r0 = tau * nc / m
+    h0 = tau * (ng - nc) / m
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mu0 = special.ndtri(r0) - special.ndtri(h0 / (k - 1))
+    mu0 = np.where(nc == 0, 0.0, np.where(h0 <= 0, np.inf, mu0))
+    return np.maximum(mu0, 0.0)
+
+
+def _mu_all(
+    m: int, ng: np.ndarray, nc: np.ndarray, tau: float, k: int, report: Progress
+) -> np.ndarray:
+    """The largest rejected μ at every sweep point (neighbouring gaps narrow the search)."""
+    upper = np.minimum(_mu_upper(m, ng, nc, tau, k), _MU_MAX)
+    out = np.zeros(ng.size)
+    gap = None
+    for j in track(range(ng.size), ng.size, "f-DP one-run sweep", report):
+        if ng[j] == 0:
+            continue
+        mu = _largest_rejected_mu(m, int(ng[j]), int(nc[j]), tau, k, hint_gap=gap)
+        out[j] = mu
+        if mu > 0:
+            gap = float(upper[j]) - mu
+    return out
+
+
+def _mu_max(m: int, ng: np.ndarray, nc: np.ndarray, tau: float, k: int) -> tuple[float, int]:
+    """Largest rejected μ over the points, pruned by μ₀."""
+
+    def evaluate(j: int, best: float) -> float:
+        a, b = int(ng[j]), int(nc[j])
+        # One evaluation decides whether this point can beat the best so far.
+        if best > 0.0 and _rejection_margin(best + MU_TOLERANCE, m, a, b, tau, k) <= 0.0:
+            return 0.0
+        return _largest_rejected_mu(
+            m, a, b, tau, k, rejected_at=best + MU_TOLERANCE if best > 0.0 else None
+        )
+
+    return max_by_upper_bound(_mu_upper(m, ng, nc, tau, k), evaluate)
+
+
+@dataclasses.dataclass
+class _Game(GuessCountData):
+    """Name the top candidate; guess in the ``n_g`` slots with the largest margins."""
+
+    set_size: int = 2
+    mus: np.ndarray | None = None
+
+    @property
+    def method(self) -> str:
+        return f"f-DP one-run, Gaussian-DP family, K={self.set_size} (Mahloujifar et al. 2024)"
+
+    def counts(self, idx: np.ndarray | None, vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        cum = np.concatenate(
+            ([0], np.cumsum(_ranked_slot_correct(*self.part(idx)), dtype=np.int64))
+        )
+        return vals.astype(np.int64), cum[vals].astype(np.int64)
+
+    def all_eps(
+        self, idx: np.ndarray | None, vals: np.ndarray, n: int, report: Progress
+    ) -> np.ndarray:
+        ng, nc = self.counts(idx, vals)
+        mus = _mu_all(n, ng, nc, 1.0 - self.level, self.set_size, report)
+        if idx is None:
+            self.mus = mus
+        return np.array([_mu_to_epsilon(float(x), self.delta) for x in mus])
+
+    def outcome(self, idx: np.ndarray | None, vals: np.ndarray, tau: float, n: int) -> Outcome:
+        ng, nc = self.counts(idx, vals)
+        mu, j = _mu_max(n, ng, nc, tau, self.set_size)
+        return Outcome(_mu_to_epsilon(mu, self.delta), j, int(ng[j]), int(nc[j]), mu=mu)
+
+
+def fdp_one_run_sweep(
+    scores: ArrayLike,
+    inserted: ArrayLike,
+    *,
+    guess_counts: ArrayLike | None = None,
+    delta: float = 0.0,
+    confidence_level: float = 0.95,
+    selection: Selection | str = DEFAULT_BONFERRONI,
+    rng: RngLike = None,
+    progress: ProgressLike = None,
+) -> SweepResult:
+    """f-DP one-run bound over a guess-count sweep, with the choice of guess count paid for.
+
+    In each slot the adversary names the highest-scoring candidate and guesses in the n_g
+    slots with the largest margin over the runner-up; for each n_g in the sweep (default
+    10, 20, …, m) the largest rejected Gaussian-DP μ is found as in
+    :func:`fdp_one_run_epsilon` and turned into ε at δ. The uncorrected maximum over the
+    sweep is reported apart from the valid bound (:mod:`dpaudit.bounds._sweep`).
+
+    Args:
+        scores: (m, K) candidate scores per slot, K ≥ 2.
+        inserted: (m,) index of the inserted candidate per slot.
+        guess_counts: numbers of guesses per sweep point (integers in [1, m]); or give them
+            as ``Bonferroni(candidates)``.
+        delta: δ in [0, 1).
+        confidence_level: 1 − τ in (0, 1).
+        selection: :class:`~dpaudit.bounds.Bonferroni` (default), :class:`~dpaudit.bounds.Split`
+            (choose on a random part of the slots) or :class:`~dpaudit.bounds.Explicit`.
+        rng: randomness of the split (keyword-only; recorded as ``seed``).
+        progress: a :class:`~dpaudit._typing.Progress` callback over sweep points, ``True``
+            for a rich bar, or None.
+
+    Returns:
+        :class:`~dpaudit.bounds.SweepResult` (with ``mus`` and ``mu``).
+
+    Raises:
+        TypeError, ValueError: bad shapes or indices, guess counts out of range, bad δ, level
+            or selection, a split leaving an empty part.
+
+    Example:
+        >>> import numpy as np
+        >>> g = np.random.default_rng(0)
+        >>> ins = g.integers(0, 2, 500)
+        >>> sc = g.normal(size=(500, 2)); sc[np.arange(500), ins] += 2.0
+        >>> res = fdp_one_run_sweep(sc, ins, guess_counts=[50, 100, 250, 500], delta=1e-5)
+        >>> res.mu > 0, res.epsilon <= res.uncorrected_max_epsilon
+        (True, True)
+    """
+    s, ins = _check_slot_scores(scores, inserted)
+    level = check_confidence_level(confidence_level)
+    game = _Game(s, ins, check_delta(delta), level, s.shape[1])
+    result = run_sweep(game, guess_counts, selection=selection, rng=rng, progress=progress)
+    return dataclasses.replace(result, mus=game.mus)

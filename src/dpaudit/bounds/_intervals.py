@@ -67,7 +67,7 @@ def clopper_pearson_arrays(
     return np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
 
 
-def _cp_one_sided(k, n, tail) -> tuple[np.ndarray, np.ndarray]:
+def cp_one_sided(k, n, tail) -> tuple[np.ndarray, np.ndarray]:
     """One-sided Clopper–Pearson bounds with tail probability ``tail`` each (vectorised).
 
     ``low = Beta⁻¹(tail; k, n−k+1)`` (0 at k = 0) and ``high = Beta⁻¹(1−tail; k+1, n−k)``
@@ -152,7 +152,7 @@ class SimultaneousIntervals(ResultMixin):
     asymptotic: bool = True
 
 
-def _goodman_rows(counts: np.ndarray, beta: float) -> tuple[np.ndarray, np.ndarray]:
+def goodman_rows(counts: np.ndarray, beta: float) -> tuple[np.ndarray, np.ndarray]:
     """Goodman (1965) intervals, vectorised over rows (the formula of statsmodels).
 
     With ``K`` cells, ``n`` trials, ``p̂ = counts/n`` and ``χ² = χ²₁⁻¹(1 − β/K)`` (a Bonferroni
@@ -370,11 +370,11 @@ def _sison_glaz_row(
     return low, high
 
 
-#: Largest total for which :func:`_sison_glaz_rows` tabulates ``log j!`` once for all rows.
+#: Largest total for which :func:`sison_glaz_rows` tabulates ``log j!`` once for all rows.
 _LOG_FACTORIAL_TABLE_MAX = 10**7
 
 
-def _sison_glaz_rows(rows: np.ndarray, beta: float) -> tuple[np.ndarray, np.ndarray]:
+def sison_glaz_rows(rows: np.ndarray, beta: float) -> tuple[np.ndarray, np.ndarray]:
     """Sison–Glaz intervals for every row of ``rows`` (shape ``(R, K)``, positive totals).
 
     Identical rows are computed once. When several rows are left and the largest total is
@@ -464,9 +464,9 @@ def multinomial_intervals(
                 region = prop.multinomial_proportions_confint(row, alpha=beta, method=method)
             low[i], high[i] = np.clip(region[:, 0], 0, 1), np.clip(region[:, 1], 0, 1)
     elif method == "goodman":
-        low, high = _goodman_rows(rows, beta)
+        low, high = goodman_rows(rows, beta)
     else:
-        low, high = _sison_glaz_rows(rows, beta)
+        low, high = sison_glaz_rows(rows, beta)
     return SimultaneousIntervals(
         low=low.reshape(arr.shape),
         high=high.reshape(arr.shape),

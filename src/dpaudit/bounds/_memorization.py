@@ -1,8 +1,8 @@
-"""Label-memorization lower bound (Malek, Mironov, Prasad, Shilov & Tramèr 2021; paper 004 App. B).
+"""Label-memorization lower bound (Malek, Mironov, Prasad, Shilov & Tramèr 2021, arXiv:2106.03408).
 
 Canaries are training examples given a wrong label y′; for a second wrong label y″ the
 adversary guesses which of the two the model was trained on — the more confident one — and
-abstains when both confidences are below a threshold τ (paper 004, App. B, last display;
+abstains when both confidences are below a threshold τ (Malek et al. 2021, App. B, last display;
 ties count as wrong guesses). Theorem B.1: an ε-DP mechanism has correct-guess rate CGR with
 
     ε ≥ log(CGR / (1 − CGR)),
@@ -38,23 +38,37 @@ import math
 import numpy as np
 from scipy import special
 
-from dpaudit._results import ConfidenceInterval, ResultMixin
-from dpaudit._typing import ArrayLike
+from dpaudit._results import ConfidenceInterval, ResultMixin, SelectionRecord
+from dpaudit._typing import ArrayLike, Progress, ProgressLike, RngLike
 from dpaudit._validate import (
     check_array,
     check_choice,
     check_confidence_level,
     check_nonneg_int,
     check_real,
+    track,
 )
+from dpaudit.bounds._selection import DEFAULT_BONFERRONI, Explicit, Selection
+from dpaudit.bounds._sweep import Outcome, SweepData, SweepResult, run_sweep
 
 __all__ = [
+    "DEFAULT_MEMORIZATION_THRESHOLDS",
     "LabelMemorizationResult",
     "label_memorization_audit",
     "label_memorization_epsilon",
+    "label_memorization_sweep",
 ]
 
 _STANDARD_ERRORS = ("reliability", "ratio")
+_AVERAGED = "averaged-normal"
+_CHOICE = "abstention threshold"
+_COUNTS_GIVEN = SelectionRecord(
+    "abstention threshold",
+    "none",
+    "guess counts given by the caller; valid if the guess rule was fixed in advance",
+)
+#: The abstention thresholds of the authors' code (``memorization_attack/attack.py``).
+DEFAULT_MEMORIZATION_THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,7 +92,8 @@ class LabelMemorizationResult(ResultMixin):
         standard_error: SE of the averaged variant (None for CP).
         standard_error_form: ``"reliability"`` / ``"ratio"`` (None for CP).
         degenerate_fallback: True when the averaged variant fell back to the CP bound.
-        selection: ``"explicit"`` (τ fixed in advance).
+        selection: how τ was chosen: strategy ``"explicit"`` (fixed in advance) or
+            ``"none"`` (counts given).
     """
 
     epsilon: float
@@ -96,7 +111,7 @@ class LabelMemorizationResult(ResultMixin):
     standard_error: float | None = None
     standard_error_form: str | None = None
     degenerate_fallback: bool = False
-    selection: str = "explicit"
+    selection: SelectionRecord = _COUNTS_GIVEN
 
 
 def _logit_eps(p: float) -> float:
@@ -115,51 +130,61 @@ def _cp_lower(successes: float, trials: float, beta: float) -> float:
     return float(special.betaincinv(successes, trials - successes + 1.0, beta))
 
 
-def _from_rate(rate: float, low: float, **fields: object) -> LabelMemorizationResult:
+@dataclasses.dataclass(frozen=True)
+class _Tally:
+    """Canaries attacked, canaries with a guess, guesses and correct guesses."""
+
+    canaries: int
+    guessed: int
+    guesses: int
+    correct: int
+
+
+def _from_rate(
+    rate: float,
+    low: float,
+    level: float,
+    method: str,
+    tally: _Tally,
+    threshold: float | None,
+    **fields: object,
+) -> LabelMemorizationResult:
     """Result from the CGR estimate and its lower bound: ε = logit(low) (Theorem B.1)."""
     eps = _logit_eps(low)
+    rule = _COUNTS_GIVEN if threshold is None else Explicit(threshold).record(_CHOICE)
     return LabelMemorizationResult(
         epsilon=eps,
         estimate=_logit_eps(rate),
         correct_guess_rate=rate,
         cgr_interval=ConfidenceInterval(low, 1.0),
         confidence_interval=ConfidenceInterval(eps, math.inf),
+        confidence_level=level,
+        method=method,
+        num_canaries=tally.canaries,
+        num_guessed_canaries=tally.guessed,
+        num_guesses=tally.guesses,
+        num_correct=tally.correct,
+        threshold=threshold,
+        selection=rule,
         **fields,
     )
 
 
-def _cp_result(
-    guesses: int,
-    correct: int,
-    level: float,
-    *,
-    num_canaries: int,
-    guessed: int,
-    threshold: float | None,
-) -> LabelMemorizationResult:
-    beta = 1.0 - level
-    if guesses == 0:
+def _cp_result(tally: _Tally, level: float, threshold: float | None) -> LabelMemorizationResult:
+    if tally.guesses == 0:
         cgr, low = 0.5, 0.0
     else:
-        cgr = correct / guesses
-        low = _cp_lower(correct, guesses, beta)
-    return _from_rate(
-        cgr,
-        low,
-        confidence_level=level,
-        method="clopper-pearson",
-        num_canaries=num_canaries,
-        num_guessed_canaries=guessed,
-        num_guesses=guesses,
-        num_correct=correct,
-        threshold=threshold,
-    )
+        cgr = tally.correct / tally.guesses
+        low = _cp_lower(tally.correct, tally.guesses, 1.0 - level)
+    return _from_rate(cgr, low, level, "clopper-pearson", tally, threshold)
 
 
 def label_memorization_epsilon(
     num_guesses: int, num_correct: int, *, confidence_level: float = 0.95
 ) -> LabelMemorizationResult:
-    """ε ≥ log(CGR/(1 − CGR)) with a one-sided Clopper–Pearson bound on CGR (paper 004, Thm B.1).
+    """ε ≥ log(CGR/(1 − CGR)) with a one-sided Clopper–Pearson bound on CGR.
+
+    Malek et al. 2021 (arXiv:2106.03408), Theorem B.1.
 
     Args:
         num_guesses: guesses made (abstentions excluded).
@@ -182,7 +207,7 @@ def label_memorization_epsilon(
     if v > m:
         raise ValueError(f"num_correct must be <= num_guesses={m}, got {v}")
     level = check_confidence_level(confidence_level)
-    return _cp_result(m, v, level, num_canaries=m, guessed=m, threshold=None)
+    return _cp_result(_Tally(m, m, m, v), level, None)
 
 
 def _check_confidences(
@@ -211,7 +236,7 @@ def _check_variant(averaged: object, standard_error: object) -> bool:
 def _guess_matrices(
     c1: np.ndarray, c2: np.ndarray, threshold: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(guessed, correct) boolean matrices of shape (N, A) (paper 004, App. B adversary)."""
+    """(guessed, correct) boolean matrices of shape (N, A) (Malek et al. 2021 App. B adversary)."""
     guessed = np.maximum(c1[:, None], c2) >= threshold
     correct = guessed & (c1[:, None] > c2)
     return guessed, correct
@@ -228,18 +253,12 @@ def _averaged(
     n_eff = int(m_i.size)
     total_m, total_v = int(m_i.sum()), int(v_i.sum())
     beta = 1.0 - level
-    common = dict(
-        confidence_level=level,
-        method="averaged-normal",
-        num_canaries=n_canaries,
-        num_guessed_canaries=n_eff,
-        num_guesses=total_m,
-        num_correct=total_v,
-        threshold=threshold,
-        standard_error_form=se_form,
-    )
+    tally = _Tally(n_canaries, n_eff, total_m, total_v)
     if n_eff == 0:
-        return _from_rate(0.5, 0.0, standard_error=math.inf, **common)
+        return _from_rate(
+            0.5, 0.0, level, _AVERAGED, tally, threshold, standard_error=math.inf,
+            standard_error_form=se_form,
+        )  # fmt: skip
     x = v_i / m_i
     mean = total_v / total_m
     w = m_i / m_i.sum()
@@ -257,7 +276,10 @@ def _averaged(
         low = _cp_lower(mean * n_eff, float(n_eff), beta)
     else:
         low = max(0.0, mean - float(-special.ndtri(beta)) * se)
-    return _from_rate(mean, low, standard_error=se, degenerate_fallback=fallback, **common)
+    return _from_rate(
+        mean, low, level, _AVERAGED, tally, threshold, standard_error=se,
+        standard_error_form=se_form, degenerate_fallback=fallback,
+    )  # fmt: skip
 
 
 def _audit_arrays(
@@ -268,16 +290,9 @@ def _audit_arrays(
     guessed, correct = _guess_matrices(c1, c2, threshold)
     if averaged:
         return _averaged(guessed, correct, level, se_form, threshold)
-    g = guessed[:, 0]
-    n_guess = int(np.count_nonzero(g))
-    return _cp_result(
-        n_guess,
-        int(np.count_nonzero(correct[:, 0])),
-        level,
-        num_canaries=c1.shape[0],
-        guessed=n_guess,
-        threshold=threshold,
-    )
+    n_guess = int(np.count_nonzero(guessed[:, 0]))
+    tally = _Tally(c1.shape[0], n_guess, n_guess, int(np.count_nonzero(correct[:, 0])))
+    return _cp_result(tally, level, threshold)
 
 
 def label_memorization_audit(
@@ -289,7 +304,7 @@ def label_memorization_audit(
     standard_error: str = "reliability",
     confidence_level: float = 0.95,
 ) -> LabelMemorizationResult:
-    """Label-memorization ε lower bound from model confidences (paper 004, App. B).
+    """Label-memorization ε lower bound from model confidences (Malek et al. 2021, App. B).
 
     For each canary and alternative label y″ the adversary abstains if
     ``max(conf(y′), conf(y″)) < threshold`` and otherwise guesses y′ iff
@@ -322,3 +337,119 @@ def label_memorization_audit(
     level = check_confidence_level(confidence_level)
     averaged = _check_variant(averaged, standard_error)
     return _audit_arrays(c1, c2, threshold, averaged, level, standard_error)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sweep over the abstention threshold
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _Game(SweepData):
+    """Abstain below τ; the bound of :func:`label_memorization_audit` at each τ."""
+
+    averaged: bool = False
+    standard_error: str = "reliability"
+    parameter = "threshold"
+    choice = _CHOICE
+    scale = False
+
+    @property
+    def method(self) -> str:
+        variant = _AVERAGED if self.averaged else "clopper-pearson"
+        return f"label memorization, {variant} (Malek et al. 2021 App. B)"
+
+    def check_grid(self, grid: object, name: str = "thresholds") -> np.ndarray:
+        values = DEFAULT_MEMORIZATION_THRESHOLDS if grid is None else grid
+        values = np.atleast_1d(check_array(name, values, ndim_min=0))
+        if values.ndim != 1:
+            raise ValueError(f"{name} must be 1-d, got shape {values.shape}")
+        return np.unique(values)
+
+    def counts(self, idx: np.ndarray | None, vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        a, b = self.part(idx)
+        ng, nc = [], []
+        for t in vals:
+            guessed, correct = _guess_matrices(a, b, float(t))
+            ng.append(int(guessed.sum()))
+            nc.append(int(correct.sum()))
+        return np.array(ng, dtype=np.int64), np.array(nc, dtype=np.int64)
+
+    def _eps(self, idx: np.ndarray | None, vals: np.ndarray, level: float, report: Progress):
+        a, b = self.part(idx)
+        return np.array(
+            [
+                _audit_arrays(a, b, float(t), self.averaged, level, self.standard_error).epsilon
+                for t in track(vals, vals.size, "label-memorization sweep", report)
+            ]
+        )
+
+    def all_eps(
+        self, idx: np.ndarray | None, vals: np.ndarray, n: int, report: Progress
+    ) -> np.ndarray:
+        return self._eps(idx, vals, self.level, report)
+
+    def outcome(self, idx: np.ndarray | None, vals: np.ndarray, beta: float, n: int) -> Outcome:
+        e = self._eps(idx, vals, 1.0 - beta, _silent)
+        j = int(np.argmax(e))
+        ng, nc = self.counts(idx, vals[j : j + 1])
+        return Outcome(float(e[j]), j, int(ng[0]), int(nc[0]))
+
+
+def _silent(done: int, total: int, description: str) -> None:
+    """No progress for the bound behind ``epsilon`` (one pass over the grid at most)."""
+
+
+def label_memorization_sweep(
+    canary_confidence: ArrayLike,
+    alternative_confidence: ArrayLike,
+    *,
+    thresholds: ArrayLike | None = None,
+    averaged: bool = False,
+    standard_error: str = "reliability",
+    confidence_level: float = 0.95,
+    selection: Selection | str = DEFAULT_BONFERRONI,
+    rng: RngLike = None,
+    progress: ProgressLike = None,
+) -> SweepResult:
+    """Label-memorization bound over an abstention-threshold sweep, with the choice paid for.
+
+    Malek et al. 2021 (arXiv:2106.03408, App. B) try τ ∈ [0.5, 0.99] and report the best
+    bound, "omitting corrections for multiple hypothesis testing"; that number is
+    ``uncorrected_max_epsilon`` here, beside the valid ``epsilon``
+    (:mod:`dpaudit.bounds._sweep`). The bound at each τ is that of
+    :func:`label_memorization_audit`.
+
+    Args:
+        canary_confidence: (N,) confidence on each canary's training label y′.
+        alternative_confidence: (N,) or (N, A) confidences on alternative labels y″.
+        thresholds: the τ grid (default :data:`DEFAULT_MEMORIZATION_THRESHOLDS`, the
+            authors' 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99); or give it as
+            ``Bonferroni(candidates)``.
+        averaged: use the averaged variant (all columns, reliability weights).
+        standard_error: ``"reliability"`` or ``"ratio"`` (averaged only).
+        confidence_level: 1 − β in (0, 1).
+        selection: :class:`~dpaudit.bounds.Bonferroni` (default), :class:`~dpaudit.bounds.Split`
+            (choose τ on a random part of the canaries) or :class:`~dpaudit.bounds.Explicit`.
+        rng: randomness of the split (keyword-only; recorded as ``seed``).
+        progress: a :class:`~dpaudit._typing.Progress` callback over thresholds, ``True``
+            for a rich bar, or None.
+
+    Returns:
+        :class:`~dpaudit.bounds.SweepResult` with ``parameter="threshold"``.
+
+    Raises:
+        TypeError, ValueError: bad shapes, empty or non-finite thresholds, bad level or
+            selection.
+
+    Example:
+        >>> res = label_memorization_sweep([0.9] * 50, [0.05] * 50)
+        >>> res.selection.strategy, res.num_tests, res.epsilon > 0
+        ('bonferroni', 7, True)
+    """
+    c1, c2 = _check_confidences(canary_confidence, alternative_confidence)
+    level = check_confidence_level(confidence_level)
+    averaged = _check_variant(averaged, standard_error)
+    cols = c2 if averaged else c2[:, :1]
+    game = _Game(c1, cols, None, level, averaged, standard_error)
+    return run_sweep(game, thresholds, selection=selection, rng=rng, progress=progress)

@@ -1,6 +1,8 @@
-"""One-run audit of (ε, δ)-DP (Steinke, Nasr & Jagielski 2023; paper 001, Algorithm 1).
+"""One-run audit of (ε, δ)-DP (Steinke, Nasr & Jagielski 2023, arXiv:2305.08846).
 
-Game (``shared/formulas.md`` §2): m canaries, each included independently with probability
+Game (Steinke et al. 2023 §3; Algorithm 1 of Liu, Boglioni, Fu, Hu, Thaker & Wu, *Enhancing
+One-run Privacy Auditing with Quantile Regression-Based Membership Inference*): m canaries,
+each included independently with probability
 ½; one training run; the auditor guesses "in"/"out" for r canaries (abstaining on the rest)
 and gets v right. Under (ε, δ)-DP the number of correct guesses is stochastically dominated
 as in Steinke et al. (2023, Thm 5.2), which gives the p-value
@@ -25,6 +27,9 @@ So no claim at all, not even ε = 0, is rejected at level β unless the guesses 
 G guess counts: β/G) this can make the bound exactly 0 however good the attack looks at δ = 0:
 m = 10⁴, δ = 10⁻⁵, β/G = 0.05/1000 needs more than 2000 excess correct guesses. This is a
 property of Steinke et al.'s p-value (the δ term uses all m canaries), not of the search.
+
+:func:`one_run_sweep` runs the bound over a grid of guess counts with the choice paid for
+(:mod:`dpaudit.bounds._sweep`).
 """
 
 from __future__ import annotations
@@ -35,14 +40,24 @@ import math
 import numpy as np
 from scipy import optimize, special
 
-from dpaudit._results import ConfidenceInterval, ResultMixin
-from dpaudit._typing import ArrayLike
+from dpaudit._results import ConfidenceInterval, ResultMixin, SelectionRecord
+from dpaudit._typing import ArrayLike, Progress, ProgressLike, RngLike
 from dpaudit._validate import (
     check_array,
     check_confidence_level,
     check_delta,
+    check_in_range,
     check_nonneg_int,
     check_real,
+    track,
+)
+from dpaudit.bounds._selection import DEFAULT_BONFERRONI, Explicit, Selection
+from dpaudit.bounds._sweep import (
+    GuessCountData,
+    Outcome,
+    SweepResult,
+    max_by_upper_bound,
+    run_sweep,
 )
 
 __all__ = [
@@ -51,11 +66,16 @@ __all__ = [
     "one_run_epsilon",
     "one_run_epsilon_from_scores",
     "one_run_p_value",
+    "one_run_sweep",
 ]
 
 #: Absolute tolerance of the root search in ε (Brent ``xtol``), δ > 0 only.
 EPSILON_TOLERANCE = 1e-9
 _METHOD = "one-run (Steinke et al. 2023)"
+#: The record of a bound computed from guess counts given by the caller.
+COUNTS_GIVEN = SelectionRecord(
+    "guess rule", "none", "counts given by the caller; valid if the guess rule was fixed in advance"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,7 +94,8 @@ class OneRunResult(ResultMixin):
         p_value: p(ε, δ) at the returned ε: < β for δ > 0, = β up to rounding at the δ = 0
             closed-form supremum, ≥ β when ε = 0.
         tolerance: absolute tolerance of the root search in ε (0 for the closed form, δ = 0).
-        selection: how the guess rule was chosen: ``"explicit"`` (fixed in advance).
+        selection: how the guess rule was chosen: strategy ``"none"`` (counts given) or
+            ``"explicit"`` (guess counts fixed in advance).
     """
 
     epsilon: float
@@ -87,10 +108,10 @@ class OneRunResult(ResultMixin):
     delta: float
     p_value: float
     tolerance: float
-    selection: str = "explicit"
+    selection: SelectionRecord = COUNTS_GIVEN
 
 
-def _check_counts(
+def check_game_counts(
     num_canaries: object, num_guesses: object, num_correct: object
 ) -> tuple[int, int, int]:
     m = check_nonneg_int("num_canaries", num_canaries)
@@ -106,7 +127,7 @@ def _check_counts(
 
 
 class _PValue:
-    """Evaluates p(ε, δ) for fixed (m, r, v) quickly and exactly (formulas.md §2).
+    """Evaluates p(ε, δ) for fixed (m, r, v) quickly and exactly (Steinke et al. 2023 §5).
 
     α only needs the binomial pmf on ``j ∈ [j0, v − 1]`` with ``j0`` about 12 standard
     deviations below the mean: for ``i > v − j0``, ``(1/i)·Pr[v−i ≤ B < v] ≤ α_window +
@@ -147,7 +168,7 @@ class _PValue:
 
 
 def _epsilon_delta0(r: int, v: int, beta: float) -> float:
-    """Closed form of the δ = 0 bound: logit of the Clopper–Pearson lower bound (formulas.md §2)."""
+    """Closed form of the δ = 0 bound: logit of the Clopper–Pearson lower bound on accuracy."""
     if v == 0:
         return 0.0
     q = float(special.betaincinv(v, r - v + 1, beta))
@@ -165,7 +186,7 @@ def _epsilon_search(
     lgam: np.ndarray | None = None,
     gap_hint: float | None = None,
 ) -> tuple[float, float, float]:
-    """ε lower bound, the p-value there, and the tolerance used (formulas.md §2, steps 1–3).
+    """ε lower bound, the p-value there, and the tolerance used (module docstring).
 
     ``gap_hint`` (the gap ``ε(δ=0) − ε(δ)`` of a neighbouring sweep point) only narrows the
     first bracket; the answer does not depend on it beyond the tolerance.
@@ -203,7 +224,7 @@ def one_run_p_value(
 
     ``p = min(1, Pr[Bin(r, q_ε) ≥ v] + 2·m·δ·α)`` with ``q_ε = e^ε/(1+e^ε)`` and
     ``α = max_{1≤i≤v} (1/i)·Pr[v−i ≤ Bin(r, q_ε) < v]`` (Steinke, Nasr & Jagielski 2023,
-    Thm 5.2 and their Algorithm; ``shared/formulas.md`` §2).
+    arXiv:2305.08846, Thm 5.2 and their Algorithm).
 
     Args:
         num_canaries: m ≥ 1, all canaries (the δ term scales with m).
@@ -222,7 +243,7 @@ def one_run_p_value(
         >>> round(one_run_p_value(1000, 100, 95, 2.0), 10)
         0.0161018188
     """
-    m, r, v = _check_counts(num_canaries, num_guesses, num_correct)
+    m, r, v = check_game_counts(num_canaries, num_guesses, num_correct)
     epsilon = check_real("epsilon", epsilon)
     if epsilon < 0:
         raise ValueError(f"epsilon must be non-negative, got {epsilon}")
@@ -241,7 +262,7 @@ def one_run_epsilon(
     """ε lower bound of a one-run audit at confidence ``confidence_level``.
 
     ``ε_lb = sup{ε ≥ 0 : p(ε, δ) < β}``, β = 1 − confidence_level (Steinke, Nasr & Jagielski
-    2023; paper 001 Alg. 1; ``shared/formulas.md`` §2). δ = 0: closed form (logit of the
+    2023, arXiv:2305.08846, Thm 5.2). δ = 0: closed form (logit of the
     Clopper–Pearson lower bound on the accuracy). δ > 0: Brent root search on the monotone
     p-value, ``xtol`` = :data:`EPSILON_TOLERANCE`; the returned ε is verified to have
     ``p < β``. Valid for a guess rule fixed in advance; for a sweep over guess counts use
@@ -266,7 +287,7 @@ def one_run_epsilon(
         >>> round(one_run_epsilon(1000, 100, 95, delta=1e-5).epsilon, 6)
         2.165176
     """
-    m, r, v = _check_counts(num_canaries, num_guesses, num_correct)
+    m, r, v = check_game_counts(num_canaries, num_guesses, num_correct)
     delta = check_delta(delta)
     level = check_confidence_level(confidence_level)
     eps, p, tol = _epsilon_search(m, r, v, delta, 1.0 - level)
@@ -305,34 +326,15 @@ def _ranked_correct(scores: np.ndarray, included: np.ndarray) -> np.ndarray:
     return included[order]
 
 
-def _counts_from_ranking(ranked_in: np.ndarray, k_pos: int, k_neg: int) -> tuple[int, int]:
-    m = ranked_in.size
-    correct = int(np.count_nonzero(ranked_in[:k_pos]))
-    if k_neg:
-        correct += int(k_neg - np.count_nonzero(ranked_in[m - k_neg :]))
-    return k_pos + k_neg, correct
+def _correct_guesses(ranked_in: np.ndarray, k_pos: np.ndarray, k_neg: np.ndarray) -> np.ndarray:
+    """Correct guesses of "in" for the ``k_pos`` first and "out" for the ``k_neg`` last.
 
-
-def _guess_counts(
-    scores: ArrayLike, included: ArrayLike, *, num_positive: int, num_negative: int
-) -> tuple[int, int]:
-    """Guesses and correct guesses of paper 001's Algorithm 1 guess rule.
-
-    "In" for the ``num_positive`` highest scores, "out" for the ``num_negative`` lowest
-    (ties broken by position, stable), abstain on the rest; ``T`` maximises ``Σ T_i·Y_i``
-    under those counts (paper 001, Alg. 1, line 8).
-
-    Returns:
-        ``(num_guesses, num_correct)``.
+    The guess rule of Steinke et al. 2023 (Algorithm 1 of Liu et al.): ``ranked_in`` is the
+    membership ordered by decreasing score; vectorised over the guess counts.
     """
-    s, inc = _check_scores_membership(scores, included)
-    kp = check_nonneg_int("num_positive", num_positive)
-    kn = check_nonneg_int("num_negative", num_negative)
-    if kp + kn > s.size:
-        raise ValueError(
-            f"num_positive + num_negative must be <= the number of canaries {s.size}, got {kp + kn}"
-        )
-    return _counts_from_ranking(_ranked_correct(s, inc), kp, kn)
+    m = ranked_in.size
+    cum = np.concatenate(([0], np.cumsum(ranked_in, dtype=np.int64)))
+    return (cum[k_pos] + (k_neg - (cum[m] - cum[m - k_neg]))).astype(np.int64)
 
 
 def one_run_epsilon_from_scores(
@@ -346,7 +348,7 @@ def one_run_epsilon_from_scores(
 ) -> OneRunResult:
     """One-run ε lower bound from raw canary scores with fixed guess counts k₊/k₋.
 
-    Guess "in" for the k₊ highest scores and "out" for the k₋ lowest (paper 001, Alg. 1;
+    Guess "in" for the k₊ highest scores and "out" for the k₋ lowest (Steinke et al. 2023;
     ties by position), then apply :func:`one_run_epsilon` with m = number of scores.
     Scores must be oriented so that included canaries score higher.
 
@@ -359,7 +361,7 @@ def one_run_epsilon_from_scores(
         confidence_level: 1 − β in (0, 1).
 
     Returns:
-        :class:`OneRunResult` (``selection="explicit"``: k₊/k₋ must be fixed in advance).
+        :class:`OneRunResult` (selection ``"explicit"``: k₊/k₋ must be fixed in advance).
 
     Raises:
         TypeError, ValueError: shapes differ, non-0/1 membership, k₊ + k₋ > m, bad δ/level.
@@ -371,5 +373,149 @@ def one_run_epsilon_from_scores(
         (4, 4)
     """
     s, inc = _check_scores_membership(scores, included)
-    r, v = _guess_counts(s, inc, num_positive=num_positive, num_negative=num_negative)
-    return one_run_epsilon(s.size, r, v, delta=delta, confidence_level=confidence_level)
+    kp = check_nonneg_int("num_positive", num_positive)
+    kn = check_nonneg_int("num_negative", num_negative)
+    if kp + kn > s.size:
+        raise ValueError(
+            f"num_positive + num_negative must be <= the number of canaries {s.size}, got {kp + kn}"
+        )
+    v = int(_correct_guesses(_ranked_correct(s, inc), np.array([kp]), np.array([kn]))[0])
+    res = one_run_epsilon(s.size, kp + kn, v, delta=delta, confidence_level=confidence_level)
+    rule = Explicit((kp, kn)).record("guess rule (k+, k-)")
+    return dataclasses.replace(res, selection=rule)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sweep over the number of guesses
+# ---------------------------------------------------------------------------------------------
+
+
+def _eps_all(
+    m: int, r: np.ndarray, v: np.ndarray, delta: float, beta: float, report: Progress
+) -> np.ndarray:
+    """The bound at every sweep point (closed form at δ = 0, root searches otherwise)."""
+    if delta == 0.0:
+        out = np.zeros(r.size)
+        pos = v > 0
+        q = special.betaincinv(v[pos].astype(float), (r[pos] - v[pos] + 1).astype(float), beta)
+        with np.errstate(divide="ignore"):
+            out[pos] = np.maximum(0.0, np.log(q) - np.log1p(-q))
+        return out
+    lgam = special.gammaln(np.arange(m + 2.0))
+    out = np.zeros(r.size)
+    gap = None
+    for j in track(range(r.size), r.size, "one-run sweep", report):
+        if r[j] == 0:
+            continue
+        e = _epsilon_search(m, int(r[j]), int(v[j]), delta, beta, lgam, gap_hint=gap)[0]
+        out[j] = e
+        e0 = _epsilon_delta0(int(r[j]), int(v[j]), beta)
+        if e > 0.0:
+            gap = e0 - e
+    return out
+
+
+def _no_report(done: int, total: int, description: str) -> None:
+    """Progress of the δ = 0 upper bounds: none (vectorised)."""
+
+
+def _eps_max(m: int, r: np.ndarray, v: np.ndarray, delta: float, beta: float) -> tuple[float, int]:
+    """Largest bound over the points: δ = 0 closed forms prune the δ > 0 searches."""
+    upper = _eps_all(m, r, v, 0.0, beta, _no_report)
+    if delta == 0.0:
+        idx = int(np.argmax(upper))
+        return float(upper[idx]), idx
+    lgam = special.gammaln(np.arange(m + 2.0))
+
+    def evaluate(j: int, best: float) -> float:
+        return _epsilon_search(m, int(r[j]), int(v[j]), delta, beta, lgam)[0]
+
+    return max_by_upper_bound(upper, evaluate)
+
+
+@dataclasses.dataclass
+class _Game(GuessCountData):
+    """Guess "in" for the ``round(positive_fraction·r)`` highest scores, "out" for the rest."""
+
+    positive_fraction: float = 0.5
+    method = _METHOD
+
+    def counts(self, idx: np.ndarray | None, vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        ranked = _ranked_correct(*self.part(idx))
+        kp = np.rint(vals * self.positive_fraction).astype(np.int64)
+        return vals.astype(np.int64), _correct_guesses(ranked, kp, vals - kp)
+
+    def all_eps(
+        self, idx: np.ndarray | None, vals: np.ndarray, n: int, report: Progress
+    ) -> np.ndarray:
+        r, v = self.counts(idx, vals)
+        return _eps_all(n, r, v, self.delta, 1.0 - self.level, report)
+
+    def outcome(self, idx: np.ndarray | None, vals: np.ndarray, beta: float, n: int) -> Outcome:
+        r, v = self.counts(idx, vals)
+        e, j = _eps_max(n, r, v, self.delta, beta)
+        return Outcome(e, j, int(r[j]), int(v[j]))
+
+
+def one_run_sweep(
+    scores: ArrayLike,
+    included: ArrayLike,
+    *,
+    guess_counts: ArrayLike | None = None,
+    positive_fraction: float = 0.5,
+    delta: float = 0.0,
+    confidence_level: float = 0.95,
+    selection: Selection | str = DEFAULT_BONFERRONI,
+    rng: RngLike = None,
+    progress: ProgressLike = None,
+) -> SweepResult:
+    """One-run ε bound over a guess-count sweep, with the choice of guess count paid for.
+
+    For each total guess count r in the sweep (default: 10 to m in steps of 10, the grid of
+    Liu et al. §4), guess "in" for the ``round(positive_fraction·r)`` highest scores and
+    "out" for the rest of the r lowest, then apply the bound of :func:`one_run_epsilon`. The
+    papers' maximum over the sweep is returned as ``uncorrected_max_epsilon`` beside the
+    valid ``epsilon`` (:mod:`dpaudit.bounds._sweep`).
+
+    With δ > 0, Bonferroni tests every point at β/G, and the δ term of the p-value alone is at
+    least ``min(½, m·δ/(v − ⌈r/2⌉))`` at every ε (module docstring): unless some point has
+    ``v − ⌈r/2⌉ > m·δ·G/β`` the Bonferroni bound is exactly 0 (e.g. m = 10⁴, δ = 10⁻⁵,
+    G = 1000 needs more than 2000 correct guesses above chance), while the split tests one
+    point at β on half the canaries and usually certifies far more.
+
+    Args:
+        scores: (m,) canary scores, larger = more likely included.
+        included: (m,) booleans/0-1, the true inclusion of each canary.
+        guess_counts: total guesses per sweep point (integers in [1, m]); or give them as
+            ``Bonferroni(candidates)``.
+        positive_fraction: share of the guesses that are "in" guesses, in [0, 1].
+        delta: δ in [0, 1).
+        confidence_level: 1 − β in (0, 1).
+        selection: :class:`~dpaudit.bounds.Bonferroni` (default), :class:`~dpaudit.bounds.Split`
+            (choose the guess count on a random part of the canaries) or
+            :class:`~dpaudit.bounds.Explicit` (one guess count fixed in advance).
+        rng: randomness of the split (keyword-only; recorded as ``seed``).
+        progress: a :class:`~dpaudit._typing.Progress` callback over sweep points (δ > 0),
+            ``True`` for a rich bar, or None.
+
+    Returns:
+        :class:`~dpaudit.bounds.SweepResult`.
+
+    Raises:
+        TypeError, ValueError: bad shapes, membership not 0/1, guess counts out of range, bad
+            fractions, δ, level or selection; a split leaving an empty part.
+
+    Example:
+        >>> import numpy as np
+        >>> g = np.random.default_rng(0)
+        >>> inc = g.random(1000) < 0.5
+        >>> res = one_run_sweep(inc + g.normal(size=1000), inc, rng=1)
+        >>> res.selection.strategy, res.num_tests, res.epsilon <= res.uncorrected_max_epsilon
+        ('bonferroni', 100, True)
+    """
+    s, inc = _check_scores_membership(scores, included)
+    fraction = check_in_range(
+        "positive_fraction", positive_fraction, 0.0, 1.0, low_inclusive=True, high_inclusive=True
+    )
+    game = _Game(s, inc, check_delta(delta), check_confidence_level(confidence_level), fraction)
+    return run_sweep(game, guess_counts, selection=selection, rng=rng, progress=progress)

@@ -2,8 +2,9 @@
 
 A mechanism claimed to be (ε, δ)-DP (or (α, ρ(α))-RDP) is refuted at confidence 1 − β when a
 lower bound valid at that confidence exceeds the claim: if the claim were true the lower
-bound would exceed it with probability at most β (paper 000 §2.2: an audit gives ε^ℓ such
-that the algorithm "does not satisfy (ε, δ)-DP for any ε < ε^ℓ"). For the exact
+bound would exceed it with probability at most β (Chadha et al. 2024, arXiv:2402.09403,
+§2.2: an audit gives ε^ℓ such that the algorithm "does not satisfy (ε, δ)-DP for any
+ε < ε^ℓ"). For the exact
 Clopper–Pearson audits the result also carries the p-value: the smallest β at which the same
 audit (same counts, same choice) would refute the claim.
 """
@@ -18,8 +19,9 @@ import numpy as np
 from dpaudit._results import ResultMixin
 from dpaudit._typing import ArrayLike, FloatArray
 from dpaudit._validate import check_array, check_delta, check_real
-from dpaudit.bounds._epsdelta import EpsDeltaAudit, _confusion_core, _epsilon_at_beta
-from dpaudit.bounds._rdp import RDPAudit, RDPLowerBoundCurve, _candidate_bounds
+from dpaudit.bounds._cuts import RDPAudit, candidate_bounds
+from dpaudit.bounds._epsdelta import EpsDeltaAudit, confusion_core, epsilon_at_beta
+from dpaudit.bounds._rdp_compose import RDPLowerBoundCurve, check_single_curve
 
 __all__ = ["ViolationCheck", "check_dp_claim", "check_rdp_claim"]
 
@@ -90,7 +92,7 @@ def check_dp_claim(audit: EpsDeltaAudit, *, epsilon: float, delta: float) -> Vio
     """Check a claimed (ε, δ)-DP guarantee against an (ε, δ) audit.
 
     The audit's TPR/FPR bounds hold jointly at its confidence whatever δ, so the lower bound
-    is re-evaluated at the claimed δ (paper 000 Eq. 1, FP/FN form):
+    is re-evaluated at the claimed δ (Chadha et al. 2024 Eq. 1, FP/FN form):
     ``ε_lb(δ) = max{log((TPR_lo − δ)/FPR_hi), log((1 − FPR_hi − δ)/(1 − TPR_lo)), 0}``.
     Refuted iff ``ε_lb(δ) > ε``. The p-value re-runs the same bound at smaller β (same
     counts, same threshold, same Bonferroni factor).
@@ -120,12 +122,12 @@ def check_dp_claim(audit: EpsDeltaAudit, *, epsilon: float, delta: float) -> Vio
         raise ValueError(f"epsilon must be non-negative, got {eps_c}")
     d = check_delta(delta)
     tail = 1.0 - audit.interval_level
-    core = _confusion_core(audit.tp, audit.fn, audit.fp, audit.tn, d, tail, audit.orientation)
+    core = confusion_core(audit.tp, audit.fn, audit.fp, audit.tn, d, tail, audit.orientation)
     lb = float(core["epsilon"])
     refuted = lb > eps_c
 
     def refutes(beta: float) -> bool:
-        lb_b = _epsilon_at_beta(
+        lb_b = epsilon_at_beta(
             audit.tp, audit.fn, audit.fp, audit.tn, d, beta, audit.orientation, audit.n_candidates
         )
         return lb_b > eps_c
@@ -154,35 +156,19 @@ def check_dp_claim(audit: EpsDeltaAudit, *, epsilon: float, delta: float) -> Vio
 
 def _two_cut_p_value(audit: RDPAudit, claimed: np.ndarray) -> float:
     """p-value of a 2-cut audit against a claimed curve (same counts and choice of O)."""
-    cands = audit.candidates
-    if audit.selection == "bonferroni":
-        m = len(cands)
-
-        def bound(beta: float) -> np.ndarray:
-            b = _candidate_bounds(
-                audit.bound_counts,
-                audit.bound_counts_neighbour,
-                cands,
-                audit.orders,
-                "two-cut",
-                beta / m,
-            )
-            return b.max(axis=-2)
+    if audit.selection.strategy == "bonferroni":
+        cands, m = audit.candidates, len(audit.candidates)
     else:
-        idx = int(np.ravel(audit.chosen)[0])
+        cands, m = (audit.candidates[int(np.ravel(audit.chosen)[0])],), 1
 
-        def bound(beta: float) -> np.ndarray:
-            b = _candidate_bounds(
-                audit.bound_counts,
-                audit.bound_counts_neighbour,
-                (cands[idx],),
-                audit.orders,
-                "two-cut",
-                beta,
-            )
-            return b[..., 0, :]
+    def refutes(beta: float) -> bool:
+        bounds = candidate_bounds(
+            audit.bound_counts, audit.bound_counts_neighbour, cands, audit.orders, "two-cut",
+            beta / m,
+        )  # fmt: skip
+        return bool(np.any(bounds.max(axis=-2) > claimed))
 
-    return _smallest_beta(lambda beta: bool(np.any(bound(beta) > claimed)))
+    return _smallest_beta(refutes)
 
 
 def check_rdp_claim(
@@ -218,16 +204,7 @@ def check_rdp_claim(
         >>> check_rdp_claim(audit, [0.1, 0.1]).refuted
         True
     """
-    if isinstance(audit, RDPAudit):
-        if audit.epsilons.ndim != 1:
-            raise ValueError(
-                f"audit must be a single-query audit (epsilons of shape (A,)), got shape "
-                f"{audit.epsilons.shape}; compose a batch with compose_rdp_lower_bounds"
-            )
-    elif not isinstance(audit, RDPLowerBoundCurve):
-        raise TypeError(
-            f"audit must be an RDPAudit or RDPLowerBoundCurve, got {type(audit).__name__}"
-        )
+    check_single_curve(audit, "audit")
     claimed = check_array("claimed_epsilons", claimed_epsilons, finite=False)
     claimed = (
         np.broadcast_to(np.atleast_1d(claimed), audit.orders.shape).astype(np.float64)
