@@ -145,6 +145,35 @@ def _split(
     )
 
 
+def _fit_teachers(
+    ensemble_mod: Any,
+    X: np.ndarray,
+    y: np.ndarray,
+    num_teachers: int,
+    trees: int,
+    *,
+    n_jobs: int,
+    seed: int,
+) -> Any:
+    """One random forest per disjoint part of the training rows (default hyper-parameters)."""
+    from dpaudit.systems import TeacherEnsemble
+
+    def factory(teacher_seed: int) -> Any:
+        return ensemble_mod.RandomForestClassifier(
+            n_estimators=trees, n_jobs=1, random_state=teacher_seed
+        )
+
+    return TeacherEnsemble.fit(
+        X,
+        y,
+        num_teachers=num_teachers,
+        estimator=factory,
+        num_classes=2,
+        rng=child_seed(seed, PART_ATTRIBUTE, 1),
+        n_jobs=n_jobs,
+    )
+
+
 @dataclasses.dataclass(frozen=True)
 class _EndToEnd:
     result: AttributeInference
@@ -252,7 +281,6 @@ def run_attribute_inference(
         ValueError: bad settings (before any training).
     """
     from dpaudit.errors import require
-    from dpaudit.systems import TeacherEnsemble
 
     n_teachers = check_positive_int("num_teachers", num_teachers)
     trees = check_positive_int("n_estimators", n_estimators)
@@ -268,20 +296,8 @@ def run_attribute_inference(
 
     X, y, phd = _load_pooled(data_path)
     sp = _split(phd, frac, rows, n_teachers, cap, seed)
-
-    def factory(teacher_seed: int) -> Any:
-        return ensemble_mod.RandomForestClassifier(
-            n_estimators=trees, n_jobs=1, random_state=teacher_seed
-        )
-
-    ensemble = TeacherEnsemble.fit(
-        X[sp.train],
-        y[sp.train],
-        num_teachers=n_teachers,
-        estimator=factory,
-        num_classes=2,
-        rng=child_seed(seed, PART_ATTRIBUTE, 1),
-        n_jobs=n_jobs,
+    ensemble = _fit_teachers(
+        ensemble_mod, X[sp.train], y[sp.train], n_teachers, trees, n_jobs=n_jobs, seed=seed
     )
     Xq = X[sp.queries]
     votes = ensemble.votes(Xq)
