@@ -1,4 +1,5 @@
-"""Adversaries of paper 000 §4.1: crafters, distinguishers, CaPC party choice."""
+"""Adversaries of Chadha et al. 2024 §4.1: crafters, distinguishers as objects, the registry,
+and the choice of the receiving party."""
 
 from __future__ import annotations
 
@@ -6,10 +7,12 @@ import numpy as np
 import pytest
 
 from dpaudit.attacks.adversaries import (
+    ADVERSARIES,
     ADVERSARY_NAMES,
+    NaturalCrafter,
+    PoisoningCrafter,
     adversarial_queries,
     choose_party,
-    craft,
     craft_natural,
     craft_poison,
     get_adversary,
@@ -21,7 +24,10 @@ from dpaudit.attacks.adversaries import (
 
 def test_the_three_adversaries_of_the_paper():
     assert ADVERSARY_NAMES == ("nat-advq", "pois-advq", "pois-natq")
-    table = {n: (get_adversary(n).crafter, get_adversary(n).distinguisher) for n in ADVERSARY_NAMES}
+    table = {
+        n: (get_adversary(n).crafter.name, get_adversary(n).distinguisher.name)
+        for n in ADVERSARY_NAMES
+    }
     assert table == {
         "nat-advq": ("natural", "adversarial"),
         "pois-advq": ("poisoning", "adversarial"),
@@ -64,8 +70,9 @@ def test_crafters():
     assert (pois.label, pois.true_label, pois.crafter) == (2, 1, "poisoning")
     assert pois.mislabelled and pois.votes.tolist() == [1, 200, 49]
     np.testing.assert_array_equal(pois.x, x)
-    assert craft("poisoning", x, 1, [1, 200, 49]).label == 2
-    assert craft("natural", x, 1, [1, 200, 49]).label == 1
+    assert PoisoningCrafter().craft(x, 1, [1, 200, 49]).label == 2
+    assert NaturalCrafter().craft(x, 1, [1, 200, 49]).label == 1
+    assert ADVERSARIES.get("pois-advq").craft(x, 1, [1, 200, 49]).label == 2
     assert "label" in pois.to_json()
 
 
@@ -105,7 +112,17 @@ def test_validation():
         craft_natural([0.0], -1)
     with pytest.raises(TypeError, match="source_index"):
         craft_natural([0.0], 1, source_index=1.5)
-    with pytest.raises(ValueError, match="crafter"):
-        craft("adversarial", [0.0], 1, [1, 0])
+    with pytest.raises(ValueError, match="unknown adversary"):
+        get_adversary("adversarial")
     with pytest.raises(ValueError, match="teacher_votes"):
         choose_party([], craft_natural([0.0], 1))
+
+
+def test_distinguisher_targets_and_registry():
+    adv = get_adversary("nat-advq")
+    assert [(t.source, t.columns) for t in adv.targets(5, 3)] == [(0, (0,)), (1, (1,)), (2, (2,))]
+    nat = get_adversary("pois-natq")
+    assert [(t.source, t.columns) for t in nat.targets(3, 3)] == [(3, (0, 1, 2))]
+    assert ADVERSARIES.names() == ADVERSARY_NAMES
+    with pytest.raises(ValueError, match="already registered"):
+        ADVERSARIES.register("nat-advq", nat)

@@ -1,4 +1,4 @@
-"""Parametric histogram models (paper 000 §5.1–5.2): exact output distributions against
+"""Parametric histogram models (Chadha et al. 2024 §5.1–5.2): exact output distributions against
 brute-force oracles, samplers against the exact distributions, estimation, and the models
 against direct simulation of retraining on real data (digits)."""
 
@@ -10,19 +10,19 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dpaudit.attacks import multinomial_output_probabilities
 from dpaudit.attacks.parametric import (
     CaPCHistogramModel,
     PATEHistogramModel,
     estimate_capc_model,
     estimate_pate_model,
     flip_estimate,
-    multinomial_output_probabilities,
-    retrain_with_points,
-    train_instantiations,
     transition_matrix,
 )
-from dpaudit.experiments.engine import NoisyArgmaxBlock, run_blocks
+from dpaudit.experiments.engine import run_blocks
+from dpaudit.experiments.engine import NoisyArgmaxBlock
 from dpaudit.mechanisms import argmax_probabilities
+from dpaudit.systems import retrain_with_points, train_instantiations
 
 # --------------------------------------------------------------------------------- oracles
 
@@ -271,7 +271,7 @@ def digits():
 def test_training_phase_and_retraining_touch_one_teacher(digits):
     inst = train_instantiations(
         digits.X_train, digits.y_train, digits.X_test[:5],
-        algorithm="capc", num_teachers=6, num_instantiations=2, rng=1,
+        partition="fixed", num_teachers=6, num_instantiations=2, rng=1,
     )  # fmt: skip
     assert inst.predictions.shape == (2, 5, 6) and inst.num_instantiations == 2
     # CaPC keeps the parties fixed across instantiations.
@@ -291,8 +291,8 @@ def test_training_phase_and_retraining_touch_one_teacher(digits):
             new = ens.with_point(x, label, partition=j)
             assert new.modified == (j,)
             assert pv[p_i].after[r, 0] == new.teachers[j].predict(x[None, :])[0]
-    with pytest.raises(ValueError, match="algorithm"):
-        train_instantiations(digits.X_train, digits.y_train, digits.X_test[:2], algorithm="knn",
+    with pytest.raises(ValueError, match="partition"):
+        train_instantiations(digits.X_train, digits.y_train, digits.X_test[:2], partition="knn",
                              num_teachers=3, num_instantiations=1)  # fmt: skip
     with pytest.raises(ValueError, match="teachers"):
         retrain_with_points(inst, digits.X_test[:1], [1], num_retrainings=1, teachers=[9])
@@ -305,7 +305,7 @@ def test_pate_model_agrees_with_direct_simulation_of_retraining(digits):
 
     m = 16
     X, y = digits.X_train, digits.y_train
-    inst = train_instantiations(X, y, digits.X_test[:40], algorithm="pate", num_teachers=m,
+    inst = train_instantiations(X, y, digits.X_test[:40], partition="random", num_teachers=m,
                                 num_instantiations=3, rng=2)  # fmt: skip
     hist = np.stack([np.bincount(p, minlength=10) for p in inst.predictions[0]])
     q = int(np.argmin(hist.max(axis=1)))  # a query the teachers disagree on
@@ -358,7 +358,7 @@ def test_capc_model_agrees_with_direct_simulation_of_retraining(digits, estimato
     queries = digits.X_test[:40]
     random_teachers = estimator == "extra-trees"
     ng = 8 if random_teachers else 2
-    inst = train_instantiations(X, y, queries, algorithm="capc", num_teachers=m,
+    inst = train_instantiations(X, y, queries, partition="fixed", num_teachers=m,
                                 num_instantiations=ng, estimator=estimator, parties=parties,
                                 rng=2)  # fmt: skip
     hist = np.stack([np.bincount(p, minlength=c) for p in inst.predictions[0]])

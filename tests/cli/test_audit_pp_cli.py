@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from dpaudit.cli import build_app
 
 TINY = [
-    "audit", "private-prediction", "--algorithm", "capc", "--dataset", "digits",
+    "audit", "private-prediction", "--system", "capc", "--dataset", "digits",
     "--teachers", "8", "--sigma", "2", "--adversary", "pois-advq,pois-natq", "--queries", "3",
     "--experiments", "1e5", "--instantiations", "1", "--retrainings", "1", "--no-progress",
 ]  # fmt: skip
@@ -23,14 +23,16 @@ def test_json_output():
     res = CliRunner().invoke(build_app(), [*TINY, "--json"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
-    assert {(r["algorithm"], r["adversary"]) for r in data["results"]} == {
+    assert {(e["system"], e["adversary"]) for e in data["entries"]} == {
         ("capc", "pois-advq"),
         ("capc", "pois-natq"),
     }
-    for r in data["results"]:
+    for e in data["entries"]:
+        r = e["detail"]
         assert r["ordering"]["exact_le_data_dependent"] is True
         assert r["epsilon"]["audit_is_valid_dp_lower_bound"] is False
-    assert data["settings"]["experiments"] == 100_000
+    assert data["settings"]["engine"]["experiments"] == 100_000
+    assert data["workflow"] == "private-prediction"
 
 
 def test_out_dir_table_and_plots(tmp_path):
@@ -41,15 +43,15 @@ def test_out_dir_table_and_plots(tmp_path):
     assert (out / "results.json").is_file()
     assert (out / "rdp_vs_order.png").stat().st_size > 10_000
     assert (out / "epsilon_bars.png").stat().st_size > 10_000
-    assert json.loads((out / "results.json").read_text())["dataset"] == "digits"
+    assert json.loads((out / "results.json").read_text())["detail"]["dataset"] == "digits"
 
 
 def test_config_file_with_overrides(tmp_path):
     cfg = tmp_path / "a.toml"
     cfg.write_text(
-        'dataset = "digits"\nalgorithms = ["pate"]\nadversaries = ["nat-advq"]\n'
-        "teachers = 8\nsigma = 2.0\nqueries = 2\nexperiments = 100000\ninstantiations = 1\n"
-        "retrainings = 1\n"
+        '[data]\ndataset = "digits"\n[system]\nsystems = ["pate"]\nteachers = 8\nsigma = 2.0\n'
+        '[adversary]\nadversaries = ["nat-advq"]\nqueries = 2\ninstantiations = 1\n'
+        "retrainings = 1\n[engine]\nexperiments = 100000\n"
     )
     res = CliRunner().invoke(
         build_app(),
@@ -58,7 +60,8 @@ def test_config_file_with_overrides(tmp_path):
     )  # fmt: skip
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
-    assert data["settings"]["queries"] == 3 and data["settings"]["algorithms"] == ["pate"]
+    assert data["settings"]["adversary"]["queries"] == 3
+    assert data["settings"]["system"]["systems"] == ["pate"]
 
 
 @pytest.mark.parametrize(
@@ -66,6 +69,9 @@ def test_config_file_with_overrides(tmp_path):
     [
         (["--sigma", "-1"], "sigma"),
         (["--teachers-per-query", "20"], "teachers_per_query"),
+        (["--experiments", "1e19"], "2**63"),
+        (["--sigma", "1e300x"], "--sigma must be a number"),
+        (["--teachers", "ten"], "--teachers must be an integer"),
         (["--dataset", "cifar10"], "dataset"),
         (["--experiments", "0"], "experiments"),
         (["--experiments", "1.5"], "experiments"),
@@ -79,6 +85,31 @@ def test_bad_options_are_clear_errors(args, message):
     assert message in " ".join(res.output.split())
 
 
+def test_out_naming_an_existing_file_fails_before_any_work(tmp_path):
+    f = tmp_path / "file.txt"
+    f.write_text("x")
+    res = CliRunner().invoke(build_app(), [*TINY, "--out", str(f)])
+    assert res.exit_code == 2 and "existing file" in " ".join(res.output.split())
+
+
+def test_help_lists_the_options_derived_from_the_settings():
+    res = CliRunner().invoke(build_app(), ["audit", "private-prediction", "--help"])
+    assert res.exit_code == 0
+    text = " ".join(res.output.split())
+    for flag in (
+        "--system",
+        "--teachers",
+        "--sigma",
+        "--adversary",
+        "--experiments",
+        "--executor",
+        "--confidence-level",
+        "--selection-order",
+        "--max-support",
+    ):
+        assert flag in text, flag
+
+
 def test_missing_config_file(tmp_path):
     res = CliRunner().invoke(
         build_app(), ["audit", "private-prediction", "--config", str(tmp_path / "none.toml")]
@@ -90,9 +121,11 @@ def test_demo_command(monkeypatch, tmp_path):
     import dpaudit.experiments.config as config
 
     tiny = config.parse_config(
-        {"dataset": "digits", "algorithms": ["pate", "capc"], "adversaries": ["pois-natq"],
-         "teachers": 8, "sigma": 2.0, "queries": 2, "experiments": 10**5,
-         "instantiations": 1, "retrainings": 1}
+        {"data": {"dataset": "digits"},
+         "system": {"systems": ["pate", "capc"], "teachers": 8, "sigma": 2.0},
+         "adversary": {"adversaries": ["pois-natq"], "queries": 2, "instantiations": 1,
+                       "retrainings": 1},
+         "engine": {"experiments": 10**5}}
     )  # fmt: skip
     monkeypatch.setattr(config, "demo_settings", lambda **kw: tiny)
     res = CliRunner().invoke(build_app(), ["demo", "--out", str(tmp_path), "--no-progress"])
@@ -101,4 +134,4 @@ def test_demo_command(monkeypatch, tmp_path):
     assert (tmp_path / "results.json").is_file() and (tmp_path / "epsilon_bars.png").is_file()
     res = CliRunner().invoke(build_app(), ["demo", "--out", str(tmp_path), "--json", "--no-plots"])
     assert res.exit_code == 0
-    assert len(json.loads(res.stdout)["results"]) == 2
+    assert len(json.loads(res.stdout)["entries"]) == 2

@@ -1,29 +1,35 @@
-"""TOML configs of the private-prediction audit: shipped configs, validation, overrides."""
+"""TOML configs of the private-prediction audit: shipped configs, strict validation, overrides,
+the derived schema, and settings that round-trip through TOML."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-pytest.importorskip("pydantic")
-
+from dpaudit import _settings
 from dpaudit.experiments.config import (
-    CONFIG_DIR,
-    DEMO_CONFIG,
+    config_schema,
     demo_settings,
     find_config,
     load_config,
     parse_config,
+    shipped_configs,
 )
 from dpaudit.experiments.private_prediction import PrivatePredictionSettings
 
 
-def test_demo_toml_equals_the_built_in_demo():
-    from_file = load_config(CONFIG_DIR / "demo.toml")
-    assert from_file == parse_config(DEMO_CONFIG)
-    assert demo_settings() == from_file
-    assert from_file.algorithms == ("pate", "capc")
-    assert from_file.adversaries == ("nat-advq", "pois-advq", "pois-natq")
-    assert from_file.dataset in ("digits", "mnist-5k") and from_file.teachers <= 60
+def test_demo_config_is_shipped_inside_the_package():
+    s = demo_settings()
+    assert (
+        ("demo" in shipped_configs()
+        and "site-packages" in str(find_config("demo")))
+        or ("src/dpaudit/configs" in str(find_config("demo")))
+    )
+    assert s.system.systems == ("pate", "capc")
+    assert s.adversary.adversaries == ("nat-advq", "pois-advq", "pois-natq")
+    assert s.data.dataset in ("digits", "mnist-5k") and s.system.teachers <= 60
+    assert s.engine.experiments == 10**8
 
 
 @pytest.mark.parametrize(
@@ -31,36 +37,48 @@ def test_demo_toml_equals_the_built_in_demo():
 )
 def test_paper_configs_follow_appendix_d(name, dataset):
     s = load_config(find_config(name))
-    assert (s.dataset, s.teachers, s.sigma, s.experiments) == (dataset, 250, 40.0, 10**8)
-    assert s.confidence_level == 0.95 and s.delta == 1e-6
-    assert s.queries >= 999 and s.algorithms == ("pate", "capc")
+    sy = s.system
+    assert (s.data.dataset, sy.teachers, sy.sigma, s.engine.experiments) == (
+        dataset,
+        250,
+        40.0,
+        10**8,
+    )
+    assert s.audit.confidence_level == 0.95 and s.audit.delta == 1e-6
+    assert s.adversary.queries >= 999 and sy.systems == ("pate", "capc")
     assert find_config(name + ".toml") == find_config(name)
 
 
-def test_overrides_and_float_experiments():
-    s = parse_config({"dataset": "digits", "teachers": 20}, overrides={"sigma": 3.0, "seed": None})
-    assert (s.teachers, s.sigma, s.seed) == (20, 3.0, 0)
-    assert parse_config({"experiments": 1e8}).experiments == 10**8
-    assert parse_config({"adversaries": "pois-natq,nat-advq"}).adversaries == (
-        "pois-natq",
-        "nat-advq",
+def test_overrides_by_leaf_name_or_path():
+    s = parse_config(
+        {"data": {"dataset": "digits"}, "system": {"teachers": 20}},
+        overrides={"sigma": 3.0, "seed": None, "adversary.queries": 7},
     )
+    assert (s.system.teachers, s.system.sigma, s.seed, s.adversary.queries) == (20, 3.0, 0, 7)
     assert isinstance(parse_config({}), PrivatePredictionSettings)
+    with pytest.raises(ValueError, match="unknown setting"):
+        parse_config({}, overrides={"teacher": 3})
 
 
 @pytest.mark.parametrize(
     ("data", "match"),
     [
-        ({"dataset": "cifar10"}, "dataset"),
-        ({"teachers": 10, "teachers_per_query": 20}, "teachers_per_query"),
-        ({"sigma": 0}, "sigma"),
-        ({"sigma": -40}, "sigma"),
-        ({"experiments": 0}, "experiments"),
-        ({"experiments": -1}, "experiments"),
-        ({"experiments": 1.5}, "experiments"),
-        ({"teachers": "many"}, "teachers"),
-        ({"teacher": 250}, "teacher"),
-        ({"algorithms": ["pate", "dpsgd"]}, "algorithms"),
+        ({"data": {"dataset": "cifar10"}}, "dataset"),
+        ({"system": {"teachers": 10, "teachers_per_query": 20}}, "teachers_per_query"),
+        ({"system": {"sigma": 0}}, "sigma"),
+        ({"system": {"sigma": -40}}, "sigma"),
+        ({"engine": {"experiments": 0}}, "experiments"),
+        ({"engine": {"experiments": -1}}, "experiments"),
+        ({"engine": {"experiments": 1.5}}, r"engine\.experiments must be an integer"),
+        ({"engine": {"experiments": 1e8}}, r"engine\.experiments must be an integer"),
+        ({"system": {"teachers": "many"}}, r"system\.teachers must be an integer"),
+        ({"system": {"teachers": "30"}}, r"system\.teachers must be an integer"),
+        ({"system": {"teachers": True}}, r"system\.teachers must be an integer"),
+        ({"system": {"sigma": "4"}}, r"system\.sigma must be a number"),
+        ({"system": {"teacher": 250}}, "unknown setting 'teacher'"),
+        ({"teachers": 250}, "did you mean 'system.teachers'"),
+        ({"system": {"systems": ["pate", "dpsgd"]}}, "systems"),
+        ({"system": 3}, "table"),
     ],
 )
 def test_bad_configs_are_clear_errors(data, match):
@@ -68,7 +86,7 @@ def test_bad_configs_are_clear_errors(data, match):
         parse_config(data)
 
 
-def test_files(tmp_path):
+def test_files_and_round_trip(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("teachers = [1, 2")
     with pytest.raises(ValueError, match="TOML"):
@@ -78,8 +96,26 @@ def test_files(tmp_path):
     with pytest.raises(FileNotFoundError, match="available"):
         find_config("no-such-config")
     good = tmp_path / "good.toml"
-    good.write_text('dataset = "digits"\nteachers = 12\nsigma = 2.0\n')
+    good.write_text('[data]\ndataset = "digits"\n[system]\nteachers = 12\nsigma = 2.0\n')
     s = load_config(good, overrides={"teachers": 14})
-    assert (s.teachers, s.sigma) == (14, 2.0)
+    assert (s.system.teachers, s.system.sigma) == (14, 2.0)
     with pytest.raises(TypeError, match="mapping"):
         parse_config(["dataset"])
+    again = tmp_path / "again.toml"
+    again.write_text(_settings.to_toml(demo_settings()))
+    assert load_config(again) == demo_settings()
+
+
+def test_schema_is_derived_from_the_settings():
+    schema = config_schema()
+    json.dumps(schema)
+    assert schema["additionalProperties"] is False
+    props = schema["properties"]
+    assert set(props) == {"name", "seed", "data", "system", "adversary", "engine", "audit"}
+    assert props["system"]["properties"]["teachers"] == {
+        "type": "integer",
+        "description": "number of teachers m",
+        "default": 250,
+    }
+    leaves = {f.path for f in _settings.fields(PrivatePredictionSettings)}
+    assert "engine.experiments" in leaves and "audit.delta" in leaves

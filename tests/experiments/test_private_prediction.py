@@ -1,4 +1,4 @@
-"""The end-to-end private-prediction audit on real data (digits): every algorithm ×
+"""The end-to-end private-prediction audit on real data (digits): every system ×
 adversary, the ordering audit ≤ exact ≤ data-dependent ≤ data-independent, composition,
 determinism, the data-dependent mixture bound, a coverage test of the composed lower bound,
 and validation before training."""
@@ -12,17 +12,22 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpaudit.accounting import gnmax_rdp
+from dpaudit import AuditResult
+from dpaudit.accounting import expected_data_dependent_rdp, gnmax_rdp
 from dpaudit.attacks.parametric import CaPCHistogramModel, PATEHistogramModel
 from dpaudit.divergence import renyi_divergence
 from dpaudit.experiments.private_prediction import (
     SUMMARY_ORDERS,
-    PrivatePredictionAudit,
     PrivatePredictionSettings,
     audit_distributions,
     audit_private_prediction,
-    mixture_data_dependent_rdp,
 )
+from dpaudit.mechanisms import GNMax
+
+
+def mixture_data_dependent_rdp(votes, probabilities, dropped, sigma, orders):
+    return expected_data_dependent_rdp(GNMax(sigma), votes, probabilities, dropped, orders)
+
 
 ORDERS = np.array([1.5, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0])
 SMALL = dict(
@@ -40,25 +45,57 @@ SMALL = dict(
 
 
 @pytest.fixture(scope="module")
-def audit() -> PrivatePredictionAudit:
-    return audit_private_prediction(PrivatePredictionSettings(**SMALL))
+def result() -> AuditResult:
+    return audit_private_prediction(PrivatePredictionSettings.of(**SMALL))
+
+
+@pytest.fixture(scope="module")
+def audit(result):
+    """The per-adversary details, one per entry."""
+    return [e.detail for e in result.entries]
 
 
 def _le(a, b):
     return np.all(a <= b + 1e-12 + 1e-9 * np.abs(b))
 
 
-def test_every_algorithm_and_adversary_is_audited(audit):
-    got = {(r.algorithm, r.adversary) for r in audit.results}
+def test_every_system_and_adversary_is_audited(result, audit):
+    got = {(r.algorithm, r.adversary) for r in audit}
     assert got == {
         (alg, adv) for alg in ("pate", "capc") for adv in ("nat-advq", "pois-advq", "pois-natq")
     }
-    assert set(audit.plurality_accuracy) == {"pate", "capc"}
-    assert all(0.5 < a <= 1.0 for a in audit.plurality_accuracy.values())
+    assert {(e.system, e.adversary) for e in result.entries} == got
+    acc = result.detail.plurality_accuracy
+    assert set(acc) == {"pate", "capc"}
+    assert all(0.5 < a <= 1.0 for a in acc.values())
+    assert result.workflow == "private-prediction" and result.seed == 1
+    assert {"dpaudit", "numpy", "scipy"} <= set(result.versions)
+
+
+def test_entries_carry_bound_claims_exact_and_selections(result):
+    for e in result.entries:
+        r = e.detail
+        np.testing.assert_array_equal(e.lower_bound.rdp.epsilons, r.audit)
+        assert not e.lower_bound.epsilon_is_valid
+        assert e.lower_bound.confidence_level == pytest.approx(0.95)
+        assert [c.analysis for c in e.claims] == ["data-dependent", "data-independent"]
+        np.testing.assert_array_equal(e.claim.rdp.epsilons, r.data_dependent)
+        np.testing.assert_array_equal(
+            e.claim_of("data-independent").rdp.epsilons, r.data_independent
+        )
+        np.testing.assert_array_equal(e.exact.rdp.epsilons, r.exact)
+        strategies = {s.choice: s.strategy for s in e.selections}
+        assert strategies["output set"] == "split"
+        if r.composition == "repetitions":
+            assert strategies["worst query"] == "split"
+        else:
+            assert strategies["queries"] == "bonferroni"
+        assert e.gap is not None and not e.gap.refutes_claim
+        assert e.gap.rdp_excess <= 0
 
 
 def test_audit_le_exact_le_data_dependent_le_data_independent(audit):
-    for r in audit.results:
+    for r in audit:
         assert _le(r.audit, r.exact), (r.algorithm, r.adversary)
         assert _le(r.exact, r.data_dependent), (r.algorithm, r.adversary)
         assert _le(r.data_dependent, r.data_independent), (r.algorithm, r.adversary)
@@ -73,7 +110,7 @@ def test_audit_le_exact_le_data_dependent_le_data_independent(audit):
 def test_composition(audit):
     n_q = SMALL["queries"]
     idx = [list(ORDERS).index(a) for a in SUMMARY_ORDERS]
-    for r in audit.results:
+    for r in audit:
         np.testing.assert_allclose(r.data_independent, n_q * ORDERS / 2.5**2)
         assert r.num_composed == n_q
         q = r.queries
@@ -94,7 +131,7 @@ def test_composition(audit):
 
 
 def test_counts_probabilities_and_per_query_exact(audit):
-    for r in audit.results:
+    for r in audit:
         q = r.queries
         assert np.all(q.counts.sum(axis=-1) == SMALL["experiments"])
         np.testing.assert_allclose(q.output_probabilities.sum(axis=-1), 1.0, atol=1e-11)
@@ -110,29 +147,30 @@ def test_counts_probabilities_and_per_query_exact(audit):
         assert (q.affected_teachers >= 0).all() == (r.algorithm == "capc")
 
 
-def test_json_and_display_flags(audit, tmp_path):
-    data = json.loads(audit.to_json())
-    assert data["settings"]["teachers"] == 16
-    assert len(data["results"]) == 6
-    for r in data["results"]:
-        assert r["epsilon"]["audit_is_valid_dp_lower_bound"] is False
-        assert r["epsilon"]["delta"] == 1e-6
-    path = audit.write_json(tmp_path / "x" / "results.json")
-    assert json.loads(path.read_text())["dataset"] == "digits"
-    r = audit.result("capc", "pois-advq")
+def test_json_and_display_flags(result, tmp_path):
+    data = json.loads(result.to_json())
+    assert data["settings"]["system"]["teachers"] == 16
+    assert len(data["entries"]) == 6
+    for e in data["entries"]:
+        assert e["detail"]["epsilon"]["audit_is_valid_dp_lower_bound"] is False
+        assert e["detail"]["epsilon"]["delta"] == 1e-6
+        assert e["lower_bound"]["epsilon_is_valid"] is False
+    path = result.write_json(tmp_path / "x" / "results.json")
+    assert json.loads(path.read_text())["detail"]["dataset"] == "digits"
+    r = result.entry("capc", "pois-advq").detail
     assert r.epsilon.audit <= r.epsilon.exact + 1e-9 <= r.epsilon.data_independent + 1e-9
     with pytest.raises(KeyError, match="knn"):
-        audit.result("knn", "pois-advq")
+        result.entry("knn", "pois-advq")
 
 
-def test_a_subset_reproduces_the_same_numbers(audit):
+def test_a_subset_reproduces_the_same_numbers(result):
     sub = audit_private_prediction(
-        PrivatePredictionSettings(
-            **{**SMALL, "algorithms": ("capc",), "adversaries": ("pois-advq",)}
+        PrivatePredictionSettings.of(
+            **{**SMALL, "systems": ("capc",), "adversaries": ("pois-advq",)}
         )
     )
-    a = audit.result("capc", "pois-advq")
-    b = sub.results[0]
+    a = result.entry("capc", "pois-advq").detail
+    b = sub.entries[0].detail
     np.testing.assert_array_equal(a.queries.counts, b.queries.counts)
     np.testing.assert_array_equal(a.audit, b.audit)
     np.testing.assert_array_equal(a.exact, b.exact)
@@ -140,10 +178,10 @@ def test_a_subset_reproduces_the_same_numbers(audit):
 
 def test_monte_carlo_sampler_agrees_with_exact_distributions():
     res = audit_private_prediction(
-        PrivatePredictionSettings(
+        PrivatePredictionSettings.of(
             **{
                 **SMALL,
-                "algorithms": ("pate",),
+                "systems": ("pate",),
                 "adversaries": ("pois-advq",),
                 "sampler": "monte-carlo",
                 "sigma": 8.0,
@@ -153,7 +191,7 @@ def test_monte_carlo_sampler_agrees_with_exact_distributions():
             }
         )
     )
-    r = res.results[0]
+    r = res.entries[0].detail
     q = r.queries
     assert r.sampler == "monte-carlo" and r.ordering.exact_le_data_dependent
     p = q.output_probabilities.reshape(-1, q.output_probabilities.shape[-1])
@@ -263,7 +301,7 @@ def test_composed_lower_bound_coverage(composition):
         ({"experiments": 2}, "experiments"),
         ({"queries": 0}, "queries"),
         ({"queries": 5, "candidate_queries": 6}, "candidate_queries"),
-        ({"algorithms": ("pate", "knn")}, "algorithms"),
+        ({"systems": ("pate", "knn")}, "systems"),
         ({"adversaries": ()}, "adversaries"),
         ({"teachers": 1}, "teachers"),
         ({"instantiations": 0}, "instantiations"),
@@ -281,22 +319,23 @@ def test_composed_lower_bound_coverage(composition):
 )
 def test_bad_settings_are_clear_errors(kwargs, match):
     with pytest.raises((ValueError, TypeError), match=match):
-        PrivatePredictionSettings(**kwargs)
+        PrivatePredictionSettings.of(**kwargs)
 
 
 def test_dataset_limits_are_checked_before_any_training(monkeypatch):
-    import dpaudit.attacks.parametric as parametric
+    import dpaudit.systems._teachers as teachers
 
     def boom(*args, **kwargs):
         raise AssertionError("training started")
 
-    monkeypatch.setattr(parametric, "train_instantiations", boom)
+    monkeypatch.setattr(teachers, "train_instantiations", boom)
     with pytest.raises(ValueError, match="teachers"):
-        audit_private_prediction(PrivatePredictionSettings(dataset="digits", teachers=5000))
+        audit_private_prediction(PrivatePredictionSettings.of(dataset="digits", teachers=5000))
     with pytest.raises(ValueError, match="queries"):
-        audit_private_prediction(PrivatePredictionSettings(dataset="digits", queries=449))
+        audit_private_prediction(PrivatePredictionSettings.of(dataset="digits", queries=449))
     with pytest.raises(TypeError, match="settings"):
         audit_private_prediction({"dataset": "digits"})
-    s = PrivatePredictionSettings(dataset="digits")
-    assert dataclasses.replace(s, sigma=3.0).sigma == 3.0
-    assert s.k == s.teachers and s.num_candidates == s.queries
+    s = PrivatePredictionSettings.of(dataset="digits")
+    assert dataclasses.replace(s.system, sigma=3.0).sigma == 3.0
+    assert s.k == s.system.teachers
+    assert s.adversary.num_candidates == s.adversary.queries

@@ -12,7 +12,7 @@ MODULES = [
     "dpaudit.systems._ensemble",
     "dpaudit.mechanisms.values",
     "dpaudit.systems._predictor",
-    "dpaudit.systems._spec",
+    "dpaudit.systems._teachers",
     "dpaudit.systems._torch_cnn",
 ]
 

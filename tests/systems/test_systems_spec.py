@@ -1,4 +1,4 @@
-"""PrivatePredictionSpec: PATE / CaPC configurations validated before training."""
+"""PATE and CaPC as systems: configurations validated before training, registry, claims."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
 
-from dpaudit.systems import ConfidentGNMax, GNMax, PrivatePredictionSpec
+from dpaudit.systems import PATE, SYSTEMS, CaPC, ConfidentGNMax, GNMax, PrivatePredictionSystem
 from dpaudit.systems.data import load_dataset, load_digits
 
 
@@ -16,24 +16,22 @@ def digits():
 
 
 def test_pate_and_capc_build(digits):
-    pate = PrivatePredictionSpec("pate", num_teachers=10, aggregator=GNMax(sigma=1.0))
+    pate = PATE(num_teachers=10, mechanism=GNMax(sigma=1.0))
     api = pate.build(digits.X_train, digits.y_train, rng=0)
     assert api.ensemble.scheme == "random" and api.ensemble.num_teachers == 10
-    capc = PrivatePredictionSpec(
-        "capc", num_teachers=4, aggregator=GNMax(sigma=1.0), teachers_per_query=3
-    )
+    capc = CaPC(num_teachers=4, mechanism=GNMax(sigma=1.0), teachers_per_query=3)
     api2 = capc.build(digits.X_train, digits.y_train, rng=0)
     assert api2.ensemble.scheme == "contiguous" and api2.teachers_per_query == 3
     np.testing.assert_array_equal(api2.votes(digits.X_test[:5], rng=0).sum(axis=1), np.full(5, 3))
     parties = [np.arange(0, 300), np.arange(300, 700)]
-    api3 = PrivatePredictionSpec("capc", num_teachers=2, aggregator=GNMax(sigma=1.0)).build(
+    api3 = CaPC(num_teachers=2, mechanism=GNMax(sigma=1.0)).build(
         digits.X_train, digits.y_train, parties=parties
     )
     np.testing.assert_array_equal(api3.ensemble.partitions[1], parties[1])
     with pytest.raises(ValueError, match="parties"):
         pate.build(digits.X_train, digits.y_train, parties=parties)
     with pytest.raises(ValueError, match="num_teachers"):
-        PrivatePredictionSpec("capc", num_teachers=3, aggregator=GNMax(sigma=1.0)).build(
+        CaPC(num_teachers=3, mechanism=GNMax(sigma=1.0)).build(
             digits.X_train, digits.y_train, parties=parties
         )
 
@@ -47,24 +45,38 @@ def test_bad_configs_fail_before_training(digits):
 
     agg = GNMax(sigma=40.0)
     with pytest.raises(ValueError, match="teachers_per_query"):
-        PrivatePredictionSpec("pate", 250, agg, teachers_per_query=251, estimator=factory)
+        PATE(250, agg, teachers_per_query=251, estimator=factory)
     with pytest.raises(ValueError, match="sigma"):
-        PrivatePredictionSpec("pate", 250, GNMax(sigma=0.0), estimator=factory)
+        PATE(250, GNMax(sigma=0.0), estimator=factory)
     with pytest.raises(ValueError, match="sigma2"):
         ConfidentGNMax(threshold=200, sigma1=150, sigma2=-40)
     with pytest.raises(ValueError, match="name"):
         load_dataset("mnist")
-    with pytest.raises(ValueError, match="algorithm"):
-        PrivatePredictionSpec("promptpate", 250, agg)
+    with pytest.raises(ValueError, match="unknown system"):
+        SYSTEMS.get("promptpate-v0")
     with pytest.raises(ValueError, match="num_teachers"):
-        PrivatePredictionSpec("pate", 0, agg)
+        PATE(0, agg)
     with pytest.raises(ValueError, match="estimator"):
-        PrivatePredictionSpec("pate", 10, agg, estimator="svm")
-    with pytest.raises(TypeError, match="aggregator"):
-        PrivatePredictionSpec("pate", 10, "gnmax")
-    spec = PrivatePredictionSpec("pate", 2000, agg, estimator=factory)
+        PATE(10, agg, estimator="svm")
+    with pytest.raises(TypeError, match="mechanism"):
+        PATE(10, "gnmax")
+    spec = PATE(2000, agg, estimator=factory)
     with pytest.raises(ValueError, match="num_teachers"):
         spec.check_num_points(digits.num_train)
     with pytest.raises(ValueError, match="num_teachers"):
         spec.build(digits.X_train, digits.y_train)
     assert made == []
+
+
+def test_systems_are_registered_and_state_their_claim():
+    assert {"pate", "capc"} <= set(SYSTEMS.names())
+    pate = PATE(20, GNMax(40.0))
+    assert isinstance(pate, PrivatePredictionSystem)
+    assert (pate.placement, pate.histogram_model) == ("random", "multinomial")
+    capc = CaPC(20, GNMax(40.0))
+    assert (capc.placement, capc.histogram_model) == ("chosen", "independent")
+    c = pate.claim([2.0, 10.0], delta=1e-5)
+    np.testing.assert_allclose(c.rdp.epsilons, [2 / 1600, 10 / 1600], rtol=1e-15)
+    assert c.analysis == "data-independent" and c.epsilon > 0
+    cg = PATE(20, ConfidentGNMax(200, 150, 40))
+    np.testing.assert_allclose(cg.query_rdp([2.0]), [2 / (2 * 150**2) + 2 / 40**2], rtol=1e-15)

@@ -1,18 +1,50 @@
-"""Attacks on private-prediction systems (layer 6).
+"""Attacks on DP systems (layer 6).
 
-Crafters, distinguishers and adversaries; parametric histogram models; histogram extraction;
-attribute inference. Each block below belongs to one piece of work and lists its public names.
+* **Adversaries against private prediction** (Chadha et al. 2024, arXiv:2402.09403, §4.1):
+  crafters and distinguishers as objects, combined into an :class:`Adversary` and found by
+  name in :data:`ADVERSARIES` (Nat-AdvQ, Pois-AdvQ, Pois-NatQ).
+* **Parametric histogram models** (§5.1–5.2): maximum-likelihood models of a query's vote
+  histogram under S and S′, their exact output distributions and samplers, found by the name
+  a system declares in :data:`HISTOGRAM_MODELS`.
+* **Vote-histogram extraction** (Wang et al. 2022, arXiv:2209.10732): repeated queries,
+  maximum-likelihood / L2 / the paper's reconstruction, its privacy cost.
+* **Attribute inference** from vote consensus (Wang et al. 2022 §2, App. E).
 """
 
-__all__: list[str] = []
-
-# --- vote extraction (issue 7) -------------------------------------------------------------
 from dpaudit.attacks._attribute import (
     PAPER_CONSENSUS_THRESHOLD,
     AttributeInference,
     evaluate_attribute_inference,
     flag_low_consensus,
     vote_consensus,
+)
+from dpaudit.attacks._histograms import (
+    DEFAULT_MAX_SUPPORT,
+    CaPCHistogramSampler,
+    HistogramSupport,
+    PATEHistogramSampler,
+    multinomial_output_probabilities,
+)
+from dpaudit.attacks.adversaries import (
+    ADVERSARIES,
+    ADVERSARY_NAMES,
+    AdversarialQueries,
+    Adversary,
+    CraftedPoint,
+    Crafter,
+    Distinguisher,
+    NaturalCrafter,
+    NaturalQueries,
+    PoisoningCrafter,
+    Target,
+    adversarial_queries,
+    choose_party,
+    craft_natural,
+    craft_poison,
+    get_adversary,
+    natural_queries,
+    parse_adversaries,
+    second_most_common_label,
 )
 from dpaudit.attacks.extraction import (
     ExtractionCost,
@@ -28,92 +60,75 @@ from dpaudit.attacks.extraction import (
     reconstruct_histogram_paper,
     trapezoid_argmax_probabilities,
 )
+from dpaudit.attacks.parametric import (
+    HISTOGRAM_MODELS,
+    NEIGHBOUR_ESTIMATORS,
+    CaPCHistogramModel,
+    FlipEstimate,
+    HistogramModel,
+    ModelEstimation,
+    PATEHistogramModel,
+    estimate_capc_model,
+    estimate_pate_model,
+    flip_estimate,
+    transition_matrix,
+)
 
-__all__ += [
-    "PAPER_CONSENSUS_THRESHOLD",
-    "AttributeInference",
+__all__ = [  # noqa: RUF022 - grouped by concept
+    # adversaries against private prediction
+    "ADVERSARIES",
+    "ADVERSARY_NAMES",
+    "AdversarialQueries",
+    "Adversary",
+    "CraftedPoint",
+    "Crafter",
+    "Distinguisher",
+    "NaturalCrafter",
+    "NaturalQueries",
+    "PoisoningCrafter",
+    "Target",
+    "adversarial_queries",
+    "choose_party",
+    "craft_natural",
+    "craft_poison",
+    "get_adversary",
+    "natural_queries",
+    "parse_adversaries",
+    "second_most_common_label",
+    # parametric histogram models
+    "DEFAULT_MAX_SUPPORT",
+    "HISTOGRAM_MODELS",
+    "NEIGHBOUR_ESTIMATORS",
+    "CaPCHistogramModel",
+    "CaPCHistogramSampler",
+    "FlipEstimate",
+    "HistogramModel",
+    "HistogramSupport",
+    "ModelEstimation",
+    "PATEHistogramModel",
+    "PATEHistogramSampler",
+    "estimate_capc_model",
+    "estimate_pate_model",
+    "flip_estimate",
+    "multinomial_output_probabilities",
+    "transition_matrix",
+    # vote-histogram extraction
     "ExtractionCost",
     "HistogramReconstruction",
     "PaperReconstruction",
     "VoteExtraction",
-    "evaluate_attribute_inference",
     "extract_histogram",
     "extraction_privacy_cost",
     "fixed_histogram_interface",
-    "flag_low_consensus",
     "normalised_l1_error",
     "project_to_simplex",
     "reconstruct_histogram",
     "reconstruct_histogram_paper",
     "trapezoid_argmax_probabilities",
+    # attribute inference
+    "PAPER_CONSENSUS_THRESHOLD",
+    "AttributeInference",
+    "evaluate_attribute_inference",
+    "flag_low_consensus",
     "vote_consensus",
 ]
-# --- end vote extraction (issue 7) ---------------------------------------------------------
-
-# --- private-prediction adversaries (issue 6) ----------------------------------------------
-from dpaudit.attacks.adversaries import (  # noqa: E402
-    ADVERSARIES,
-    ADVERSARY_NAMES,
-    Adversary,
-    CraftedPoint,
-    adversarial_queries,
-    choose_party,
-    craft,
-    craft_natural,
-    craft_poison,
-    get_adversary,
-    natural_queries,
-    parse_adversaries,
-    second_most_common_label,
-)
-from dpaudit.attacks.parametric import (  # noqa: E402
-    CaPCHistogramModel,
-    CaPCHistogramSampler,
-    FlipEstimate,
-    HistogramSupport,
-    ModelEstimation,
-    PairedVotes,
-    PATEHistogramModel,
-    PATEHistogramSampler,
-    TrainingInstantiations,
-    estimate_capc_model,
-    estimate_pate_model,
-    flip_estimate,
-    multinomial_output_probabilities,
-    retrain_with_points,
-    train_instantiations,
-    transition_matrix,
-)
-
-__all__ += [
-    "ADVERSARIES",
-    "ADVERSARY_NAMES",
-    "Adversary",
-    "CaPCHistogramModel",
-    "CaPCHistogramSampler",
-    "CraftedPoint",
-    "FlipEstimate",
-    "HistogramSupport",
-    "ModelEstimation",
-    "PATEHistogramModel",
-    "PATEHistogramSampler",
-    "PairedVotes",
-    "TrainingInstantiations",
-    "adversarial_queries",
-    "choose_party",
-    "craft",
-    "craft_natural",
-    "craft_poison",
-    "estimate_capc_model",
-    "estimate_pate_model",
-    "flip_estimate",
-    "get_adversary",
-    "multinomial_output_probabilities",
-    "natural_queries",
-    "parse_adversaries",
-    "retrain_with_points",
-    "second_most_common_label",
-    "train_instantiations",
-    "transition_matrix",
-]
-# --- end private-prediction adversaries (issue 6) ------------------------------------------

@@ -1,25 +1,29 @@
-"""Adversaries against private prediction (paper 000 §4.1, §5.1–5.2).
+"""Adversaries against private prediction (Chadha et al. 2024, "Auditing Private Prediction",
+arXiv:2402.09403, §4.1, §5.1–5.2).
 
-An adversary is a *crafter* (how S′ is made from S, one point apart) and a *distinguisher*
-(which queries it asks, §4):
+An adversary is an object: a *crafter* (how S′ is made from S, one point apart) and a
+*distinguisher* (which queries it asks, and so how its per-query bound composes):
 
-* crafters — **natural**: add an in-distribution point, the query with its true label;
-  **poisoning**: add the query mislabelled with the second most common label among the
-  teachers' votes on it (§5.1 "Experiment Setup");
-* distinguishers — **adversarial**: ask the same query over and over (privacy composes over
-  the repetitions); **natural**: ask the natural queries of a test set (privacy composes
-  over the distinct queries).
+* crafters — :class:`NaturalCrafter`: add an in-distribution point, the query with its true
+  label; :class:`PoisoningCrafter`: add the query mislabelled with the second most common
+  label among the teachers' votes on it (§5.1 "Experiment Setup");
+* distinguishers — :class:`AdversarialQueries`: ask the same query over and over (privacy
+  composes over the repetitions; the worst query is chosen); :class:`NaturalQueries`: ask the
+  natural queries of a test set (privacy composes over the distinct queries).
 
-The three adversaries of §4.1: **Nat-AdvQ** (natural crafter, adversarial distinguisher),
-**Pois-AdvQ** (poisoning crafter, adversarial distinguisher) and **Pois-NatQ** (poisoning
-crafter, natural distinguisher).
+The three adversaries of §4.1 are registered in :data:`ADVERSARIES`: **Nat-AdvQ** (natural
+crafter, adversarial distinguisher), **Pois-AdvQ** (poisoning crafter, adversarial
+distinguisher) and **Pois-NatQ** (poisoning crafter, natural distinguisher). A new adversary
+is an :class:`Adversary` (any crafter with ``craft(...)`` and any distinguisher with
+``targets(...)``) registered under a name.
 
-In CaPC the parties are fixed, so the adversary chooses the party that receives its point
-(:func:`choose_party`); in PATE the point lands in a random part.
+When a system lets the adversary choose the receiving teacher (CaPC's fixed parties,
+``placement = "chosen"``), :meth:`Adversary.choose_teacher` picks it (:func:`choose_party`);
+otherwise the point lands in a random part.
 
 Example:
     >>> adv = get_adversary("pois-advq")
-    >>> adv.crafter, adv.distinguisher, adv.composition
+    >>> adv.crafter.name, adv.distinguisher.name, adv.composition
     ('poisoning', 'adversarial', 'repetitions')
     >>> second_most_common_label([3, 240, 7])
     2
@@ -29,16 +33,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from types import MappingProxyType
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from dpaudit._registry import Registry
 from dpaudit._results import ResultMixin
 from dpaudit._rng import as_generator
 from dpaudit._typing import ArrayLike, FloatArray, IntArray, RngLike
 from dpaudit._validate import (
     check_array,
-    check_choice,
     check_counts,
     check_nonneg_int,
     check_positive_int,
@@ -47,13 +51,17 @@ from dpaudit._validate import (
 __all__ = [
     "ADVERSARIES",
     "ADVERSARY_NAMES",
-    "CRAFTERS",
-    "DISTINGUISHERS",
+    "AdversarialQueries",
     "Adversary",
     "CraftedPoint",
+    "Crafter",
+    "Distinguisher",
+    "NaturalCrafter",
+    "NaturalQueries",
+    "PoisoningCrafter",
+    "Target",
     "adversarial_queries",
     "choose_party",
-    "craft",
     "craft_natural",
     "craft_poison",
     "get_adversary",
@@ -62,102 +70,43 @@ __all__ = [
     "second_most_common_label",
 ]
 
-CRAFTERS: tuple[str, ...] = ("natural", "poisoning")
-DISTINGUISHERS: tuple[str, ...] = ("adversarial", "natural")
+
+# ------------------------------------------------------------------------------- protocols
+
+
+@runtime_checkable
+class Crafter(Protocol):
+    """Makes the point that S′ adds to S from a source query."""
+
+    name: str
+
+    def craft(
+        self, x: ArrayLike, true_label: int, votes: ArrayLike, *, source_index: int = -1
+    ) -> CraftedPoint: ...
 
 
 @dataclasses.dataclass(frozen=True)
-class Adversary(ResultMixin):
-    """A crafter and a distinguisher (paper 000 §4.1).
+class Target(ResultMixin):
+    """One crafted point of a distinguisher and the query columns it is evaluated on.
 
     Attributes:
-        name: ``"nat-advq"``, ``"pois-advq"`` or ``"pois-natq"``.
-        crafter: ``"natural"`` or ``"poisoning"``.
-        distinguisher: ``"adversarial"`` (repeated query) or ``"natural"`` (test set).
-        description: one line from the paper.
+        source: the query column the point is crafted from (``num_queries`` = the poisoning
+            source row kept outside the natural queries).
+        columns: the natural-query columns whose answers the point may change.
     """
+
+    source: int
+    columns: tuple[int, ...]
+
+
+@runtime_checkable
+class Distinguisher(Protocol):
+    """Which queries the adversary asks and how the per-query bounds compose."""
 
     name: str
-    crafter: str
-    distinguisher: str
-    description: str
+    composition: str
 
-    @property
-    def composition(self) -> str:
-        """``"repetitions"`` (adversarial queries) or ``"queries"`` (natural queries)."""
-        return "repetitions" if self.distinguisher == "adversarial" else "queries"
-
-    @property
-    def label(self) -> str:
-        """The paper's name, e.g. ``"Pois-AdvQ"``."""
-        return {"nat-advq": "Nat-AdvQ", "pois-advq": "Pois-AdvQ", "pois-natq": "Pois-NatQ"}[
-            self.name
-        ]
-
-
-ADVERSARIES = MappingProxyType(
-    {
-        "nat-advq": Adversary(
-            "nat-advq",
-            "natural",
-            "adversarial",
-            "membership inference of an in-distribution point with adversarially chosen "
-            "(repeated) queries",
-        ),
-        "pois-advq": Adversary(
-            "pois-advq",
-            "poisoning",
-            "adversarial",
-            "a worst-case poisoning point, then repeated queries",
-        ),
-        "pois-natq": Adversary(
-            "pois-natq",
-            "poisoning",
-            "natural",
-            "static poisoning of S, then only natural (test-set) queries",
-        ),
-    }
-)
-ADVERSARY_NAMES: tuple[str, ...] = tuple(ADVERSARIES)
-
-
-def get_adversary(name: str) -> Adversary:
-    """The adversary called ``name`` (case-insensitive).
-
-    Raises:
-        ValueError: unknown name (the message lists the names).
-
-    Example:
-        >>> get_adversary("Nat-AdvQ").crafter
-        'natural'
-    """
-    if not isinstance(name, str):
-        raise TypeError(f"adversary must be a string, got {type(name).__name__}")
-    key = name.strip().lower()
-    check_choice("adversary", key, ADVERSARY_NAMES)
-    return ADVERSARIES[key]
-
-
-def parse_adversaries(spec: str | Sequence[str]) -> tuple[Adversary, ...]:
-    """Adversaries from ``"nat-advq,pois-advq"`` or a sequence of names (order kept, no repeats).
-
-    Raises:
-        ValueError: empty list or an unknown name.
-
-    Example:
-        >>> [a.name for a in parse_adversaries("pois-natq, nat-advq")]
-        ['pois-natq', 'nat-advq']
-    """
-    names = spec.split(",") if isinstance(spec, str) else list(spec)
-    names = [n.strip() for n in names if isinstance(n, str) and n.strip()] if names else []
-    if not names:
-        raise ValueError(f"adversaries must name at least one of {ADVERSARY_NAMES}, got {spec!r}")
-    out: list[Adversary] = []
-    for n in names:
-        adv = get_adversary(n)
-        if adv not in out:
-            out.append(adv)
-    return tuple(out)
+    def targets(self, num_queries: int, num_candidates: int) -> tuple[Target, ...]: ...
 
 
 # ------------------------------------------------------------------------------------ crafters
@@ -271,22 +220,34 @@ def craft_poison(
     return CraftedPoint(xa, second_most_common_label(h), y, idx, "poisoning", h)
 
 
-def craft(
-    crafter: str, x: ArrayLike, true_label: int, votes: ArrayLike, *, source_index: int = -1
-) -> CraftedPoint:
-    """Dispatch to :func:`craft_natural` or :func:`craft_poison` by name.
+@dataclasses.dataclass(frozen=True)
+class NaturalCrafter:
+    """S′ = S ∪ {(x, true label)}: an in-distribution point (:func:`craft_natural`)."""
 
-    Raises:
-        ValueError: unknown crafter.
-    """
-    check_choice("crafter", crafter, CRAFTERS)
-    if crafter == "natural":
+    name: str = "natural"
+
+    def craft(
+        self, x: ArrayLike, true_label: int, votes: ArrayLike, *, source_index: int = -1
+    ) -> CraftedPoint:
+        """The natural point made from query ``x``."""
         return craft_natural(x, true_label, source_index=source_index, votes=votes)
-    return craft_poison(x, votes, true_label=true_label, source_index=source_index)
+
+
+@dataclasses.dataclass(frozen=True)
+class PoisoningCrafter:
+    """S′ = S ∪ {(x, second most common label)}: a mislabelled point (:func:`craft_poison`)."""
+
+    name: str = "poisoning"
+
+    def craft(
+        self, x: ArrayLike, true_label: int, votes: ArrayLike, *, source_index: int = -1
+    ) -> CraftedPoint:
+        """The poisoning point made from query ``x``."""
+        return craft_poison(x, votes, true_label=true_label, source_index=source_index)
 
 
 def choose_party(teacher_votes: ArrayLike, point: CraftedPoint) -> int:
-    """CaPC: the party the adversary gives its point to (paper 000 §5.2, §5.4).
+    """CaPC: the party the adversary gives its point to (Chadha et al. 2024 §5.2, §5.4).
 
     Adding (x, y′) can only change the vote of a teacher that does not already vote y′, so
     candidates are those teachers; among them the adversary prefers one voting the most
@@ -353,7 +314,7 @@ def natural_queries(
 
 
 def adversarial_queries(query_index: int, repetitions: int) -> IntArray:
-    """Adversarial distinguisher: the same query ``repetitions`` times (paper 000 §4).
+    """Adversarial distinguisher: the same query ``repetitions`` times (Chadha et al. 2024 §4).
 
     Example:
         >>> adversarial_queries(7, 3).tolist()
@@ -362,3 +323,164 @@ def adversarial_queries(query_index: int, repetitions: int) -> IntArray:
     i = check_nonneg_int("query_index", query_index)
     r = check_positive_int("repetitions", repetitions)
     return np.full(r, i, dtype=np.int64)
+
+
+@dataclasses.dataclass(frozen=True)
+class AdversarialQueries:
+    """Repeat one query (Chadha et al. 2024 §4): one crafted point per candidate query,
+    evaluated on that query; the worst query's bound composes over ``n_Q`` repetitions."""
+
+    name: str = "adversarial"
+    composition: str = "repetitions"
+
+    def targets(self, num_queries: int, num_candidates: int) -> tuple[Target, ...]:
+        """``Target(q, (q,))`` for each of the first ``num_candidates`` queries."""
+        check_positive_int("num_queries", num_queries)
+        return tuple(
+            Target(q, (q,)) for q in range(check_positive_int("num_candidates", num_candidates))
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class NaturalQueries:
+    """Ask the natural test queries (Chadha et al. 2024 §4): one point crafted from a source
+    outside the queries, evaluated on every query; the bounds add up over the queries."""
+
+    name: str = "natural"
+    composition: str = "queries"
+
+    def targets(self, num_queries: int, num_candidates: int) -> tuple[Target, ...]:
+        """One ``Target(num_queries, (0, …, num_queries − 1))``."""
+        n = check_positive_int("num_queries", num_queries)
+        return (Target(n, tuple(range(n))),)
+
+
+@dataclasses.dataclass(frozen=True)
+class Adversary:
+    """A crafter and a distinguisher (Chadha et al. 2024 §4.1).
+
+    Attributes:
+        name: the registered name (``"nat-advq"``, …).
+        crafter: a :class:`Crafter`.
+        distinguisher: a :class:`Distinguisher`.
+        description: one line.
+        label: the display name (``"Pois-AdvQ"``).
+        stream_id: index of the adversary's random streams (None: derived from the name), so
+            an audit of a subset of adversaries reproduces the same numbers.
+    """
+
+    name: str
+    crafter: Any
+    distinguisher: Any
+    description: str = ""
+    label: str = ""
+    stream_id: int | None = None
+
+    @property
+    def composition(self) -> str:
+        """``"repetitions"`` or ``"queries"`` (from the distinguisher)."""
+        return self.distinguisher.composition
+
+    def targets(self, num_queries: int, num_candidates: int) -> tuple[Target, ...]:
+        """The crafted points' sources and evaluation columns (from the distinguisher)."""
+        return tuple(self.distinguisher.targets(num_queries, num_candidates))
+
+    def craft(
+        self, x: ArrayLike, true_label: int, votes: ArrayLike, *, source_index: int = -1
+    ) -> CraftedPoint:
+        """The point S′ adds (from the crafter)."""
+        return self.crafter.craft(x, true_label, votes, source_index=source_index)
+
+    def choose_teacher(self, teacher_votes: ArrayLike, point: CraftedPoint) -> int:
+        """The receiving teacher, where the system lets the adversary choose it
+        (:func:`choose_party`)."""
+        return choose_party(teacher_votes, point)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Names and description (for results)."""
+        return {
+            "name": self.name,
+            "crafter": self.crafter.name,
+            "distinguisher": self.distinguisher.name,
+            "composition": self.composition,
+            "description": self.description,
+        }
+
+
+ADVERSARIES: Registry[Adversary] = Registry("adversary")
+"""Registered adversaries (name → :class:`Adversary`)."""
+ADVERSARIES.register(
+    "nat-advq",
+    Adversary(
+        "nat-advq",
+        NaturalCrafter(),
+        AdversarialQueries(),
+        "membership inference of an in-distribution point with adversarially chosen "
+        "(repeated) queries",
+        "Nat-AdvQ",
+        0,
+    ),
+)
+ADVERSARIES.register(
+    "pois-advq",
+    Adversary(
+        "pois-advq",
+        PoisoningCrafter(),
+        AdversarialQueries(),
+        "a worst-case poisoning point, then repeated queries",
+        "Pois-AdvQ",
+        1,
+    ),
+)
+ADVERSARIES.register(
+    "pois-natq",
+    Adversary(
+        "pois-natq",
+        PoisoningCrafter(),
+        NaturalQueries(),
+        "static poisoning of S, then only natural (test-set) queries",
+        "Pois-NatQ",
+        2,
+    ),
+)
+ADVERSARY_NAMES: tuple[str, ...] = ADVERSARIES.names()
+
+
+def get_adversary(name: str) -> Adversary:
+    """The adversary registered as ``name`` (case-insensitive).
+
+    Raises:
+        TypeError: not a string.
+        ValueError: unknown name (the message lists the names).
+
+    Example:
+        >>> get_adversary("Nat-AdvQ").crafter.name
+        'natural'
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"adversary must be a string, got {type(name).__name__}")
+    return ADVERSARIES.get(name)
+
+
+def parse_adversaries(spec: str | Sequence[str]) -> tuple[Adversary, ...]:
+    """Adversaries from ``"nat-advq,pois-advq"`` or a sequence of names (order kept, no repeats).
+
+    Raises:
+        ValueError: empty list or an unknown name.
+
+    Example:
+        >>> [a.name for a in parse_adversaries("pois-natq, nat-advq")]
+        ['pois-natq', 'nat-advq']
+    """
+    names = spec.split(",") if isinstance(spec, str) else list(spec)
+    names = [n.strip() for n in names if isinstance(n, str) and n.strip()] if names else []
+    if not names:
+        raise ValueError(
+            f"adversaries must name at least one of {ADVERSARIES.names()}, got {spec!r}"
+        )
+    out: list[Adversary] = []
+    for n in names:
+        adv = get_adversary(n)
+        if adv not in out:
+            out.append(adv)
+    return tuple(out)

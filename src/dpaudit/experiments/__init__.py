@@ -15,7 +15,6 @@ from dpaudit.experiments.config import demo_settings, find_config, load_config, 
 from dpaudit.experiments.lidp import LiDPExperimentResult, run_lidp_gaussian
 from dpaudit.experiments.private_prediction import (
     AdversaryAudit,
-    PrivatePredictionAudit,
     PrivatePredictionSettings,
     audit_private_prediction,
 )
@@ -32,7 +31,6 @@ __all__ = [
     "LiDPExperimentResult",
     "MultinomialBlock",
     "NoisyArgmaxBlock",
-    "PrivatePredictionAudit",
     "PrivatePredictionSettings",
     "VoteLeakageConfig",
     "VoteLeakageResult",

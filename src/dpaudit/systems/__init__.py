@@ -9,8 +9,12 @@
   :data:`ABSTAIN`, :data:`REFUSED`), a budget ledger (:func:`make_ledger` builds a
   :class:`dpaudit.accounting.PrivacyLedger` for an aggregator), optional answer caching, and
   the claimed RDP of what it has answered (``claimed_rdp``).
-- :class:`PrivatePredictionSpec` — PATE or CaPC fully specified and validated before any
-  training (k ≤ m, σ > 0, estimator), then ``build(X, y)``.
+- :class:`PATE`, :class:`CaPC` — the systems (registered in :data:`SYSTEMS`): validated
+  before any training (k ≤ m, σ > 0, estimator); ``train``/``retrain`` drive the audit's
+  training phases, ``build(X, y)`` returns the deployable :class:`PrivatePredictor`, and the
+  claim comes from their mechanism value.
+- :data:`SYSTEMS`, :class:`System`, :class:`PrivatePredictionSystem` — the registry and the
+  protocols every system implements.
 - :mod:`dpaudit.systems.data` — offline dataset loaders (nothing is downloaded).
 
 Heavy libraries (scikit-learn, joblib, rich, torch) are imported only when used.
@@ -38,35 +42,48 @@ from dpaudit.systems._predictor import Aggregator, Ledger, PrivatePredictor, mak
 from dpaudit.systems._protocols import (
     SYSTEMS,
     Instantiations,
-    PairedVotes,
     PrivatePredictionSystem,
     System,
 )
-from dpaudit.systems._spec import ALGORITHMS, PrivatePredictionSpec
+from dpaudit.systems._teachers import (
+    PARTITIONS,
+    PATE,
+    CaPC,
+    PairedVotes,
+    TeacherEnsembleSystem,
+    TrainingInstantiations,
+    retrain_with_points,
+    train_instantiations,
+)
 from dpaudit.systems._torch_cnn import TorchCNNClassifier
 
 __all__ = [
     "ABSTAIN",
-    "ALGORITHMS",
     "DEFAULT_ESTIMATOR",
     "ESTIMATOR_NAMES",
+    "PARTITIONS",
+    "PATE",
     "REFUSED",
     "SYSTEMS",
     "Aggregator",
+    "CaPC",
     "Classifier",
     "ConfidentGNMax",
     "GNMax",
     "Instantiations",
     "Ledger",
     "PairedVotes",
-    "PrivatePredictionSpec",
     "PrivatePredictionSystem",
     "PrivatePredictor",
     "System",
     "TeacherEnsemble",
+    "TeacherEnsembleSystem",
     "TorchCNNClassifier",
+    "TrainingInstantiations",
     "fit_teacher",
     "make_estimator",
     "make_ledger",
     "make_partition",
+    "retrain_with_points",
+    "train_instantiations",
 ]

@@ -30,7 +30,6 @@ from dpaudit._typing import ArrayLike, FloatArray, IntArray, RngLike
 __all__ = [
     "SYSTEMS",
     "Instantiations",
-    "PairedVotes",
     "PrivatePredictionSystem",
     "System",
 ]
@@ -70,23 +69,6 @@ class Instantiations(Protocol):
 
     @property
     def num_classes(self) -> int: ...
-
-
-@runtime_checkable
-class PairedVotes(Protocol):
-    """Votes of the teacher that receives a crafted point, before and after (R retrainings).
-
-    ``before`` / ``after``: ``(R, n_eval)``; ``teacher``: ``(R,)`` the receiving teacher.
-    """
-
-    @property
-    def before(self) -> IntArray: ...
-
-    @property
-    def after(self) -> IntArray: ...
-
-    @property
-    def teacher(self) -> IntArray: ...
 
 
 @runtime_checkable
@@ -141,8 +123,9 @@ class PrivatePredictionSystem(System, Protocol):
         teachers: ArrayLike | None = None,
         rng: RngLike = None,
         progress: Any = None,
-    ) -> list[PairedVotes]:
-        """Paired votes of the receiving teacher for each crafted point."""
+    ) -> list[Any]:
+        """Paired votes (``before``, ``after``, ``teacher``: :class:`dpaudit.systems.PairedVotes`)
+        of the receiving teacher for each crafted point."""
         ...
 
     def query_rdp(

@@ -1,0 +1,507 @@
+"""Exact output distributions, histogram supports and samplers of parametric vote models.
+
+The computational core of the parametric histogram models of Chadha et al. 2024 ("Auditing
+Private Prediction", arXiv:2402.09403, §5.1–5.2), used by :mod:`dpaudit.attacks.parametric`.
+
+Each experiment of an audit draws a fresh histogram H, so its output is one draw from the
+mixture ``p̄ = E_H[Q(H)]`` (Q the noisy-argmax output probabilities, Chadha et al. 2024 Eq. 4),
+and counts of T experiments are exactly ``Multinomial(T, p̄)``. ``p̄`` is computed exactly:
+
+* multinomial histograms (exchangeable teachers): by Poissonisation, ``Mult(K, p)`` is the law
+  of independent ``Poisson(K p_i)`` conditioned on their sum being K, so
+  ``E[Q_c(H)] = κ·∫ [z^K] (g_c ∏_{i≠c} G_i)(z; x) dx`` with
+  ``G_i(z; x) = Σ_h Poi(h; K p_i) Φ(x − h_i/σ) z^h``, ``g_c`` the same with φ, and κ the
+  normaliser; the coefficients are products of non-negative sequences (no cancellation), the
+  x-integral is the trapezoidal rule of :mod:`dpaudit.mechanisms` on a grid of step
+  ``0.25/√C`` (tails beyond 9 standard deviations and binomial tails below 1e-20 dropped).
+  Agreement with brute-force enumeration is ≤ 1e-14 in the tests.
+* sums of independent categorical votes (fixed teachers): by enumeration of the support of the
+  histogram (duplicates merged; beam-truncated beyond ``max_support`` histograms, with the
+  truncated probability mass reported; deterministic teachers cost nothing).
+
+The samplers (:class:`PATEHistogramSampler`, :class:`CaPCHistogramSampler`) draw ``H_S`` or
+``H_S′`` per experiment as ``histogram_sampler(gen, size)`` for the direct simulation
+(:class:`dpaudit.mechanisms.NoisyArgmaxBlock`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import warnings
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+from scipy import special, stats
+
+from dpaudit._results import ResultMixin
+from dpaudit._typing import ArrayLike, FloatArray, IntArray
+from dpaudit._validate import check_array, check_nonneg_int, check_positive
+from dpaudit.errors import FallbackWarning
+
+__all__ = [
+    "DEFAULT_MAX_SUPPORT",
+    "CaPCHistogramSampler",
+    "HistogramSupport",
+    "PATEHistogramSampler",
+    "multinomial_output_probabilities",
+]
+
+#: Binomial tail dropped on each side of a class count (multinomial mass outside the box).
+_COUNT_TAIL = 1e-20
+#: Standard deviations of Gaussian tail beyond the grid of the x-integral.
+_HALF_WIDTH = 9.0
+#: Default number of histograms kept when a support is enumerated.
+DEFAULT_MAX_SUPPORT = 2**14
+_TRUNCATION_WARN = 1e-12
+
+
+# =============================================================================================
+# Exact output distribution of the noisy argmax on multinomial histograms
+# =============================================================================================
+
+
+def _conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise full convolution of non-negative ``(U, n)`` and ``(U, m)`` arrays."""
+    if a.shape[1] < b.shape[1]:
+        a, b = b, a
+    u, n = a.shape
+    m = b.shape[1]
+    if m == 1:
+        return a * b
+    pad = np.zeros((u, n + 2 * (m - 1)))
+    pad[:, m - 1 : m - 1 + n] = a
+    windows = sliding_window_view(pad, m, axis=1)  # [u, k, j] = pad[u, k + j]
+    return np.matmul(windows, b[:, ::-1, None])[..., 0]
+
+
+def _pair_at(a: np.ndarray, off_a: int, b: np.ndarray, off_b: int, total: int) -> np.ndarray:
+    """``Σ_s a[s]·b[total − s]`` per row, for sequences starting at indices off_a, off_b."""
+    t = total - off_a - off_b
+    s_lo = max(0, t - (b.shape[1] - 1))
+    s_hi = min(a.shape[1] - 1, t)
+    if s_hi < s_lo:
+        return np.zeros(a.shape[0])
+    s = np.arange(s_lo, s_hi + 1)
+    return np.einsum("us,us->u", a[:, s], b[:, t - s])
+
+
+def _count_range(p: float, k: int) -> tuple[int, int]:
+    """Counts of a Bin(k, p) class outside which the mass is below 1e-20 on each side.
+
+    Found on the exact cdf / survival function (``scipy.stats.binom.ppf``/``isf`` lose the
+    far tails in floating point and would return the whole range).
+    """
+    if p >= 1.0:
+        return k, k
+    h = np.arange(k + 1)
+    cdf = stats.binom.cdf(h, k, p)
+    sf = stats.binom.sf(h, k, p)
+    lo = int(np.argmax(cdf >= _COUNT_TAIL))  # first count with P(X ≤ h) ≥ tail
+    hi = int(np.argmax(sf < _COUNT_TAIL)) if np.any(sf < _COUNT_TAIL) else k
+    return max(lo - 1, 0), min(hi + 1, k)
+
+
+def _check_distribution(name: str, value: ArrayLike, num_classes: int | None = None) -> np.ndarray:
+    p = check_array(name, value, ndim=1, nonneg=True)
+    if p.size < 2:
+        raise ValueError(f"{name} must have at least 2 classes, got shape {p.shape}")
+    if num_classes is not None and p.size != num_classes:
+        raise ValueError(f"{name} must have {num_classes} classes, got {p.size}")
+    if abs(p.sum() - 1.0) > 1e-9:
+        raise ValueError(f"{name} must sum to 1, got sum {p.sum()!r}")
+    p = p / p.sum()
+    p.setflags(write=False)
+    return p
+
+
+def multinomial_output_probabilities(
+    probabilities: ArrayLike,
+    num_votes: int,
+    sigma: float,
+    *,
+    offset: ArrayLike | None = None,
+) -> FloatArray:
+    """Exact ``E_M[Q(M + offset)]`` for ``M ~ Mult(num_votes, probabilities)``.
+
+    ``Q(H)`` is the output distribution of the Gaussian noisy argmax (paper 000 Eq. 4). The
+    expectation over the multinomial is evaluated by Poissonisation (module notes):
+    ``P(M = h) = ∏_i Poi(h_i; K p_i) / Z_K`` on ``Σ h_i = K``, so for each x on the
+    integration grid ``E[φ(x − v_c) ∏_{i≠c} Φ(x − v_i)]`` is the coefficient of ``z^K`` in a
+    product of one power series per class; classes with ``p_i = 0`` contribute a constant
+    factor and the most probable class is the remainder ``K − Σ_{i≠top} h_i``. ``Z_K`` is the
+    Poisson mass of the same truncated box, so truncation and rounding of the Poisson
+    weights cancel to first order. Error: < 1e-13 absolute per class (tested against
+    brute-force enumeration and, for point masses, against
+    :func:`dpaudit.mechanisms.argmax_probabilities`).
+
+    Args:
+        probabilities: the class distribution p of one vote, shape ``(C,)``, summing to 1.
+        num_votes: K ≥ 0, the number of multinomial votes.
+        sigma: noise standard deviation σ > 0 (vote units).
+        offset: votes added to every histogram, shape ``(C,)`` (default zeros); e.g. the one
+            vote of an affected teacher.
+
+    Returns:
+        ``(C,)`` output probabilities, summing to 1 within 1e-12.
+
+    Raises:
+        ValueError, TypeError: bad probabilities, K, σ or offset.
+
+    Example:
+        >>> p = multinomial_output_probabilities([0.8, 0.2], 10, 2.0)
+        >>> round(float(p.sum()), 12)
+        1.0
+    """
+    p = _check_distribution("probabilities", probabilities)
+    k = check_nonneg_int("num_votes", num_votes)
+    s = check_positive("sigma", sigma)
+    c = p.size
+    if offset is None:
+        off = np.zeros(c)
+    else:
+        off = check_array("offset", offset, ndim=1, nonneg=True)
+        if off.size != c:
+            raise ValueError(f"offset must have {c} entries, got shape {off.shape}")
+    return _multinomial_output(tuple(p.tolist()), k, s, tuple(off.tolist())).copy()
+
+
+@functools.lru_cache(maxsize=4096)
+def _multinomial_output(
+    p_t: tuple[float, ...], k: int, sigma: float, off_t: tuple[float, ...]
+) -> np.ndarray:
+    from dpaudit.mechanisms import argmax_probabilities
+
+    p = np.asarray(p_t)
+    off = np.asarray(off_t)
+    c = p.size
+    nz = [int(i) for i in np.flatnonzero(p > 0)]
+    if k == 0 or len(nz) == 1:
+        votes = off.copy()
+        if k:
+            votes[nz[0]] += k
+        out = np.asarray(argmax_probabilities(votes, sigma), dtype=np.float64)
+        out.setflags(write=False)
+        return out
+    zero = [int(i) for i in np.flatnonzero(p <= 0)]
+    top = max(nz, key=lambda i: (p[i], -i))
+    others = [i for i in nz if i != top]
+    ranges = {i: _count_range(float(p[i]), k) for i in nz}
+    # Lower bound on the largest vote (any class's lowest count) and the largest vote.
+    v_lo = max(max((ranges[i][0] + off[i]) / sigma for i in nz), float(off.max()) / sigma)
+    v_hi = max(max((ranges[i][1] + off[i]) / sigma for i in nz), float(off.max()) / sigma)
+    step = min(0.1, 0.25 / math.sqrt(c))
+    x = np.arange(v_lo - _HALF_WIDTH, v_hi + _HALF_WIDTH + step, step)
+    u = x.size
+    weights, big_g, small_g = {}, {}, {}
+    for i in nz:
+        lo, hi = ranges[i]
+        h = np.arange(lo, hi + 1)
+        w = stats.poisson.pmf(h, k * p[i])
+        z = x[:, None] - (h[None, :] + off[i]) / sigma
+        weights[i] = w
+        big_g[i] = w[None, :] * special.ndtr(z)
+        small_g[i] = w[None, :] * np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
+    log_phi_zero = {i: special.log_ndtr(x - off[i] / sigma) for i in zero}
+    log_z = np.sum([log_phi_zero[i] for i in zero], axis=0) if zero else np.zeros(u)
+    # Normaliser: Poisson mass of the truncated box at total K (same weights as the sums).
+    norm_seq = np.ones((1, 1))
+    norm_off = 0
+    for i in nz:
+        norm_seq = _conv(norm_seq, weights[i][None, :])
+        norm_off += ranges[i][0]
+    idx = k - norm_off
+    z_k = float(norm_seq[0, idx]) if 0 <= idx < norm_seq.shape[1] else 0.0
+    if not z_k > 0:  # pragma: no cover - the box always contains the mode
+        raise FloatingPointError("multinomial normaliser underflowed")
+    # Prefix / suffix products over the non-top classes.
+    prefix = [(np.ones((u, 1)), 0)]
+    for i in others:
+        a, o = prefix[-1]
+        prefix.append((_conv(a, big_g[i]), o + ranges[i][0]))
+    suffix = [(np.ones((u, 1)), 0)]
+    for i in reversed(others):
+        a, o = suffix[-1]
+        suffix.append((_conv(a, big_g[i]), o + ranges[i][0]))
+    suffix = suffix[::-1]  # suffix[j] = product over others[j:]
+    top_lo = ranges[top][0]
+    rest, rest_off = prefix[-1]
+    out = np.zeros(c)
+    # Target = top class.
+    vals = _pair_at(small_g[top], top_lo, rest, rest_off, k)
+    out[top] = float(np.sum(vals * np.exp(log_z)))
+    # Targets among the zero classes: φ/Φ at their own offset times the common product.
+    base = _pair_at(big_g[top], top_lo, rest, rest_off, k)
+    for i in zero:
+        z = x - off[i] / sigma
+        log_ratio = -0.5 * z * z - 0.5 * math.log(2.0 * math.pi) - log_phi_zero[i]
+        out[i] = float(np.sum(base * np.exp(log_ratio + log_z)))
+    # Targets among the other non-zero classes.
+    for j, i in enumerate(others):
+        a, o = prefix[j]
+        t = _conv(a, small_g[i])
+        b, ob = suffix[j + 1]
+        t = _conv(t, b)
+        vals = _pair_at(big_g[top], top_lo, t, o + ranges[i][0] + ob, k)
+        out[i] = float(np.sum(vals * np.exp(log_z)))
+    out *= step / z_k
+    out.setflags(write=False)
+    return out
+
+
+# =============================================================================================
+# Histogram supports
+# =============================================================================================
+
+
+@dataclasses.dataclass(frozen=True)
+class HistogramSupport(ResultMixin):
+    """The most probable histograms of a model and their probabilities.
+
+    Attributes:
+        votes: int64 histograms, shape ``(S, C)``.
+        probabilities: their probabilities, shape ``(S,)`` (sum = 1 − ``dropped_mass``).
+        dropped_mass: probability of the histograms left out (beam truncation; 0 when the
+            support was enumerated completely).
+    """
+
+    votes: IntArray
+    probabilities: FloatArray
+    dropped_mass: float
+
+
+def _merge(hist: np.ndarray, prob: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Merge identical histograms, adding their probabilities."""
+    if hist.shape[0] <= 1:
+        return hist, prob
+    uniq, inv = np.unique(hist, axis=0, return_inverse=True)
+    return uniq, np.bincount(inv.ravel(), weights=prob, minlength=uniq.shape[0])
+
+
+def _beam(
+    hist: np.ndarray, prob: np.ndarray, max_support: int, dropped: float
+) -> tuple[np.ndarray, np.ndarray, float]:
+    keep = prob > 0
+    if hist.shape[0] > max_support:
+        cut = np.argpartition(-prob, max_support - 1)[:max_support]
+        mask = np.zeros(prob.size, dtype=bool)
+        mask[cut] = True
+        keep &= mask
+    dropped += float(prob[~keep].sum())
+    return hist[keep], prob[keep], dropped
+
+
+def _multinomial_support(
+    p: np.ndarray, k: int, max_support: int, abandon_above: float = 1.0
+) -> HistogramSupport:
+    """Histograms of Mult(k, p) by a binomial chain over the classes, beam-truncated.
+
+    Classes are visited in decreasing probability; class i's count given the votes still
+    unassigned (``left``) is ``Bin(left, p_i / Σ_{j later} p_j)``, the last class takes the
+    rest. Counts more than 10 standard deviations (+10) from the conditional mean and
+    histograms beyond the ``max_support`` most probable are dropped; their exact mass is added
+    to ``dropped_mass``. Once more than ``abandon_above`` is dropped the enumeration stops and
+    returns an empty support with ``dropped_mass = 1``.
+    """
+    c = p.size
+    order = [int(i) for i in np.argsort(-p, kind="stable") if p[i] > 0]
+    hist = np.zeros((1, c), dtype=np.int64)
+    prob = np.ones(1)
+    left = np.full(1, k, dtype=np.int64)
+    dropped = 0.0
+    mass_left = 1.0
+    for pos, i in enumerate(order):
+        if pos == len(order) - 1:
+            hist[:, i] = left
+            break
+        cond = min(1.0, p[i] / mass_left) if mass_left > 0 else 1.0
+        mass_left -= p[i]
+        lefts = np.unique(left)
+        # A window of ±(10 sd + 10) around the mean: whatever it leaves out is counted in
+        # ``dropped`` exactly below, so the window affects speed only.
+        mean = lefts * cond
+        half = 10.0 * np.sqrt(lefts * cond * (1.0 - cond)) + 10.0
+        lo = np.maximum(np.floor(mean - half), 0).astype(np.int64)
+        hi = np.minimum(np.ceil(mean + half), lefts).astype(np.int64)
+        width = int((hi - lo).max()) + 1
+        h_tab = lo[:, None] + np.arange(width)[None, :]
+        pmf_tab = np.where(
+            h_tab <= lefts[:, None], stats.binom.pmf(h_tab, lefts[:, None], cond), 0.0
+        )
+        row = np.searchsorted(lefts, left)
+        cand = prob[:, None] * pmf_tab[row]
+        keep = cand > 0
+        rows, cols = np.nonzero(keep)
+        new_prob = cand[rows, cols]
+        dropped += float(prob.sum() - new_prob.sum())
+        new_hist = hist[rows].copy()
+        new_hist[:, i] = h_tab[row[rows], cols]
+        hist, prob, dropped = _beam(new_hist, new_prob, max_support, dropped)
+        if dropped > abandon_above:
+            return HistogramSupport(np.zeros((0, c), dtype=np.int64), np.zeros(0), 1.0)
+        left = k - hist.sum(axis=1)
+    return HistogramSupport(hist, prob, min(max(dropped, 0.0), 1.0))
+
+
+def _categorical_sum_support(
+    teacher_probabilities: np.ndarray, choose: int, max_support: int
+) -> HistogramSupport:
+    """Histograms of the votes of ``choose`` teachers drawn uniformly without replacement
+    from the rows of ``teacher_probabilities`` (independent votes), beam-truncated.
+
+    The random subset is generated sequentially: teacher i (of n) is included with
+    probability ``(choose − chosen so far)/(n − i)``, which makes every subset of size
+    ``choose`` equally likely; the number chosen so far is the histogram's sum.
+    """
+    n, c = teacher_probabilities.shape
+    hist = np.zeros((1, c), dtype=np.int64)
+    prob = np.ones(1)
+    dropped = 0.0
+    for i in range(n):
+        row = teacher_probabilities[i]
+        support = np.flatnonzero(row > 0)
+        remaining = n - i
+        need = choose - hist.sum(axis=1)
+        p_in = need / remaining
+        if choose == n and support.size == 1:
+            hist = hist.copy()
+            hist[:, support[0]] += 1
+            continue
+        parts_h, parts_p = [], []
+        out_mask = p_in < 1
+        if out_mask.any():
+            parts_h.append(hist[out_mask])
+            parts_p.append(prob[out_mask] * (1 - p_in[out_mask]))
+        in_mask = p_in > 0
+        if in_mask.any():
+            for y in support:
+                hh = hist[in_mask].copy()
+                hh[:, y] += 1
+                parts_h.append(hh)
+                parts_p.append(prob[in_mask] * p_in[in_mask] * row[y])
+        hist, prob = _merge(np.concatenate(parts_h), np.concatenate(parts_p))
+        hist, prob, dropped = _beam(hist, prob, max_support, dropped)
+    return HistogramSupport(hist, prob, max(dropped, 0.0))
+
+
+def _support_output(support: HistogramSupport, sigma: float, offsets: np.ndarray) -> np.ndarray:
+    """``Σ_h P(h) Q(h + offset)`` for each offset row (the kept support renormalised)."""
+    from dpaudit.mechanisms import argmax_probabilities
+
+    hist = support.votes.astype(np.float64)
+    w = support.probabilities / support.probabilities.sum()
+    out = np.empty((offsets.shape[0], hist.shape[1]))
+    for r, off in enumerate(offsets):
+        q = np.asarray(argmax_probabilities(hist + off, sigma), dtype=np.float64)
+        out[r] = w @ q
+    return out
+
+
+def _warn_truncation(support: HistogramSupport, what: str) -> None:
+    if support.dropped_mass > _TRUNCATION_WARN:
+        warnings.warn(
+            f"{what}: the histogram support was truncated to {support.votes.shape[0]} "
+            f"histograms, leaving out probability {support.dropped_mass:.3g}; the output "
+            "distribution is exact on the kept support only (raise max_support)",
+            FallbackWarning,
+            stacklevel=3,
+        )
+
+
+# =============================================================================================
+# Samplers
+# =============================================================================================
+
+
+def _draw_categorical(gen: np.random.Generator, cdf: np.ndarray, size: int) -> np.ndarray:
+    u = gen.random(size)
+    return np.minimum(np.searchsorted(cdf, u, side="right"), cdf.size - 1)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class PATEHistogramSampler:
+    """``histogram_sampler(gen, size)`` drawing H_S or H_S′ of a PATE model (paper 000 §5.1).
+
+    ``H_S ~ Mult(k, P)``; ``H_S′ = Mult(k−1, P) + e_Y`` with ``Y ~ P′`` when the affected
+    teacher is among the k chosen (probability k/m), ``Y ~ P`` otherwise.
+
+    Attributes:
+        probabilities: P.
+        neighbour_probabilities: P′.
+        num_teachers: m.
+        teachers_per_query: k.
+        neighbour: draw H_S′ (True) or H_S (False).
+    """
+
+    probabilities: np.ndarray
+    neighbour_probabilities: np.ndarray
+    num_teachers: int
+    teachers_per_query: int
+    neighbour: bool = False
+
+    def __call__(self, gen: np.random.Generator, size: int) -> IntArray:
+        k, m = self.teachers_per_query, self.num_teachers
+        if not self.neighbour:
+            return gen.multinomial(k, self.probabilities, size=size).astype(np.int64)
+        base = gen.multinomial(k - 1, self.probabilities, size=size).astype(np.int64)
+        affected = gen.random(size) < k / m
+        y_p = _draw_categorical(gen, np.cumsum(self.probabilities), size)
+        y_n = _draw_categorical(gen, np.cumsum(self.neighbour_probabilities), size)
+        y = np.where(affected, y_n, y_p)
+        base[np.arange(size), y] += 1
+        return base
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class CaPCHistogramSampler:
+    """``histogram_sampler(gen, size)`` drawing H_S or H_S′ of a CaPC model (paper 000 §5.2).
+
+    Each teacher votes independently from its own distribution (the affected teacher from
+    P′ under S′); with k < m a uniformly random subset of k teachers votes.
+
+    Attributes:
+        teacher_probabilities: ``(m, C)`` rows P^i.
+        neighbour_probabilities: the affected teacher's P′.
+        affected_teacher: its index.
+        teachers_per_query: k.
+        neighbour: draw H_S′ (True) or H_S (False).
+        chunk: rows drawn at once (memory ``chunk·m`` floats).
+    """
+
+    teacher_probabilities: np.ndarray
+    neighbour_probabilities: np.ndarray
+    affected_teacher: int
+    teachers_per_query: int
+    neighbour: bool = False
+    chunk: int = 4096
+
+    def __call__(self, gen: np.random.Generator, size: int) -> IntArray:
+        probs = np.array(self.teacher_probabilities, dtype=np.float64, copy=True)
+        if self.neighbour:
+            probs[self.affected_teacher] = self.neighbour_probabilities
+        m, c = probs.shape
+        k = self.teachers_per_query
+        cdf = np.cumsum(probs, axis=1)
+        cdf[:, -1] = 1.0
+        fixed = (probs.max(axis=1) >= 1.0) & (k == m)
+        base = np.bincount(probs[fixed].argmax(axis=1), minlength=c).astype(np.int64)
+        rand = np.flatnonzero(~fixed)
+        out = np.tile(base, (size, 1))
+        if rand.size == 0:
+            return out
+        for start in range(0, size, self.chunk):
+            n = min(self.chunk, size - start)
+            u = gen.random((n, rand.size))
+            votes = (u[:, :, None] >= cdf[rand][None, :, :-1]).sum(axis=2)
+            if k < m:
+                keys = gen.random((n, m))
+                chosen = np.zeros((n, m), dtype=bool)
+                np.put_along_axis(chosen, np.argpartition(keys, k - 1, axis=1)[:, :k], True, 1)
+                mask = chosen[:, rand]
+            else:
+                mask = np.ones((n, rand.size), dtype=bool)
+            flat = votes + c * np.arange(n)[:, None]
+            counts = np.bincount(flat[mask], minlength=n * c).reshape(n, c)
+            out[start : start + n] += counts
+        return out

@@ -1,0 +1,240 @@
+"""Command-line options derived from a workflow's settings dataclass (never written again).
+
+:func:`settings_command` registers a typer command whose options are the leaves of a settings
+tree (:func:`dpaudit._settings.fields`): one option per leaf, named by its ``flag`` (default
+``--field-name``), with the field's help and default; plus ``--config FILE.toml`` (options
+override the file), ``--out DIR``, ``--json`` and ``--progress/--no-progress``. Values are
+parsed strictly (an integer option takes ``1000`` or ``1e8`` but not ``2.5``; a list option
+takes comma-separated items), and every error is one line on stderr with exit code 2, raised
+before any work starts.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import typing
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from dpaudit import _settings
+from dpaudit.cli._app import typer
+from dpaudit.cli._common import fail
+
+__all__ = ["check_out", "parse_cli_value", "resolve_settings", "settings_command"]
+
+_RESERVED = ("config", "out", "as_json", "progress")
+
+
+def _int(flag: str, text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{flag} must be an integer, got {text!r}") from None
+    if not math.isfinite(value) or not value.is_integer():
+        raise ValueError(f"{flag} must be a whole number, got {text!r}")
+    if abs(value) >= 2**63:
+        raise ValueError(f"{flag} must be below 2**63, got {text!r}")
+    return int(value)
+
+
+def _float(flag: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{flag} must be a number, got {text!r}") from None
+    if math.isnan(value):
+        raise ValueError(f"{flag} must be a number, got {text!r}")
+    return value
+
+
+def parse_cli_value(field: _settings.SettingsField, text: Any) -> Any:
+    """Parse one option's text into the field's type (strictly).
+
+    Raises:
+        ValueError: the text is not a value of the field's type (the message names the flag).
+    """
+    if text is None or isinstance(text, bool):
+        return text
+    base = field.base_type
+    flag = field.flag
+    if base is int:
+        return _int(flag, text)
+    if base is float:
+        return _float(flag, text)
+    if base is str:
+        return text
+    if typing.get_origin(base) is tuple:
+        args = typing.get_args(base)
+        item = args[0] if args else str
+        parts = [p.strip() for p in str(text).split(",") if p.strip()]
+        if not parts:
+            raise ValueError(f"{flag} must list at least one item, got {text!r}")
+        if item is float:
+            return [_float(flag, p) for p in parts]
+        if item is int:
+            return [_int(flag, p) for p in parts]
+        return parts
+    raise ValueError(f"{flag} cannot be given on the command line")  # pragma: no cover
+
+
+def _default_text(field: _settings.SettingsField) -> str:
+    d = field.default
+    if d is None:
+        return "none"
+    if isinstance(d, tuple):
+        return ",".join(str(x) for x in d)
+    if isinstance(d, float) and d.is_integer() and abs(d) >= 1e6:
+        return f"{d:.0e}"
+    return str(d)
+
+
+def _parameters(settings_cls: type) -> list[tuple[inspect.Parameter, _settings.SettingsField]]:
+    out = []
+    seen: dict[str, str] = {}
+    for f in _settings.fields(settings_cls):
+        if not f.cli:
+            continue
+        if f.flag in seen:
+            raise ValueError(f"flag {f.flag} of {f.path} is also the flag of {seen[f.flag]}")
+        seen[f.flag] = f.path
+        pname = "opt_" + f.path.replace(".", "__")
+        help_text = f"{f.help} [default: {_default_text(f)}]"
+        if f.base_type is bool:
+            flags = f"{f.flag}/--no-{f.flag[2:]}"
+            default = typer.Option(None, flags, help=help_text, show_default=False)
+            annotation: Any = bool | None
+        else:
+            default = typer.Option(None, f.flag, help=help_text, show_default=False)
+            annotation = str | None
+        out.append(
+            (
+                inspect.Parameter(
+                    pname, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
+                ),
+                f,
+            )
+        )
+    return out
+
+
+def resolve_settings(
+    settings_cls: type,
+    *,
+    config: str | None,
+    options: Mapping[str, Any],
+    base: Any = None,
+) -> Any:
+    """Settings from an optional TOML file (or ``base``) with command-line overrides.
+
+    Args:
+        settings_cls: the workflow's settings dataclass.
+        config: path of a TOML file, or None.
+        options: ``{settings field path: raw option value}`` (None = not given).
+        base: settings to start from when no config is given (default: ``settings_cls()``).
+
+    Raises:
+        ValueError, FileNotFoundError: bad file, value or setting.
+    """
+    by_path = {f.path: f for f in _settings.fields(settings_cls)}
+    overrides = {p: parse_cli_value(by_path[p], v) for p, v in options.items() if v is not None}
+    if config is not None:
+        start = _settings.load_toml(config, settings_cls)
+    else:
+        start = settings_cls() if base is None else base
+    return _settings.apply_overrides(start, overrides)
+
+
+def settings_command(
+    app: Any,
+    name: str,
+    settings_cls: type,
+    run: Callable[..., Any],
+    *,
+    help: str,
+    base: Callable[[], Any] | None = None,
+) -> Callable[..., None]:
+    """Register ``name`` on ``app`` with options derived from ``settings_cls``.
+
+    Args:
+        app: a typer app or sub-app.
+        name: the command name.
+        settings_cls: the workflow's settings dataclass.
+        run: ``run(settings, *, out: Path | None, as_json: bool, progress: bool)``; it
+            prints the result (ValueError / FileNotFoundError it raises become one-line errors).
+        help: the command's help text.
+        base: settings used when ``--config`` is not given (default ``settings_cls()``).
+
+    Returns:
+        The registered command function.
+    """
+    params = _parameters(settings_cls)
+    paths = {p.name: f.path for p, f in params}
+
+    def command(**kwargs: Any) -> None:
+        config = kwargs.pop("config")
+        out = kwargs.pop("out")
+        as_json = kwargs.pop("as_json")
+        progress = kwargs.pop("progress")
+        try:
+            settings = resolve_settings(
+                settings_cls,
+                config=config,
+                options={paths[k]: v for k, v in kwargs.items()},
+                base=None if (config is not None or base is None) else base(),
+            )
+            out_dir = check_out(out)
+        except (ValueError, TypeError, FileNotFoundError) as exc:
+            fail(str(exc))
+            return
+        try:
+            run(settings, out=out_dir, as_json=as_json, progress=progress)
+        except (ValueError, FileNotFoundError) as exc:
+            fail(str(exc))
+
+    extra = [
+        inspect.Parameter(
+            "config",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=typer.Option(None, "--config", help="TOML config (options override it)"),
+            annotation=str | None,
+        ),
+        inspect.Parameter(
+            "out",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=typer.Option(None, "--out", help="directory for results.json and plots"),
+            annotation=str | None,
+        ),
+        inspect.Parameter(
+            "as_json",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=typer.Option(False, "--json", help="print the result as JSON"),
+            annotation=bool,
+        ),
+        inspect.Parameter(
+            "progress",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=typer.Option(True, "--progress/--no-progress", help="rich progress bars"),
+            annotation=bool,
+        ),
+    ]
+    command.__signature__ = inspect.Signature([p for p, _ in params] + extra)  # type: ignore[attr-defined]
+    command.__doc__ = help
+    command.__name__ = name.replace("-", "_")
+    app.command(name, help=help)(command)
+    return command
+
+
+def check_out(out: str | None) -> Path | None:
+    """``--out`` must be a directory (or not exist yet): checked before any work."""
+    if out is None:
+        return None
+    p = Path(out)
+    if p.exists() and not p.is_dir():
+        raise ValueError(f"--out must be a directory, but {str(p)!r} is an existing file")
+    return p

@@ -1,0 +1,516 @@
+"""The stages of the private-prediction audit, each a public function with a typed result.
+
+``load_data → choose_queries → train → craft_neighbours → model_queries → sample_counts →
+bound → claim`` (Chadha et al. 2024, "Auditing Private Prediction", arXiv:2402.09403, Alg. 1,
+§4–5). The stages see a system only through the
+:class:`dpaudit.systems.PrivatePredictionSystem` protocol and an adversary only through
+:class:`dpaudit.attacks.Adversary`, so a new system or adversary is a registry entry.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import special
+
+from dpaudit._results import ResultMixin
+from dpaudit._rng import block_seeds
+from dpaudit._typing import FloatArray, IntArray
+from dpaudit.experiments.private_prediction.bound import QueryAudit, audit_distributions
+from dpaudit.experiments.private_prediction.settings import PrivatePredictionSettings
+
+__all__ = [
+    "ComposedCurves",
+    "Modelled",
+    "Neighbours",
+    "Queries",
+    "Trained",
+    "bound",
+    "child_seed",
+    "choose_queries",
+    "claim",
+    "craft_neighbours",
+    "load_data",
+    "model_queries",
+    "sample_counts",
+    "train",
+]
+
+_DEFAULT_BLOCK = {"exact": 2**26, "monte-carlo": 2**18}
+
+
+def child_seed(parent: np.random.SeedSequence, *key: int) -> np.random.SeedSequence:
+    """The stream ``key`` below ``parent`` (equal to ``parent.spawn(n)[key[0]]`` for one key)."""
+    return np.random.SeedSequence(parent.entropy, spawn_key=(*parent.spawn_key, *key))
+
+
+def stream_id(obj: Any) -> int:
+    """A plug-in's stream index: its ``stream_id``, else a stable hash of its name."""
+    sid = getattr(obj, "stream_id", None)
+    if sid is not None:
+        return int(sid)
+    return zlib.crc32(str(obj.name).encode()) & 0x7FFFFFFF
+
+
+# ----------------------------------------------------------------------------------- data
+
+
+def load_data(settings: PrivatePredictionSettings, dataset: Any = None) -> Any:
+    """The dataset of ``settings.data`` (or ``dataset``), checked against the settings.
+
+    Raises:
+        ValueError: a dataset of another name, or too few rows for the teachers or queries.
+        MissingDatasetError: the dataset is not installed (the message says what to do).
+    """
+    d = settings.data
+    ds = (
+        _load(d.dataset, n_train=d.n_train, n_test=d.n_test, seed=settings.seed)
+        if (dataset is None)
+        else dataset
+    )
+    if ds.name != d.dataset:
+        raise ValueError(f"dataset must be {d.dataset!r}, got {ds.name!r}")
+    if settings.system.teachers > ds.num_train:
+        raise ValueError(
+            f"teachers must be at most the {ds.num_train} training rows of {ds.name}, "
+            f"got {settings.system.teachers}"
+        )
+    if settings.adversary.queries + 1 > ds.num_test:
+        raise ValueError(
+            f"queries must be at most {ds.num_test - 1} for {ds.name} (one test point is kept "
+            f"for the poisoning source), got {settings.adversary.queries}"
+        )
+    return ds
+
+
+def _load(name: str, *, n_train: int | None, n_test: int | None, seed: int) -> Any:
+    """Load a dataset by name; keep a seeded subset of ``n_train``/``n_test`` rows."""
+    from dpaudit.systems.data import Dataset, load_dataset
+
+    kwargs: dict[str, Any] = {}
+    if name in ("digits", "mnist-5k"):
+        kwargs["seed"] = seed
+    if name == "fashion-mnist":
+        kwargs.update(n_train=n_train, n_test=n_test, seed=seed)
+    ds = load_dataset(name, **kwargs)
+    if name == "fashion-mnist" or not (n_train or n_test):
+        return ds
+    gen = np.random.default_rng(seed)
+    tr = np.arange(ds.num_train)
+    te = np.arange(ds.num_test)
+    if n_train and n_train < ds.num_train:
+        tr = np.sort(gen.choice(ds.num_train, n_train, replace=False))
+    if n_test and n_test < ds.num_test:
+        te = np.sort(gen.choice(ds.num_test, n_test, replace=False))
+    return Dataset(
+        name=ds.name,
+        X_train=ds.X_train[tr],
+        y_train=ds.y_train[tr],
+        X_test=ds.X_test[te],
+        y_test=ds.y_test[te],
+        num_classes=ds.num_classes,
+        class_names=ds.class_names,
+        feature_names=ds.feature_names,
+        image_shape=ds.image_shape,
+        source=ds.source,
+        split=ds.split + f", subsampled(n_train={n_train}, n_test={n_test})",
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Queries(ResultMixin):
+    """The audited queries: n_Q natural test queries, then the poisoning source.
+
+    Attributes:
+        test_indices: rows of the test set, ``(n_Q + 1,)`` (the last is the source).
+        X: their features.
+        y: their labels.
+    """
+
+    test_indices: IntArray
+    X: FloatArray
+    y: IntArray
+
+    @property
+    def num_queries(self) -> int:
+        """n_Q."""
+        return int(self.test_indices.size - 1)
+
+
+def choose_queries(data: Any, num_queries: int, *, rng: np.random.SeedSequence) -> Queries:
+    """A random poisoning source, then n_Q distinct natural test queries without it."""
+    from dpaudit.attacks import natural_queries
+
+    gen = np.random.default_rng(rng)
+    source = int(gen.integers(data.num_test))
+    q_idx = natural_queries(data.num_test, num_queries, rng=gen, exclude=[source])
+    rows = np.concatenate([q_idx, [source]])
+    return Queries(rows, np.asarray(data.X_test)[rows], np.asarray(data.y_test)[rows])
+
+
+# ------------------------------------------------------------------------------- training
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Trained:
+    """N_g instantiations of a system's training phase and the votes they give.
+
+    Attributes:
+        instantiations: the system's :class:`dpaudit.systems.Instantiations`.
+        base_votes: histograms of the first instantiation on every query row, ``(n_Q + 1, C)``.
+        accuracy: accuracy of their noiseless plurality on the natural queries.
+    """
+
+    instantiations: Any
+    base_votes: IntArray
+    accuracy: float
+
+    @property
+    def predictions(self) -> IntArray:
+        """Every teacher's vote ``(N_g, n_Q + 1, m)``."""
+        return self.instantiations.predictions
+
+
+def train(
+    system: Any,
+    data: Any,
+    queries: Queries,
+    *,
+    instantiations: int,
+    rng: np.random.SeedSequence,
+    progress: Any = None,
+) -> Trained:
+    """Run the system's training phase N_g times and record the teachers' votes."""
+    inst = system.train(
+        data.X_train,
+        data.y_train,
+        queries.X,
+        instantiations=instantiations,
+        num_classes=data.num_classes,
+        rng=rng,
+        progress=progress,
+    )
+    c = data.num_classes
+    base = np.stack([np.bincount(p, minlength=c) for p in inst.predictions[0]])
+    nq = queries.num_queries
+    acc = float(np.mean(base[:nq].argmax(axis=1) == queries.y[:nq]))
+    return Trained(inst, base, acc)
+
+
+# ------------------------------------------------------------------------------- crafting
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Neighbours:
+    """The adversary's neighbouring datasets S′ and the receiving teacher's paired votes.
+
+    Attributes:
+        targets: the distinguisher's targets (source query, evaluated columns).
+        points: the crafted point of each target.
+        teachers: the receiving teacher per target where the adversary chose it, else None.
+        paired: per target, the receiving teacher's votes before/after retraining.
+    """
+
+    targets: tuple[Any, ...]
+    points: tuple[Any, ...]
+    teachers: tuple[int, ...] | None
+    paired: tuple[Any, ...]
+
+    @property
+    def columns(self) -> list[int]:
+        """The audited query columns, in order."""
+        return [c for t in self.targets for c in t.columns]
+
+    @property
+    def crafted_labels(self) -> IntArray:
+        """The crafted point's label, per audited column."""
+        return np.array(
+            [p.label for t, p in zip(self.targets, self.points, strict=True) for _ in t.columns],
+            dtype=np.int64,
+        )
+
+
+def craft_neighbours(
+    system: Any,
+    trained: Trained,
+    adversary: Any,
+    queries: Queries,
+    *,
+    num_candidates: int,
+    retrainings: int,
+    rng: np.random.SeedSequence,
+    progress: Any = None,
+) -> Neighbours:
+    """Craft S′ per target and retrain only the teacher that receives the point (R times)."""
+    targets = adversary.targets(queries.num_queries, num_candidates)
+    points = tuple(
+        adversary.craft(
+            queries.X[t.source],
+            int(queries.y[t.source]),
+            trained.base_votes[t.source],
+            source_index=int(queries.test_indices[t.source]),
+        )
+        for t in targets
+    )
+    teachers = None
+    if system.placement == "chosen":
+        preds0 = trained.predictions[0]
+        teachers = tuple(
+            adversary.choose_teacher(preds0[t.source, :], p)
+            for t, p in zip(targets, points, strict=True)
+        )
+    single = all(t.columns == (t.source,) for t in targets)
+    paired = system.retrain(
+        trained.instantiations,
+        np.stack([p.x for p in points]),
+        np.array([p.label for p in points]),
+        retrainings=retrainings,
+        eval_rows=None if single else [queries.X[list(t.columns)] for t in targets],
+        teachers=teachers,
+        rng=rng,
+        progress=progress,
+    )
+    return Neighbours(tuple(targets), points, teachers, tuple(paired))
+
+
+# -------------------------------------------------------------------------------- models
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Modelled:
+    """Parametric models of every audited query and what they imply.
+
+    Attributes:
+        models: one :class:`dpaudit.attacks.HistogramModel` per audited column.
+        output_probabilities: exact ``[p̄, p̄′]`` per column, ``(n, 2, C)``.
+        exact: per-query exact RDP ``D_α(p̄‖p̄′)``, ``(n, A)``.
+        data_dependent: per-query data-dependent claim, ``(n, A)``.
+        dropped_mass: histogram mass left out of each data-dependent expectation.
+    """
+
+    models: tuple[Any, ...]
+    output_probabilities: FloatArray
+    exact: FloatArray
+    data_dependent: FloatArray
+    dropped_mass: FloatArray
+
+
+def exact_rdp(pbar: np.ndarray, orders: np.ndarray) -> FloatArray:
+    """``D_α(p̄ ‖ p̄′)`` per query from ``(n, 2, C)`` output distributions (renormalised)."""
+    from dpaudit.divergence import renyi_divergence_from_log
+
+    with np.errstate(divide="ignore"):
+        lp = np.log(np.maximum(pbar[:, 0], 0.0))
+        lq = np.log(np.maximum(pbar[:, 1], 0.0))
+    lp -= special.logsumexp(lp, axis=1, keepdims=True)
+    lq -= special.logsumexp(lq, axis=1, keepdims=True)
+    return np.maximum(renyi_divergence_from_log(lp, lq, orders), 0.0)
+
+
+def model_queries(
+    system: Any,
+    trained: Trained,
+    neighbours: Neighbours,
+    settings: PrivatePredictionSettings,
+    *,
+    num_classes: int,
+    cache: dict[Any, Any] | None = None,
+) -> Modelled:
+    """Maximum-likelihood histogram models (the system's ``histogram_model``), their exact
+    output distributions, exact RDP and data-dependent claim per audited column."""
+    from dpaudit.attacks import HISTOGRAM_MODELS
+
+    estimate = HISTOGRAM_MODELS.get(system.histogram_model)
+    audit = settings.audit
+    orders = audit.order_grid()
+    models = []
+    for ti, t in enumerate(neighbours.targets):
+        pv = neighbours.paired[ti]
+        for pos, col in enumerate(t.columns):
+            models.append(
+                estimate(
+                    trained.predictions[:, col, :],
+                    pv.before[:, pos],
+                    pv.after[:, pos],
+                    affected_teacher=-1 if neighbours.teachers is None else neighbours.teachers[ti],
+                    num_classes=num_classes,
+                    teachers_per_query=settings.k,
+                    neighbour_estimator=settings.adversary.neighbour_estimator,
+                    confidence_level=audit.confidence_level,
+                    max_support=audit.max_support,
+                )
+            )
+    sigma = system.mechanism.sigma
+    pbar = np.stack([m.output_distributions(sigma) for m in models])
+    cache = {} if cache is None else cache
+    dd = [_data_dependent(system, m, orders, audit, cache) for m in models]
+    return Modelled(
+        tuple(models),
+        pbar,
+        exact_rdp(pbar, orders),
+        np.stack([d for d, _ in dd]),
+        np.array([x for _, x in dd]),
+    )
+
+
+def _data_dependent(system: Any, model: Any, orders: np.ndarray, audit: Any, cache: dict):
+    key = (repr(system.mechanism), *model.cache_key())
+    if key not in cache:
+        sup = model.claim_support(audit.max_support)
+        dd = system.query_rdp(
+            orders,
+            analysis="data-dependent",
+            votes=sup.votes,
+            probabilities=sup.probabilities,
+            dropped_mass=sup.dropped_mass,
+            q=audit.data_dependent_q,
+        )
+        cache[key] = (dd, sup.dropped_mass)
+    return cache[key]
+
+
+# ------------------------------------------------------------------------------ sampling
+
+
+def sample_counts(
+    modelled: Modelled,
+    settings: PrivatePredictionSettings,
+    *,
+    sigma: float,
+    rng: np.random.SeedSequence,
+    checkpoint: str | Path | None = None,
+    progress: bool = False,
+    description: str = "sampling",
+) -> tuple[IntArray, float]:
+    """T experiments per query under S and S′ through the sampling engine.
+
+    ``"exact"``: counts ``~ Multinomial(T, p̄)`` (exact in distribution: each experiment
+    draws a fresh histogram, so its output is one draw from p̄). ``"monte-carlo"``: the
+    direct simulation (a histogram per experiment, Gaussian noise, argmax).
+
+    Returns:
+        ``(counts (n, 2, C), engine wall seconds)``.
+    """
+    from dpaudit.experiments._engine_names import engine_api
+
+    api = engine_api()
+    eng = settings.engine
+    block = eng.block_size or _DEFAULT_BLOCK[eng.sampler]
+    pbar = modelled.output_probabilities
+    start = time.perf_counter()
+    if eng.sampler == "exact":
+        run = api.run_blocks(
+            api.MultinomialBlock(pbar),
+            eng.experiments,
+            rng=rng,
+            block_size=block,
+            executor=eng.executor,
+            workers=eng.workers,
+            checkpoint=checkpoint,
+            key=api.probabilities_key(pbar),
+            progress=progress,
+            description=description,
+        )
+        return run.counts, time.perf_counter() - start
+    counts = np.zeros(pbar.shape, dtype=np.int64)
+    seeds = block_seeds(rng, 2 * pbar.shape[0])
+    for i, model in enumerate(modelled.models):
+        for side in (0, 1):
+            run = api.run_blocks(
+                api.NoisyArgmaxBlock(model.sampler(neighbour=bool(side)), sigma),
+                eng.experiments,
+                rng=seeds[2 * i + side],
+                block_size=block,
+                executor=eng.executor,
+                workers=eng.workers,
+                progress=False,
+            )
+            counts[i, side] = run.counts
+    return counts, time.perf_counter() - start
+
+
+# ------------------------------------------------------------------------- bound and claim
+
+
+def bound(
+    counts: IntArray,
+    adversary: Any,
+    settings: PrivatePredictionSettings,
+    *,
+    rng: np.random.SeedSequence,
+) -> QueryAudit:
+    """Per-query 2-cut RDP lower bounds (output set chosen on a held-out half), composed as
+    the adversary's distinguisher says (:func:`audit_distributions`)."""
+    return audit_distributions(
+        counts,
+        settings.audit.order_grid(),
+        composition=adversary.composition,
+        num_composed=settings.adversary.queries,
+        confidence_level=settings.audit.confidence_level,
+        rng=rng,
+        selection_order=settings.audit.selection_order,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class ComposedCurves(ResultMixin):
+    """The curves next to the lower bound, composed as the audit's bound is.
+
+    Attributes:
+        exact: composed exact RDP of the modelled output distributions.
+        data_dependent: composed data-dependent claim.
+        data_independent: composed data-independent claim.
+        flips: the receiving teacher's flip probability behind the bound.
+    """
+
+    exact: FloatArray
+    data_dependent: FloatArray
+    data_independent: FloatArray
+    flips: Any
+
+
+def claim(
+    system: Any,
+    modelled: Modelled,
+    audited: QueryAudit,
+    neighbours: Neighbours,
+    adversary: Any,
+    settings: PrivatePredictionSettings,
+) -> ComposedCurves:
+    """The system's claim (data-independent, data-dependent) and the exact RDP, composed over
+    n_Q repetitions of the worst query or summed over the natural queries."""
+    from dpaudit.attacks import FlipEstimate
+    from dpaudit.bounds import clopper_pearson
+
+    nq = settings.adversary.queries
+    orders = settings.audit.order_grid()
+    di = nq * system.query_rdp(orders)
+    if adversary.composition == "repetitions":
+        w = audited.worst
+        return ComposedCurves(
+            nq * modelled.exact[w],
+            nq * modelled.data_dependent[w],
+            di,
+            modelled.models[w].estimation.flips,
+        )
+    before = np.concatenate([pv.before.ravel() for pv in neighbours.paired])
+    after = np.concatenate([pv.after.ravel() for pv in neighbours.paired])
+    nflip, tot = int(np.sum(before != after)), int(before.size)
+    level = settings.audit.confidence_level
+    flips = FlipEstimate(
+        tot, nflip, nflip / tot, clopper_pearson(nflip, tot, confidence_level=level), level
+    )
+    return ComposedCurves(
+        modelled.exact.sum(axis=0), modelled.data_dependent.sum(axis=0), di, flips
+    )
+
+
+def summary_columns(orders: np.ndarray, summary: Sequence[float]) -> IntArray:
+    """Indices of the orders nearest to each summary order."""
+    return np.array([int(np.argmin(np.abs(orders - a))) for a in summary])

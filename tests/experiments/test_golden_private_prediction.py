@@ -1,0 +1,59 @@
+"""Every number of the demo stays the same through the redesign: the demo's results are
+compared with a golden file written by the code before it (commit 2b9df24), to 1e-12."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import pathlib
+
+import pytest
+
+from dpaudit.experiments import demo_settings
+from dpaudit.experiments.private_prediction import audit_private_prediction
+
+GOLDEN = pathlib.Path(__file__).resolve().parents[1] / "data" / "golden" / "demo_results.json.gz"
+IGNORED = {"engine_seconds", "method"}
+
+
+def _compare(old, new, path: str, problems: list[str]) -> None:
+    if isinstance(old, dict):
+        assert isinstance(new, dict), path
+        for key, value in old.items():
+            if key in IGNORED:
+                continue
+            if key not in new:
+                problems.append(f"{path}.{key}: missing")
+                continue
+            _compare(value, new[key], f"{path}.{key}", problems)
+    elif isinstance(old, list):
+        if not isinstance(new, list) or len(old) != len(new):
+            problems.append(f"{path}: length {len(old)} != {len(new) if new else None}")
+            return
+        for i, (a, b) in enumerate(zip(old, new, strict=True)):
+            _compare(a, b, f"{path}[{i}]", problems)
+    elif isinstance(old, bool) or old is None or isinstance(old, str):
+        if old != new:
+            problems.append(f"{path}: {old!r} != {new!r}")
+    elif isinstance(old, (int, float)):
+        if not isinstance(new, (int, float)) or isinstance(new, bool):
+            problems.append(f"{path}: {old!r} != {new!r}")
+        elif not math.isclose(old, new, rel_tol=1e-12, abs_tol=1e-300):
+            problems.append(f"{path}: {old!r} != {new!r}")
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return json.loads(audit_private_prediction(demo_settings()).to_json())
+
+
+def test_demo_numbers_equal_the_golden_file(demo):
+    with gzip.open(GOLDEN, "rt") as f:
+        old = json.load(f)
+    problems: list[str] = []
+    assert len(old["results"]) == len(demo["entries"]) == 6
+    for i, (a, e) in enumerate(zip(old["results"], demo["entries"], strict=True)):
+        _compare(a, e["detail"], f"results[{i}]", problems)
+    _compare(old["plurality_accuracy"], demo["detail"]["plurality_accuracy"], "accuracy", problems)
+    assert not problems, "\n".join(problems[:20])
