@@ -19,9 +19,8 @@ from dpaudit.attacks.parametric import (
     flip_estimate,
     transition_matrix,
 )
-from dpaudit.experiments.engine import run_blocks
-from dpaudit.experiments.engine import NoisyArgmaxBlock
-from dpaudit.mechanisms import argmax_probabilities
+from dpaudit.engine import run_blocks
+from dpaudit.mechanisms import NoisyArgmaxBlock, argmax_probabilities
 from dpaudit.systems import retrain_with_points, train_instantiations
 
 # --------------------------------------------------------------------------------- oracles
