@@ -6,8 +6,11 @@ Measures, on this machine:
    * the exact shortcut (``MultinomialBlock`` on ``p̄ = E[Q(H)]``: counts ~ Multinomial), and
    * the direct simulation (``NoisyArgmaxBlock``: a PATE histogram Mult(250, P) per
      experiment, N(0, 40²) noise, argmax), serial and over 2 local processes,
-   next to the named baseline, :func:`dpaudit.mechanisms.sample_argmax_counts_from` (the
-   mechanisms layer's per-experiment sampler, one process);
+   next to the named baseline: a plain numpy loop without the engine (per block of 2^18 a
+   seeded generator, the histograms, the noise, the argmax; one process), which is what
+   ``sample_argmax_counts_from`` was before it ran on the engine; and the engine's own
+   overhead: blocks per second with tiny blocks, without and with a checkpoint written after
+   every block, next to the same blocks in a plain loop;
 2. the per-query costs of the audit that do not depend on T (exact output distributions of
    the parametric model, data-dependent mixture bound, 2-cut audit) and teacher training /
    retraining throughput on Fashion-MNIST;
@@ -33,19 +36,20 @@ from pathlib import Path
 
 import numpy as np
 
+from dpaudit._rng import block_seeds
 from dpaudit.accounting import DEFAULT_ORDERS
 from dpaudit.attacks.parametric import (
     CaPCHistogramModel,
     PATEHistogramModel,
     _multinomial_output,
 )
-from dpaudit.experiments.engine import MultinomialBlock, NoisyArgmaxBlock, run_blocks
+from dpaudit.engine import run_blocks
 from dpaudit.experiments.private_prediction import (
     PrivatePredictionSettings,
     _data_dependent,
     audit_distributions,
 )
-from dpaudit.mechanisms import sample_argmax_counts_from
+from dpaudit.mechanisms import MultinomialBlock, NoisyArgmaxBlock
 
 QUICK = os.environ.get("DPAUDIT_BENCH_QUICK") == "1"
 OUT = Path(__file__).parent / "results" / "audit.json"
@@ -71,6 +75,51 @@ def timed(fn, repeat: int = 1) -> float:
     return best
 
 
+def plain_direct_simulation(sampler, sigma: float, n: int, block: int, seed: int) -> np.ndarray:
+    """The baseline: the direct simulation as a plain loop over seeded blocks, no engine."""
+    sizes = [block] * (n // block) + ([n % block] if n % block else [])
+    total = None
+    for size, ss in zip(sizes, block_seeds(seed, len(sizes)), strict=True):
+        gen = np.random.Generator(np.random.PCG64(ss))
+        hists = np.asarray(sampler(gen, size), dtype=np.float64)
+        noisy = gen.standard_normal(hists.shape)
+        noisy *= sigma
+        noisy += hists
+        counts = np.bincount(noisy.argmax(axis=1), minlength=hists.shape[1])
+        total = counts if total is None else total + counts
+    return total
+
+
+def engine_overhead(pbar: np.ndarray) -> dict:
+    """Blocks per second with tiny blocks (16 experiments): engine, engine + checkpoint after
+    every block, and the same multinomial draws in a plain loop."""
+    import tempfile
+
+    n_blocks = 2**10 if QUICK else 2**12
+    blk = MultinomialBlock(pbar)
+
+    def plain():
+        total = 0
+        for ss in block_seeds(0, n_blocks):
+            total = total + np.random.Generator(np.random.PCG64(ss)).multinomial(16, pbar)
+        return total
+
+    t_plain = timed(plain, repeat=3)
+    t_engine = timed(lambda: run_blocks(blk, 16 * n_blocks, rng=0, block_size=16), repeat=3)
+    with tempfile.TemporaryDirectory() as tmp:
+        ck = Path(tmp) / "ck.npz"
+        kw = {"rng": 0, "block_size": 16, "checkpoint": ck, "checkpoint_interval": 0}
+        t_ck = timed(lambda: run_blocks(blk, 16 * n_blocks // 8, **kw))
+    return {
+        "blocks": n_blocks,
+        "plain_loop_blocks_per_second": n_blocks / t_plain,
+        "engine_blocks_per_second": n_blocks / t_engine,
+        "engine_checkpoint_every_block_blocks_per_second": n_blocks / 8 / t_ck,
+        "note": "MultinomialBlock(p̄) on blocks of 16 experiments, C = 10, serial; the "
+        "checkpoint run rewrites the file (all finished blocks) after every block",
+    }
+
+
 def engine_rates() -> dict:
     p = P_QUERIES[3]
     q = p.copy()
@@ -94,14 +143,12 @@ def engine_rates() -> dict:
     t_proc = timed(
         lambda: run_blocks(block, n_mc, rng=1, block_size=2**18, executor="processes", workers=2)
     )
-    t_base = timed(
-        lambda: sample_argmax_counts_from(model.sampler(), SIGMA, n_mc, rng=1, block_size=2**18)
-    )
+    t_base = timed(lambda: plain_direct_simulation(model.sampler(), SIGMA, n_mc, 2**18, 1))
     out["direct_simulation"] = {
         "experiments": n_mc,
         "engine_serial_per_second": n_mc / t_serial,
         "engine_processes_2_per_second": n_mc / t_proc,
-        "baseline_sample_argmax_counts_from_per_second": n_mc / t_base,
+        "baseline_plain_loop_per_second": n_mc / t_base,
         "note": "PATE histogram Mult(250, P) + N(0, 40^2) noise + argmax per experiment, "
         "C = 10; the process pool includes its start-up (spawn) in the time.",
     }
@@ -110,6 +157,7 @@ def engine_rates() -> dict:
         run_blocks(block, 2**16, rng=5, block_size=2**14, executor="joblib", workers=2).counts,
     )
     out["same_counts_serial_vs_joblib"] = bool(same)
+    out["overhead"] = engine_overhead(pbar[0])
     return out
 
 
@@ -290,7 +338,13 @@ def main() -> None:
     print(
         f"direct simulation: engine {ds['engine_serial_per_second']:.3g}/s serial, "
         f"{ds['engine_processes_2_per_second']:.3g}/s on 2 processes; baseline "
-        f"sample_argmax_counts_from {ds['baseline_sample_argmax_counts_from_per_second']:.3g}/s"
+        f"plain loop {ds['baseline_plain_loop_per_second']:.3g}/s"
+    )
+    ov = engine["overhead"]
+    print(
+        f"engine overhead, blocks of 16: {ov['engine_blocks_per_second']:.3g} blocks/s "
+        f"(plain loop {ov['plain_loop_blocks_per_second']:.3g}/s; checkpoint after every "
+        f"block {ov['engine_checkpoint_every_block_blocks_per_second']:.3g}/s)"
     )
     print(
         f"per query: exact p̄ {costs['exact_output_distributions_seconds_per_query'] * 1e3:.1f} ms,"
