@@ -14,6 +14,7 @@ import numpy as np
 from dpaudit._typing import ArrayLike, FloatArray, IntArray
 from dpaudit._validate import check_positive, check_positive_int
 from dpaudit.errors import require
+from dpaudit.systems._torch_nets import build_cnn
 
 __all__ = ["TorchCNNClassifier"]
 
@@ -28,22 +29,6 @@ _PARAMS = (
     "num_threads",
     "device",
 )
-
-
-def _build_net(torch: Any, channels: int, num_classes: int) -> Any:
-    nn = torch.nn
-    return nn.Sequential(
-        nn.Conv2d(channels, 16, kernel_size=3, padding=1),
-        nn.ReLU(),
-        nn.MaxPool2d(2),
-        nn.Conv2d(16, 32, kernel_size=3, padding=1),
-        nn.ReLU(),
-        nn.AdaptiveAvgPool2d(4),
-        nn.Flatten(),
-        nn.Linear(32 * 16, 64),
-        nn.ReLU(),
-        nn.Linear(64, num_classes),
-    )
 
 
 class TorchCNNClassifier:
@@ -152,7 +137,7 @@ class TorchCNNClassifier:
         try:
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(seed)
-                net = _build_net(torch, shape[0], len(self.classes_)).to(self.device)
+                net = build_cnn(shape[0], len(self.classes_)).to(self.device)
                 opt = torch.optim.Adam(
                     net.parameters(), lr=lr, weight_decay=float(self.weight_decay)
                 )

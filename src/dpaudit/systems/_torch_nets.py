@@ -1,0 +1,106 @@
+"""Small PyTorch networks and determinism helpers shared by every torch-trained system.
+
+The models are CPU-sized and Opacus-compatible (no batch norm, so per-example gradients are
+well defined): :func:`build_cnn` for images (8×8 digits, 28×28 (Fashion-)MNIST) and
+:func:`build_mlp` for tabular data. :func:`torch_context` fixes the seed, the thread count and
+deterministic algorithms for a block of torch work, so the same seed gives the same model on
+the CPU whatever ran before. torch is imported lazily (the ``torch`` extra).
+
+Example:
+    >>> torch = require("torch", "torch")  # doctest: +SKIP
+    >>> net = build_cnn(1, 10)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from dpaudit._validate import check_positive_int
+from dpaudit.errors import require
+
+__all__ = ["build_cnn", "build_mlp", "resolve_device", "torch_context"]
+
+
+def build_cnn(channels: int, num_classes: int) -> Any:
+    """A LeNet-style CNN: two 3×3 conv layers (16, 32 maps), adaptive 4×4 pooling, two dense
+    layers (64 units); input ``(B, channels, H, W)`` with H, W ≥ 4.
+
+    Raises:
+        ValueError: non-positive sizes.
+    """
+    torch = require("torch", "torch")
+    c = check_positive_int("channels", channels)
+    k = check_positive_int("num_classes", num_classes)
+    nn = torch.nn
+    return nn.Sequential(
+        nn.Conv2d(c, 16, kernel_size=3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, kernel_size=3, padding=1),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(4),
+        nn.Flatten(),
+        nn.Linear(32 * 16, 64),
+        nn.ReLU(),
+        nn.Linear(64, k),
+    )
+
+
+def build_mlp(in_features: int, num_classes: int, hidden: tuple[int, ...] = (128,)) -> Any:
+    """A multilayer perceptron with ReLU activations.
+
+    Raises:
+        ValueError: non-positive sizes.
+    """
+    torch = require("torch", "torch")
+    d = check_positive_int("in_features", in_features)
+    k = check_positive_int("num_classes", num_classes)
+    nn = torch.nn
+    layers: list[Any] = []
+    width = d
+    for h in hidden:
+        h = check_positive_int("hidden", h)
+        layers += [nn.Linear(width, h), nn.ReLU()]
+        width = h
+    layers.append(nn.Linear(width, k))
+    return nn.Sequential(*layers)
+
+
+def resolve_device(device: str | None) -> str:
+    """``"cpu"`` by default; ``"cuda"`` (or ``"cuda:N"``) only when asked and available.
+
+    Raises:
+        ValueError: an unknown device, or CUDA asked for without a CUDA device.
+    """
+    torch = require("torch", "torch")
+    if device is None or device == "cpu":
+        return "cpu"
+    if not isinstance(device, str) or not device.startswith("cuda"):
+        raise ValueError(f"device must be 'cpu' or 'cuda[:N]', got {device!r}")
+    if not torch.cuda.is_available():
+        raise ValueError(f"device={device!r} was asked for but no CUDA device is available")
+    return device
+
+
+@contextlib.contextmanager
+def torch_context(seed: int, *, num_threads: int = 1) -> Iterator[Any]:
+    """Seeded, single-process-deterministic torch work: forks the global RNG, seeds it, pins
+    the intra-op thread count and asks for deterministic algorithms; restores all on exit.
+
+    Yields:
+        the torch module.
+    """
+    torch = require("torch", "torch")
+    old_threads = torch.get_num_threads()
+    old_det = torch.are_deterministic_algorithms_enabled()
+    torch.set_num_threads(check_positive_int("num_threads", num_threads))
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(int(seed))
+            yield torch
+    finally:
+        torch.set_num_threads(old_threads)
+        torch.use_deterministic_algorithms(old_det)
