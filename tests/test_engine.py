@@ -220,7 +220,15 @@ def test_serial_matches_the_definition():
     assert run.counts.sum(axis=-1).tolist() == [10_001, 10_001]
     assert run.seed == 7 and run.executor == "serial" and run.workers == 1
     assert run.experiments_per_second > 0
-    assert run.run_key == run_blocks(MultinomialBlock(P), 10_001, rng=7, block_size=1000).run_key
+    assert run.run_key is None  # the run is identified only when a checkpoint needs it
+
+
+def test_run_key_identifies_the_run(tmp_path):
+    kw = {"rng": 7, "block_size": 1000}
+    a = run_blocks(MultinomialBlock(P), 10_001, checkpoint=tmp_path / "a.npz", **kw).run_key
+    b = run_blocks(MultinomialBlock(P), 10_001, checkpoint=tmp_path / "b.npz", **kw).run_key
+    c = run_blocks(MultinomialBlock(P[::-1]), 10_001, checkpoint=tmp_path / "c.npz", **kw)
+    assert isinstance(a, str) and len(a) == 32 and a == b != c.run_key
 
 
 @pytest.mark.parametrize(

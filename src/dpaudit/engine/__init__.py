@@ -21,14 +21,14 @@ block planning, seeding, executors, checkpoints and progress. The block function
   ``map(fn, tasks)`` (the :class:`Executor` protocol) can be passed instead of a name. Block
   functions must be picklable for the parallel executors: use module-level callables.
 * **Checkpoints.** With ``checkpoint=path`` every finished block's counts, the running sum and
-  a digest identifying the run are written together, atomically (temporary file +
-  ``os.replace``), with a SHA-256 checksum over the content. A run interrupted at any point
-  resumes from it: finished blocks are never recomputed and never counted twice; a block that
-  was running when the run stopped is simply run again. On resume the file must be readable,
-  its checksum must match, its per-block counts must add up to its sum, and it must belong to
-  the same run (same block function and parameters — see :func:`fingerprint` —, ``n``,
-  ``block_size``, seed and ``key``); otherwise :func:`run_blocks` raises ``ValueError`` and
-  never mixes the file's counts into the new run. A checkpoint holds
+  the run's identity are written together, atomically (temporary file + ``os.replace``), with
+  a SHA-256 checksum over the content. A run interrupted at any point resumes from it: blocks
+  recorded as finished are never recomputed and never counted twice; blocks finished after
+  the last write, or running when the run stopped, are run again. On resume the file must be
+  readable, its checksum must match, its per-block counts must add up to its sum, and it must
+  belong to the same run (same block function and parameters — see :func:`fingerprint` —,
+  ``n``, ``block_size``, seed and ``key``); otherwise :func:`run_blocks` raises ``ValueError``
+  and never mixes the file's counts into the new run. A checkpoint holds
   ``num_blocks × counts-size`` integers, so choose ``block_size`` accordingly.
 * A rich progress bar over blocks is optional (``progress=True``; the ``cli`` extra).
 
@@ -182,8 +182,8 @@ class EngineRun(ResultMixin):
         resumed_blocks: blocks taken from the checkpoint (finished by an earlier call).
         wall_seconds: wall time of this call.
         checkpoint: the checkpoint file, if any.
-        run_key: digest identifying the run (block function, ``n``, ``block_size``, seed,
-            ``key``); ``None`` when the block function cannot be fingerprinted.
+        run_key: with a checkpoint, the digest identifying the run (block function, ``n``,
+            ``block_size``, seed, ``key``) that the checkpoint stores; ``None`` without one.
     """
 
     counts: IntArray
@@ -317,14 +317,16 @@ def run_blocks(
     plan, interval = _validated(block_fn, n, block_size, checkpoint_interval, key)
     runner = resolve_executor(executor, workers)
     root = as_seed_sequence(rng)
-    ident = _identity(block_fn, plan.n, plan.block_size, root, key)
     path = Path(checkpoint) if checkpoint is not None else None
-    if path is not None and ident["block_function"] is None and not key:
-        raise ValueError(
-            f"block_fn ({type(block_fn).__name__}) cannot be fingerprinted, so a checkpoint "
-            "could not tell this run from another: pass key= naming the job"
-        )
-    state = _State(path, ident)
+    ident = None
+    if path is not None:  # identify the run only when a checkpoint must be matched
+        ident = _identity(block_fn, plan.n, plan.block_size, root, key)
+        if ident["block_function"] is None and not key:
+            raise ValueError(
+                f"block_fn ({type(block_fn).__name__}) cannot be fingerprinted, so a "
+                "checkpoint could not tell this run from another: pass key= naming the job"
+            )
+    state = _State(path, ident, plan.num_blocks)
     start = time.perf_counter()
     bar, task = _progress_bar(progress, plan.num_blocks, state.resumed, description)
     _drain(runner.map(block_fn, plan.tasks(root, state.done)), state, interval, bar, task)
@@ -342,5 +344,5 @@ def run_blocks(
         resumed_blocks=state.resumed,
         wall_seconds=time.perf_counter() - start,
         checkpoint=str(path) if path is not None else None,
-        run_key=ident["run_key"] if ident["block_function"] is not None or key else None,
+        run_key=ident["run_key"] if ident is not None else None,
     )

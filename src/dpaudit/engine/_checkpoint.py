@@ -108,11 +108,10 @@ def _check_consistent(done: np.ndarray, blocks: np.ndarray, total: np.ndarray, m
 class _State:
     """The counts so far; with a checkpoint also each finished block's counts."""
 
-    def __init__(self, path: Path | None, ident: dict[str, Any]) -> None:
+    def __init__(self, path: Path | None, ident: dict[str, Any] | None, num_blocks: int) -> None:
         self.path = path
-        self.ident = ident
-        m = ident["num_blocks"]
-        self.done = np.zeros(m, dtype=bool) if path is not None else None
+        self.ident = ident or {}
+        self.done = np.zeros(num_blocks, dtype=bool) if path is not None else None
         self.blocks: dict[int, np.ndarray] = {}
         self.total: np.ndarray | None = None
         self.computed = 0

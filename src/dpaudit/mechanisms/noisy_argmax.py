@@ -93,9 +93,14 @@ def _centre(votes: ArrayLike, sigma: float) -> tuple[np.ndarray, float, tuple[in
     """Validated ``(votes − max votes, σ, shape)`` with the differences as (B, C)."""
     arr = check_votes("votes", votes)
     s = check_positive("sigma", sigma)
+    return _centred(arr), s, arr.shape
+
+
+def _centred(arr: np.ndarray) -> np.ndarray:
+    """``votes − max votes`` per histogram of validated votes, as (B, C)."""
     flat = arr.reshape(-1, arr.shape[-1])
     with np.errstate(over="ignore"):
-        return flat - flat.max(axis=1, keepdims=True), s, arr.shape
+        return flat - flat.max(axis=1, keepdims=True)
 
 
 def _standardise(votes: ArrayLike, sigma: float) -> tuple[np.ndarray, tuple[int, ...]]:
@@ -495,14 +500,17 @@ class ArgmaxBlock:
     def __post_init__(self) -> None:
         votes = check_votes("votes", self.votes)
         votes.setflags(write=False)
-        object.__setattr__(self, "votes", votes)
-        object.__setattr__(self, "sigma", check_positive("sigma", self.sigma))
+        sigma = check_positive("sigma", self.sigma)
         check_backend(self.backend, self.device)
+        object.__setattr__(self, "votes", votes)
+        object.__setattr__(self, "sigma", sigma)
+        with np.errstate(over="ignore"):  # as _standardise: overflow gives −inf (no effect)
+            object.__setattr__(self, "_standardised", _centred(votes) / sigma)
 
-    @functools.cached_property
+    @property
     def standardised(self) -> np.ndarray:
         """``(votes − max votes)/σ`` as a (B, C) array (see :func:`_standardise`)."""
-        return _standardise(self.votes, self.sigma)[0]
+        return self._standardised
 
     @property
     def shape(self) -> tuple[int, ...]:
