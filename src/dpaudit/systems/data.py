@@ -602,10 +602,10 @@ def load_adult(
     the eight categorical ones (vocabulary from the training file, sorted; a test category
     never seen in training gets all zeros; the missing value ``"?"`` is a category of its own,
     so no row is dropped). The raw ``education`` strings (e.g. ``"Doctorate"``, the PhD holders
-    of paper 003 §2), ``education-num``, ``sex`` and ``race`` are returned in
-    ``attributes_train`` / ``attributes_test``. ``drop_education=True`` removes the
-    ``education`` one-hot and ``education-num`` columns from the features, as paper 003 §2 does
-    before training the income teachers.
+    of Wang et al. 2022, arXiv:2209.10732, §2), ``education-num``, ``sex`` and ``race`` are
+    returned in ``attributes_train`` / ``attributes_test``. ``drop_education=True`` removes the
+    ``education`` one-hot and ``education-num`` columns from the features, as Wang et al. 2022
+    (§2) do before training the income teachers.
 
     Args:
         path: directory holding ``adult.data`` and ``adult.test``; default: the files inside
