@@ -241,6 +241,12 @@ def test_shipped_config_parses():
     assert load_vote_leakage_config("configs/vote_leakage_mnist.toml") == cfg
     with pytest.raises(FileNotFoundError, match="shipped"):
         load_vote_leakage_config("no_such_config")
+    # the settings mechanism derives the rest: TOML round trip, schema, leaf options
+    from dpaudit._settings import fields, parse_toml, schema, to_toml
+
+    assert parse_toml(to_toml(cfg), VoteLeakageConfig) == cfg
+    assert schema(VoteLeakageConfig)["additionalProperties"] is False
+    assert "query_limited.sigmas" in [f.path for f in fields(VoteLeakageConfig)]
 
 
 @pytest.mark.parametrize(
