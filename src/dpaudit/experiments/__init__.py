@@ -1,9 +1,14 @@
 """Audit pipelines, one module per paper workflow (layer 7).
 
-- :mod:`dpaudit.experiments.private_prediction`: PATE and CaPC audited end to end (paper 000).
+- :mod:`dpaudit.experiments.private_prediction`: any registered private-prediction system
+  audited end to end (Chadha et al. 2024, arXiv:2402.09403).
 - :mod:`dpaudit.experiments.config`: TOML configs of that audit, validated before training.
-- :mod:`dpaudit.experiments.lidp`: the Lifted-DP Gaussian experiment (paper 002).
-- :mod:`dpaudit.experiments.vote_leakage`: vote extraction and attribute inference (paper 003).
+- :mod:`dpaudit.experiments.lidp`: the Lifted-DP Gaussian experiment (Pillutla et al. 2023,
+  arXiv:2305.18447).
+- :mod:`dpaudit.experiments.vote_leakage`: vote extraction and attribute inference (Wang et al.
+  2022, arXiv:2209.10732), one module per part: :mod:`~dpaudit.experiments.vote_extraction`,
+  :mod:`~dpaudit.experiments.budget_limited`, :mod:`~dpaudit.experiments.noise_sweep`,
+  :mod:`~dpaudit.experiments.attribute_inference`.
 
 The most used entry points are re-exported here, with the sampling engine
 (:func:`dpaudit.engine.run_blocks`) and its kernels (:mod:`dpaudit.mechanisms`); everything else
