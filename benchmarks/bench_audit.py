@@ -38,18 +38,13 @@ import numpy as np
 
 from dpaudit._rng import block_seeds
 from dpaudit.accounting import DEFAULT_ORDERS
-from dpaudit.attacks.parametric import (
-    CaPCHistogramModel,
-    PATEHistogramModel,
-    _multinomial_output,
-)
+from dpaudit.attacks._histograms import clear_output_cache
+from dpaudit.attacks.parametric import CaPCHistogramModel, PATEHistogramModel
 from dpaudit.engine import run_blocks
-from dpaudit.experiments.private_prediction import (
-    PrivatePredictionSettings,
-    _data_dependent,
-    audit_distributions,
-)
+from dpaudit.experiments.private_prediction import PrivatePredictionSettings, audit_distributions
+from dpaudit.experiments.private_prediction.stages import data_dependent_claim
 from dpaudit.mechanisms import MultinomialBlock, NoisyArgmaxBlock
+from dpaudit.systems import SYSTEMS
 
 QUICK = os.environ.get("DPAUDIT_BENCH_QUICK") == "1"
 OUT = Path(__file__).parent / "results" / "audit.json"
@@ -163,10 +158,11 @@ def engine_rates() -> dict:
 
 def per_query_costs() -> dict:
     orders = np.asarray(DEFAULT_ORDERS)
-    settings = PrivatePredictionSettings(dataset="fashion-mnist", teachers=TEACHERS, sigma=SIGMA)
+    settings = PrivatePredictionSettings.of(dataset="fashion-mnist", teachers=TEACHERS, sigma=SIGMA)
+    system = SYSTEMS.get("pate")(settings.system)
     out: dict = {}
     # Exact output distributions (the A_y evaluations of one adversarial query).
-    _multinomial_output.cache_clear()
+    clear_output_cache()
     t = []
     for p in P_QUERIES:
         q = np.roll(p, 1) * 0.1 + 0.9 * p
@@ -177,7 +173,7 @@ def per_query_costs() -> dict:
     t = []
     for p in P_QUERIES:
         m = PATEHistogramModel(p, p, TEACHERS, TEACHERS)
-        t.append(timed(lambda m=m: _data_dependent(m, settings, orders, cache)))
+        t.append(timed(lambda m=m: data_dependent_claim(system, m, orders, settings.audit, cache)))
     out["data_dependent_mixture_seconds_per_query"] = float(np.mean(t))
     # CaPC: with the default (deterministic, L-BFGS) logistic teachers every instantiation of
     # the fixed parties trains the same teachers, so each P_q^i is a point mass. The teachers
@@ -189,7 +185,7 @@ def per_query_costs() -> dict:
         runner_up = int(np.argsort(-p, kind="stable")[1])
         m = CaPCHistogramModel(tp, np.eye(p.size)[runner_up], 0, TEACHERS)
         t_out.append(timed(lambda m=m: m.output_distributions(SIGMA)))
-        t_dd.append(timed(lambda m=m: _data_dependent(m, settings, orders, {})))
+        t_dd.append(timed(lambda m=m: data_dependent_claim(system, m, orders, settings.audit, {})))
     out["capc_exact_output_distributions_seconds_per_query"] = float(np.mean(t_out))
     out["capc_data_dependent_seconds_per_query"] = float(np.mean(t_dd))
     n = 32

@@ -67,10 +67,13 @@ from dpaudit.attacks.parametric import (
     FlipEstimate,
     HistogramModel,
     ModelEstimation,
+    ModelInputs,
     PATEHistogramModel,
     estimate_capc_model,
     estimate_pate_model,
     flip_estimate,
+    model_independent,
+    model_multinomial,
     transition_matrix,
 )
 
@@ -105,11 +108,14 @@ __all__ = [  # noqa: RUF022 - grouped by concept
     "HistogramModel",
     "HistogramSupport",
     "ModelEstimation",
+    "ModelInputs",
     "PATEHistogramModel",
     "PATEHistogramSampler",
     "estimate_capc_model",
     "estimate_pate_model",
     "flip_estimate",
+    "model_independent",
+    "model_multinomial",
     "multinomial_output_probabilities",
     "transition_matrix",
     # vote-histogram extraction

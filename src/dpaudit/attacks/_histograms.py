@@ -45,6 +45,7 @@ __all__ = [
     "CaPCHistogramSampler",
     "HistogramSupport",
     "PATEHistogramSampler",
+    "clear_output_cache",
     "multinomial_output_probabilities",
 ]
 
@@ -505,3 +506,8 @@ class CaPCHistogramSampler:
             counts = np.bincount(flat[mask], minlength=n * c).reshape(n, c)
             out[start : start + n] += counts
         return out
+
+
+def clear_output_cache() -> None:
+    """Forget the cached exact output distributions (for benchmarks that time them cold)."""
+    _multinomial_output.cache_clear()

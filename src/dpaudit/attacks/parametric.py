@@ -45,7 +45,7 @@ exactly:
 
 The samplers (:class:`PATEHistogramSampler`, :class:`CaPCHistogramSampler`) draw ``H_S`` or
 ``H_S′`` per experiment as ``histogram_sampler(gen, size)`` for the direct simulation
-(:class:`dpaudit.experiments.engine.NoisyArgmaxBlock`,
+(:class:`dpaudit.mechanisms.NoisyArgmaxBlock`,
 :func:`dpaudit.mechanisms.sample_argmax_counts_from`).
 
 The training side (:func:`train_instantiations`, :func:`retrain_with_points`) drives
@@ -92,10 +92,13 @@ __all__ = [
     "FlipEstimate",
     "HistogramModel",
     "ModelEstimation",
+    "ModelInputs",
     "PATEHistogramModel",
     "estimate_capc_model",
     "estimate_pate_model",
     "flip_estimate",
+    "model_independent",
+    "model_multinomial",
     "transition_matrix",
 ]
 
@@ -651,22 +654,80 @@ class HistogramModel(Protocol):
     def cache_key(self) -> tuple[Any, ...]: ...
 
 
-def _estimate_multinomial(predictions, before, after, *, affected_teacher, **kwargs):
-    kwargs.pop("max_support", None)
-    del affected_teacher  # a random part receives the point
-    return estimate_pate_model(predictions, before, after, **kwargs)
+@dataclasses.dataclass(frozen=True, eq=False)
+class ModelInputs:
+    """What a histogram modeller gets for one audited query column.
+
+    Attributes:
+        instantiations: the system's trained instantiations (``system.train``).
+        paired: the system's retraining result for this column's target (``system.retrain``).
+        target: index of the target (crafted point).
+        position: position of the column among the target's evaluated columns.
+        column: the query column (row of the audited queries).
+        affected_teacher: the receiving teacher where the adversary chose it, else −1.
+        num_classes: C.
+        teachers_per_query: k.
+        neighbour_estimator: ``"paired"`` or ``"direct"``.
+        confidence_level: level of the flip-probability interval.
+        max_support: histograms kept when supports are enumerated.
+    """
+
+    instantiations: Any
+    paired: Any
+    target: int
+    position: int
+    column: int
+    affected_teacher: int
+    num_classes: int
+    teachers_per_query: int
+    neighbour_estimator: str = "paired"
+    confidence_level: float = 0.95
+    max_support: int = DEFAULT_MAX_SUPPORT
 
 
-def _estimate_independent(predictions, before, after, *, affected_teacher, **kwargs):
+def _teacher_votes(inputs: ModelInputs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    pv = inputs.paired
+    return (
+        inputs.instantiations.predictions[:, inputs.column, :],
+        pv.before[:, inputs.position],
+        pv.after[:, inputs.position],
+    )
+
+
+def model_multinomial(inputs: ModelInputs) -> PATEHistogramModel:
+    """Exchangeable teachers (a point lands in a random part): :func:`estimate_pate_model`
+    from the teachers' votes and the paired votes of the receiving teacher."""
+    preds, before, after = _teacher_votes(inputs)
+    return estimate_pate_model(
+        preds,
+        before,
+        after,
+        num_classes=inputs.num_classes,
+        teachers_per_query=inputs.teachers_per_query,
+        neighbour_estimator=inputs.neighbour_estimator,
+        confidence_level=inputs.confidence_level,
+    )
+
+
+def model_independent(inputs: ModelInputs) -> CaPCHistogramModel:
+    """Fixed teachers voting independently (the adversary chooses the receiving one):
+    :func:`estimate_capc_model`."""
+    preds, before, after = _teacher_votes(inputs)
     return estimate_capc_model(
-        predictions, before, after, affected_teacher=affected_teacher, **kwargs
+        preds,
+        before,
+        after,
+        affected_teacher=inputs.affected_teacher,
+        num_classes=inputs.num_classes,
+        teachers_per_query=inputs.teachers_per_query,
+        neighbour_estimator=inputs.neighbour_estimator,
+        confidence_level=inputs.confidence_level,
+        max_support=inputs.max_support,
     )
 
 
 HISTOGRAM_MODELS: Registry[Any] = Registry("histogram model")
-"""Estimators of parametric histogram models by the name a system declares
-(``system.histogram_model``). Each is called as ``estimate(predictions, before, after, *,
-affected_teacher, num_classes, teachers_per_query, neighbour_estimator, confidence_level,
-max_support)`` and returns a :class:`HistogramModel`."""
-HISTOGRAM_MODELS.register("multinomial", _estimate_multinomial)
-HISTOGRAM_MODELS.register("independent", _estimate_independent)
+"""Histogram modellers by the name a system declares (``system.histogram_model``): each is
+called with a :class:`ModelInputs` and returns a :class:`HistogramModel`."""
+HISTOGRAM_MODELS.register("multinomial", model_multinomial)
+HISTOGRAM_MODELS.register("independent", model_independent)

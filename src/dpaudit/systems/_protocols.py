@@ -78,19 +78,20 @@ class PrivatePredictionSystem(System, Protocol):
 
     Attributes read by the audit:
         num_teachers: m.
-        teachers_per_query: k ≤ m teachers vote per query.
+        k: teachers voting per query (k ≤ m).
         placement: where a crafted point lands: ``"random"`` (a uniformly random teacher,
             PATE) or ``"chosen"`` (the adversary chooses the receiving teacher, CaPC).
         histogram_model: the name of the parametric histogram model of
             :data:`dpaudit.attacks.HISTOGRAM_MODELS` that describes its votes
-            (``"multinomial"``: exchangeable teachers; ``"independent"``: fixed teachers).
+            (``"multinomial"``: exchangeable teachers; ``"independent"``: fixed teachers);
+            the modeller reads what ``train`` and ``retrain`` returned.
     """
 
     @property
     def num_teachers(self) -> int: ...
 
     @property
-    def teachers_per_query(self) -> int: ...
+    def k(self) -> int: ...
 
     @property
     def placement(self) -> str: ...

@@ -170,14 +170,14 @@ class EngineSettings:
     workers: int = option(1, help="engine workers")
 
     def __post_init__(self) -> None:
-        from dpaudit.experiments._engine_names import executor_names
+        from dpaudit.engine import EXECUTORS
 
         check_choice("sampler", self.sampler, SAMPLERS)
         t = check_positive_int("experiments", self.experiments)
         if t < 4:
             raise ValueError(f"experiments must be at least 4 (half selects, half bounds), got {t}")
         _optional_positive_int(self, "block_size")
-        check_choice("executor", self.executor, executor_names())
+        check_choice("executor", self.executor, EXECUTORS.names())
         check_positive_int("workers", self.workers)
 
 

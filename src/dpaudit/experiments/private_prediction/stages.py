@@ -36,6 +36,7 @@ __all__ = [
     "choose_queries",
     "claim",
     "craft_neighbours",
+    "data_dependent_claim",
     "load_data",
     "model_queries",
     "sample_counts",
@@ -324,32 +325,32 @@ def model_queries(
 ) -> Modelled:
     """Maximum-likelihood histogram models (the system's ``histogram_model``), their exact
     output distributions, exact RDP and data-dependent claim per audited column."""
-    from dpaudit.attacks import HISTOGRAM_MODELS
+    from dpaudit.attacks import HISTOGRAM_MODELS, ModelInputs
 
-    estimate = HISTOGRAM_MODELS.get(system.histogram_model)
+    modeller = HISTOGRAM_MODELS.get(system.histogram_model)
     audit = settings.audit
     orders = audit.order_grid()
     models = []
     for ti, t in enumerate(neighbours.targets):
-        pv = neighbours.paired[ti]
         for pos, col in enumerate(t.columns):
-            models.append(
-                estimate(
-                    trained.predictions[:, col, :],
-                    pv.before[:, pos],
-                    pv.after[:, pos],
-                    affected_teacher=-1 if neighbours.teachers is None else neighbours.teachers[ti],
-                    num_classes=num_classes,
-                    teachers_per_query=settings.k,
-                    neighbour_estimator=settings.adversary.neighbour_estimator,
-                    confidence_level=audit.confidence_level,
-                    max_support=audit.max_support,
-                )
+            inputs = ModelInputs(
+                instantiations=trained.instantiations,
+                paired=neighbours.paired[ti],
+                target=ti,
+                position=pos,
+                column=col,
+                affected_teacher=-1 if neighbours.teachers is None else neighbours.teachers[ti],
+                num_classes=num_classes,
+                teachers_per_query=system.k,
+                neighbour_estimator=settings.adversary.neighbour_estimator,
+                confidence_level=audit.confidence_level,
+                max_support=audit.max_support,
             )
+            models.append(modeller(inputs))
     sigma = system.mechanism.sigma
     pbar = np.stack([m.output_distributions(sigma) for m in models])
     cache = {} if cache is None else cache
-    dd = [_data_dependent(system, m, orders, audit, cache) for m in models]
+    dd = [data_dependent_claim(system, m, orders, audit, cache) for m in models]
     return Modelled(
         tuple(models),
         pbar,
@@ -359,7 +360,11 @@ def model_queries(
     )
 
 
-def _data_dependent(system: Any, model: Any, orders: np.ndarray, audit: Any, cache: dict):
+def data_dependent_claim(
+    system: Any, model: Any, orders: np.ndarray, audit: Any, cache: dict[Any, Any]
+) -> tuple[FloatArray, float]:
+    """The system's data-dependent claim for one modelled query, in expectation over the
+    model's histograms, and the histogram mass left out (cached by the model's key)."""
     key = (repr(system.mechanism), *model.cache_key())
     if key not in cache:
         sup = model.claim_support(audit.max_support)
@@ -397,23 +402,23 @@ def sample_counts(
     Returns:
         ``(counts (n, 2, C), engine wall seconds)``.
     """
-    from dpaudit.experiments._engine_names import engine_api
+    from dpaudit.engine import probabilities_key, run_blocks
+    from dpaudit.mechanisms import MultinomialBlock, NoisyArgmaxBlock
 
-    api = engine_api()
     eng = settings.engine
     block = eng.block_size or _DEFAULT_BLOCK[eng.sampler]
     pbar = modelled.output_probabilities
     start = time.perf_counter()
     if eng.sampler == "exact":
-        run = api.run_blocks(
-            api.MultinomialBlock(pbar),
+        run = run_blocks(
+            MultinomialBlock(pbar),
             eng.experiments,
             rng=rng,
             block_size=block,
             executor=eng.executor,
             workers=eng.workers,
             checkpoint=checkpoint,
-            key=api.probabilities_key(pbar),
+            key=probabilities_key(pbar),
             progress=progress,
             description=description,
         )
@@ -422,8 +427,8 @@ def sample_counts(
     seeds = block_seeds(rng, 2 * pbar.shape[0])
     for i, model in enumerate(modelled.models):
         for side in (0, 1):
-            run = api.run_blocks(
-                api.NoisyArgmaxBlock(model.sampler(neighbour=bool(side)), sigma),
+            run = run_blocks(
+                NoisyArgmaxBlock(model.sampler(neighbour=bool(side)), sigma),
                 eng.experiments,
                 rng=seeds[2 * i + side],
                 block_size=block,
@@ -499,9 +504,9 @@ def claim(
             di,
             modelled.models[w].estimation.flips,
         )
-    before = np.concatenate([pv.before.ravel() for pv in neighbours.paired])
-    after = np.concatenate([pv.after.ravel() for pv in neighbours.paired])
-    nflip, tot = int(np.sum(before != after)), int(before.size)
+    # Pooled over every column's retrainings (the models' own counts).
+    nflip = sum(int(m.estimation.flips.num_flips) for m in modelled.models)
+    tot = sum(int(m.estimation.flips.num_retrainings) for m in modelled.models)
     level = settings.audit.confidence_level
     flips = FlipEstimate(
         tot, nflip, nflip / tot, clopper_pearson(nflip, tot, confidence_level=level), level
