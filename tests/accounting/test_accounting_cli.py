@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pathlib
 
 import numpy as np
 import pytest
@@ -12,8 +13,10 @@ from dpaudit.accounting import (
     RDPCurve,
     confident_gnmax_cost,
     gnmax_rdp,
+    mechanism_rdp,
     pate_accounting,
 )
+from dpaudit.mechanisms import ConfidentGNMax, GNMax, LNMax
 
 pytest.importorskip("typer")
 from typer.testing import CliRunner
@@ -28,7 +31,7 @@ def _rows(data):
 
 
 def test_pate_accounting_matches_composed_curves():
-    rep = pate_accounting(VOTES, sigma=40, delta=1e-5)
+    rep = pate_accounting(VOTES, GNMax(40.0), delta=1e-5)
     assert rep.num_queries == 4 and rep.num_answered == 4 and rep.cost == "all-answered"
     for analysis, q in (
         ("data-independent", "union"),
@@ -51,7 +54,7 @@ def test_pate_accounting_matches_composed_curves():
 
 
 def test_pate_accounting_with_threshold_expected_and_realised():
-    rep = pate_accounting(VOTES, sigma=40, delta=1e-5, threshold=180, sigma1=30)
+    rep = pate_accounting(VOTES, ConfidentGNMax(180, 30, 40), delta=1e-5)
     c = confident_gnmax_cost(VOTES, threshold=180, sigma1=30, sigma2=40)
     assert rep.cost == "expected"
     assert rep.num_answered == pytest.approx(float(c.answer_probability.sum()))
@@ -62,7 +65,7 @@ def test_pate_accounting_with_threshold_expected_and_realised():
     )
     assert row.epsilon == c.expected().to_dp(1e-5).epsilon
     answered = np.array([True, False, True, False])
-    real = pate_accounting(VOTES, sigma=40, delta=1e-5, threshold=180, sigma1=30, answered=answered)
+    real = pate_accounting(VOTES, ConfidentGNMax(180, 30, 40), delta=1e-5, answered=answered)
     assert real.cost == "realised" and real.num_answered == 2
     row = next(
         r
@@ -73,22 +76,77 @@ def test_pate_accounting_with_threshold_expected_and_realised():
 
 
 def test_pate_accounting_bad_input():
-    with pytest.raises(ValueError, match="sigma"):
-        pate_accounting(VOTES, sigma=0, delta=1e-5)
+    g = GNMax(1.0)
+    with pytest.raises(TypeError, match="mechanism"):
+        pate_accounting(VOTES, 40.0, delta=1e-5)  # the loose-float signature is gone
+    with pytest.raises(TypeError, match="mechanism"):
+        pate_accounting(VOTES, LNMax(2.0), delta=1e-5)
     with pytest.raises(ValueError, match="delta"):
-        pate_accounting(VOTES, sigma=1, delta=1.5)
+        pate_accounting(VOTES, g, delta=1.5)
     with pytest.raises(ValueError, match="votes"):
-        pate_accounting(-VOTES, sigma=1, delta=1e-5)
+        pate_accounting(-VOTES, g, delta=1e-5)
     with pytest.raises(ValueError, match="threshold"):
-        pate_accounting(VOTES, sigma=1, delta=1e-5, threshold=-1, sigma1=1)
-    with pytest.raises(ValueError, match="threshold and sigma1"):
-        pate_accounting(VOTES, sigma=1, delta=1e-5, sigma1=1)
+        pate_accounting(VOTES, ConfidentGNMax(-1, 1, 1), delta=1e-5)
     with pytest.raises(ValueError, match="answered"):
-        pate_accounting(VOTES, sigma=1, delta=1e-5, answered=[True] * 4)
+        pate_accounting(VOTES, g, delta=1e-5, answered=[True] * 4)
     with pytest.raises(ValueError, match="answered"):
-        pate_accounting(VOTES, sigma=1, delta=1e-5, threshold=1, sigma1=1, answered=[True] * 3)
+        pate_accounting(VOTES, ConfidentGNMax(1, 1, 1), delta=1e-5, answered=[True] * 3)
     with pytest.raises(ValueError, match="orders"):
-        pate_accounting(VOTES, sigma=1, delta=1e-5, orders=[])
+        pate_accounting(VOTES, g, delta=1e-5, orders=[])
+    # σ² underflows: λ/σ² is not a float64 (issue 13 item 4)
+    with pytest.raises(ValueError, match=r"sigma=1e-300 is too small"):
+        pate_accounting(VOTES, GNMax(1e-300), delta=1e-5)
+    with pytest.raises(ValueError, match=r"sigma1=1e-300 is too small"):
+        pate_accounting(VOTES, ConfidentGNMax(1, 1e-300, 1), delta=1e-5)
+    # σ far above the vote scale: the exact q̃'s quadrature overflows; a clear ValueError
+    with pytest.raises(ValueError, match=r"q='exact' cannot be computed .* sigma=1e\+300"):
+        pate_accounting(VOTES, GNMax(1e300), delta=1e-5)
+
+
+def test_pate_accounting_reproduces_the_numbers_recorded_before_mechanism_values():
+    """pate_accounting(votes, sigma=..., threshold=..., sigma1=...) at commit 517270d vs the
+    mechanism-value signature: every ε, order and fallback share within 1e-15 relative
+    (bit-identical except the data-independent threshold step, now mechanism_rdp's
+    λ/(2σ1²) instead of λ/(√2σ1)², which differ in the last bit)."""
+    path = pathlib.Path(__file__).resolve().parents[1] / "data"
+    doc = json.loads((path / "ledger_numbers_before_mechanism_values.json").read_text())
+    votes, answered = np.array(doc["votes"]), np.array(doc["answered"])
+    for rec in doc["pate_accounting"]:
+        cfg = rec["config"]
+        if "threshold" in cfg:
+            mech = ConfidentGNMax(cfg["threshold"], cfg["sigma1"], cfg["sigma"])
+        else:
+            mech = GNMax(cfg["sigma"])
+        rep = pate_accounting(
+            votes, mech, delta=cfg["delta"], answered=answered if rec["with_answered"] else None
+        )
+        assert rep.mechanism is mech and rep.num_answered == float.fromhex(rec["num_answered"])
+        for row, want in zip(rep.rows, rec["rows"], strict=True):
+            assert (row.analysis, row.q, row.conversion) == (
+                want["analysis"], want["q"], want["conversion"],
+            )  # fmt: skip
+            for field in ("epsilon", "order", "fallback_fraction"):
+                assert getattr(row, field) == pytest.approx(
+                    float.fromhex(want[field]), rel=1e-15, abs=0
+                )
+        for key, curve in rep.curves.items():
+            want = np.array([float.fromhex(x) for x in rec["curves"][key]])
+            np.testing.assert_allclose(curve.epsilons, want, rtol=1e-15, atol=0)
+
+
+def test_pate_accounting_curves_are_mechanism_rdp():
+    """The composed curves are sums of mechanism_rdp's per-query claims (the one place)."""
+    mech = ConfidentGNMax(180, 30, 40)
+    rep = pate_accounting(VOTES, mech, delta=1e-5, answered=[True, False, True, True])
+    for analysis, key in (
+        ("data-dependent", "data-dependent/union"),
+        ("data-independent", "data-independent"),
+    ):
+        per = [
+            mechanism_rdp(mech, DEFAULT_ORDERS, votes=v, analysis=analysis, answered=a)
+            for v, a in zip(VOTES, [True, False, True, True], strict=True)
+        ]
+        np.testing.assert_allclose(rep.curves[key].epsilons, np.sum(per, axis=0), rtol=1e-14)
 
 
 def test_cli_json_and_table(tmp_path):
@@ -99,7 +157,7 @@ def test_cli_json_and_table(tmp_path):
     res = runner.invoke(build_app(), [*args, "--json"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
-    rep = pate_accounting(VOTES, sigma=40, delta=1e-5)
+    rep = pate_accounting(VOTES, GNMax(40.0), delta=1e-5)
     rows = _rows(data)
     for r in rep.rows:
         assert rows[(r.analysis, r.q, r.conversion)]["epsilon"] == r.epsilon
@@ -163,6 +221,10 @@ def test_cli_errors_are_clear(tmp_path):
         ],
     )
     assert res.exit_code == 2 and "threshold" in res.output
+    res = runner.invoke(
+        build_app(), ["account", "pate", "--votes-file", str(path), "--sigma", "3", "--sigma1", "2"]
+    )
+    assert res.exit_code == 2 and "--threshold and --sigma1 must be given together" in res.output
     bad = tmp_path / "bad.txt"
     bad.write_text("1 2\n3 x\n")
     res = runner.invoke(build_app(), ["account", "pate", "--votes-file", str(bad), "--sigma", "3"])

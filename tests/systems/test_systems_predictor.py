@@ -1,8 +1,13 @@
-"""PrivatePredictor: budget, refusal, abstention and answer caching (paper 000 Alg. 1, §5.4)."""
+"""PrivatePredictor: budget, refusal, abstention and answer caching (Chadha et al. 2024,
+arXiv:2402.09403, Alg. 1, §5.4); concurrent predict never overspends (issue 13)."""
 
 from __future__ import annotations
 
+import contextlib
 import math
+import sys
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -73,6 +78,20 @@ class TinyLedger:
     def charge(self, votes, *, answered=True):
         if not self.can_afford(votes):
             raise BudgetExhaustedError("budget exhausted")
+        self._rdp = self._rdp + self._cost(answered)
+        self.num_queries += 1
+        self.num_answered += int(answered)
+        self.charges.append((np.asarray(votes).copy(), answered))
+
+
+class SlowLedger(TinyLedger):
+    """TinyLedger whose charge yields the GIL between its budget check and its commit (as an
+    accountant doing I/O would): two unsynchronised callers both pass the check."""
+
+    def charge(self, votes, *, answered=True):
+        if not self.can_afford(votes):
+            raise BudgetExhaustedError("budget exhausted")
+        time.sleep(1e-4)
         self._rdp = self._rdp + self._cost(answered)
         self.num_queries += 1
         self.num_answered += int(answered)
@@ -258,6 +277,12 @@ def test_ledger_must_match_the_mechanism(ensemble):
             ConfidentGNMax(threshold=5, sigma1=1.0, sigma2=4.0),
             ledger=TinyLedger(sigma=4.0, delta=1e-5, threshold=5, sigma1=2.0),
         )
+    # a real ledger carries its mechanism value: it must be the aggregator
+    agg = ConfidentGNMax(threshold=5, sigma1=1.0, sigma2=4.0)
+    other = make_ledger(ConfidentGNMax(threshold=6, sigma1=1.0, sigma2=4.0), delta=1e-5)
+    with pytest.raises(ValueError, match=r"ledger\.mechanism=ConfidentGNMax"):
+        PrivatePredictor(ensemble, agg, ledger=other)
+    PrivatePredictor(ensemble, agg, ledger=make_ledger(ConfidentGNMax(5, 1, 4), delta=1e-5))
 
 
 def test_bad_arguments(ensemble):
@@ -284,7 +309,7 @@ def test_with_the_accounting_ledger_budget_is_enforced(digits, ensemble):
 
     agg = GNMax(sigma=3.0)
     ledger = make_ledger(agg, delta=1e-5, epsilon_budget=3.0, analysis="data-dependent")
-    assert isinstance(ledger, PrivacyLedger) and ledger.sigma == 3.0
+    assert isinstance(ledger, PrivacyLedger) and ledger.sigma == 3.0 and ledger.mechanism is agg
     api = PrivatePredictor(ensemble, agg, ledger=ledger)
     labels = api.predict(digits.X_test, rng=0)
     answered = labels >= 0
@@ -325,3 +350,88 @@ def test_with_the_accounting_ledger_confident_gnmax(digits, ensemble):
         make_ledger(agg, delta=0.0)
     with pytest.raises(ValueError, match="analysis"):
         api.claimed_rdp(analysis="exact")
+
+
+# ----------------------------------------------------------------------------- concurrency
+
+
+@contextlib.contextmanager
+def _frequent_thread_switches():
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-4)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(old)
+
+
+def _predict_in_threads(api, X, threads=8):
+    chunks = np.array_split(np.arange(X.shape[0]), threads)
+    results = [None] * threads
+    start = threading.Barrier(threads)
+
+    def work(i):
+        start.wait()
+        results[i] = api.predict(X[chunks[i]], rng=i)
+
+    with _frequent_thread_switches():
+        pool = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
+        for t in pool:
+            t.start()
+        for t in pool:
+            t.join()
+    return np.concatenate(results)
+
+
+@pytest.mark.parametrize("which", ["accounting", "tiny", "slow"])
+def test_concurrent_predict_never_overspends(digits, ensemble, which):
+    """8 threads share one interface: exactly the sequentially affordable number of queries is
+    charged (every query costs the same λ/σ²), each charge is recorded once, ε ≤ budget. The
+    Tiny/SlowLedger check then commit without a lock of their own: the predictor's lock is
+    what keeps them exact (without it, the SlowLedger overspent in 4 of 5 trial runs)."""
+    from dpaudit.accounting import PrivacyLedger
+
+    sigma, delta, budget = 4.0, 1e-5, 6.0
+    orders = np.arange(2.0, 65.0)
+    if which in ("tiny", "slow"):
+        kind = TinyLedger if which == "tiny" else SlowLedger
+        ledger = kind(sigma=sigma, delta=delta, epsilon_budget=budget, orders=orders)
+    else:
+        ledger = PrivacyLedger(
+            GNMax(sigma), delta=delta, epsilon_budget=budget, orders=orders,
+            analysis="data-independent", conversion="standard",
+        )  # fmt: skip
+    affordable = 0
+    while (
+        np.min((affordable + 1) * orders / sigma**2 + math.log(1 / delta) / (orders - 1)) <= budget
+    ):
+        affordable += 1
+    X = digits.X_test[:240]
+    api = PrivatePredictor(ensemble, GNMax(sigma=sigma), ledger=ledger)
+    labels = _predict_in_threads(api, X)
+    charged = int(np.sum(labels != REFUSED))
+    assert charged == affordable == ledger.num_queries == api.num_charged
+    assert api.num_refused == 240 - affordable and api.exhausted
+    assert ledger.epsilon() <= budget
+    np.testing.assert_allclose(
+        api.claimed_rdp(orders).epsilons, affordable * orders / sigma**2, rtol=1e-14
+    )
+    if which != "accounting":
+        assert len(ledger.charges) == affordable
+
+
+def test_concurrent_predict_with_cache_charges_each_query_once(digits, ensemble):
+    """Threads asking the same 20 queries concurrently: each is charged once, every later copy
+    is served from the cache with the first answer."""
+    from dpaudit.accounting import PrivacyLedger
+
+    agg = ConfidentGNMax(threshold=M - 2, sigma1=2.0, sigma2=3.0)
+    ledger = PrivacyLedger(agg, delta=1e-5)
+    api = PrivatePredictor(ensemble, agg, ledger=ledger, cache=True)
+    X = np.tile(digits.X_test[:20], (8, 1))
+    labels = _predict_in_threads(api, X)
+    assert ledger.num_queries == api.num_charged == 20 and api.num_cached == 140
+    first = {}
+    for row, label in zip(map(bytes, X), labels, strict=True):
+        assert first.setdefault(row, label) == label
+    np.testing.assert_allclose(api.claimed_rdp().epsilons, ledger.rdp.epsilons, rtol=1e-12)

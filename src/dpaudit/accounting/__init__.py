@@ -18,8 +18,11 @@ its vote histograms); it never imports
   :func:`private_knn_rdp`, :func:`private_knn_epsilon`.
 * Label DP: :func:`laplace_label_epsilon`, :func:`gaussian_label_rdp`,
   :func:`randomized_response`, :func:`randomized_response_epsilon`.
+* :func:`noisy_argmax_cost`: GNMax / Confident GNMax per step with Thm 6's fallbacks (what
+  :func:`mechanism_rdp`, the ledger and :func:`pate_accounting` read).
 * :func:`pate_accounting`: a batch of queries under every analysis and conversion.
-* :class:`PrivacyLedger`: charge queries, report ε(δ), refuse past a budget, JSON round-trip.
+* :class:`PrivacyLedger`: charge queries (atomically: thread-safe), report ε(δ), refuse past a
+  budget, JSON round-trip that refuses unreachable states.
 """
 
 from dpaudit.accounting._confident import (
@@ -47,9 +50,11 @@ from dpaudit.accounting._label import (
 from dpaudit.accounting._ledger import PrivacyLedger
 from dpaudit.accounting._lnmax import LNMaxRDP, lnmax_log_q, lnmax_rdp, lnmax_rdp_details
 from dpaudit.accounting._mechanisms import (
+    NoisyArgmaxCost,
     expected_data_dependent_rdp,
     mechanism_epsilon,
     mechanism_rdp,
+    noisy_argmax_cost,
 )
 from dpaudit.accounting._orders import DEFAULT_ORDERS
 from dpaudit.accounting._pate import PateAccounting, PateEpsilon, pate_accounting
@@ -81,6 +86,7 @@ __all__ = [
     "GNMaxRDP",
     "GNSSRelease",
     "LNMaxRDP",
+    "NoisyArgmaxCost",
     "PateAccounting",
     "PateEpsilon",
     "PrivacyLedger",
@@ -107,6 +113,7 @@ __all__ = [
     "lnmax_rdp_details",
     "mechanism_epsilon",
     "mechanism_rdp",
+    "noisy_argmax_cost",
     "pate_accounting",
     "pate_local_sensitivity",
     "private_knn_epsilon",

@@ -1,62 +1,472 @@
 """A privacy ledger for a private-prediction interface (PATE-style GNMax / Confident GNMax).
 
-Each query is charged its RDP at every order of a fixed grid (composition adds;
-``shared/formulas.md`` §1.4–§1.5): the threshold step (if a threshold is set) for every
-query and the GNMax step for answered ones. ε(δ) is the RDP curve converted with the
-conversion chosen at construction (formulas.md §1.7). A query whose charge would push ε(δ)
-past the budget is refused and nothing is charged.
+The ledger accounts for a mechanism *value* (:class:`~dpaudit.mechanisms.GNMax` or
+:class:`~dpaudit.mechanisms.ConfidentGNMax`), the same object that answers. Each query is
+charged its RDP at every order of a fixed grid, as computed by
+:func:`~dpaudit.accounting.noisy_argmax_cost` (the one place the claim is made): the threshold
+step (Confident GNMax) for every query and the GNMax step for answered ones; RDP composes by
+addition (Mironov 2017, arXiv:1702.07476, Prop. 1). ε(δ) is the composed curve converted with
+the conversion chosen at construction (Mironov 2017 Prop. 3, or Balle et al. 2020,
+arXiv:1905.09982, Thm 21). A query whose charge would push ε(δ) past the budget is refused and
+nothing is charged.
 
-The data-dependent ε is itself a function of the data (Papernot et al. 2018 §4); releasing it
-needs the smooth-sensitivity machinery of :func:`~dpaudit.accounting.gnss_release`. The
-ledger reports it as the PATE reference implementation does.
+**Concurrency.** :meth:`PrivacyLedger.charge` checks the budget and commits the charge under
+one :class:`threading.Lock`, and every counter is updated under it: no interleaving of threads
+can accept more charges than the sequential order would, nor lose an update (issue 13).
+:meth:`~PrivacyLedger.can_afford` is advisory (another thread may charge in between); the
+authoritative answer is whether :meth:`~PrivacyLedger.charge` raises.
+
+The data-dependent ε is itself a function of the data (Papernot et al. 2018, arXiv:1802.08908,
+§4); releasing it needs the smooth-sensitivity machinery of
+:func:`~dpaudit.accounting.gnss_release`. The ledger reports it as the PATE reference
+implementation does.
 
 Where a validity condition of Thm 6 fails for a charged query (data-dependent analysis), that
 query is charged the data-independent bound at that order, and the ledger counts it: per order
 in :attr:`PrivacyLedger.fallback_counts`, at the order attaining ε(δ) in
 :attr:`PrivacyLedger.num_fallback` (shown in the repr and kept in the JSON), so the fallback is
-never silent (issue 4, item 2).
+never silent.
 """
 
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
-from scipy import special
 
 from dpaudit._typing import ArrayLike, FloatArray
 from dpaudit._validate import check_choice, check_delta, check_orders, check_positive, check_votes
-from dpaudit.accounting._confident import _threshold_flat, check_threshold
+from dpaudit.accounting._confident import check_threshold
 from dpaudit.accounting._curve import RDPCurve
-from dpaudit.accounting._gnmax import ANALYSES, gnmax_rdp_details
+from dpaudit.accounting._mechanisms import (
+    ANALYSES,
+    NoisyArgmaxCost,
+    check_finite_cost,
+    noisy_argmax_cost,
+)
 from dpaudit.accounting._orders import DEFAULT_ORDERS
 from dpaudit.conversions import rdp_to_dp
 from dpaudit.errors import BudgetExhaustedError
+from dpaudit.mechanisms.values import ConfidentGNMax, GNMax
 
 __all__ = ["PrivacyLedger"]
 
-_CONVERSIONS = ("standard", "balle2020")
-_FORMAT = "dpaudit.PrivacyLedger/2"  # /2 adds fallback_counts
+CONVERSIONS = ("standard", "balle2020")
+_FORMAT = "dpaudit.PrivacyLedger/3"  # /3: the mechanism value, num_zero_cost
 _FORMAT_PREFIX = "dpaudit.PrivacyLedger/"
 _REQUIRED_KEYS = (
     "format",
-    "sigma",
+    "mechanism",
     "delta",
     "epsilon_budget",
     "analysis",
-    "threshold",
-    "sigma1",
     "conversion",
     "orders",
     "rdp",
     "num_queries",
     "num_answered",
+    "num_zero_cost",
     "fallback_counts",
 )
 _OPTIONAL_KEYS = ("epsilon",)  # written for people reading the file; not read back
+_MECHANISM_KEYS = {"gnmax": ("sigma",), "confident-gnmax": ("threshold", "sigma1", "sigma2")}
+#: Per-query costs kept per ledger, keyed by the histogram's bytes: an interface queried
+#: repeatedly on one input (the vote-extraction attacks) computes Thm 6 once.
+_COST_CACHE_SIZE = 1024
+#: Counts above 2**53 cannot be matched against a float64 RDP total (nor reached in practice).
+_MAX_COUNT = 2**53
 
 
+class PrivacyLedger:
+    """Running RDP account of a private-prediction interface, with an optional ε budget.
+
+    Thread-safe: :meth:`charge` is atomic (budget check and commit under one lock).
+
+    Args:
+        mechanism: the aggregator that answers: :class:`~dpaudit.mechanisms.GNMax` or
+            :class:`~dpaudit.mechanisms.ConfidentGNMax` (threshold T ≥ 0).
+        delta: δ ∈ (0, 1) at which ε is reported and the budget is enforced.
+        epsilon_budget: refuse charges that would make ε(δ) exceed this (None: no limit).
+        analysis: ``"data-dependent"`` (Papernot et al. 2018 Thm 6, union-bound q̃) or
+            ``"data-independent"`` (Prop. 8).
+        orders: Rényi orders (default :data:`DEFAULT_ORDERS`).
+        conversion: ``"balle2020"`` (default) or ``"standard"`` RDP→(ε, δ).
+
+    Raises:
+        TypeError: ``mechanism`` is not GNMax or Confident GNMax.
+        ValueError: any bad argument (δ ∉ (0, 1), budget ≤ 0, T < 0, empty orders, bad
+            choice), or σ so small that the per-query RDP ``λ/σ²`` overflows float64.
+
+    Example:
+        >>> from dpaudit.mechanisms import GNMax
+        >>> led = PrivacyLedger(GNMax(40.0), delta=1e-5, epsilon_budget=1.0)
+        >>> led.charge([200, 30, 20])
+        >>> (led.num_queries, led.num_answered, round(led.epsilon(), 4))
+        (1, 1, 0.122)
+        >>> led.num_fallback  # ε is attained at λ = 108 > μ1 ≈ 100.5: Thm 6 falls back there
+        1
+    """
+
+    def __init__(
+        self,
+        mechanism: GNMax | ConfidentGNMax,
+        *,
+        delta: float,
+        epsilon_budget: float | None = None,
+        analysis: str = "data-dependent",
+        orders: ArrayLike | None = None,
+        conversion: str = "balle2020",
+    ) -> None:
+        if not isinstance(mechanism, (GNMax, ConfidentGNMax)):
+            raise TypeError(
+                "mechanism must be a GNMax or ConfidentGNMax value (dpaudit.mechanisms), got "
+                f"{type(mechanism).__name__}"
+            )
+        if isinstance(mechanism, ConfidentGNMax):
+            check_threshold(mechanism.threshold)
+        self._mechanism = mechanism
+        self._delta = check_delta(delta, allow_zero=False)
+        self._budget = (
+            None if epsilon_budget is None else check_positive("epsilon_budget", epsilon_budget)
+        )
+        self._analysis = check_choice("analysis", analysis, ANALYSES)
+        lam = check_orders(DEFAULT_ORDERS if orders is None else orders)
+        self._orders = RDPCurve.zeros(lam).orders  # validates a strictly increasing grid
+        self._conversion = check_choice("conversion", conversion, CONVERSIONS)
+        check_finite_cost(mechanism, self._orders)
+        self._lock = threading.Lock()
+        self._cache_lock = threading.Lock()
+        self._cost_cache: OrderedDict[bytes, NoisyArgmaxCost] = OrderedDict()
+        self._rdp = np.zeros(self._orders.size)
+        self._num_queries = 0
+        self._num_answered = 0
+        self._num_zero_cost = 0
+        self._fallback_counts = np.zeros(self._orders.size, dtype=np.int64)
+
+    # -- pickling: the lock is not copied, a fresh one is made ----------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        with self._lock:
+            state = dict(self.__dict__)
+        for key in ("_lock", "_cache_lock", "_cost_cache"):
+            del state[key]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+        self._cache_lock = threading.Lock()
+        self._cost_cache = OrderedDict()
+
+    # -- configuration (read-only) --------------------------------------------------------
+    @property
+    def mechanism(self) -> GNMax | ConfidentGNMax:
+        """The mechanism value accounted for."""
+        return self._mechanism
+
+    @property
+    def sigma(self) -> float:
+        """GNMax noise σ (σ2 of Confident GNMax)."""
+        return self._mechanism.sigma
+
+    @property
+    def threshold(self) -> float | None:
+        """Confident GNMax threshold T, or None for plain GNMax."""
+        m = self._mechanism
+        return m.threshold if isinstance(m, ConfidentGNMax) else None
+
+    @property
+    def sigma1(self) -> float | None:
+        """Threshold noise σ1 of Confident GNMax, or None."""
+        m = self._mechanism
+        return m.sigma1 if isinstance(m, ConfidentGNMax) else None
+
+    @property
+    def delta(self) -> float:
+        """Default δ for :meth:`epsilon` and the budget."""
+        return self._delta
+
+    @property
+    def epsilon_budget(self) -> float | None:
+        """The ε budget (None: unlimited)."""
+        return self._budget
+
+    @property
+    def analysis(self) -> str:
+        """``"data-dependent"`` or ``"data-independent"``."""
+        return self._analysis
+
+    @property
+    def orders(self) -> FloatArray:
+        """The order grid (read-only)."""
+        return self._orders
+
+    @property
+    def conversion(self) -> str:
+        """RDP→(ε, δ) conversion used."""
+        return self._conversion
+
+    # -- state (each read is a consistent snapshot) ---------------------------------------
+    def _snapshot(self) -> tuple[np.ndarray, int, int, int, np.ndarray]:
+        with self._lock:
+            return (
+                self._rdp,
+                self._num_queries,
+                self._num_answered,
+                self._num_zero_cost,
+                self._fallback_counts,
+            )
+
+    @property
+    def num_queries(self) -> int:
+        """Queries charged so far (answered or not)."""
+        return self._snapshot()[1]
+
+    @property
+    def num_answered(self) -> int:
+        """Queries whose GNMax step was charged."""
+        return self._snapshot()[2]
+
+    @property
+    def num_zero_cost(self) -> int:
+        """Charged queries whose charge was 0 at every order: the data-dependent analysis
+        with q̃ = 0 (one class, or gaps so large that q̃ underflows), where the output is
+        constant. Kept so that :meth:`from_json` can check the counts against the curve."""
+        return self._snapshot()[3]
+
+    @property
+    def fallback_counts(self) -> np.ndarray:
+        """Per order, the charged queries that were charged a data-independent fallback there.
+
+        A query counts at order λ when the data-dependent analysis was chosen but a validity
+        condition of Papernot et al. 2018 Thm 6 (V1–V4) failed at λ for its threshold step or,
+        if answered, its GNMax step, so ``λ/σ²`` (``λ/(2σ1²)``) was charged instead
+        (:func:`~dpaudit.accounting.gnmax_rdp_details`). Always 0 for ``"data-independent"``.
+        Shape ``(K,)``, int64, a copy.
+        """
+        return self._snapshot()[4].copy()
+
+    @property
+    def num_fallback(self) -> int:
+        """Charged queries that were charged a data-independent fallback at the order
+        attaining ε(δ) (the ledger's δ and conversion); the largest count over the orders
+        when no order gives a finite ε. See :attr:`fallback_counts`."""
+        rdp, _, _, _, counts = self._snapshot()
+        conv = rdp_to_dp(self._orders, rdp, self._delta, conversion=self._conversion)
+        if np.isnan(conv.order):
+            return int(counts.max())
+        return int(counts[int(np.searchsorted(self._orders, conv.order))])
+
+    @property
+    def rdp(self) -> RDPCurve:
+        """The composed RDP curve of everything charged so far."""
+        return RDPCurve(self._orders, self._snapshot()[0])
+
+    def epsilon(self, delta: float | None = None) -> float:
+        """ε(δ) of everything charged so far (the ledger's δ and conversion by default).
+
+        Raises:
+            ValueError: δ ∉ (0, 1).
+        """
+        d = self._delta if delta is None else check_delta(delta, allow_zero=False)
+        return self._eps_of(self._snapshot()[0], d)
+
+    # -- charging -------------------------------------------------------------------------
+    def _eps_of(self, rdp: np.ndarray, delta: float) -> float:
+        return rdp_to_dp(self._orders, rdp, delta, conversion=self._conversion).epsilon
+
+    def _cost(self, votes: ArrayLike) -> NoisyArgmaxCost:
+        """The per-step RDP and fallback masks of one query: a pure function of the votes
+        (never of the ledger's state), cached for repeated histograms; treat as read-only."""
+        v = check_votes("votes", votes, min_classes=1, nonneg=True)
+        if v.ndim != 1:
+            raise ValueError(f"votes must be one histogram (1-d), got shape {v.shape}")
+        key = np.ascontiguousarray(v, dtype=np.float64).tobytes()
+        with self._cache_lock:
+            cost = self._cost_cache.get(key)
+        if cost is None:
+            cost = noisy_argmax_cost(
+                self._mechanism, self._orders, votes=v, analysis=self._analysis, q="union"
+            )
+            with self._cache_lock:
+                self._cost_cache[key] = cost
+                if len(self._cost_cache) > _COST_CACHE_SIZE:
+                    self._cost_cache.popitem(last=False)
+        return cost
+
+    def query_cost(self, votes: ArrayLike) -> FloatArray:
+        """Worst-case RDP of one query: threshold step (if any) + GNMax step, shape ``(K,)``.
+
+        Where Thm 6's conditions fail this is the data-independent fallback;
+        :meth:`query_fallback` says at which orders (and :meth:`charge` counts it).
+
+        Raises:
+            ValueError: ``votes`` not a single non-negative histogram.
+        """
+        return self._cost(votes).per_use(answered=True)
+
+    def query_fallback(self, votes: ArrayLike, *, answered: bool = True) -> np.ndarray:
+        """Orders at which charging this query would use a data-independent fallback.
+
+        True at λ where the data-dependent analysis was chosen but a validity condition of
+        Papernot et al. 2018 Thm 6 fails there for the threshold step or (if ``answered``) the
+        GNMax step, exactly what :meth:`charge` adds to :attr:`fallback_counts`.
+
+        Returns:
+            Booleans of shape ``(K,)`` (all False for ``"data-independent"``).
+
+        Raises:
+            ValueError: ``votes`` not a single non-negative histogram.
+            TypeError: ``answered`` not a bool.
+
+        Example:
+            >>> from dpaudit.mechanisms import GNMax
+            >>> led = PrivacyLedger(GNMax(40.0), delta=1e-5, orders=[5.0, 200.0])
+            >>> led.query_fallback([200, 30, 20]).tolist()  # Thm 6's V2 (μ1 > λ) fails at 200
+            [False, True]
+        """
+        if not isinstance(answered, (bool, np.bool_)):
+            raise TypeError(f"answered must be a bool, got {answered!r}")
+        return self._cost(votes).fallback(bool(answered))
+
+    def _within(self, rdp: np.ndarray) -> bool:
+        return self._budget is None or self._eps_of(rdp, self._delta) <= self._budget
+
+    def can_afford(self, votes: ArrayLike) -> bool:
+        """Whether charging this query's worst case now keeps ε(δ) within the budget.
+
+        Advisory under concurrency: another thread may charge before this one does.
+        """
+        cost = self.query_cost(votes)
+        return self._within(self._snapshot()[0] + cost)
+
+    def charge(self, votes: ArrayLike, *, answered: bool = True) -> None:
+        """Charge one query: the threshold step (if any) and, if ``answered``, the GNMax step.
+
+        A private-prediction interface calls :meth:`can_afford` before running the
+        mechanism (the threshold outcome is not known in advance), then ``charge`` with the
+        outcome. Without a threshold every query is answered. The budget check and the
+        commit happen under one lock: concurrent charges never overspend.
+
+        Orders at which the query was charged a data-independent fallback (Thm 6's conditions
+        failed) are counted in :attr:`fallback_counts` / :attr:`num_fallback`.
+
+        Raises:
+            BudgetExhaustedError: the charge would make ε(δ) exceed the budget; nothing is
+                charged.
+            ValueError: bad ``votes``, ``answered=False`` for plain GNMax, or a total that
+                would overflow float64 (nothing is charged).
+            TypeError: ``answered`` not a bool.
+        """
+        if not isinstance(answered, (bool, np.bool_)):
+            raise TypeError(f"answered must be a bool, got {answered!r}")
+        answered = bool(answered)
+        if isinstance(self._mechanism, GNMax) and not answered:
+            raise ValueError("answered=False needs a threshold (plain GNMax answers every query)")
+        cost = self._cost(votes)  # a pure function of the votes: computed outside the lock
+        rho1, rho2 = cost.threshold_rdp, cost.answer_rdp
+        fallback = cost.fallback(answered)
+        zero_cost = not (np.any(rho1 > 0) or (answered and np.any(rho2 > 0)))
+        with self._lock:
+            with np.errstate(over="ignore"):
+                new = self._rdp + rho1 + (rho2 if answered else 0.0)
+            if not np.all(np.isfinite(new)):
+                raise ValueError("charging this query would overflow the RDP total; not charged")
+            if not self._within(new):
+                raise BudgetExhaustedError(
+                    f"charging this query would raise epsilon to "
+                    f"{self._eps_of(new, self._delta):.6g} > epsilon_budget={self._budget} at "
+                    f"delta={self._delta}; nothing was charged"
+                )
+            self._rdp = new
+            self._num_queries += 1
+            self._num_answered += int(answered)
+            self._num_zero_cost += int(zero_cost)
+            self._fallback_counts = self._fallback_counts + fallback
+
+    # -- persistence ----------------------------------------------------------------------
+    def to_json(self) -> str:
+        """The ledger as JSON (format ``dpaudit.PrivacyLedger/3``): the mechanism by name and
+        parameters, floats as ``float.hex()`` so :meth:`from_json` is exact."""
+        rdp, nq, na, nz, counts = self._snapshot()
+        opt = lambda x: None if x is None else _hex(x)  # noqa: E731
+        mech = {"name": self._mechanism.name}
+        for key in _MECHANISM_KEYS[self._mechanism.name]:
+            mech[key] = _hex(getattr(self._mechanism, key))
+        return json.dumps(
+            {
+                "format": _FORMAT,
+                "mechanism": mech,
+                "delta": _hex(self._delta),
+                "epsilon_budget": opt(self._budget),
+                "analysis": self._analysis,
+                "conversion": self._conversion,
+                "orders": [_hex(x) for x in self._orders],
+                "rdp": [_hex(x) for x in rdp],
+                "num_queries": nq,
+                "num_answered": na,
+                "num_zero_cost": nz,
+                "fallback_counts": [int(c) for c in counts],
+                "epsilon": repr(self._eps_of(rdp, self._delta)),  # not read back
+            },
+            indent=2,
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> PrivacyLedger:
+        """Restore a ledger written by :meth:`to_json` (bit-identical state).
+
+        The state must be one that some sequence of :meth:`charge` calls can produce: RDP
+        finite, non-negative and non-decreasing in the order, at most the data-independent
+        cost of the counted queries (and equal to it for the data-independent analysis),
+        enough RDP at each order for its fallback count, non-zero when some query had a
+        non-zero charge, and counts that fit each other (answered ≤ queries, every GNMax
+        query answered, fallbacks ≤ queries, none for the data-independent analysis).
+
+        Raises:
+            ValueError: not a ledger JSON (not JSON, not an object, another format), a key
+                missing or unexpected, a value of the wrong type, a count too large for
+                float64 accounting (> 2**53), or a state no sequence of charges can produce;
+                the message names the key.
+        """
+        data = _parse_document(text)
+        opt = lambda k: None if data[k] is None else _unhex(k, data[k])  # noqa: E731
+        try:
+            led = cls(
+                _parse_mechanism(data["mechanism"]),
+                delta=_unhex("delta", data["delta"]),
+                epsilon_budget=opt("epsilon_budget"),
+                analysis=data["analysis"],
+                orders=_hex_list("orders", data["orders"]),
+                conversion=data["conversion"],
+            )
+        except TypeError as exc:  # defensive: every value is a float or str by now
+            raise ValueError(f"ledger JSON has a value of the wrong type: {exc}") from exc
+        rdp, nq, na, nz, counts = _parse_state(data, led._orders.size)
+        _check_reachable(led, rdp, nq, na, nz, counts)
+        led._restore(rdp, nq, na, nz, counts)
+        return led
+
+    def _restore(self, rdp: np.ndarray, nq: int, na: int, nz: int, counts: np.ndarray) -> None:
+        """Install a validated state (used by :meth:`from_json` only)."""
+        with self._lock:
+            self._rdp = rdp
+            self._num_queries, self._num_answered, self._num_zero_cost = nq, na, nz
+            self._fallback_counts = counts
+
+    def __repr__(self) -> str:
+        rdp, nq, na, _, _ = self._snapshot()
+        return (
+            f"PrivacyLedger({self._mechanism!r}, delta={self._delta}, "
+            f"epsilon_budget={self._budget}, analysis={self._analysis!r}, queries={nq}, "
+            f"answered={na}, fallbacks={self.num_fallback}, "
+            f"epsilon={self._eps_of(rdp, self._delta):.6g})"
+        )
+
+
+# -- JSON helpers ------------------------------------------------------------------------------
 def _hex(x: float) -> str:
     return float(x).hex()
 
@@ -64,6 +474,11 @@ def _hex(x: float) -> str:
 def _count(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f"{name} must be a non-negative integer in the ledger JSON, got {value!r}")
+    if value > _MAX_COUNT:
+        raise ValueError(
+            f"{name}={value} in the ledger JSON exceeds 2**53: no float64 RDP total can account "
+            "for that many charges"
+        )
     return value
 
 
@@ -82,349 +497,119 @@ def _unhex(name: str, text: Any) -> float:
         raise ValueError(f"{name} is not a float.hex() string: {text!r}") from exc
 
 
-class PrivacyLedger:
-    """Running RDP account of a private-prediction interface, with an optional ε budget.
+def _parse_document(text: str) -> dict[str, Any]:
+    """The JSON object of a /3 ledger document with exactly the expected keys."""
+    try:
+        data = json.loads(text)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ValueError(f"text is not valid ledger JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"text is not a {_FORMAT} document (not a JSON object)")
+    fmt = data.get("format")
+    if fmt != _FORMAT:
+        if isinstance(fmt, str) and fmt.startswith(_FORMAT_PREFIX):
+            raise ValueError(
+                f"text is a {fmt} document; this version reads {_FORMAT} only (earlier formats "
+                "lack the mechanism value and the zero-cost count, so their state cannot be "
+                "checked)"
+            )
+        raise ValueError(f"text is not a {_FORMAT} document (format={fmt!r})")
+    missing = [k for k in _REQUIRED_KEYS if k not in data]
+    if missing:
+        raise ValueError(f"ledger JSON is missing key(s) {missing}")
+    unexpected = sorted(set(data) - set(_REQUIRED_KEYS) - set(_OPTIONAL_KEYS))
+    if unexpected:
+        raise ValueError(f"ledger JSON has unexpected key(s) {unexpected}")
+    return data
 
-    Args:
-        sigma: GNMax noise σ > 0 (σ2 of Confident GNMax).
-        delta: δ ∈ (0, 1) at which ε is reported and the budget is enforced.
-        epsilon_budget: refuse charges that would make ε(δ) exceed this (None: no limit).
-        analysis: ``"data-dependent"`` (Papernot et al. 2018 Thm 6, union-bound q̃) or
-            ``"data-independent"`` (Prop. 8).
-        threshold: Confident GNMax threshold T ≥ 0, or None for plain GNMax.
-        sigma1: threshold noise σ1 > 0 (required with ``threshold``).
-        orders: Rényi orders (default :data:`DEFAULT_ORDERS`).
-        conversion: ``"balle2020"`` (default) or ``"standard"`` RDP→(ε, δ).
 
-    Raises:
-        ValueError: any bad argument (σ ≤ 0, δ ∉ (0, 1), budget ≤ 0, T < 0, σ1 ≤ 0,
-            ``threshold`` without ``sigma1`` or vice versa, empty orders, bad choice).
+def _parse_mechanism(obj: Any) -> GNMax | ConfidentGNMax:
+    """``{"name": "gnmax", "sigma": hex}`` or ``{"name": "confident-gnmax", "threshold",
+    "sigma1", "sigma2"}`` → the mechanism value."""
+    if not isinstance(obj, dict) or obj.get("name") not in _MECHANISM_KEYS:
+        raise ValueError(
+            f"mechanism in the ledger JSON must be an object with name in "
+            f"{sorted(_MECHANISM_KEYS)}, got {obj!r}"
+        )
+    keys = _MECHANISM_KEYS[obj["name"]]
+    if set(obj) != {"name", *keys}:
+        raise ValueError(f"mechanism {obj['name']!r} in the ledger JSON needs exactly {keys}")
+    params = [_unhex(f"mechanism.{k}", obj[k]) for k in keys]
+    try:
+        return GNMax(*params) if obj["name"] == "gnmax" else ConfidentGNMax(*params)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"mechanism in the ledger JSON: {exc}") from exc
 
-    Example:
-        >>> led = PrivacyLedger(sigma=40, delta=1e-5, epsilon_budget=1.0)
-        >>> led.charge([200, 30, 20])
-        >>> (led.num_queries, led.num_answered, round(led.epsilon(), 4))
-        (1, 1, 0.122)
-        >>> led.num_fallback  # ε is attained at λ = 108 > μ1 ≈ 100.5: Thm 6 falls back there
-        1
+
+def _parse_state(data: dict[str, Any], k: int) -> tuple[np.ndarray, int, int, int, np.ndarray]:
+    """rdp, counts and fallback counts, each of the right type and shape."""
+    rdp = np.array(_hex_list("rdp", data["rdp"]), dtype=np.float64)
+    if rdp.shape != (k,) or not np.all(np.isfinite(rdp)) or np.any(rdp < 0):
+        raise ValueError(
+            f"rdp in the ledger JSON must be {k} finite non-negative values (one per order)"
+        )
+    nq = _count("num_queries", data["num_queries"])
+    na = _count("num_answered", data["num_answered"])
+    nz = _count("num_zero_cost", data["num_zero_cost"])
+    if na > nq or nz > nq:
+        raise ValueError(
+            f"num_queries/num_answered/num_zero_cost are inconsistent: {nq!r}, {na!r}, {nz!r} "
+            "(neither count may exceed num_queries)"
+        )
+    fbc = data["fallback_counts"]
+    if not isinstance(fbc, list) or len(fbc) != k:
+        raise ValueError(f"fallback_counts must be a list of {k} integers (one per order)")
+    counts = [_count("fallback_counts", c) for c in fbc]
+    if any(c > nq for c in counts):
+        raise ValueError(f"fallback_counts must not exceed num_queries={nq}, got {counts}")
+    return rdp, nq, na, nz, np.array(counts, dtype=np.int64)
+
+
+def _check_reachable(
+    led: PrivacyLedger, rdp: np.ndarray, nq: int, na: int, nz: int, counts: np.ndarray
+) -> None:
+    """Refuse a state no sequence of charges produces (issue 13).
+
+    Per query and order the charge is ``ρ1 + 1{answered}·ρ2`` with ``0 ≤ ρ ≤`` the
+    data-independent cost ``c`` (equal to it under that analysis), non-decreasing in the order
+    (Rényi divergence, and Thm 6's bound — a power mean of fixed A, B — both are; so is
+    ``min(·, λ/σ²)`` and the fallback to λ/σ² above μ1), and a fallback charges ``c`` at that
+    order. Float sums of n charges are exact to ``n·2⁻⁵³`` relative: ``slack`` allows for it.
     """
-
-    def __init__(
-        self,
-        *,
-        sigma: float,
-        delta: float,
-        epsilon_budget: float | None = None,
-        analysis: str = "data-dependent",
-        threshold: float | None = None,
-        sigma1: float | None = None,
-        orders: ArrayLike | None = None,
-        conversion: str = "balle2020",
-    ) -> None:
-        self._sigma = check_positive("sigma", sigma)
-        self._delta = check_delta(delta, allow_zero=False)
-        self._budget = (
-            None if epsilon_budget is None else check_positive("epsilon_budget", epsilon_budget)
+    di = noisy_argmax_cost(led.mechanism, led.orders)
+    c1, c2 = di.threshold_rdp, di.answer_rdp
+    gnmax = isinstance(led.mechanism, GNMax)
+    slack = 1e-9 + 2.3e-16 * nq
+    if gnmax and na != nq:
+        raise ValueError(f"num_answered={na} must equal num_queries={nq} for plain GNMax")
+    if led.analysis == "data-independent" and np.any(counts):
+        raise ValueError("fallback_counts must be 0 under the data-independent analysis")
+    drop = rdp[:-1] - rdp[1:]
+    if np.any(drop > 1e-9 * rdp.max()):
+        raise ValueError("rdp in the ledger JSON decreases with the order; charges never do")
+    cap = nq * c1 + na * c2
+    if np.any(rdp > cap * (1.0 + slack)):
+        raise ValueError(
+            f"rdp in the ledger JSON exceeds the data-independent cost of num_queries={nq} "
+            f"(num_answered={na}) queries at some order"
         )
-        self._analysis = check_choice("analysis", analysis, ANALYSES)
-        if (threshold is None) != (sigma1 is None):
+    if led.analysis == "data-independent" and np.any(rdp < cap * (1.0 - slack)):
+        raise ValueError(
+            f"rdp in the ledger JSON is not the data-independent cost of num_queries={nq} "
+            f"(num_answered={na}) queries"
+        )
+    per_fallback = c2 if gnmax else np.minimum(c1, c2)
+    if np.any(rdp < counts * per_fallback * (1.0 - slack)):
+        raise ValueError("rdp in the ledger JSON is below the cost of its fallback_counts")
+    if nq > nz and not np.any(rdp > 0):
+        raise ValueError(
+            f"rdp in the ledger JSON is 0 at every order, but {nq - nz} of num_queries={nq} "
+            "queries had a non-zero charge (num_zero_cost counts the others)"
+        )
+    if nz > 0 and led.analysis == "data-independent" and np.any(c1 + c2 > 0):
+        zero_possible = not np.any(c1 > 0) and (nq - na >= nz or not np.any(c2 > 0))
+        if not zero_possible:
             raise ValueError(
-                f"threshold and sigma1 must be given together, got threshold={threshold!r}, "
-                f"sigma1={sigma1!r}"
+                f"num_zero_cost={nz} is impossible under the data-independent analysis: every "
+                "query is charged λ/σ² > 0"
             )
-        self._threshold = None if threshold is None else check_threshold(threshold)
-        self._sigma1 = None if sigma1 is None else check_positive("sigma1", sigma1)
-        lam = check_orders(DEFAULT_ORDERS if orders is None else orders)
-        self._rdp_curve = RDPCurve.zeros(lam)  # validates a strictly increasing grid
-        self._orders = self._rdp_curve.orders
-        self._conversion = check_choice("conversion", conversion, _CONVERSIONS)
-        self._rdp = np.zeros(self._orders.size)
-        self._num_queries = 0
-        self._num_answered = 0
-        self._fallback_counts = np.zeros(self._orders.size, dtype=np.int64)
-
-    # -- configuration (read-only) --------------------------------------------------------
-    @property
-    def sigma(self) -> float:
-        """GNMax noise σ."""
-        return self._sigma
-
-    @property
-    def delta(self) -> float:
-        """Default δ for :meth:`epsilon` and the budget."""
-        return self._delta
-
-    @property
-    def epsilon_budget(self) -> float | None:
-        """The ε budget (None: unlimited)."""
-        return self._budget
-
-    @property
-    def analysis(self) -> str:
-        """``"data-dependent"`` or ``"data-independent"``."""
-        return self._analysis
-
-    @property
-    def threshold(self) -> float | None:
-        """Confident GNMax threshold T, or None."""
-        return self._threshold
-
-    @property
-    def sigma1(self) -> float | None:
-        """Threshold noise σ1, or None."""
-        return self._sigma1
-
-    @property
-    def orders(self) -> FloatArray:
-        """The order grid (read-only)."""
-        return self._orders
-
-    @property
-    def conversion(self) -> str:
-        """RDP→(ε, δ) conversion used."""
-        return self._conversion
-
-    # -- state ----------------------------------------------------------------------------
-    @property
-    def num_queries(self) -> int:
-        """Queries charged so far (answered or not)."""
-        return self._num_queries
-
-    @property
-    def num_answered(self) -> int:
-        """Queries whose GNMax step was charged."""
-        return self._num_answered
-
-    @property
-    def fallback_counts(self) -> np.ndarray:
-        """Per order, the charged queries that were charged a data-independent fallback there.
-
-        A query counts at order λ when the data-dependent analysis was chosen but a validity
-        condition of Papernot et al. 2018 Thm 6 (V1–V4) failed at λ for its threshold step or,
-        if answered, its GNMax step, so ``λ/σ²`` (``λ/(2σ1²)``) was charged instead
-        (:func:`~dpaudit.accounting.gnmax_rdp_details`). Always 0 for ``"data-independent"``.
-        Shape ``(K,)``, int64, a copy.
-        """
-        return self._fallback_counts.copy()
-
-    @property
-    def num_fallback(self) -> int:
-        """Charged queries that were charged a data-independent fallback at the order
-        attaining ε(δ) (the ledger's δ and conversion); the largest count over the orders
-        when no order gives a finite ε. See :attr:`fallback_counts`."""
-        conv = rdp_to_dp(self._orders, self._rdp, self._delta, conversion=self._conversion)
-        if np.isnan(conv.order):
-            return int(self._fallback_counts.max())
-        return int(self._fallback_counts[int(np.searchsorted(self._orders, conv.order))])
-
-    @property
-    def rdp(self) -> RDPCurve:
-        """The composed RDP curve of everything charged so far."""
-        return RDPCurve(self._orders, self._rdp)
-
-    def epsilon(self, delta: float | None = None) -> float:
-        """ε(δ) of everything charged so far (the ledger's δ and conversion by default).
-
-        Raises:
-            ValueError: δ ∉ (0, 1).
-        """
-        d = self._delta if delta is None else check_delta(delta, allow_zero=False)
-        return self._eps_of(self._rdp, d)
-
-    # -- charging -------------------------------------------------------------------------
-    def _eps_of(self, rdp: np.ndarray, delta: float) -> float:
-        return rdp_to_dp(self._orders, rdp, delta, conversion=self._conversion).epsilon
-
-    def _steps(self, votes: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(threshold-step RDP, argmax-step RDP, their fallback masks) of one query, ``(K,)``."""
-        v = check_votes("votes", votes, min_classes=1, nonneg=True)
-        if v.ndim != 1:
-            raise ValueError(f"votes must be one histogram (1-d), got shape {v.shape}")
-        det = gnmax_rdp_details(v, self._sigma, self._orders, analysis=self._analysis, q="union")
-        rho2, fb2 = det.rdp, det.fallback
-        if self._threshold is None:
-            return np.zeros_like(rho2), rho2, np.zeros_like(fb2), fb2
-        top = float(np.round(v.max()))
-        z = (top - self._threshold) / self._sigma1
-        rho1, fb1 = _threshold_flat(
-            np.array([special.log_ndtr(z)]),
-            np.array([special.log_ndtr(-z)]),
-            self._sigma1,
-            self._orders,
-            self._analysis,
-        )
-        return rho1[0], rho2, fb1[0], fb2
-
-    def query_cost(self, votes: ArrayLike) -> FloatArray:
-        """Worst-case RDP of one query: threshold step (if any) + GNMax step, shape ``(K,)``.
-
-        Where Thm 6's conditions fail this is the data-independent fallback;
-        :meth:`query_fallback` says at which orders (and :meth:`charge` counts it).
-
-        Raises:
-            ValueError: ``votes`` not a single non-negative histogram.
-        """
-        rho1, rho2, _, _ = self._steps(votes)
-        return rho1 + rho2
-
-    def query_fallback(self, votes: ArrayLike, *, answered: bool = True) -> np.ndarray:
-        """Orders at which charging this query would use a data-independent fallback.
-
-        True at λ where the data-dependent analysis was chosen but a validity condition of
-        Papernot et al. 2018 Thm 6 fails there for the threshold step or (if ``answered``) the
-        GNMax step, exactly what :meth:`charge` adds to :attr:`fallback_counts`.
-
-        Returns:
-            Booleans of shape ``(K,)`` (all False for ``"data-independent"``).
-
-        Raises:
-            ValueError: ``votes`` not a single non-negative histogram.
-            TypeError: ``answered`` not a bool.
-
-        Example:
-            >>> led = PrivacyLedger(sigma=40, delta=1e-5, orders=[5.0, 200.0])
-            >>> led.query_fallback([200, 30, 20]).tolist()  # Thm 6's V2 (μ1 > λ) fails at 200
-            [False, True]
-        """
-        if not isinstance(answered, (bool, np.bool_)):
-            raise TypeError(f"answered must be a bool, got {answered!r}")
-        _, _, fb1, fb2 = self._steps(votes)
-        return fb1 | (fb2 & bool(answered))
-
-    def _within(self, rdp: np.ndarray) -> bool:
-        return self._budget is None or self._eps_of(rdp, self._delta) <= self._budget
-
-    def can_afford(self, votes: ArrayLike) -> bool:
-        """Whether charging this query's worst case keeps ε(δ) within the budget."""
-        return self._within(self._rdp + self.query_cost(votes))
-
-    def charge(self, votes: ArrayLike, *, answered: bool = True) -> None:
-        """Charge one query: the threshold step (if set) and, if ``answered``, the GNMax step.
-
-        A private-prediction interface calls :meth:`can_afford` before running the
-        mechanism (the threshold outcome is not known in advance), then ``charge`` with the
-        outcome. Without a threshold every query is answered.
-
-        Orders at which the query was charged a data-independent fallback (Thm 6's conditions
-        failed) are counted in :attr:`fallback_counts` / :attr:`num_fallback`.
-
-        Raises:
-            BudgetExhaustedError: the charge would make ε(δ) exceed the budget; nothing is
-                charged.
-            ValueError: bad ``votes``, or ``answered=False`` without a threshold.
-            TypeError: ``answered`` not a bool.
-        """
-        if not isinstance(answered, (bool, np.bool_)):
-            raise TypeError(f"answered must be a bool, got {answered!r}")
-        if self._threshold is None and not answered:
-            raise ValueError("answered=False needs a threshold (plain GNMax answers every query)")
-        rho1, rho2, fb1, fb2 = self._steps(votes)
-        new = self._rdp + rho1 + (rho2 if answered else 0.0)
-        if not self._within(new):
-            raise BudgetExhaustedError(
-                f"charging this query would raise epsilon to {self._eps_of(new, self._delta):.6g} "
-                f"> epsilon_budget={self._budget} at delta={self._delta}; nothing was charged"
-            )
-        self._rdp = new
-        self._num_queries += 1
-        self._num_answered += int(bool(answered))
-        self._fallback_counts += fb1 | (fb2 & bool(answered))
-
-    # -- persistence ----------------------------------------------------------------------
-    def to_json(self) -> str:
-        """The ledger as JSON; floats as ``float.hex()`` so :meth:`from_json` is exact."""
-        opt = lambda x: None if x is None else _hex(x)  # noqa: E731
-        return json.dumps(
-            {
-                "format": _FORMAT,
-                "sigma": _hex(self._sigma),
-                "delta": _hex(self._delta),
-                "epsilon_budget": opt(self._budget),
-                "analysis": self._analysis,
-                "threshold": opt(self._threshold),
-                "sigma1": opt(self._sigma1),
-                "conversion": self._conversion,
-                "orders": [_hex(x) for x in self._orders],
-                "rdp": [_hex(x) for x in self._rdp],
-                "num_queries": self._num_queries,
-                "num_answered": self._num_answered,
-                "fallback_counts": [int(c) for c in self._fallback_counts],
-                "epsilon": repr(self.epsilon()),  # for people reading the file; not read back
-            },
-            indent=2,
-        )
-
-    @classmethod
-    def from_json(cls, text: str) -> PrivacyLedger:
-        """Restore a ledger written by :meth:`to_json` (bit-identical state).
-
-        Raises:
-            ValueError: not a ledger JSON (not JSON, not an object, another format), a key
-                missing or unexpected, or a value of the wrong type or inconsistent (bad
-                configuration, ``rdp``/``fallback_counts`` not one entry per order, counts
-                that do not fit ``num_queries``); the message names the key.
-        """
-        try:
-            data = json.loads(text)
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise ValueError(f"text is not valid ledger JSON: {exc}") from exc
-        if not isinstance(data, dict):
-            raise ValueError(f"text is not a {_FORMAT} document (not a JSON object)")
-        fmt = data.get("format")
-        if fmt != _FORMAT:
-            if isinstance(fmt, str) and fmt.startswith(_FORMAT_PREFIX):
-                raise ValueError(
-                    f"text is a {fmt} document; this version reads {_FORMAT} only (/1 has no "
-                    "fallback_counts, so it cannot be restored without loss)"
-                )
-            raise ValueError(f"text is not a {_FORMAT} document (format={fmt!r})")
-        missing = [k for k in _REQUIRED_KEYS if k not in data]
-        if missing:
-            raise ValueError(f"ledger JSON is missing key(s) {missing}")
-        unexpected = sorted(set(data) - set(_REQUIRED_KEYS) - set(_OPTIONAL_KEYS))
-        if unexpected:
-            raise ValueError(f"ledger JSON has unexpected key(s) {unexpected}")
-        opt = lambda k: None if data[k] is None else _unhex(k, data[k])  # noqa: E731
-        try:
-            led = cls(
-                sigma=_unhex("sigma", data["sigma"]),
-                delta=_unhex("delta", data["delta"]),
-                epsilon_budget=opt("epsilon_budget"),
-                analysis=data["analysis"],
-                threshold=opt("threshold"),
-                sigma1=opt("sigma1"),
-                orders=_hex_list("orders", data["orders"]),
-                conversion=data["conversion"],
-            )
-        except TypeError as exc:  # defensive: every value is a float or str by now
-            raise ValueError(f"ledger JSON has a value of the wrong type: {exc}") from exc
-        k = led._orders.size
-        rdp = np.array(_hex_list("rdp", data["rdp"]), dtype=np.float64)
-        if rdp.shape != (k,) or np.any(np.isnan(rdp)) or np.any(rdp < 0):
-            raise ValueError(
-                f"rdp in the ledger JSON must be {k} non-negative values (one per order)"
-            )
-        nq = _count("num_queries", data["num_queries"])
-        na = _count("num_answered", data["num_answered"])
-        if na > nq:
-            raise ValueError(f"num_queries/num_answered are inconsistent: {nq!r}, {na!r}")
-        fbc = data["fallback_counts"]
-        if not isinstance(fbc, list) or len(fbc) != k:
-            raise ValueError(f"fallback_counts must be a list of {k} integers (one per order)")
-        counts = [_count("fallback_counts", c) for c in fbc]
-        if any(c > nq for c in counts):
-            raise ValueError(f"fallback_counts must not exceed num_queries={nq}, got {counts}")
-        led._rdp = rdp
-        led._num_queries = nq
-        led._num_answered = na
-        led._fallback_counts = np.array(counts, dtype=np.int64)
-        return led
-
-    def __repr__(self) -> str:
-        return (
-            f"PrivacyLedger(sigma={self._sigma}, delta={self._delta}, "
-            f"epsilon_budget={self._budget}, analysis={self._analysis!r}, "
-            f"threshold={self._threshold}, sigma1={self._sigma1}, queries={self._num_queries}, "
-            f"answered={self._num_answered}, fallbacks={self.num_fallback}, "
-            f"epsilon={self.epsilon():.6g})"
-        )

@@ -15,14 +15,17 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
 import numpy as np
 from scipy import special
 
+from dpaudit._results import ResultMixin
 from dpaudit._typing import ArrayLike, FloatArray
-from dpaudit._validate import check_choice, check_orders
+from dpaudit._validate import check_array, check_choice, check_orders
+from dpaudit.accounting._curve import RDPCurve
 from dpaudit.accounting._orders import DEFAULT_ORDERS
 from dpaudit.mechanisms.values import (
     ConfidentGNMax,
@@ -34,13 +37,211 @@ from dpaudit.mechanisms.values import (
     SubsampledGaussian,
 )
 
-__all__ = ["ANALYSES", "expected_data_dependent_rdp", "mechanism_epsilon", "mechanism_rdp"]
+__all__ = [
+    "ANALYSES",
+    "NoisyArgmaxCost",
+    "check_finite_cost",
+    "expected_data_dependent_rdp",
+    "mechanism_epsilon",
+    "mechanism_rdp",
+    "noisy_argmax_cost",
+]
 
 ANALYSES: tuple[str, ...] = ("data-independent", "data-dependent")
 
 
 def _orders(orders: ArrayLike | None) -> np.ndarray:
     return check_orders(DEFAULT_ORDERS if orders is None else orders)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class NoisyArgmaxCost(ResultMixin):
+    """Per-use RDP of GNMax / Confident GNMax, split by step, with Thm 6's fallbacks.
+
+    Confident GNMax (Papernot et al. 2018, arXiv:1802.08908, Alg. 1) pays its threshold step
+    on every query and its GNMax step only when it answers; plain GNMax has no threshold step
+    (zeros) and always answers. Computed by :func:`noisy_argmax_cost`, the one place these
+    claims are made (:func:`mechanism_rdp`, :class:`~dpaudit.accounting.PrivacyLedger` and
+    :func:`~dpaudit.accounting.pate_accounting` all read them here).
+
+    Attributes:
+        mechanism: the :class:`~dpaudit.mechanisms.GNMax` or
+            :class:`~dpaudit.mechanisms.ConfidentGNMax` value.
+        orders: ``(K,)``.
+        threshold_rdp: ``(..., K)`` the step paid by every query (0 for GNMax).
+        answer_rdp: ``(..., K)`` the GNMax step, paid by answered queries.
+        threshold_fallback, answer_fallback: ``(..., K)`` where the data-dependent analysis
+            of that step fell back to its data-independent bound (a condition of Thm 6
+            failed); all False for the data-independent analysis.
+        answer_probability: ``(...)`` Pr[answered] (1 for GNMax; NaN for Confident GNMax
+            without votes).
+        expected_rdp: ``(..., K)`` ``threshold_rdp + answer_probability · answer_rdp``.
+        analysis: ``"data-independent"`` or ``"data-dependent"``.
+        q: the q̃ bound of the data-dependent analysis (``"union"`` or ``"exact"``).
+    """
+
+    mechanism: Any
+    orders: FloatArray
+    threshold_rdp: FloatArray
+    answer_rdp: FloatArray
+    threshold_fallback: np.ndarray
+    answer_fallback: np.ndarray
+    answer_probability: FloatArray
+    expected_rdp: FloatArray
+    analysis: str
+    q: str
+
+    def per_use(self, answered: bool = True) -> FloatArray:
+        """RDP of each use given its outcome: threshold step (+ GNMax step if answered)."""
+        if isinstance(self.mechanism, GNMax):
+            return self.answer_rdp.copy()
+        return self.threshold_rdp + (self.answer_rdp if answered else 0.0)
+
+    def fallback(self, answered: bool = True) -> np.ndarray:
+        """Where a step that was charged fell back: threshold step, or GNMax step if answered."""
+        return self.threshold_fallback | (self.answer_fallback & bool(answered))
+
+    def realised(self, answered: ArrayLike) -> RDPCurve:
+        """Composed RDP of the batch given which queries were answered: Σ ρ1 + 1{answered}·ρ2.
+
+        Raises:
+            ValueError: ``answered`` not booleans of the batch shape.
+        """
+        shape = np.shape(self.answer_probability)
+        mask = check_array("answered", answered, allow_empty=True)
+        if mask.shape != shape or not np.all((mask == 0) | (mask == 1)):
+            raise ValueError(f"answered must be booleans of shape {shape}, got {answered!r}")
+        k = self.orders.size
+        total = self.threshold_rdp.reshape(-1, k).sum(axis=0) + (
+            mask.reshape(-1, 1) * self.answer_rdp.reshape(-1, k)
+        ).sum(axis=0)
+        return RDPCurve(self.orders, total)
+
+    def expected(self) -> RDPCurve:
+        """Expected composed RDP of the batch, Σ (ρ1 + p·ρ2) (for planning and plots)."""
+        return RDPCurve(self.orders, self.expected_rdp.reshape(-1, self.orders.size).sum(axis=0))
+
+    def composed(self) -> RDPCurve:
+        """Composed RDP of the batch when every query is answered (plain GNMax)."""
+        return RDPCurve(self.orders, self.answer_rdp.reshape(-1, self.orders.size).sum(axis=0))
+
+
+def _per_sigma2(lam: np.ndarray, sigma: float, factor: float = 1.0) -> np.ndarray:
+    """``λ/(factor·σ²)`` with ``σ**2`` as :func:`mechanism_rdp` always computed it; an
+    overflowing σ² gives 0 and an underflowing one +inf (no OverflowError, no warning)."""
+    try:
+        sq = sigma**2
+    except OverflowError:
+        sq = math.inf
+    with np.errstate(divide="ignore", over="ignore"):
+        return lam / (factor * sq) if factor != 1.0 else lam / sq
+
+
+def check_finite_cost(mechanism: Any, orders: ArrayLike | None = None) -> None:
+    """Raise a ValueError naming the parameter when a GNMax / Confident GNMax value's
+    data-independent per-use RDP ``λ/σ²`` is not a finite float64 at some order (σ so small
+    that σ² underflows): nothing could be charged or composed with it."""
+    lam = _orders(orders)
+    params = [("sigma", mechanism.sigma, 1.0)]
+    if isinstance(mechanism, ConfidentGNMax):
+        params = [("sigma1", mechanism.sigma1, 2.0), ("sigma2", mechanism.sigma2, 1.0)]
+    for name, value, factor in params:
+        cost = _per_sigma2(lam, value, factor)
+        if not np.all(np.isfinite(cost)):
+            raise ValueError(
+                f"{name}={value!r} is too small for float64: the per-query RDP "
+                f"order/{'2·' if factor != 1.0 else ''}{name}² overflows (up to order "
+                f"{lam[-1]:g}); no finite privacy claim can be accounted for it"
+            )
+
+
+def noisy_argmax_cost(
+    mechanism: Any,
+    orders: ArrayLike | None = None,
+    *,
+    votes: ArrayLike | None = None,
+    analysis: str = "data-independent",
+    q: str = "union",
+) -> NoisyArgmaxCost:
+    """Per-use RDP of a GNMax or Confident GNMax value, by step, with the fallback masks.
+
+    * data-independent: GNMax ``α/σ²`` (Papernot et al. 2018, arXiv:1802.08908, Prop. 8);
+      Confident GNMax threshold step ``α/(2σ1²)`` (Gaussian mechanism of L2 sensitivity 1 on
+      the max count, Mironov 2017, arXiv:1702.07476, Prop. 7) and GNMax step ``α/σ2²``.
+    * data-dependent on ``votes``: Thm 6 of Papernot et al. 2018 with Prop. 10's parameters
+      per step (:func:`~dpaudit.accounting.gnmax_rdp_details`,
+      :func:`~dpaudit.accounting.confident_gnmax_cost`), q̃ by ``q``; where a condition of
+      Thm 6 fails the step is charged its data-independent bound and its fallback mask is set.
+
+    Args:
+        mechanism: :class:`~dpaudit.mechanisms.GNMax` or
+            :class:`~dpaudit.mechanisms.ConfidentGNMax`.
+        orders: Rényi orders (default :data:`DEFAULT_ORDERS`).
+        votes: histograms ``(..., C)`` (needed by the data-dependent analysis; with the
+            data-independent one they set the batch shape and Pr[answered]).
+        analysis: ``"data-independent"`` (default) or ``"data-dependent"``.
+        q: ``"union"`` (default) or ``"exact"``.
+
+    Returns:
+        :class:`NoisyArgmaxCost`.
+
+    Raises:
+        ValueError: bad orders, votes, analysis or q; data-dependent without votes; a
+            negative threshold under the data-dependent analysis.
+        TypeError: ``mechanism`` is not GNMax or Confident GNMax.
+
+    Example:
+        >>> from dpaudit.mechanisms import ConfidentGNMax
+        >>> c = noisy_argmax_cost(ConfidentGNMax(200, 150, 40), [2.0], votes=[[210, 40, 0]])
+        >>> c.per_use(answered=False).tolist(), c.per_use().tolist()
+        ([[4.4444444444444447e-05]], [[0.0012944444444444444]])
+    """
+    from dpaudit.accounting._confident import answer_probability, confident_gnmax_cost
+    from dpaudit.accounting._gnmax import Q_METHODS, gnmax_rdp_details
+
+    if not isinstance(mechanism, (GNMax, ConfidentGNMax)):
+        raise TypeError(
+            f"mechanism must be GNMax or ConfidentGNMax, got {type(mechanism).__name__}"
+        )
+    lam = _orders(orders)
+    check_choice("analysis", analysis, ANALYSES)
+    check_choice("q", q, Q_METHODS)
+    dd = analysis == "data-dependent"
+    if dd and votes is None:
+        raise ValueError("analysis='data-dependent' needs the vote histograms (votes=...)")
+    shape: tuple[int, ...] = () if votes is None else np.shape(votes)[:-1]
+    full = (*shape, lam.size)
+    no_fallback = np.zeros(full, dtype=bool)
+    if isinstance(mechanism, GNMax):
+        if dd:
+            det = gnmax_rdp_details(votes, mechanism.sigma, lam, analysis="data-dependent", q=q)
+            rho2, fb2 = det.rdp, det.fallback
+        else:
+            rho2 = np.broadcast_to(_per_sigma2(lam, mechanism.sigma), full).copy()
+            fb2 = no_fallback
+        zeros = np.zeros(full)
+        return NoisyArgmaxCost(
+            mechanism, lam, zeros, rho2, no_fallback, fb2, np.ones(shape), rho2, analysis, q
+        )
+    if dd:
+        c = confident_gnmax_cost(
+            votes, threshold=mechanism.threshold, sigma1=mechanism.sigma1,
+            sigma2=mechanism.sigma2, orders=lam, analysis="data-dependent", q=q,
+        )  # fmt: skip
+        return NoisyArgmaxCost(
+            mechanism, lam, c.threshold_rdp, c.argmax_rdp, c.threshold_fallback,
+            c.argmax_fallback, c.answer_probability, c.expected_rdp, analysis, q,
+        )  # fmt: skip
+    rho1 = np.broadcast_to(_per_sigma2(lam, mechanism.sigma1, 2.0), full).copy()
+    rho2 = np.broadcast_to(_per_sigma2(lam, mechanism.sigma2), full).copy()
+    if votes is None:
+        p = np.full(shape, np.nan)
+    else:
+        p = np.asarray(answer_probability(votes, mechanism.threshold, mechanism.sigma1))
+    expected = rho1 + p[..., None] * rho2
+    return NoisyArgmaxCost(
+        mechanism, lam, rho1, rho2, no_fallback, no_fallback.copy(), p, expected, analysis, q
+    )
 
 
 def mechanism_rdp(
@@ -91,8 +292,6 @@ def mechanism_rdp(
         ...               analysis="data-dependent").round(8).tolist()
         [[0.00054506, 0.00074463]]
     """
-    from dpaudit.accounting._confident import confident_gnmax_cost
-    from dpaudit.accounting._gnmax import gnmax_rdp
     from dpaudit.accounting._label import gaussian_label_rdp
     from dpaudit.accounting._lnmax import lnmax_rdp
     from dpaudit.accounting._subsampled import subsampled_gaussian_rdp
@@ -106,25 +305,9 @@ def mechanism_rdp(
     shape: tuple[int, ...] = ()
     if votes is not None:
         shape = np.shape(votes)[:-1]
-    if isinstance(mechanism, GNMax):
-        if dd:
-            return gnmax_rdp(votes, mechanism.sigma, lam, analysis="data-dependent", q=q)
-        return np.broadcast_to(lam / mechanism.sigma**2, (*shape, lam.size)).copy()
-    if isinstance(mechanism, ConfidentGNMax):
-        if dd:
-            cost = confident_gnmax_cost(
-                votes,
-                threshold=mechanism.threshold,
-                sigma1=mechanism.sigma1,
-                sigma2=mechanism.sigma2,
-                orders=lam,
-                analysis="data-dependent",
-                q=q,
-            )
-            step = cost.threshold_rdp + (cost.argmax_rdp if answered else 0.0)
-            return np.asarray(step, dtype=np.float64)
-        per = lam / (2.0 * mechanism.sigma1**2) + (lam / mechanism.sigma2**2 if answered else 0.0)
-        return np.broadcast_to(per, (*shape, lam.size)).copy()
+    if isinstance(mechanism, (GNMax, ConfidentGNMax)):
+        cost = noisy_argmax_cost(mechanism, lam, votes=votes, analysis=analysis, q=q)
+        return cost.per_use(answered)
     if isinstance(mechanism, LNMax):
         if votes is None:
             eps = 2.0 / mechanism.scale

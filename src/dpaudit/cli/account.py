@@ -81,9 +81,23 @@ def pate_command(
     votes = _load_array(Path(votes_file), "votes file")
     answered = None if answered_file is None else _load_array(Path(answered_file), "answered file")
     try:
-        report = pate_accounting(
-            votes, sigma=sigma, delta=delta, threshold=threshold, sigma1=sigma1, answered=answered
-        )
+        report = pate_accounting(votes, _mechanism(sigma, threshold, sigma1), delta=delta,
+                                 answered=answered)  # fmt: skip
     except (ValueError, TypeError) as exc:
         fail(str(exc))
     emit(report, as_json=json_, render=_render)
+
+
+def _mechanism(sigma: float, threshold: float | None, sigma1: float | None):
+    """The mechanism value the options describe: GNMax, or Confident GNMax with both
+    ``--threshold`` and ``--sigma1``."""
+    from dpaudit.mechanisms import ConfidentGNMax, GNMax
+
+    if (threshold is None) != (sigma1 is None):
+        raise ValueError(
+            f"--threshold and --sigma1 must be given together, got threshold={threshold!r}, "
+            f"sigma1={sigma1!r}"
+        )
+    if threshold is None:
+        return GNMax(sigma)
+    return ConfidentGNMax(threshold, sigma1, sigma)

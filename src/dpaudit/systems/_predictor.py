@@ -6,19 +6,24 @@ budget, and to an answer cache (the mitigation of paper 000 §5.4 and paper 003 
 query returns its first answer and costs nothing more). The claimed guarantee travels with it
 (``ledger``, ``claimed_rdp``), so an audit compares the implementation with the analysis of the
 same object.
+
+:meth:`PrivatePredictor.predict` may be called from several threads: its charge-then-answer
+section (cache lookup, budget check, ledger charge, bookkeeping) runs under one lock, so the
+interface never overspends nor loses a record, whatever ledger is attached (issue 13).
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
+import threading
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from dpaudit._rng import as_generator
 from dpaudit._typing import ArrayLike, IntArray, RngLike
-from dpaudit._validate import check_choice, check_delta, check_orders, check_positive_int
+from dpaudit._validate import check_choice, check_orders, check_positive_int
 from dpaudit.errors import BudgetExhaustedError
 from dpaudit.mechanisms.values import ABSTAIN, REFUSED, ConfidentGNMax, GNMax, NoisyArgmax
 from dpaudit.systems._ensemble import TeacherEnsemble
@@ -54,8 +59,8 @@ def make_ledger(
 ) -> PrivacyLedger:
     """A :class:`dpaudit.accounting.PrivacyLedger` that accounts for ``aggregator``.
 
-    Copies σ (and, for Confident GNMax, T and σ1) from the aggregator, so the claim is made
-    about the mechanism that actually answers.
+    The ledger holds the aggregator's mechanism value itself, so the claim is made about the
+    mechanism that actually answers: ``PrivacyLedger(aggregator, delta=..., ...)``.
 
     Args:
         aggregator: :class:`GNMax` or :class:`ConfidentGNMax`.
@@ -63,7 +68,8 @@ def make_ledger(
         epsilon_budget: refuse queries past this ε (None: no limit).
         analysis: ``"data-dependent"`` (Papernot et al. 2018 Thm 6) or ``"data-independent"``.
         orders: Rényi orders (default :data:`dpaudit.accounting.DEFAULT_ORDERS`).
-        conversion: RDP→(ε, δ): ``"balle2020"`` (paper 000 Thm 1) or ``"standard"``.
+        conversion: RDP→(ε, δ): ``"balle2020"`` (Balle et al. 2020, arXiv:1905.09982) or
+            ``"standard"``.
 
     Returns:
         A fresh ledger.
@@ -74,28 +80,22 @@ def make_ledger(
 
     Example:
         >>> led = make_ledger(GNMax(sigma=40.0), delta=1e-5, epsilon_budget=2.0)
-        >>> led.sigma, led.threshold
-        (40.0, None)
+        >>> led.mechanism, led.threshold
+        (GNMax(sigma=40.0), None)
     """
     from dpaudit.accounting import PrivacyLedger
 
-    check_delta(delta, allow_zero=False)
-    if isinstance(aggregator, ConfidentGNMax):
-        extra: dict[str, Any] = {"threshold": aggregator.threshold, "sigma1": aggregator.sigma1}
-    elif isinstance(aggregator, GNMax):
-        extra = {}
-    else:
+    if not isinstance(aggregator, (GNMax, ConfidentGNMax)):
         raise TypeError(
             f"aggregator must be GNMax or ConfidentGNMax, got {type(aggregator).__name__}"
         )
     return PrivacyLedger(
-        sigma=aggregator.sigma,
+        aggregator,
         delta=delta,
         epsilon_budget=epsilon_budget,
         analysis=analysis,
         orders=orders,
         conversion=conversion,
-        **extra,
     )
 
 
@@ -106,7 +106,13 @@ def _query_key(row: np.ndarray) -> bytes:
 
 
 def _check_ledger_matches(ledger: Any, aggregator: Any) -> None:
-    """Refuse a ledger whose noise parameters differ from the mechanism it accounts for."""
+    """Refuse a ledger whose mechanism (or noise parameters) differ from the aggregator's."""
+    mechanism = getattr(ledger, "mechanism", None)
+    if mechanism is not None and mechanism != aggregator:
+        raise ValueError(
+            f"ledger.mechanism={mechanism!r} does not match the aggregator {aggregator!r}; "
+            "the ledger must account for the mechanism that answers"
+        )
 
     def differs(attr: str, expected: float | None) -> bool:
         if not hasattr(ledger, attr):
@@ -204,6 +210,7 @@ class PrivatePredictor:
         self._ledger = ledger
         self._cache_enabled = bool(cache)
         self._teachers_per_query = teachers_per_query
+        self._lock = threading.Lock()  # guards everything below (the charge-then-answer state)
         self._cache: dict[bytes, int] = {}
         self._refused = False
         self._charged_votes: list[np.ndarray] = []
@@ -241,39 +248,60 @@ class PrivatePredictor:
     @property
     def exhausted(self) -> bool:
         """True once a query has been refused: every later uncached query is refused too."""
-        return self._refused
+        with self._lock:
+            return self._refused
 
     @property
     def num_charged(self) -> int:
         """Queries that spent privacy (answered or abstained)."""
-        return len(self._charged_answered)
+        with self._lock:
+            return len(self._charged_answered)
 
     @property
     def num_answered(self) -> int:
         """Charged queries that returned a label."""
-        return int(sum(self._charged_answered))
+        with self._lock:
+            return int(sum(self._charged_answered))
 
     @property
     def num_cached(self) -> int:
         """Queries served from the cache (no cost)."""
-        return self._num_cached
+        with self._lock:
+            return self._num_cached
 
     @property
     def num_refused(self) -> int:
         """Queries refused for lack of budget (no cost)."""
-        return self._num_refused
+        with self._lock:
+            return self._num_refused
+
+    def _charged(self) -> tuple[IntArray, np.ndarray]:
+        """(charged votes, answered flags): one consistent snapshot."""
+        with self._lock:
+            votes, answered = list(self._charged_votes), list(self._charged_answered)
+        if not votes:
+            return np.zeros((0, self._ensemble.num_classes), dtype=np.int64), np.zeros(0, bool)
+        return np.stack(votes), np.array(answered, dtype=bool)
 
     @property
     def charged_votes(self) -> IntArray:
         """The vote histograms of the charged queries, in order, shape (num_charged, C)."""
-        if not self._charged_votes:
-            return np.zeros((0, self._ensemble.num_classes), dtype=np.int64)
-        return np.stack(self._charged_votes)
+        return self._charged()[0]
 
     @property
     def charged_answered(self) -> np.ndarray:
         """Whether each charged query was answered (False: Confident GNMax abstained)."""
-        return np.array(self._charged_answered, dtype=bool)
+        return self._charged()[1]
+
+    def __getstate__(self) -> dict[str, Any]:
+        with self._lock:
+            state = dict(self.__dict__)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     def votes(self, X: ArrayLike, *, rng: RngLike = None) -> IntArray:
         """The (noiseless) vote histograms the interface aggregates, shape (n, C).
@@ -288,6 +316,10 @@ class PrivatePredictor:
 
     def predict(self, X: ArrayLike, *, rng: RngLike = None) -> IntArray:
         """Private labels for the queries, in order.
+
+        Thread-safe: concurrent calls release their queries one at a time (cache lookup,
+        budget check, ledger charge and bookkeeping under one lock), so the attached ledger is
+        never overspent and every charge is recorded, whatever the interleaving.
 
         Args:
             X: queries, shape (n, d) (or (d,) for one query).
@@ -319,12 +351,19 @@ class PrivatePredictor:
             self._aggregator.decide(votes.astype(np.float64), noise), dtype=np.int64
         )
         if self._ledger is None and not self._cache_enabled:
-            self._charged_votes.extend(votes)
-            self._charged_answered.extend((proposed != ABSTAIN).tolist())
+            with self._lock:
+                self._charged_votes.extend(votes)
+                self._charged_answered.extend((proposed != ABSTAIN).tolist())
             return proposed
+        keys = [_query_key(row) if self._cache_enabled else b"" for row in Xa]
+        with self._lock:  # the charge-then-answer section: one query at a time
+            return self._release(votes, proposed, keys)
+
+    def _release(self, votes: np.ndarray, proposed: IntArray, keys: list[bytes]) -> IntArray:
+        """Per query in order: cached answer, refusal, or charge and answer (lock held)."""
         out = np.empty(votes.shape[0], dtype=np.int64)
         for i in range(votes.shape[0]):
-            key = _query_key(Xa[i]) if self._cache_enabled else b""
+            key = keys[i]
             if self._cache_enabled and key in self._cache:
                 # already released: repeating it is post-processing, free even when exhausted
                 out[i] = self._cache[key]
@@ -367,12 +406,12 @@ class PrivatePredictor:
         """The RDP the system claims for the queries it has charged so far, composed.
 
         Per charged query (RDP composes by addition at each order, Mironov 2017 Prop. 1):
-        GNMax — :func:`dpaudit.accounting.gnmax_rdp` (data-independent λ/σ², Papernot et al.
-        2018 Prop. 8; data-dependent Thm 6 with the union-bound q̃, formulas.md §1.2–§1.4);
-        Confident GNMax — the threshold step :func:`dpaudit.accounting.threshold_rdp` on every
-        query plus the GNMax step at σ2 on answered ones (formulas.md §1.5). These are the
-        functions :class:`dpaudit.accounting.PrivacyLedger` charges, so with the ledger's
-        analysis and orders the curve equals ``ledger.rdp``.
+        GNMax — data-independent λ/σ² (Papernot et al. 2018, arXiv:1802.08908, Prop. 8),
+        data-dependent Thm 6 with the union-bound q̃ (Prop. 7); Confident GNMax — the threshold
+        step on every query plus the GNMax step at σ2 on answered ones (Alg. 1). Both come from
+        :func:`dpaudit.accounting.mechanism_rdp`, which is what
+        :class:`dpaudit.accounting.PrivacyLedger` charges, so with the ledger's analysis and
+        orders the curve equals ``ledger.rdp``.
 
         Args:
             orders: Rényi orders λ > 1 (default: the ledger's, else
@@ -407,8 +446,8 @@ class PrivatePredictor:
         if analysis is None:
             analysis = getattr(ledger, "analysis", None) or "data-independent"
         check_choice("analysis", analysis, ("data-dependent", "data-independent"))
-        votes = self.charged_votes.astype(np.float64)
-        answered = self.charged_answered
+        charged, answered = self._charged()
+        votes = charged.astype(np.float64)
         if votes.shape[0] == 0:
             return RDPCurve.zeros(lam)
         total = np.zeros(lam.size)
