@@ -19,6 +19,7 @@ from dpaudit._typing import ArrayLike, FloatArray, Progress, ProgressLike
 
 __all__ = [
     "check_array",
+    "check_at_most",
     "check_choice",
     "check_confidence_level",
     "check_counts",
@@ -122,6 +123,17 @@ def check_positive_int(name: str, value: object) -> int:
     if out < 1:
         raise ValueError(f"{name} must be a positive integer, got {out}")
     return out
+
+
+def check_at_most(name: str, value: int, bound: int, bound_name: str) -> int:
+    """``value ≤ bound`` for two already-checked integers (a count within its total).
+
+    Raises:
+        ValueError: ``value > bound``, naming both arguments.
+    """
+    if value > bound:
+        raise ValueError(f"{name} must be <= {bound_name}={bound}, got {value}")
+    return value
 
 
 def check_choice(name: str, value: object, choices: Iterable[str]) -> str:

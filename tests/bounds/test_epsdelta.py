@@ -229,7 +229,7 @@ def test_confusion_type_errors():
     [
         ((6, 5, 1, 5), "count must be <= n"),
         ((1, 5, 6, 5), "count_neighbour"),
-        ((0, 0, 1, 5), "n must be at least 1"),
+        ((0, 0, 1, 5), "n must be a positive integer"),
         ((0, 5, 0, 0), "n_neighbour"),
         ((-1, 5, 1, 5), "count"),
     ],

@@ -63,7 +63,7 @@ def test_clopper_pearson_one_sided_matches_scipy_and_beta_quantiles(k, n, altern
     [
         (11, 10, {}, r"^k must be <= n"),
         (-1, 10, {}, r"^k must be non-negative"),
-        (0, 0, {}, r"^n must be at least 1"),
+        (0, 0, {}, r"^n must be a positive integer"),
         (0, -5, {}, r"^n must be non-negative"),
         (3, 10, {"confidence_level": 0.0}, r"^confidence_level"),
         (3, 10, {"confidence_level": 1.0}, r"^confidence_level"),

@@ -1,7 +1,7 @@
 """Confident GNMax: the noisy threshold step, its RDP, and the expected per-query cost.
 
-Sources: Papernot et al. 2018 (ICLR), Algorithm 1 (Confident GNMax) and §4 / App. B; paper
-004 (Malek et al. 2021) Alg. 2 uses it for PATE-FM; ``shared/formulas.md`` §1.5.
+Sources: Papernot et al. 2018 (ICLR, arXiv:1802.08908), Algorithm 1 (Confident GNMax) and
+§4 / App. B; Malek et al. 2021 (arXiv:2106.03408) Alg. 2 use it for PATE-FM.
 
 Step 1 adds ``N(0, σ1²)`` to the *max count only* (sensitivity 1) and answers iff the noisy
 max reaches ``T``; step 2 (if answered) is GNMax with noise σ2. Step 1 is the Gaussian
@@ -29,7 +29,7 @@ from dpaudit._validate import (
     check_votes,
 )
 from dpaudit.accounting._curve import RDPCurve
-from dpaudit.accounting._gnmax import ANALYSES, Q_METHODS, _rdp_gn_flat, gnmax_rdp_details
+from dpaudit.accounting._gnmax import ANALYSES, check_analysis, gnmax_rdp_details, rdp_gn_flat
 from dpaudit.accounting._orders import DEFAULT_ORDERS
 
 __all__ = [
@@ -66,7 +66,7 @@ def _log_p_and_1mp(
 
 
 def answer_log_probability(votes: ArrayLike, threshold: float, sigma1: float) -> FloatArray:
-    """``log Pr[answered] = log Φ̄((T − round(max_j n_j))/σ1)`` (formulas.md §1.5).
+    """``log Pr[answered] = log Φ̄((T − round(max_j n_j))/σ1)`` (Papernot et al. 2018 Alg. 1).
 
     Args:
         votes: histogram ``(C,)`` or batch ``(..., C)``, non-negative.
@@ -89,7 +89,6 @@ def answer_log_probability(votes: ArrayLike, threshold: float, sigma1: float) ->
 def answer_probability(votes: ArrayLike, threshold: float, sigma1: float) -> FloatArray:
     """``Pr[answered] = Φ̄((T − round(max_j n_j))/σ1)`` (Papernot et al. 2018 Alg. 1).
 
-    formulas.md §1.5.
 
     Args:
         votes: histogram ``(C,)`` or batch ``(..., C)``, non-negative.
@@ -117,7 +116,7 @@ def _threshold_flat(
     if analysis == "data-independent":
         rdp = np.broadcast_to(lam / (sig * sig), (flat_p.size, lam.size)).copy()
         return rdp, np.zeros_like(rdp, dtype=bool)
-    res = _rdp_gn_flat(np.minimum(flat_p, flat_1mp), sig, lam)
+    res = rdp_gn_flat(np.minimum(flat_p, flat_1mp), sig, lam)
     return res.rdp, ~res.valid
 
 
@@ -132,7 +131,7 @@ def threshold_rdp(
     """RDP of Confident GNMax's threshold step (noise on the max count only).
 
     Data-independent: ``λ/(2σ1²)``. Data-dependent: ``RDP_GN(log min(p, 1−p), √2·σ1, λ)``
-    (Papernot et al. 2018 §4 and App. B; formulas.md §1.5), falling back to ``λ/(2σ1²)``
+    (Papernot et al. 2018 §4 and App. B), falling back to ``λ/(2σ1²)``
     where Thm 6's conditions fail (see :func:`confident_gnmax_cost` for the mask).
 
     Args:
@@ -161,7 +160,7 @@ def threshold_rdp(
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class ConfidentGNMaxCost(ResultMixin):
-    """Per-query cost of Confident GNMax (formulas.md §1.5).
+    """Per-query cost of Confident GNMax (Papernot et al. 2018 Alg. 1, §4 and App. B).
 
     Attributes:
         orders: ``(K,)``.
@@ -249,8 +248,7 @@ def confident_gnmax_cost(
         >>> float(c.expected_rdp[0])  # doctest: +ELLIPSIS
         0.000154876211...
     """
-    check_choice("analysis", analysis, ANALYSES)
-    check_choice("q", q, Q_METHODS)
+    check_analysis(analysis, q)
     log_p, log_1mp = _log_p_and_1mp(votes, threshold, sigma1)
     s2 = check_positive("sigma2", sigma2)
     lam = check_orders(orders)

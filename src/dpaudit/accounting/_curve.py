@@ -1,9 +1,9 @@
 """Immutable Rényi-DP curves over an explicit order grid.
 
-RDP composes additively at every fixed order (Mironov 2017, Prop. 1; ``shared/formulas.md``
-conventions), so a curve is a pair ``(orders, epsilons)`` and composition is ``+``. Conversion
-to (ε, δ) is delegated to :func:`dpaudit.conversions.rdp_to_dp` (standard: Mironov 2017
-Prop. 3; improved: Balle et al. 2020 Thm 20 = paper 000 Thm 1; formulas.md §1.7).
+RDP composes additively at every fixed order (Mironov 2017, arXiv:1702.07476, Prop. 1), so a
+curve is a pair ``(orders, epsilons)`` and composition is ``+``. Conversion to (ε, δ) is
+delegated to :func:`dpaudit.conversions.rdp_to_dp` (standard: Mironov 2017 Prop. 3;
+improved: Balle et al. 2020, arXiv:1905.09982, Thm 20, as used by Chadha et al. 2024 Thm 1).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dpaudit._validate import check_array, check_orders, check_positive
 from dpaudit.accounting._orders import DEFAULT_ORDERS
 from dpaudit.conversions import DPConversion, dp_to_delta, rdp_to_dp
 
-__all__ = ["RDPCurve"]
+__all__ = ["PerQueryRDP", "RDPCurve"]
 
 
 def _frozen(arr: np.ndarray) -> np.ndarray:
@@ -138,11 +138,11 @@ class RDPCurve(ResultMixin):
 
     # -- conversion -----------------------------------------------------------------------
     def to_dp(self, delta: float, *, conversion: str = "balle2020") -> DPConversion:
-        """(ε, δ)-DP implied by the curve, minimised over its orders (formulas.md §1.7).
+        """(ε, δ)-DP implied by the curve, minimised over its orders (Balle et al. 2020 Thm 20).
 
         Args:
             delta: target δ in (0, 1).
-            conversion: ``"balle2020"`` (Balle et al. 2020 Thm 20, paper 000 Thm 1; default)
+            conversion: ``"balle2020"`` (Balle et al. 2020 Thm 20; default)
                 or ``"standard"`` (Mironov 2017 Prop. 3).
 
         Returns:
@@ -159,7 +159,7 @@ class RDPCurve(ResultMixin):
         return rdp_to_dp(self.orders, self.epsilons, delta, conversion=conversion)
 
     def delta(self, epsilon: float, *, conversion: str = "balle2020") -> DPConversion:
-        """The smallest δ such that the curve implies (ε, δ)-DP (formulas.md §1.7, inverse).
+        """The smallest δ such that the curve implies (ε, δ)-DP (the conversion's inverse).
 
         Args:
             epsilon: target ε ≥ 0.
@@ -173,3 +173,37 @@ class RDPCurve(ResultMixin):
             ValueError: ε < 0 or not finite, unknown conversion.
         """
         return dp_to_delta(self.orders, self.epsilons, epsilon, conversion=conversion)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class PerQueryRDP(ResultMixin):
+    """Per-query RDP of a batch of noisy-argmax queries, with where the analysis fell back.
+
+    The common part of :class:`~dpaudit.accounting.GNMaxRDP` and
+    :class:`~dpaudit.accounting.LNMaxRDP`.
+
+    Attributes:
+        rdp: per-query RDP, shape ``(..., K)``.
+        orders: the orders, shape ``(K,)``.
+        log_q: ``log q̃`` used, shape ``(...)`` (NaN for the data-independent analysis).
+        fallback: ``(..., K)`` True where the data-dependent analysis was requested but a
+            validity condition failed, so the data-independent bound was used.
+        improved: ``(..., K)`` True where the data-dependent bound was valid and strictly
+            below the data-independent one.
+    """
+
+    rdp: FloatArray
+    orders: FloatArray
+    log_q: FloatArray
+    fallback: np.ndarray
+    improved: np.ndarray
+
+    @property
+    def any_fallback(self) -> bool:
+        """Whether any (query, order) fell back to the data-independent bound."""
+        return bool(np.any(self.fallback))
+
+    def curve(self) -> RDPCurve:
+        """The composition of every query in the batch as an :class:`RDPCurve`."""
+        total = self.rdp.reshape(-1, self.orders.size).sum(axis=0)
+        return RDPCurve(self.orders, total)

@@ -1,11 +1,12 @@
 """Rényi-DP of the Gaussian noisy argmax (GNMax), data-independent and data-dependent.
 
 Sources: Papernot, Song, Mironov, Raghunathan, Talwar, Erlingsson, *Scalable Private Learning
-with PATE* (ICLR 2018): Prop. 8 (data-independent), Prop. 7 (union bound on
-``q = Pr[M(D) ≠ i*]``), Thm 6 with Prop. 10's parameters and Lemma 9's condition
-(data-dependent); ``shared/formulas.md`` §1.2–§1.4. Paper 000 (§4, Fig. 2–4) plots both
-bounds; the exact ``q = 1 − Q(H)_{i*}`` from the noisy-argmax probabilities (paper 000 Eq. 4,
-paper 003 Thm 1) is a valid and tighter ``q̃`` (formulas.md §1.3).
+with PATE* (ICLR 2018, arXiv:1802.08908): Prop. 8 (data-independent), Prop. 7 (union bound
+on ``q = Pr[M(D) ≠ i*]``), Thm 6 with Prop. 10's parameters and Lemma 9's condition
+(data-dependent). Chadha et al. 2024 (arXiv:2402.09403, §4, Fig. 2–4) plot both bounds; the
+exact ``q = 1 − Q(H)_{i*}`` from the noisy-argmax probabilities (Chadha et al. 2024 Eq. 4;
+Wang, Schuster, Shumailov, Lie & Papernot 2022, NeurIPS, Thm 1) is a valid and tighter ``q̃``,
+since Thm 6 needs only an upper bound on ``Pr[M(D) ≠ i*]``.
 
 Everything is vectorised over a batch of histograms ``(..., C)`` and a grid of orders.
 Per-query quantities (μ1, μ2, ε1, ε2, A, B and the order-free conditions V1, V3, V4) are
@@ -20,10 +21,9 @@ import math
 import numpy as np
 from scipy import special
 
-from dpaudit._results import ResultMixin
 from dpaudit._typing import ArrayLike, FloatArray
 from dpaudit._validate import check_array, check_choice, check_orders, check_positive, check_votes
-from dpaudit.accounting._curve import RDPCurve
+from dpaudit.accounting._curve import PerQueryRDP
 from dpaudit.accounting._numerics import log1mexp
 from dpaudit.accounting._orders import DEFAULT_ORDERS
 
@@ -47,13 +47,13 @@ EXACT_Q_RELATIVE_SLACK = 1e-9
 # ----------------------------------------------------------------------------------------
 # q̃ (Prop. 7 union bound, or exact)
 # ----------------------------------------------------------------------------------------
-def _log_q_union_flat(v: np.ndarray, sigma: float) -> np.ndarray:
+def log_q_union_flat(v: np.ndarray, sigma: float) -> np.ndarray:
     """Union bound (Prop. 7): ``log Σ_{i≠i*} Φ̄((n_{i*} − n_i)/(√2σ))``, capped at log(1 − 1/m)."""
     n, m = v.shape
     if m == 1:
         return np.full(n, -np.inf)
     rows = np.arange(n)
-    istar = np.argmax(v, axis=1)  # first index on ties, as in formulas.md §1.3
+    istar = np.argmax(v, axis=1)  # first index on ties, as the reference implementation
     gaps = v[rows, istar][:, None] - v
     terms = special.log_ndtr(-gaps / (math.sqrt(2.0) * sigma))
     terms[rows, istar] = -np.inf
@@ -75,7 +75,7 @@ def _log_q_exact_flat(v: np.ndarray, sigma: float) -> np.ndarray:
     log_q = special.logsumexp(log_probs, axis=1) + math.log1p(EXACT_Q_RELATIVE_SLACK)
     # Both q̃'s bound Pr[M(D) ≠ i*], so their minimum does too; it matters only where the
     # union bound is itself exact to 1e-9 (C = 2, or very large gaps) and the slack shows.
-    return np.minimum(log_q, _log_q_union_flat(v, sigma))
+    return np.minimum(log_q, log_q_union_flat(v, sigma))
 
 
 def _flat_votes(votes: ArrayLike) -> tuple[np.ndarray, tuple[int, ...]]:
@@ -89,7 +89,7 @@ def gnmax_log_q(votes: ArrayLike, sigma: float, *, q: str = "union") -> FloatArr
     Args:
         votes: vote histogram ``(C,)`` or batch ``(..., C)``, non-negative, C ≥ 1.
         sigma: Gaussian noise standard deviation σ > 0 (vote units).
-        q: ``"union"`` (Papernot et al. 2018 Prop. 7; formulas.md §1.3) or ``"exact"``
+        q: ``"union"`` (Papernot et al. 2018 Prop. 7) or ``"exact"``
             (``1 − Q(H)_{i*}`` from :func:`dpaudit.mechanisms.log_argmax_probabilities`,
             times ``1 + 1e-9`` to cover its stated error, and never above the union bound).
 
@@ -106,12 +106,12 @@ def gnmax_log_q(votes: ArrayLike, sigma: float, *, q: str = "union") -> FloatArr
     check_choice("q", q, Q_METHODS)
     flat, lead = _flat_votes(votes)
     s = check_positive("sigma", sigma)
-    fn = _log_q_union_flat if q == "union" else _log_q_exact_flat
+    fn = log_q_union_flat if q == "union" else _log_q_exact_flat
     return fn(flat, s).reshape(lead)
 
 
 # ----------------------------------------------------------------------------------------
-# RDP_GN(log q̃, σ, λ)  (formulas.md §1.4)
+# RDP_GN(log q̃, σ, λ)  (Papernot et al. 2018 Thm 6 with Prop. 10's parameters)
 # ----------------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class _DDTerms:
@@ -127,7 +127,7 @@ class _DDTerms:
     v4: np.ndarray
 
 
-def _dd_terms(log_q: np.ndarray, sigma: float) -> _DDTerms:
+def dd_terms(log_q: np.ndarray, sigma: float) -> _DDTerms:
     var = sigma * sigma
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         mu2 = sigma * np.sqrt(-log_q)
@@ -144,7 +144,7 @@ def _dd_terms(log_q: np.ndarray, sigma: float) -> _DDTerms:
     return _DDTerms(log_q, mu1, log1mq, log_a, log_b, v1, v3, v4)
 
 
-def _raw_dd(t: _DDTerms, lam: np.ndarray) -> np.ndarray:
+def raw_dd(t: _DDTerms, lam: np.ndarray) -> np.ndarray:
     """Thm 6's bound DD at every (query, order), without validity checks: shape (N, K)."""
     lm1 = lam[None, :] - 1.0
     with np.errstate(invalid="ignore", over="ignore"):
@@ -167,15 +167,15 @@ class _RDPGN:
     v4: np.ndarray | None  # (N,)
 
 
-#: Rows per block in :func:`_rdp_gn_flat`: keeps the (rows × orders) temporaries in cache
+#: Rows per block in :func:`rdp_gn_flat`: keeps the (rows × orders) temporaries in cache
 #: instead of allocating several 100-MB arrays for 10^5 queries.
 _BLOCK_ROWS = 2048
 
 
-def _rdp_gn_flat(
+def rdp_gn_flat(
     log_q: np.ndarray, sigma: float, lam: np.ndarray, *, with_masks: bool = True
 ) -> _RDPGN:
-    """RDP_GN(log q̃, σ, λ) of formulas.md §1.4 for log q̃ of shape (N,) and orders (K,).
+    """RDP_GN(log q̃, σ, λ) (Papernot et al. 2018 Thm 6) for log q̃ (N,) and orders (K,).
 
     Only rows where the order-free conditions V1, V3, V4 hold evaluate Thm 6, in blocks of
     :data:`_BLOCK_ROWS`; V2 (μ1 > λ) is applied per order inside the block.
@@ -183,7 +183,7 @@ def _rdp_gn_flat(
     n, k = log_q.size, lam.size
     rho_ind = lam / (sigma * sigma)
     lm1 = lam - 1.0
-    t = _dd_terms(log_q, sigma)
+    t = dd_terms(log_q, sigma)
     order_free = t.v1 & t.v3 & t.v4
     rdp = np.empty((n, k))
     rdp[...] = rho_ind
@@ -225,7 +225,7 @@ def _check_log_q(log_q: ArrayLike) -> np.ndarray:
 def gnmax_rdp_from_log_q(
     log_q: ArrayLike, sigma: float, orders: ArrayLike = DEFAULT_ORDERS
 ) -> FloatArray:
-    """``RDP_GN(log q̃, σ, λ)``: Thm 6 of Papernot et al. 2018 given ``log q̃`` (formulas.md §1.4).
+    """``RDP_GN(log q̃, σ, λ)``: Thm 6 of Papernot et al. 2018 given ``log q̃``.
 
     ``min(λ/σ², DD)`` where Thm 6's conditions V1–V4 hold (Prop. 10 parameters), else
     ``λ/σ²`` (Prop. 8); 0 where ``log q̃ = −∞``. Use :func:`gnmax_rdp_details` to see which
@@ -250,20 +250,33 @@ def gnmax_rdp_from_log_q(
     lq = _check_log_q(log_q)
     s = check_positive("sigma", sigma)
     lam = check_orders(orders)
-    return _rdp_gn_flat(lq.reshape(-1), s, lam, with_masks=False).rdp.reshape(*lq.shape, lam.size)
+    return rdp_gn_flat(lq.reshape(-1), s, lam, with_masks=False).rdp.reshape(*lq.shape, lam.size)
 
 
 # ----------------------------------------------------------------------------------------
 # Public entry points
 # ----------------------------------------------------------------------------------------
+def check_analysis(analysis: object, q: object) -> None:
+    """``analysis`` in :data:`ANALYSES` and ``q`` in :data:`Q_METHODS` (ValueError else)."""
+    check_choice("analysis", analysis, ANALYSES)
+    check_choice("q", q, Q_METHODS)
+
+
+def _checked(
+    votes: ArrayLike, sigma: float, orders: ArrayLike, analysis: str, q: str
+) -> tuple[np.ndarray, tuple[int, ...], float, np.ndarray]:
+    """Checked arguments of the GNMax entry points: flat votes, batch shape, σ, orders."""
+    check_analysis(analysis, q)
+    flat, lead = _flat_votes(votes)
+    return flat, lead, check_positive("sigma", sigma), check_orders(orders)
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
-class GNMaxRDP(ResultMixin):
+class GNMaxRDP(PerQueryRDP):
     """Per-query RDP of GNMax with a per-order report of which analysis applied.
 
     Attributes:
-        rdp: per-query RDP, shape ``(..., K)``.
-        orders: the orders, shape ``(K,)``.
-        log_q: ``log q̃`` used, shape ``(...)`` (NaN for the data-independent analysis).
+        rdp, orders, log_q: as :class:`~dpaudit.accounting._curve.PerQueryRDP`.
         fallback: ``(..., K)`` True where the data-dependent analysis was requested but a
             validity condition of Thm 6 failed, so the data-independent ``λ/σ²`` was used.
         improved: ``(..., K)`` True where the data-dependent bound was valid and strictly
@@ -276,11 +289,6 @@ class GNMaxRDP(ResultMixin):
         method: the sources.
     """
 
-    rdp: FloatArray
-    orders: FloatArray
-    log_q: FloatArray
-    fallback: np.ndarray
-    improved: np.ndarray
     v1: np.ndarray
     v2: np.ndarray
     v3: np.ndarray
@@ -291,16 +299,6 @@ class GNMaxRDP(ResultMixin):
     method: str = (
         "Papernot et al. 2018 Prop. 8 (data-independent), Thm 6 + Prop. 7/10 (data-dependent)"
     )
-
-    @property
-    def any_fallback(self) -> bool:
-        """Whether any (query, order) fell back to the data-independent bound."""
-        return bool(np.any(self.fallback))
-
-    def curve(self) -> RDPCurve:
-        """The composition of every query in the batch as an :class:`RDPCurve`."""
-        total = self.rdp.reshape(-1, self.orders.size).sum(axis=0)
-        return RDPCurve(self.orders, total)
 
 
 def gnmax_rdp_details(
@@ -334,11 +332,7 @@ def gnmax_rdp_details(
         >>> res.fallback.tolist()  # μ1 ≈ 100.5 < 200: V2 fails at λ = 200
         [False, True]
     """
-    check_choice("analysis", analysis, ANALYSES)
-    check_choice("q", q, Q_METHODS)
-    flat, lead = _flat_votes(votes)
-    s = check_positive("sigma", sigma)
-    lam = check_orders(orders)
+    flat, lead, s, lam = _checked(votes, sigma, orders, analysis, q)
     n, k = flat.shape[0], lam.size
     shape = (*lead, k)
     if analysis == "data-independent":
@@ -349,8 +343,8 @@ def gnmax_rdp_details(
             rdp.reshape(shape), lam, np.full(lead, np.nan), false_nk, false_nk.copy(),
             false_n, false_nk.copy(), false_n.copy(), false_n.copy(), s, analysis, q,
         )  # fmt: skip
-    log_q = _log_q_union_flat(flat, s) if q == "union" else _log_q_exact_flat(flat, s)
-    res = _rdp_gn_flat(log_q, s, lam)
+    log_q = log_q_union_flat(flat, s) if q == "union" else _log_q_exact_flat(flat, s)
+    res = rdp_gn_flat(log_q, s, lam)
     rho_ind = lam / (s * s)
     improved = res.valid & (res.rdp < rho_ind[None, :])
     return GNMaxRDP(
@@ -383,8 +377,8 @@ def gnmax_rdp(
       mechanism with L2 sensitivity √2).
     * ``analysis="data-dependent"``: Thm 6 with Prop. 10's parameters, at ``q̃`` from the union
       bound (Prop. 7, ``q="union"``) or from the exact output probabilities (``q="exact"``,
-      ``1 − Q(H)_{i*}``, paper 000 Eq. 4; valid and tighter). Orders where a condition V1–V4
-      fails fall back to ``λ/σ²`` (formulas.md §1.4). The returned array cannot say where:
+      ``1 − Q(H)_{i*}``, Chadha et al. 2024 Eq. 4; valid and tighter). Orders where a
+      condition V1–V4 fails fall back to ``λ/σ²`` (Prop. 8). The returned array cannot say where:
       call :func:`gnmax_rdp_details` (same values) for the per-order ``fallback`` report and
       which of V1–V4 failed; :class:`~dpaudit.accounting.PrivacyLedger` counts fallbacks.
 
@@ -405,12 +399,15 @@ def gnmax_rdp(
         >>> np.round(gnmax_rdp([200, 30, 20], 40, [5.0, 20.0]), 10).tolist()
         [0.0006043317, 0.0013113537]
     """
-    check_choice("analysis", analysis, ANALYSES)
-    check_choice("q", q, Q_METHODS)
-    flat, lead = _flat_votes(votes)
-    s = check_positive("sigma", sigma)
-    lam = check_orders(orders)
+    flat, lead, s, lam = _checked(votes, sigma, orders, analysis, q)
     if analysis == "data-independent":
         return np.broadcast_to(lam / (s * s), (*lead, lam.size)).copy()
-    log_q = _log_q_union_flat(flat, s) if q == "union" else _log_q_exact_flat(flat, s)
-    return _rdp_gn_flat(log_q, s, lam, with_masks=False).rdp.reshape(*lead, lam.size)
+    log_q = log_q_union_flat(flat, s) if q == "union" else _log_q_exact_flat(flat, s)
+    return rdp_gn_flat(log_q, s, lam, with_masks=False).rdp.reshape(*lead, lam.size)
+
+
+# Transition aliases: accounting._smooth imports these helpers by their old private names.
+_rdp_gn_flat = rdp_gn_flat
+_dd_terms = dd_terms
+_log_q_union_flat = log_q_union_flat
+_raw_dd = raw_dd

@@ -1,9 +1,10 @@
 """Privacy of label-DP mechanisms: Laplace and Gaussian noise on one-hot labels, C-ary RR.
 
-Paper 004 (Malek et al. 2021, ALIBI §3 and App. A) randomises a label y by releasing
-``e_y + noise``; a label change moves ``e_y`` by L1 distance 2 and L2 distance √2
-(``shared/formulas.md`` §7). Randomized response over C classes (Warner 1965; the ε-RR of
-Ghazi et al. 2021 used in paper 004) keeps the label with probability ``e^ε/(e^ε + C − 1)``.
+ALIBI (Malek, Mironov, Prasad, Shilov & Tramèr 2021, arXiv:2106.03408, §3 and App. A)
+randomises a label y by releasing ``e_y + noise``; a label change moves ``e_y`` by L1
+distance 2 and L2 distance √2. Randomized response over C classes (Warner 1965; the ε-RR of
+Ghazi et al. 2021 used by Malek et al.) keeps the label with probability
+``e^ε/(e^ε + C − 1)``.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ __all__ = [
 def laplace_label_epsilon(scale: float) -> float:
     """Pure ε of Laplace noise Lap(b) on each coordinate of a one-hot label: ``ε = 2/b``.
 
-    Laplace mechanism with L1 sensitivity 2 (Dwork et al. 2006; paper 004 §3; formulas.md §7).
+    Laplace mechanism with L1 sensitivity 2 (Dwork et al. 2006; Malek et al. 2021 §3).
     A noise standard deviation s corresponds to ``b = s/√2``, i.e. ``ε = 2√2/s``.
 
     Args:
@@ -61,7 +62,7 @@ def gaussian_label_rdp(
     """RDP of Gaussian noise N(0, σ²) on each coordinate of a one-hot label: ``λ/σ²`` per use.
 
     Gaussian mechanism with L2 sensitivity √2 (Mironov 2017 Prop. 7; noise multiplier σ/√2;
-    formulas.md §7). Labels noised ``count`` times (e.g. re-noised each epoch) compose.
+    Malek et al. 2021 App. A). Labels noised ``count`` times (e.g. re-noised each epoch) compose.
 
     Args:
         sigma: noise standard deviation σ > 0.
@@ -86,7 +87,7 @@ def gaussian_label_rdp(
 
 @dataclasses.dataclass(frozen=True)
 class RandomizedResponse(ResultMixin):
-    """C-ary ε-randomized response (formulas.md §7).
+    """C-ary ε-randomized response (Ghazi et al. 2021; Malek et al. 2021).
 
     Attributes:
         keep_probability: ``e^ε/(e^ε + C − 1)``, the probability of reporting the true label.
@@ -133,7 +134,7 @@ def randomized_response(epsilon: float, num_classes: int) -> RandomizedResponse:
 def randomized_response_epsilon(keep_probability: float, num_classes: int) -> float:
     """ε of C-ary randomized response that keeps the label with probability p.
 
-    ``ε = log(p·(C − 1)/(1 − p))`` (formulas.md §7), for ``1/C ≤ p < 1``.
+    ``ε = log(p·(C − 1)/(1 − p))`` (inverting ``p = e^ε/(e^ε + C − 1)``), for ``1/C ≤ p < 1``.
 
     Args:
         keep_probability: p ∈ [1/C, 1).

@@ -1,8 +1,9 @@
 """Rényi-DP of the Laplace noisy argmax (LNMax, PATE 2017).
 
 Sources: Papernot, Abadi, Erlingsson, Goodfellow, Talwar, *Semi-supervised Knowledge Transfer
-for Deep Learning from Private Training Data* (ICLR 2017): Lemma 4 (bound on q), Thm 3
-(data-dependent moments), as restated in RDP form in ``shared/formulas.md`` §1.3. ε-DP implies
+for Deep Learning from Private Training Data* (ICLR 2017, arXiv:1610.05755): Lemma 4 (bound
+on q), Thm 3 (data-dependent moments), restated in RDP form (moments at order λ − 1 are the
+RDP at order λ times λ − 1; Mironov 2017, arXiv:1702.07476). ε-DP implies
 (λ, λε²/2)-RDP and (λ, ε)-RDP (Bun & Steinke 2016 Prop. 3.3; Mironov 2017 Prop. 5).
 
 The data-dependent bound needs ``q̃ ≤ 1/(e^ε + 1)``; where that fails the data-independent
@@ -18,10 +19,9 @@ import math
 import numpy as np
 from scipy import special
 
-from dpaudit._results import ResultMixin
 from dpaudit._typing import ArrayLike, FloatArray
 from dpaudit._validate import check_choice, check_orders, check_positive, check_votes
-from dpaudit.accounting._curve import RDPCurve
+from dpaudit.accounting._curve import PerQueryRDP
 from dpaudit.accounting._gnmax import ANALYSES
 from dpaudit.accounting._numerics import log1mexp
 from dpaudit.accounting._orders import DEFAULT_ORDERS
@@ -47,7 +47,8 @@ def lnmax_log_q(votes: ArrayLike, b: float) -> FloatArray:
 
     ``Δ_j = (n_{i*} − n_j)/b``.
 
-    PATE 2017 Lemma 4 with the exact pairwise probability (formulas.md §1.3).
+    Papernot et al. 2017 (arXiv:1610.05755) Lemma 4 with the exact pairwise probability
+    ``Pr[n_j + Z_j ≥ n_{i*} + Z_{i*}] = (2 + Δ_j)/(4·e^{Δ_j})`` of Laplace noise.
 
     Args:
         votes: histogram ``(C,)`` or batch ``(..., C)``, non-negative.
@@ -70,19 +71,17 @@ def lnmax_log_q(votes: ArrayLike, b: float) -> FloatArray:
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class LNMaxRDP(ResultMixin):
+class LNMaxRDP(PerQueryRDP):
     """Per-query RDP of LNMax with a per-order report of which analysis applied.
 
     Attributes:
-        rdp: per-query RDP, shape ``(..., K)``.
-        orders: the orders, shape ``(K,)``.
-        log_q: ``log q̃`` used, shape ``(...)`` (NaN for the data-independent analysis).
+        rdp, orders, log_q: as :class:`~dpaudit.accounting._curve.PerQueryRDP`.
         fallback: ``(..., K)`` True where the data-dependent analysis was requested but its
             validity condition ``q̃ ≤ 1/(e^ε + 1)`` failed (or the bound was not finite), so
             the data-independent ``min(λε²/2, ε)`` was used.
         improved: ``(..., K)`` True where the data-dependent bound was valid and strictly
             below the data-independent one.
-        q_condition: ``(...)`` whether ``q̃ ≤ 1/(e^ε + 1)`` (PATE 2017 Thm 3's condition;
+        q_condition: ``(...)`` whether ``q̃ ≤ 1/(e^ε + 1)`` (Papernot et al. 2017 Thm 3;
             False for the data-independent analysis).
         b: Laplace scale b.
         epsilon: per-query pure-DP ε = 2/b.
@@ -90,11 +89,6 @@ class LNMaxRDP(ResultMixin):
         method: the sources.
     """
 
-    rdp: FloatArray
-    orders: FloatArray
-    log_q: FloatArray
-    fallback: np.ndarray
-    improved: np.ndarray
     q_condition: np.ndarray
     b: float
     epsilon: float
@@ -103,16 +97,6 @@ class LNMaxRDP(ResultMixin):
         "Papernot et al. 2017 Thm 3 + Lemma 4 (data-dependent); ε-DP ⇒ (λ, min(λε²/2, ε))-RDP "
         "(Bun & Steinke 2016 Prop. 3.3, Mironov 2017 Prop. 5)"
     )
-
-    @property
-    def any_fallback(self) -> bool:
-        """Whether any (query, order) fell back to the data-independent bound."""
-        return bool(np.any(self.fallback))
-
-    def curve(self) -> RDPCurve:
-        """The composition of every query in the batch as an :class:`RDPCurve`."""
-        total = self.rdp.reshape(-1, self.orders.size).sum(axis=0)
-        return RDPCurve(self.orders, total)
 
 
 def lnmax_rdp_details(
@@ -198,7 +182,7 @@ def lnmax_rdp(
 ) -> FloatArray:
     """Per-query RDP of LNMax (Laplace noisy argmax, noise scale b, ε = 2/b).
 
-    Data-independent: ``min(λε²/2, ε)``. Data-dependent (PATE 2017 Thm 3; formulas.md §1.3):
+    Data-independent: ``min(λε²/2, ε)``. Data-dependent (Papernot et al. 2017 Thm 3):
     additionally ``ρ_dd(λ) = log[(1−q̃)·((1−q̃)/(1 − e^ε q̃))^{λ−1} + q̃·e^{ε(λ−1)}]/(λ−1)``,
     used only where ``q̃ ≤ 1/(e^ε + 1)``; elsewhere the data-independent bound is the
     fallback, which this array cannot show: :func:`lnmax_rdp_details` reports it (same values).

@@ -1,4 +1,4 @@
-"""Log-space helpers shared by the accounting modules (``shared/formulas.md``, conventions)."""
+"""Log-space helpers shared by the accounting modules."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ __all__ = ["log1mexp"]
 
 
 def log1mexp(x: np.ndarray | float) -> np.ndarray:
-    """``log(1 − eˣ)`` for ``x ≤ 0``, accurate everywhere (formulas.md, conventions).
+    """``log(1 − eˣ)`` for ``x ≤ 0``, accurate everywhere (Mächler 2012, "Accurately computing
+    log(1 − exp(−|a|))").
 
     Uses ``log1p(−eˣ)`` when ``x < −1`` and ``log(−expm1(x))`` otherwise; ``−inf`` at 0.
     Positive ``x`` gives NaN (callers mask it).

@@ -1,9 +1,10 @@
 """Rényi-DP of the Poisson-subsampled Gaussian mechanism, via dp-accounting (not re-derived).
 
-Private-kNN (Zhu et al. 2020; paper 000 §6) Poisson-subsamples the private set with rate γ
+Private-kNN (Zhu et al. 2020; Chadha et al. 2024, arXiv:2402.09403, §6) Poisson-subsamples
+the private set with rate γ
 for every query; the noisy screening (max count, sensitivity 1, std σ1) is charged every
-query and the noisy aggregation (GNMax, L2 sensitivity √2, std σ) for answered queries
-(``shared/formulas.md`` §6). The per-order RDP comes from dp-accounting's ``RdpAccountant``
+query and the noisy aggregation (GNMax, L2 sensitivity √2, std σ) for answered queries.
+The per-order RDP comes from dp-accounting's ``RdpAccountant``
 (Mironov, Talwar, Zhang 2019, arXiv:1908.10530, §3.3), imported lazily (extra
 ``accounting``).
 """
@@ -80,7 +81,7 @@ def subsampled_gaussian_rdp(
     """RDP of ``count`` compositions of the Poisson-subsampled Gaussian mechanism.
 
     For integer λ ≥ 2, ``ρ(λ) = log(Σ_j C(λ,j)(1−q)^{λ−j} q^j e^{(j²−j)/(2z²)})/(λ−1)``
-    (Mironov, Talwar, Zhang 2019 §3.3; formulas.md §6); fractional orders as dp-accounting.
+    (Mironov, Talwar, Zhang 2019, arXiv:1908.10530, §3.3); fractional orders as dp-accounting.
 
     Args:
         sampling_rate: Poisson inclusion probability q ∈ [0, 1].
@@ -137,7 +138,7 @@ def private_knn_rdp(
     num_answered: int | None = None,
     orders: ArrayLike = DEFAULT_ORDERS,
 ) -> RDPCurve:
-    """RDP of Private-kNN: Poisson subsampling with every query (formulas.md §6 mapping).
+    """RDP of Private-kNN: Poisson subsampling with every query (Zhu et al. 2020).
 
     Screening (noise σ1 on the max count, sensitivity 1): z = σ1, charged for every query.
     Aggregation (GNMax, noise σ, L2 sensitivity √2): z = σ/√2, charged for answered queries.
@@ -180,8 +181,8 @@ def private_knn_epsilon(
     """(ε, δ) of Private-kNN straight from dp-accounting's accountant (its public API).
 
     Same events as :func:`private_knn_rdp`; ε from
-    ``RdpAccountant.get_epsilon_and_optimal_order`` (the Balle et al. 2020 conversion, as
-    formulas.md §1.7).
+    ``RdpAccountant.get_epsilon_and_optimal_order`` (the conversion of Balle et al. 2020,
+    arXiv:1905.09982, Thm 20).
 
     Args:
         delta: δ ∈ (0, 1).

@@ -33,6 +33,7 @@ from dpaudit._results import ResultMixin, SelectionRecord
 from dpaudit._typing import ArrayLike, FloatArray, IntArray
 from dpaudit._validate import check_counts, check_orders
 from dpaudit.bounds._intervals import cp_one_sided, goodman_rows, sison_glaz_rows
+from dpaudit.bounds._selection import Explicit
 
 __all__ = [
     "MAX_CLASSES_K_CUT",
@@ -121,20 +122,53 @@ class RDPAudit(ResultMixin):
         return None
 
 
+@dataclasses.dataclass(frozen=True)
+class Counts:
+    """Checked inputs of an RDP audit: per-class counts under S and S′, and the orders.
+
+    Attributes:
+        c1: counts under S, int64 ``(..., C)``.
+        c2: counts under S′, same shape.
+        lam: Rényi orders, ``(A,)``.
+    """
+
+    c1: IntArray
+    c2: IntArray
+    lam: FloatArray
+
+    @classmethod
+    def check(cls, counts: ArrayLike, counts_neighbour: ArrayLike, orders: ArrayLike) -> Counts:
+        """Validate the counts (:func:`check_pair`) and the orders."""
+        c1, c2 = check_pair(counts, counts_neighbour)
+        return cls(c1, c2, check_orders(orders))
+
+    @property
+    def n_classes(self) -> int:
+        """C, the number of classes."""
+        return int(self.c1.shape[-1])
+
+
 def audit_result(
-    c1: np.ndarray,
-    c2: np.ndarray,
-    lam: np.ndarray,
+    data: Counts,
     eps: np.ndarray,
     method: str,
     level: float,
+    *,
+    fixed: Partition | None = None,
     **fields: object,
 ) -> RDPAudit:
     """An :class:`RDPAudit` of ``method``; ``fields`` override the defaults below.
 
     Defaults: counts bounded = all counts, one candidate chosen everywhere, simultaneous over
-    orders, interval level ``1 − β/2`` and the validity flags of ``method``.
+    orders, interval level ``1 − β/2`` and the validity flags of ``method``. ``fixed``: the
+    one candidate, fixed in advance (sets ``candidates`` and an explicit ``selection``).
     """
+    c1, c2 = data.c1, data.c2
+    if fixed is not None:
+        two_cut = method.startswith("two-cut")
+        value = fixed[0] if two_cut else fixed
+        record = Explicit(value).record("output set" if two_cut else "partition")
+        fields = {"selection": record, "candidates": (fixed,), **fields}
     values: dict[str, object] = {
         "bound_counts": c1,
         "bound_counts_neighbour": c2,
@@ -147,7 +181,7 @@ def audit_result(
     }
     values.update(fields)
     return RDPAudit(
-        orders=lam,
+        orders=data.lam,
         epsilons=eps,
         method=method,
         confidence_level=level,
@@ -277,10 +311,9 @@ def two_cut_plug_in(
         >>> np.round(two_cut_plug_in([9000, 1000], [7000, 3000], [2, 10], output_set=[0]), 4)
         array([0.1744, 0.2396])
     """
-    c1, c2 = check_pair(counts, counts_neighbour)
-    lam = check_orders(orders)
-    part = two_cut_partition(check_output_set(output_set, c1.shape[-1]), c1.shape[-1])
-    return candidate_bounds(c1, c2, (part,), lam, "plug-in", 0.0)[..., 0, :]
+    data = Counts.check(counts, counts_neighbour, orders)
+    part = two_cut_partition(check_output_set(output_set, data.n_classes), data.n_classes)
+    return candidate_bounds(data.c1, data.c2, (part,), data.lam, "plug-in", 0.0)[..., 0, :]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -37,10 +37,12 @@ from dpaudit._results import ConfidenceInterval, ResultMixin, SelectionRecord
 from dpaudit._typing import ArrayLike, RngLike
 from dpaudit._validate import (
     check_array,
+    check_at_most,
     check_choice,
     check_confidence_level,
     check_delta,
     check_nonneg_int,
+    check_positive_int,
     check_probability,
     check_real,
 )
@@ -257,15 +259,6 @@ def _check_common(
     return d, level
 
 
-def _check_total(name: str, count: int, total: int, total_name: str) -> None:
-    if total < 1:
-        raise ValueError(f"{total_name} must be at least 1, got {total}")
-    if count > total:
-        raise ValueError(
-            f"{name} must be <= {total_name}, got {name}={count}, {total_name}={total}"
-        )
-
-
 def epsilon_from_confusion(
     tp: int,
     fn: int,
@@ -356,12 +349,11 @@ def epsilon_from_rejection_set(
         >>> round(epsilon_from_rejection_set(50, 500, 400, 500, delta=1e-5).epsilon, 4)
         1.7709
     """
-    count = check_nonneg_int("count", count)
-    n = check_nonneg_int("n", n)
+    n = check_positive_int("n", n)
+    n_neighbour = check_positive_int("n_neighbour", n_neighbour)
+    count = check_at_most("count", check_nonneg_int("count", count), n, "n")
     count_neighbour = check_nonneg_int("count_neighbour", count_neighbour)
-    n_neighbour = check_nonneg_int("n_neighbour", n_neighbour)
-    _check_total("count", count, n, "n")
-    _check_total("count_neighbour", count_neighbour, n_neighbour, "n_neighbour")
+    check_at_most("count_neighbour", count_neighbour, n_neighbour, "n_neighbour")
     return epsilon_from_confusion(
         count_neighbour,
         n_neighbour - count_neighbour,

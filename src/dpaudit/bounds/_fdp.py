@@ -49,17 +49,18 @@ import math
 import numpy as np
 from scipy import special
 
-from dpaudit._results import ConfidenceInterval, ResultMixin, SelectionRecord
+from dpaudit._results import ConfidenceInterval
 from dpaudit._typing import ArrayLike, Progress, ProgressLike, RngLike
 from dpaudit._validate import (
     check_array,
+    check_at_most,
     check_confidence_level,
     check_delta,
     check_nonneg_int,
     check_real,
     track,
 )
-from dpaudit.bounds._one_run import COUNTS_GIVEN, check_game_counts
+from dpaudit.bounds._one_run import GameResult, check_game_counts, game_fields
 from dpaudit.bounds._selection import DEFAULT_BONFERRONI, Explicit, Selection
 from dpaudit.bounds._sweep import (
     GuessCountData,
@@ -86,43 +87,25 @@ _SQRT_HALF = math.sqrt(0.5)
 _MU_MAX = 40.0  # B⁻¹_μ(y) underflows to 0 for every y < 1 well before μ = 40
 
 
-@dataclasses.dataclass(frozen=True)
-class FDPOneRunResult(ResultMixin):
-    """ε and Gaussian-DP μ lower bounds of an f-DP one-run audit.
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FDPOneRunResult(GameResult):
+    """ε and Gaussian-DP μ lower bounds of an f-DP one-run audit (and the :class:`GameResult`).
 
     Attributes:
         epsilon: ε lower bound at ``delta`` (see the module docstring for the premise at δ > 0).
         mu: the largest rejected Gaussian-DP μ (within ``tolerance`` below μ*); 0 if none.
-        confidence_interval: ``[epsilon, inf)``.
         mu_interval: ``[mu, inf)``.
-        confidence_level: 1 − τ.
-        method: description of the test and trade-off family.
         num_canaries: m, the number of slots (canary sets; Liu et al.'s M = m/K).
-        num_guesses: n_g, slots where the adversary guessed.
-        num_correct: n_c.
         set_size: K ≥ 2 candidates per slot.
-        delta: δ at which ε is reported.
         conversion: ``"pure-dp"`` (δ = 0: ε = logit Φ(μ/2), no premise) or
             ``"gaussian-profile"`` (δ > 0: Dong–Roth–Su Cor. 2.13).
         tolerance: absolute tolerance in μ.
-        selection: how the guess rule was chosen: strategy ``"none"`` (counts given) or
-            ``"explicit"`` (number of guesses fixed in advance).
     """
 
-    epsilon: float
     mu: float
-    confidence_interval: ConfidenceInterval
     mu_interval: ConfidenceInterval
-    confidence_level: float
-    method: str
-    num_canaries: int
-    num_guesses: int
-    num_correct: int
     set_size: int
-    delta: float
     conversion: str
-    tolerance: float
-    selection: SelectionRecord = COUNTS_GIVEN
 
 
 def _check_set_size(set_size: object) -> int:
@@ -300,19 +283,12 @@ def _result(
 ) -> FDPOneRunResult:
     eps = _mu_to_epsilon(mu, delta)
     return FDPOneRunResult(
-        epsilon=eps,
-        mu=mu,
-        confidence_interval=ConfidenceInterval(eps, math.inf),
-        mu_interval=ConfidenceInterval(mu, math.inf),
-        confidence_level=level,
-        method=_METHOD,
-        num_canaries=m,
-        num_guesses=ng,
-        num_correct=nc,
-        set_size=k,
-        delta=delta,
-        conversion="pure-dp" if delta == 0.0 else "gaussian-profile",
+        **game_fields(eps, level, _METHOD, (m, ng, nc), delta),
         tolerance=MU_TOLERANCE,
+        mu=mu,
+        mu_interval=ConfidenceInterval(mu, math.inf),
+        set_size=k,
+        conversion="pure-dp" if delta == 0.0 else "gaussian-profile",
     )
 
 
@@ -423,8 +399,7 @@ def fdp_one_run_epsilon_from_scores(
     """
     s, ins = _check_slot_scores(scores, inserted)
     ng = check_nonneg_int("num_guesses", num_guesses)
-    if ng > s.shape[0]:
-        raise ValueError(f"num_guesses must be <= the number of slots {s.shape[0]}, got {ng}")
+    check_at_most("num_guesses", ng, s.shape[0], "the number of slots")
     ranked = _ranked_slot_correct(s, ins)
     nc = int(np.count_nonzero(ranked[:ng]))
     res = fdp_one_run_epsilon(

@@ -19,6 +19,7 @@ from dpaudit._results import ConfidenceInterval, ResultMixin
 from dpaudit._rng import as_generator, seed_entropy
 from dpaudit._typing import ArrayLike, FloatArray, RngLike
 from dpaudit._validate import (
+    check_at_most,
     check_choice,
     check_confidence_level,
     check_counts,
@@ -108,12 +109,8 @@ def clopper_pearson(
         >>> round(ci.low, 4)
         0.7683
     """
-    k = check_nonneg_int("k", k)
-    n = check_nonneg_int("n", n)
-    if n < 1:
-        raise ValueError(f"n must be at least 1, got {n}")
-    if k > n:
-        raise ValueError(f"k must be <= n, got k={k}, n={n}")
+    n = check_positive_int("n", n)
+    k = check_at_most("k", check_nonneg_int("k", k), n, "n")
     level = check_confidence_level(confidence_level)
     check_choice("alternative", alternative, _ALTERNATIVES)
     low, high = clopper_pearson_arrays(k, n, confidence_level=level, alternative=alternative)

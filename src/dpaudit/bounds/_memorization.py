@@ -42,6 +42,7 @@ from dpaudit._results import ConfidenceInterval, ResultMixin, SelectionRecord
 from dpaudit._typing import ArrayLike, Progress, ProgressLike, RngLike
 from dpaudit._validate import (
     check_array,
+    check_at_most,
     check_choice,
     check_confidence_level,
     check_nonneg_int,
@@ -203,9 +204,7 @@ def label_memorization_epsilon(
         (inf, 3.493)
     """
     m = check_nonneg_int("num_guesses", num_guesses)
-    v = check_nonneg_int("num_correct", num_correct)
-    if v > m:
-        raise ValueError(f"num_correct must be <= num_guesses={m}, got {v}")
+    v = check_at_most("num_correct", check_nonneg_int("num_correct", num_correct), m, "num_guesses")
     level = check_confidence_level(confidence_level)
     return _cp_result(_Tally(m, m, m, v), level, None)
 

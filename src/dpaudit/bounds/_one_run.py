@@ -44,10 +44,12 @@ from dpaudit._results import ConfidenceInterval, ResultMixin, SelectionRecord
 from dpaudit._typing import ArrayLike, Progress, ProgressLike, RngLike
 from dpaudit._validate import (
     check_array,
+    check_at_most,
     check_confidence_level,
     check_delta,
     check_in_range,
     check_nonneg_int,
+    check_positive_int,
     check_real,
     track,
 )
@@ -62,6 +64,7 @@ from dpaudit.bounds._sweep import (
 
 __all__ = [
     "EPSILON_TOLERANCE",
+    "GameResult",
     "OneRunResult",
     "one_run_epsilon",
     "one_run_epsilon_from_scores",
@@ -78,22 +81,20 @@ COUNTS_GIVEN = SelectionRecord(
 )
 
 
-@dataclasses.dataclass(frozen=True)
-class OneRunResult(ResultMixin):
-    """ε lower bound of a one-run audit.
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class GameResult(ResultMixin):
+    """What the one-run audits share: the game's counts and the ε lower bound.
 
     Attributes:
-        epsilon: the lower bound ``sup{ε : p(ε, δ) < β}`` (0 when nothing is rejected).
+        epsilon: the ε lower bound (0 when nothing is rejected).
         confidence_interval: the one-sided interval ``[epsilon, inf)``.
         confidence_level: 1 − β.
-        method: ``"one-run (Steinke et al. 2023)"``.
-        num_canaries: m (all canaries, guessed or not).
-        num_guesses: r (non-abstentions).
-        num_correct: v.
+        method: the audit.
+        num_canaries: m (all canaries or slots, guessed or not).
+        num_guesses: guesses made (non-abstentions).
+        num_correct: correct guesses.
         delta: the δ of the claims tested.
-        p_value: p(ε, δ) at the returned ε: < β for δ > 0, = β up to rounding at the δ = 0
-            closed-form supremum, ≥ β when ε = 0.
-        tolerance: absolute tolerance of the root search in ε (0 for the closed form, δ = 0).
+        tolerance: absolute tolerance of the root search (0 for a closed form).
         selection: how the guess rule was chosen: strategy ``"none"`` (counts given) or
             ``"explicit"`` (guess counts fixed in advance).
     """
@@ -106,23 +107,50 @@ class OneRunResult(ResultMixin):
     num_guesses: int
     num_correct: int
     delta: float
-    p_value: float
     tolerance: float
     selection: SelectionRecord = COUNTS_GIVEN
+
+
+def game_fields(
+    epsilon: float, level: float, method: str, counts: tuple[int, int, int], delta: float
+) -> dict[str, object]:
+    """The :class:`GameResult` fields of a bound ``epsilon`` from game ``counts`` (m, r, v)."""
+    m, r, v = counts
+    return {
+        "epsilon": epsilon,
+        "confidence_interval": ConfidenceInterval(epsilon, math.inf),
+        "confidence_level": level,
+        "method": method,
+        "num_canaries": m,
+        "num_guesses": r,
+        "num_correct": v,
+        "delta": delta,
+    }
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class OneRunResult(GameResult):
+    """ε lower bound of a one-run audit (fields of :class:`GameResult`, and the p-value).
+
+    Attributes:
+        epsilon: the lower bound ``sup{ε : p(ε, δ) < β}`` (0 when nothing is rejected).
+        p_value: p(ε, δ) at the returned ε: < β for δ > 0, = β up to rounding at the δ = 0
+            closed-form supremum, ≥ β when ε = 0.
+        tolerance: absolute tolerance of the root search in ε (0 for the closed form, δ = 0).
+    """
+
+    p_value: float
 
 
 def check_game_counts(
     num_canaries: object, num_guesses: object, num_correct: object
 ) -> tuple[int, int, int]:
-    m = check_nonneg_int("num_canaries", num_canaries)
+    """Game counts m ≥ 1, r ≤ m guesses, v ≤ r correct (errors name the argument)."""
+    m = check_positive_int("num_canaries", num_canaries)
     r = check_nonneg_int("num_guesses", num_guesses)
     v = check_nonneg_int("num_correct", num_correct)
-    if m < 1:
-        raise ValueError(f"num_canaries must be at least 1, got {m}")
-    if r > m:
-        raise ValueError(f"num_guesses must be <= num_canaries={m}, got {r}")
-    if v > r:
-        raise ValueError(f"num_correct must be <= num_guesses={r}, got {v}")
+    check_at_most("num_guesses", r, m, "num_canaries")
+    check_at_most("num_correct", v, r, "num_guesses")
     return m, r, v
 
 
@@ -292,16 +320,7 @@ def one_run_epsilon(
     level = check_confidence_level(confidence_level)
     eps, p, tol = _epsilon_search(m, r, v, delta, 1.0 - level)
     return OneRunResult(
-        epsilon=eps,
-        confidence_interval=ConfidenceInterval(eps, math.inf),
-        confidence_level=level,
-        method=_METHOD,
-        num_canaries=m,
-        num_guesses=r,
-        num_correct=v,
-        delta=delta,
-        p_value=p,
-        tolerance=tol,
+        **game_fields(eps, level, _METHOD, (m, r, v), delta), p_value=p, tolerance=tol
     )
 
 
@@ -375,10 +394,7 @@ def one_run_epsilon_from_scores(
     s, inc = _check_scores_membership(scores, included)
     kp = check_nonneg_int("num_positive", num_positive)
     kn = check_nonneg_int("num_negative", num_negative)
-    if kp + kn > s.size:
-        raise ValueError(
-            f"num_positive + num_negative must be <= the number of canaries {s.size}, got {kp + kn}"
-        )
+    check_at_most("num_positive + num_negative", kp + kn, s.size, "the number of canaries")
     v = int(_correct_guesses(_ranked_correct(s, inc), np.array([kp]), np.array([kn]))[0])
     res = one_run_epsilon(s.size, kp + kn, v, delta=delta, confidence_level=confidence_level)
     rule = Explicit((kp, kn)).record("guess rule (k+, k-)")

@@ -37,6 +37,7 @@ from dpaudit._validate import (
 from dpaudit.bounds._cuts import (
     MAX_CLASSES_K_CUT,
     MAX_CLASSES_TWO_CUT,
+    Counts,
     Partition,
     RDPAudit,
     all_output_sets,
@@ -44,7 +45,6 @@ from dpaudit.bounds._cuts import (
     audit_result,
     candidate_bounds,
     check_output_set,
-    check_pair,
     check_partition,
     two_cut_partition,
 )
@@ -78,22 +78,10 @@ def _choice(method: str) -> str:
     return "output set" if method.startswith("two-cut") else "partition"
 
 
-def _fixed_audit(
-    c1: np.ndarray, c2: np.ndarray, lam: np.ndarray, part: Partition, method: str, level: float
-) -> RDPAudit:
+def _fixed_audit(data: Counts, part: Partition, method: str, level: float) -> RDPAudit:
     """Audit with one candidate fixed in advance, by a confidence-interval method."""
-    eps = candidate_bounds(c1, c2, (part,), lam, method, 1.0 - level)[..., 0, :]
-    value = part[0] if method == "two-cut" else part
-    return audit_result(
-        c1,
-        c2,
-        lam,
-        eps,
-        method,
-        level,
-        selection=Explicit(value).record(_choice(method)),
-        candidates=(part,),
-    )
+    eps = candidate_bounds(data.c1, data.c2, (part,), data.lam, method, 1.0 - level)[..., 0, :]
+    return audit_result(data, eps, method, level, fixed=part)
 
 
 def rdp_two_cut(
@@ -133,11 +121,10 @@ def rdp_two_cut(
         >>> np.round(res.epsilons, 3)
         array([0.141, 0.216])
     """
-    c1, c2 = check_pair(counts, counts_neighbour)
-    lam = check_orders(orders)
+    data = Counts.check(counts, counts_neighbour, orders)
     level = check_confidence_level(confidence_level)
-    o = check_output_set(output_set, c1.shape[-1])
-    return _fixed_audit(c1, c2, lam, two_cut_partition(o, c1.shape[-1]), "two-cut", level)
+    part = _candidate(output_set, "two-cut", data.n_classes, "output_set")
+    return _fixed_audit(data, part, "two-cut", level)
 
 
 def rdp_k_cut(
@@ -177,12 +164,10 @@ def rdp_k_cut(
         >>> res.method, bool(res.asymptotic), np.round(res.epsilons, 3)
         ('k-cut-goodman', True, array([0.133, 0.213]))
     """
-    c1, c2 = check_pair(counts, counts_neighbour)
-    lam = check_orders(orders)
+    data = Counts.check(counts, counts_neighbour, orders)
     level = check_confidence_level(confidence_level)
     check_choice("method", method, _KCUT_METHODS)
-    part = check_partition(partition, c1.shape[-1])
-    return _fixed_audit(c1, c2, lam, part, f"k-cut-{method}", level)
+    return _fixed_audit(data, check_partition(partition, data.n_classes), f"k-cut-{method}", level)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -229,19 +214,13 @@ def _query_chunks(n_rows: int, m: int, n_orders: int, cands: Sequence[Partition]
 
 
 def _bonferroni_audit(
-    c1: np.ndarray,
-    c2: np.ndarray,
-    lam: np.ndarray,
-    cands: tuple[Partition, ...],
-    method: str,
-    level: float,
-    report: Progress,
+    data: Counts, cands: tuple[Partition, ...], method: str, level: float, report: Progress
 ) -> RDPAudit:
     """Every candidate at failure probability β/M on all counts; the best at each order."""
-    n_classes = c1.shape[-1]
+    lam = data.lam
     m = len(cands)
     beta = 1.0 - level
-    f1, f2 = c1.reshape(-1, n_classes), c2.reshape(-1, n_classes)
+    f1, f2 = data.c1.reshape(-1, data.n_classes), data.c2.reshape(-1, data.n_classes)
     eps = np.empty((f1.shape[0], lam.size))
     chosen = np.empty((f1.shape[0], lam.size), dtype=np.int64)
     chunks = _query_chunks(f1.shape[0], m, lam.size, cands)
@@ -249,11 +228,9 @@ def _bonferroni_audit(
         bounds = candidate_bounds(f1[rows], f2[rows], cands, lam, method, beta / m)
         chosen[rows] = bounds.argmax(axis=-2)
         eps[rows] = np.take_along_axis(bounds, chosen[rows][:, None, :], axis=-2)[:, 0, :]
-    batch = c1.shape[:-1]
+    batch = data.c1.shape[:-1]
     return audit_result(
-        c1,
-        c2,
-        lam,
+        data,
         eps.reshape((*batch, lam.size)),
         method,
         level,
@@ -312,9 +289,7 @@ def _best_on_selection(
 
 
 def _split_audit(
-    c1: np.ndarray,
-    c2: np.ndarray,
-    lam: np.ndarray,
+    data: Counts,
     cands: tuple[Partition, ...],
     method: str,
     level: float,
@@ -325,11 +300,11 @@ def _split_audit(
     report: Progress,
 ) -> RDPAudit:
     """Choose one candidate per query on a random part of its samples, bound the rest."""
-    n_classes = c1.shape[-1]
+    lam, n_classes = data.lam, data.n_classes
     beta = 1.0 - level
     gen, seed = selection_generator(rng)
-    s1, e1 = _split_counts(c1, sel.fraction, gen, "counts")
-    s2, e2 = _split_counts(c2, sel.fraction, gen, "counts_neighbour")
+    s1, e1 = _split_counts(data.c1, sel.fraction, gen, "counts")
+    s2, e2 = _split_counts(data.c2, sel.fraction, gen, "counts_neighbour")
     flat_best = _best_on_selection(s1, s2, cands, crit_orders, method, beta, report)
     flat_e1, flat_e2 = e1.reshape(-1, n_classes), e2.reshape(-1, n_classes)
     flat_eps = np.empty((flat_best.size, lam.size))
@@ -338,13 +313,11 @@ def _split_audit(
         flat_eps[rows] = candidate_bounds(
             flat_e1[rows], flat_e2[rows], (cands[j],), lam, method, beta
         )[:, 0, :]
-    batch = c1.shape[:-1]
+    batch = data.c1.shape[:-1]
     best = flat_best.reshape(batch)
     chosen = np.broadcast_to(best[..., None], (*batch, lam.size)).astype(np.int64)
     return audit_result(
-        c1,
-        c2,
-        lam,
+        data,
         flat_eps.reshape((*batch, lam.size)),
         method,
         level,
@@ -421,29 +394,26 @@ def rdp_audit(
         >>> res.selection.strategy, res.candidates[int(res.chosen[0])][0]
         ('split', (0,))
     """
-    c1, c2 = check_pair(counts, counts_neighbour)
-    lam = check_orders(orders)
+    data = Counts.check(counts, counts_neighbour, orders)
     level = check_confidence_level(confidence_level)
     check_choice("method", method, _CI_METHODS)
     sel = as_selection(selection)
     report = check_progress(progress)
-    crit_orders = lam
+    crit_orders = data.lam
     if selection_order is not None:
         crit_orders = check_orders(
             check_real("selection_order", selection_order), "selection_order"
         )
-    n_classes = c1.shape[-1]
     if isinstance(sel, Explicit):
         if candidates is not None:
             raise ValueError("candidates must not be given with an Explicit selection")
-        part = _candidate(sel.value, method, n_classes, "selection.value")
-        return _fixed_audit(c1, c2, lam, part, method, level)
-    cands = _candidates(candidates, sel, method, n_classes)
+        part = _candidate(sel.value, method, data.n_classes, "selection.value")
+        return _fixed_audit(data, part, method, level)
+    cands = _candidates(candidates, sel, method, data.n_classes)
     if isinstance(sel, Bonferroni):
-        return _bonferroni_audit(c1, c2, lam, cands, method, level, report)
+        return _bonferroni_audit(data, cands, method, level, report)
     if isinstance(sel, Split):
         return _split_audit(
-            c1, c2, lam, cands, method, level, sel=sel, crit_orders=crit_orders, rng=rng,
-            report=report,
-        )  # fmt: skip
+            data, cands, method, level, sel=sel, crit_orders=crit_orders, rng=rng, report=report
+        )
     raise TypeError(f"selection must be Explicit, Split or Bonferroni, got {sel!r}")

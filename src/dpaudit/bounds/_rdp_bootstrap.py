@@ -17,24 +17,22 @@ from dpaudit._rng import block_seeds, seed_entropy
 from dpaudit._typing import ArrayLike, Progress, ProgressLike, RngLike
 from dpaudit._validate import (
     check_confidence_level,
-    check_orders,
     check_positive_int,
     check_progress,
     track,
 )
 from dpaudit.bounds._cuts import (
+    Counts,
     Partition,
     RDPAudit,
     audit_result,
     check_output_set,
-    check_pair,
     check_partition,
     cut_bound,
     membership,
     two_cut_partition,
 )
 from dpaudit.bounds._intervals import bootstrap_counts
-from dpaudit.bounds._selection import Explicit
 
 __all__ = ["rdp_k_cut_bootstrap", "rdp_two_cut_bootstrap"]
 
@@ -58,28 +56,22 @@ def _bootstrap_audit(
     progress: ProgressLike,
 ) -> RDPAudit:
     """Validate, then bound each query by the bootstrap of its plug-in cut divergence."""
-    c1, c2 = check_pair(counts, counts_neighbour)
-    lam = check_orders(orders)
+    data = Counts.check(counts, counts_neighbour, orders)
     level = check_confidence_level(confidence_level)
-    n_classes = c1.shape[-1]
     if two_cut:
-        part = two_cut_partition(check_output_set(cells, n_classes), n_classes)
+        part = two_cut_partition(check_output_set(cells, data.n_classes), data.n_classes)
     else:
-        part = check_partition(cells, n_classes)
+        part = check_partition(cells, data.n_classes)
     n_resamples = check_positive_int("n_resamples", n_resamples)
     report = check_progress(progress)
     method = "two-cut-bootstrap" if two_cut else "k-cut-bootstrap"
-    eps = _bootstrap_rows(c1, c2, lam, part, level, n_resamples, rng, report)
-    what = "output set" if two_cut else "partition"
+    eps = _bootstrap_rows(data, part, level, n_resamples, rng, report)
     return audit_result(
-        c1,
-        c2,
-        lam,
+        data,
         eps,
         method,
         level,
-        selection=Explicit(part[0] if two_cut else part).record(what),
-        candidates=(part,),
+        fixed=part,
         interval_level=level,
         asymptotic=True,
         valid_at_zero=False,
@@ -91,16 +83,10 @@ def _bootstrap_audit(
 
 
 def _bootstrap_rows(
-    c1: np.ndarray,
-    c2: np.ndarray,
-    lam: np.ndarray,
-    part: Partition,
-    level: float,
-    n_resamples: int,
-    rng: RngLike,
-    report: Progress,
+    data: Counts, part: Partition, level: float, n_resamples: int, rng: RngLike, report: Progress
 ) -> np.ndarray:
     """Percentile-bootstrap lower limits of every query, shape ``(..., A)``."""
+    c1, c2, lam = data.c1, data.c2, data.lam
     mem = membership([part], c1.shape[-1])[0]  # (K, C)
 
     def statistic(a: np.ndarray, b: np.ndarray) -> np.ndarray:
