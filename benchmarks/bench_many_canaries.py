@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 from scipy import optimize, stats
 
-from dpaudit.bounds import fdp_one_run_sweep, lidp_epsilon, one_run_sweep
+from dpaudit.bounds import Bonferroni, Split, fdp_one_run_sweep, lidp_epsilon, one_run_sweep
 
 M = 10_000
 DELTA = 1e-5
@@ -111,7 +111,7 @@ def delta_floor_diagnostics(res) -> dict[str, object]:
     ``dpaudit.bounds._one_run``), so a test at level β′ rejects nothing unless some tested
     point has v − ⌈r/2⌉ > m·δ/β′ correct guesses above chance.
     """
-    if res.selection == "bonferroni":
+    if res.selection.strategy == "bonferroni":
         excess = float(np.max(res.num_correct - np.ceil(res.num_guesses / 2)))
         level, m_test = BETA / res.num_tests, res.num_canaries
     else:
@@ -144,17 +144,17 @@ def main() -> None:
     }
     rows = []
 
-    for sel in ("bonferroni", "split"):
+    for sel, strategy in (("bonferroni", Bonferroni()), ("split", Split())):
         for delta in (0.0, DELTA):
             t, res = best_of(
-                lambda s=sel, d=delta: one_run_sweep(scores, inc, delta=d, selection=s, rng=1)
+                lambda s=strategy, d=delta: one_run_sweep(scores, inc, delta=d, selection=s, rng=1)
             )
             extra = delta_floor_diagnostics(res) if delta > 0 else {}
             rows.append(
                 ("one-run sweep", sel, delta, t, res.epsilon, res.uncorrected_max_epsilon, extra)
             )
         t, res = best_of(
-            lambda s=sel: fdp_one_run_sweep(slots, ins, delta=DELTA, selection=s, rng=1)
+            lambda s=strategy: fdp_one_run_sweep(slots, ins, delta=DELTA, selection=s, rng=1)
         )
         rows.append(
             ("f-DP sweep (K=2)", sel, DELTA, t, res.epsilon, res.uncorrected_max_epsilon, {})

@@ -87,13 +87,7 @@ def answer_log_probability(votes: ArrayLike, threshold: float, sigma1: float) ->
 
 
 def answer_probability(votes: ArrayLike, threshold: float, sigma1: float) -> FloatArray:
-    """``Pr[answered] = Φ̄((T − round(max_j n_j))/σ1)`` (Papernot et al. 2018 Alg. 1).
-
-
-    Args:
-        votes: histogram ``(C,)`` or batch ``(..., C)``, non-negative.
-        threshold: voting threshold T ≥ 0.
-        sigma1: threshold-noise standard deviation σ1 > 0.
+    """``Pr[answered]``: the exponential of :func:`answer_log_probability` (same arguments).
 
     Returns:
         Probabilities of shape ``votes.shape[:-1]``.

@@ -1,9 +1,11 @@
 """Confidence intervals for proportions.
 
-Exact Clopper–Pearson intervals (Clopper & Pearson 1934), as used by paper 000 (§3, Eq. 1;
-App. B) and paper 002 (step 3) to turn Monte-Carlo counts into valid bounds; simultaneous
-multinomial intervals (Goodman 1965; Sison & Glaz 1995) for the k-cut audit of paper 000
-App. B; and a bootstrap helper for functionals of counts (paper 000 App. B, bootstrap audits).
+Exact Clopper–Pearson intervals (Clopper & Pearson 1934), as used by Chadha et al. 2024
+(*Auditing Private Prediction*, arXiv:2402.09403, §3 Eq. 1 and App. B) and Pillutla et al.
+2023 (arXiv:2305.18447, step 3) to turn Monte-Carlo counts into valid bounds; simultaneous
+multinomial intervals (Goodman 1965; Sison & Glaz 1995) for the k-cut audit of Chadha et al.
+2024 App. B; and a bootstrap helper for functionals of counts (their App. B, bootstrap
+audits).
 """
 
 from __future__ import annotations
@@ -137,7 +139,7 @@ class SimultaneousIntervals(ResultMixin):
         method: ``"goodman"`` or ``"sison-glaz"``.
         engine: ``"dpaudit"`` (vectorised implementation) or ``"statsmodels"``.
         asymptotic: always True: both methods rest on large-sample approximations
-            (paper 000 App. B, Table 2: the k-cut CI audit is "not always valid").
+            (Chadha et al. 2024 App. B, Table 2: the k-cut CI audit is "not always valid").
     """
 
     low: FloatArray
@@ -402,7 +404,7 @@ def multinomial_intervals(
 ) -> SimultaneousIntervals:
     """Simultaneous confidence intervals for multinomial cell probabilities.
 
-    Used by the k-cut RDP audit (paper 000 App. B, "Auditing with the k-cut"), which needs
+    Used by the k-cut RDP audit (Chadha et al. 2024 App. B, "Auditing with the k-cut"), which needs
     intervals that hold for all cells at once. Two methods, both asymptotic:
 
     * ``"goodman"`` — Goodman (1965): a χ² (Wilson-type) interval per cell with the level
@@ -501,7 +503,8 @@ class BootstrapInterval(ResultMixin):
             ``"multinomial"`` (resampled counts drawn as Multinomial(n, counts/n)).
         seed: the integer seed used, when one was given.
         asymptotic: always True: bootstrap intervals are only asymptotically valid
-            (paper 000 App. B; invalid on the boundary of the parameter space, Andrews 2000).
+            (Chadha et al. 2024 App. B; invalid on the boundary of the parameter space,
+            Andrews 2000).
     """
 
     estimate: FloatArray
@@ -551,7 +554,7 @@ def bootstrap_counts(
 ) -> BootstrapInterval:
     """Bootstrap interval for a functional of one or more independent multinomial samples.
 
-    Paper 000 App. B ("Bootstrap based methods", after Efron & Tibshirani 1994): resample
+    Chadha et al. 2024 App. B ("Bootstrap based methods", after Efron & Tibshirani 1994): resample
     each sample's observations with replacement, recompute the statistic, read the interval
     off the bootstrap distribution. For categorical data a resample of ``n`` observations is
     exactly a Multinomial(n, counts/n) draw, so two engines give the same distribution:

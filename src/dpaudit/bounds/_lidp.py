@@ -1,7 +1,10 @@
-"""Lifted-DP audit intervals (Pillutla, Andrew, Kairouz, McMahan, Oprea & Oh 2023; paper 002).
+"""Lifted-DP audit intervals (Pillutla, Andrew, Kairouz, McMahan, Oprea & Oh 2023).
+
+*Unleashing the Power of Randomization in Auditing Differentially Private ML*, NeurIPS 2023,
+arXiv:2305.18447.
 
 Each of n trials trains once with k random canaries and tests k canaries, giving an
-(n × k) 0/1 matrix per kind of trial (``shared/formulas.md`` §4): *alternative* trials test
+(n × k) 0/1 matrix per kind of trial: *alternative* trials test
 the k included canaries (TPR), *null* trials test k fresh canaries that were left out (FPR).
 Within a row the k outcomes are exchangeable but correlated; rows are independent.
 
@@ -28,7 +31,7 @@ first-order bound):
 
 β = 1 − confidence_level is split: β/2 to the TPR lower bound and β/2 to the FPR upper bound
 (β_s = β/2 each). CP and W1 use a = β_s; W2 spends β_s/2 on μ₂⁺ and β_s/2 on μ₁; W4 spends
-β_s/4 on each of μ₃⁺, μ₄⁺, μ₂⁺ and μ₁. Then ``ε = log((TPR_lo − δ)/FPR_hi)`` (paper 002,
+β_s/4 on each of μ₃⁺, μ₄⁺, μ₂⁺ and μ₁. Then ``ε = log((TPR_lo − δ)/FPR_hi)`` (Pillutla et al. 2023,
 Eq. (1)–(3)), reported as 0 when ``TPR_lo ≤ δ`` or the log is negative.
 """
 
@@ -113,7 +116,7 @@ def _check_outcomes(name: str, value: ArrayLike) -> np.ndarray:
 
 
 def _moments(x: np.ndarray) -> np.ndarray:
-    """μ̂1..μ̂4 (formulas.md §4); NaN where k is too small."""
+    """μ̂1..μ̂4 (module docstring); NaN where k is too small."""
     k = x.shape[1]
     m1 = x.sum(axis=1) / k
     out = np.full(4, np.nan)
@@ -132,7 +135,7 @@ def _moments(x: np.ndarray) -> np.ndarray:
 
 
 def lidp_moments(outcomes: ArrayLike) -> LiDPMoments:
-    """Unbiased moment estimates ``μ̂_ℓ = mean over rows of m_ℓ`` (paper 002; formulas.md §4).
+    """Unbiased moment estimates ``μ̂_ℓ = mean over rows of m_ℓ`` (Pillutla et al. 2023).
 
     Args:
         outcomes: (n × k) 0/1 matrix.
@@ -193,13 +196,13 @@ def _wilson2(
     fallbacks: list,
     tag: str,
 ) -> float:
-    """Second-order bound on μ1 given μ2⁺ (formulas.md §4, item 3)."""
+    """Second-order bound on μ1 given μ2⁺ (module docstring, ``wilson2``)."""
     z = _z(tail)
     a = n + z * z
     b = 2.0 * n * mean1 + z * z / k
     c = n * mean1 * mean1 - z * z * ((k - 1) / k) * mu2_upper
     roots = _roots(a, b, c)
-    # Defensive (formulas.md §4): with μ2⁺ ≥ μ̂2 the discriminant is z²·[4n·(sample variance
+    # Defensive: with μ2⁺ ≥ μ̂2 the discriminant is z²·[4n·(sample variance
     # of the row means) + …] ≥ 0; only a μ2⁺ below μ̂2 from the fourth-order step could flip it.
     if roots is None:  # pragma: no cover - not reached on any input found
         fallbacks.append(tag)
@@ -221,7 +224,7 @@ def _mu2_upper_fourth(
     fallbacks: list,
     tag: str,
 ) -> float:
-    """Upper bound on μ2 from the fourth-order quadratic (formulas.md §4, item 4)."""
+    """Upper bound on μ2 from the fourth-order quadratic (module docstring, ``wilson4``)."""
     z = _z(tail)
     kk = k * k - k
     mean2 = mom[1]
@@ -235,7 +238,7 @@ def _mu2_upper_fourth(
         c = n * mean2 * mean2 - z * z * (4.0 * (k - 2) * mu3u + (k - 2) * (k - 3) * mu4u) / kk
     b = 2.0 * n * mean2 + 2.0 * z * z / kk
     roots = _roots(a, b, c)
-    # Defensive (formulas.md §4: "if a discriminant is negative, fall back").
+    # Defensive: if a discriminant is negative, fall back to the first-order bound.
     if roots is None:  # pragma: no cover - not reached on any input found
         fallbacks.append(tag)
         return _wilson1(mean2, n, tail, True)
@@ -281,7 +284,7 @@ def lidp_epsilon(
     method: str = "wilson4",
     variance: str = "reference",
 ) -> LiDPResult:
-    """ε lower bound from Lifted-DP audit outcomes (paper 002; ``shared/formulas.md`` §4).
+    """ε lower bound from Lifted-DP audit outcomes (Pillutla et al. 2023, arXiv:2305.18447).
 
     ``ε = log((TPR_lo − δ)/FPR_hi)`` with TPR_lo a lower confidence bound from the alternative
     matrix and FPR_hi an upper bound from the null matrix, each at level 1 − β/2. The Wilson
