@@ -596,18 +596,7 @@ def bootstrap_counts(
     """
     if not callable(statistic):
         raise TypeError(f"statistic must be callable, got {type(statistic).__name__}")
-    if isinstance(counts, np.ndarray) and counts.ndim == 1:
-        raise ValueError(
-            "counts must be a sequence of count vectors (one per sample), got 1-d array"
-        )
-    samples = [check_counts(f"counts[{j}]", c, ndim_min=1) for j, c in enumerate(counts)]
-    if not samples:
-        raise ValueError("counts must contain at least one sample")
-    for j, s in enumerate(samples):
-        if s.ndim != 1:
-            raise ValueError(f"counts[{j}] must be 1-d, got shape {s.shape}")
-        if s.sum() == 0:
-            raise ValueError(f"counts[{j}] must have a positive total, got {s.tolist()!r}")
+    samples = _check_samples(counts)
     level = check_confidence_level(confidence_level)
     n_resamples = check_positive_int("n_resamples", n_resamples)
     check_choice("method", method, _BOOT_METHODS)
@@ -621,7 +610,6 @@ def bootstrap_counts(
     seed = seed_entropy(rng)
     gen = as_generator(rng)
     estimate = np.asarray(statistic(*[s[None, :] for s in samples]), dtype=np.float64)[0]
-
     if engine == "multinomial":
         draws = [
             gen.multinomial(int(s.sum()), s / s.sum(), size=n_resamples).astype(np.int64)
@@ -632,28 +620,11 @@ def bootstrap_counts(
         with np.errstate(invalid="ignore"):
             low, high = _bootstrap_quantiles(dist, estimate, level, method, alternative)
     else:
-        sizes = [s.shape[0] for s in samples]
-        labels = [np.repeat(np.arange(k), s) for k, s in zip(sizes, samples, strict=True)]
-
-        def wrapped(*xs, axis=-1):
-            batch = []
-            for x, k in zip(xs, sizes, strict=True):
-                x = np.moveaxis(np.asarray(x), axis, -1)
-                lead = x.shape[:-1]
-                flat = x.reshape(-1, x.shape[-1]).astype(np.int64)
-                offs = (np.arange(flat.shape[0]) * k)[:, None]
-                cnt = np.bincount((flat + offs).ravel(), minlength=flat.shape[0] * k)
-                batch.append(cnt.reshape(flat.shape[0], k))
-            val = np.asarray(statistic(*batch), dtype=np.float64)  # (B,) or (B, S)
-            val = np.moveaxis(val, 0, -1)  # (S, B) or (B,)
-            return val.reshape(val.shape[:-1] + lead)
-
-        per = max(1, int(2e7 // max(total, 1)))
         res = stats.bootstrap(
-            tuple(labels),
-            wrapped,
+            tuple(np.repeat(np.arange(s.shape[0]), s) for s in samples),
+            _on_labels(statistic, [s.shape[0] for s in samples]),
             n_resamples=n_resamples,
-            batch=per,
+            batch=max(1, int(2e7 // max(total, 1))),
             vectorized=True,
             paired=False,
             confidence_level=level,
@@ -674,3 +645,39 @@ def bootstrap_counts(
         engine=engine,
         seed=seed,
     )
+
+
+def _check_samples(counts: Sequence[ArrayLike]) -> list[np.ndarray]:
+    """One 1-d count vector with a positive total per sample."""
+    if isinstance(counts, np.ndarray) and counts.ndim == 1:
+        raise ValueError(
+            "counts must be a sequence of count vectors (one per sample), got 1-d array"
+        )
+    samples = [check_counts(f"counts[{j}]", c, ndim_min=1) for j, c in enumerate(counts)]
+    if not samples:
+        raise ValueError("counts must contain at least one sample")
+    for j, s in enumerate(samples):
+        if s.ndim != 1:
+            raise ValueError(f"counts[{j}] must be 1-d, got shape {s.shape}")
+        if s.sum() == 0:
+            raise ValueError(f"counts[{j}] must have a positive total, got {s.tolist()!r}")
+    return samples
+
+
+def _on_labels(statistic: Callable[..., ArrayLike], sizes: list[int]) -> Callable[..., np.ndarray]:
+    """``statistic`` of counts as a vectorised statistic of label resamples (scipy's form)."""
+
+    def wrapped(*xs, axis=-1):
+        batch = []
+        for x, k in zip(xs, sizes, strict=True):
+            x = np.moveaxis(np.asarray(x), axis, -1)
+            lead = x.shape[:-1]
+            flat = x.reshape(-1, x.shape[-1]).astype(np.int64)
+            offs = (np.arange(flat.shape[0]) * k)[:, None]
+            cnt = np.bincount((flat + offs).ravel(), minlength=flat.shape[0] * k)
+            batch.append(cnt.reshape(flat.shape[0], k))
+        val = np.asarray(statistic(*batch), dtype=np.float64)  # (B,) or (B, S)
+        val = np.moveaxis(val, 0, -1)  # (S, B) or (B,)
+        return val.reshape(val.shape[:-1] + lead)
+
+    return wrapped
