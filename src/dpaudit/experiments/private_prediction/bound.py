@@ -41,7 +41,7 @@ class QueryAudit(ResultMixin):
 
 
 def _candidates(c: int) -> list[tuple[int, ...]] | None:
-    from dpaudit.bounds._rdp import MAX_CLASSES_TWO_CUT
+    from dpaudit.bounds import MAX_CLASSES_TWO_CUT
 
     if c <= min(MAX_CLASSES_TWO_CUT, 12):
         return None
@@ -73,12 +73,13 @@ def audit_distributions(
     """
     from dpaudit.bounds import (
         RDPLowerBoundCurve,
+        Split,
         compose_rdp_lower_bounds,
         per_query_confidence_level,
         rdp_audit,
         rdp_two_cut,
+        two_cut_plug_in,
     )
-    from dpaudit.bounds._rdp import _candidate_bounds, _two_cut_partition
 
     n, _, c = counts.shape
     level = (
@@ -106,7 +107,7 @@ def audit_distributions(
             counts[sl, 1],
             orders,
             candidates=cands,
-            selection="split",
+            selection=Split(),
             selection_order=selection_order,
             confidence_level=level,
             rng=seeds[b],
@@ -123,10 +124,7 @@ def audit_distributions(
                 sel1[r], sel2[r], sel_orders, output_set=o, confidence_level=score_level
             )
             score[start + r] = float(two.epsilons[0])
-            part = (_two_cut_partition(o, c),)
-            plug[start + r] = float(
-                _candidate_bounds(sel1[r], sel2[r], part, sel_orders, "plug-in", 0.0)[0, 0]
-            )
+            plug[start + r] = float(two_cut_plug_in(sel1[r], sel2[r], sel_orders, output_set=o)[0])
     if composition == "repetitions":
         worst = int(np.lexsort((-np.arange(n), plug, score))[-1])
         curve = RDPLowerBoundCurve(
