@@ -45,6 +45,13 @@ from dpaudit._rng import as_generator
 from dpaudit._typing import RngLike
 from dpaudit._validate import check_choice, check_in_range, check_nonneg_int
 from dpaudit.errors import MissingDatasetError
+from dpaudit.systems._text_data import (
+    TEXT_LOADERS,
+    load_ag_news,
+    load_rotten_tomatoes,
+    load_sst2,
+    load_wordnet_nouns,
+)
 from dpaudit.systems._vote_data import (
     CONSENSUS_LEVELS,
     VoteHistograms,
@@ -61,15 +68,19 @@ __all__ = [
     "Dataset",
     "VoteHistograms",
     "load_adult",
+    "load_ag_news",
     "load_dataset",
     "load_digits",
     "load_fashion_mnist",
     "load_mnist_5k",
     "load_mnist_vote_histograms",
+    "load_rotten_tomatoes",
+    "load_sst2",
+    "load_wordnet_nouns",
     "read_idx",
 ]
 
-DATASET_NAMES: tuple[str, ...] = ("digits", "mnist-5k", "fashion-mnist", "adult")
+DATASET_NAMES: tuple[str, ...] = ("digits", "mnist-5k", "fashion-mnist", "adult", *TEXT_LOADERS)
 DEFAULT_FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"
 FASHION_MNIST_CLASSES = (
     "T-shirt/top",
@@ -674,6 +685,7 @@ _LOADERS = {
     "mnist-5k": load_mnist_5k,
     "fashion-mnist": load_fashion_mnist,
     "adult": load_adult,
+    **TEXT_LOADERS,
 }
 
 
