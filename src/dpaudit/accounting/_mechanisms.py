@@ -214,7 +214,8 @@ def noisy_argmax_cost(
     no_fallback = np.zeros(full, dtype=bool)
     if isinstance(mechanism, GNMax):
         if dd:
-            det = gnmax_rdp_details(votes, mechanism.sigma, lam, analysis="data-dependent", q=q)
+            with np.errstate(over="ignore", divide="ignore"):  # σ → 0 or gap/σ → ∞: limits
+                det = gnmax_rdp_details(votes, mechanism.sigma, lam, analysis="data-dependent", q=q)
             rho2, fb2 = det.rdp, det.fallback
         else:
             rho2 = np.broadcast_to(_per_sigma2(lam, mechanism.sigma), full).copy()
@@ -224,10 +225,11 @@ def noisy_argmax_cost(
             mechanism, lam, zeros, rho2, no_fallback, fb2, np.ones(shape), rho2, analysis, q
         )
     if dd:
-        c = confident_gnmax_cost(
-            votes, threshold=mechanism.threshold, sigma1=mechanism.sigma1,
-            sigma2=mechanism.sigma2, orders=lam, analysis="data-dependent", q=q,
-        )  # fmt: skip
+        with np.errstate(over="ignore", divide="ignore"):  # σ → 0, gap/σ → ∞: limits
+            c = confident_gnmax_cost(
+                votes, threshold=mechanism.threshold, sigma1=mechanism.sigma1,
+                sigma2=mechanism.sigma2, orders=lam, analysis="data-dependent", q=q,
+            )  # fmt: skip
         return NoisyArgmaxCost(
             mechanism, lam, c.threshold_rdp, c.argmax_rdp, c.threshold_fallback,
             c.argmax_fallback, c.answer_probability, c.expected_rdp, analysis, q,
@@ -237,7 +239,8 @@ def noisy_argmax_cost(
     if votes is None:
         p = np.full(shape, np.nan)
     else:
-        p = np.asarray(answer_probability(votes, mechanism.threshold, mechanism.sigma1))
+        with np.errstate(over="ignore"):  # (max − T)/σ1 → ±∞: p = 0 or 1, the limit
+            p = np.asarray(answer_probability(votes, mechanism.threshold, mechanism.sigma1))
     expected = rho1 + p[..., None] * rho2
     return NoisyArgmaxCost(
         mechanism, lam, rho1, rho2, no_fallback, no_fallback.copy(), p, expected, analysis, q

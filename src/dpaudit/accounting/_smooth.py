@@ -67,9 +67,13 @@ def _data_independent(sigma: float, lam: float, what: str = "sigma") -> float:
     sq = sigma * sigma
     ind = lam / sq if 0.0 < sq < math.inf else math.nan
     if not (math.isfinite(ind) and ind > 0.0):
+        if sq == 0.0 or sq == math.inf:
+            reason = "σ² underflows to 0" if sq == 0.0 else "σ² overflows"
+        else:
+            reason = f"λ/σ² = {ind!r}"
         raise ValueError(
-            f"{what}={sigma!r} at order={lam!r}: σ² = {sq!r} and λ/σ² = {ind!r} are not both "
-            "positive float64 numbers; the smooth-sensitivity bounds cannot be computed for it"
+            f"{what}={sigma!r} at order={lam!r}: {reason} in float64; the smooth-sensitivity "
+            "bounds cannot be computed for it"
         )
     return ind
 
@@ -234,7 +238,8 @@ class _Beta:
 
 
 def _log_q_one(votes: np.ndarray, sigma: float) -> float:
-    return float(_log_q_union_flat(votes[None, :], sigma)[0])
+    with np.errstate(over="ignore"):  # gap/σ → ∞: q̃ = 0, the correct limit
+        return float(_log_q_union_flat(votes[None, :], sigma)[0])
 
 
 def gnmax_local_sensitivity(
@@ -464,7 +469,12 @@ def gnss_rdp(beta: float, sigma_s: float, order: float) -> float:
     lam = _check_order(order)
     if lam * b >= 0.5:
         raise ValueError(f"order must be < 1/(2·beta) = {0.5 / b} for GNSS, got {lam}")
-    return lam * math.exp(2 * b) / (s * s) + (b * lam - 0.5 * math.log1p(-2 * lam * b)) / (lam - 1)
+    noise = lam * math.exp(2 * b) / (s * s) if s * s > 0 else math.inf
+    if not math.isfinite(noise):
+        raise ValueError(
+            f"sigma_s={s!r} is too small for float64: the GNSS cost λ·e^(2β)/σ_s² overflows"
+        )
+    return noise + (b * lam - 0.5 * math.log1p(-2 * lam * b)) / (lam - 1)
 
 
 @dataclasses.dataclass(frozen=True)
