@@ -1,13 +1,14 @@
 """Rényi divergences between discrete distributions and of the noisy argmax (layer 2).
 
 ``D_α(P‖Q) = (1/(α−1))·log Σ_x P(x)^α Q(x)^{1−α}`` (Rényi 1961; Mironov 2017 Def. 3;
-paper 000 §3), computed in log space as a logsumexp so that probabilities down to 1e-300
+Chadha et al. 2024 §3), computed in log space as a logsumexp so that probabilities down to 1e-300
 and below contribute correctly. ``α = 1`` is the KL divergence ``Σ P log(P/Q)`` and
 ``α = ∞`` the max log-ratio ``max_{x: P(x)>0} log(P(x)/Q(x))``.
 
 For the noisy argmax, ``exact_renyi`` evaluates ``D_α(Q(H)‖Q(H'))`` with the exact output
-probabilities (paper 000 §4.2, Eq. 4; paper 003 Thm 1) and ``worst_case_neighbour_renyi``
-maximises it over every histogram one teacher away — the "exact" curve of paper 000 Fig. 2.
+probabilities (Chadha et al. 2024 §4.2, Eq. 4; Wang et al. 2022 Thm 1) and
+``worst_case_neighbour_renyi``
+maximises it over every histogram one teacher away — the "exact" curve of Chadha et al. 2024 Fig. 2.
 """
 
 from __future__ import annotations
@@ -124,7 +125,7 @@ def renyi_divergence(p: ArrayLike, q: ArrayLike, orders: ArrayLike) -> FloatArra
 def exact_renyi(
     votes: ArrayLike, neighbour_votes: ArrayLike, sigma: float, orders: ArrayLike
 ) -> FloatArray:
-    """``D_α(Q(H)‖Q(H'))`` for the Gaussian noisy argmax, exactly (paper 000 §4.2, Eq. 4).
+    """``D_α(Q(H)‖Q(H'))`` for the Gaussian noisy argmax, exactly (Chadha et al. 2024 §4.2, Eq. 4).
 
     Args:
         votes: histogram H ``(C,)`` or batch ``(..., C)``.
@@ -210,7 +211,7 @@ def worst_case_neighbour_renyi(
     """Exact per-query RDP of the noisy argmax at a fixed histogram, over all neighbours.
 
     The maximum over every histogram one teacher away (both directions of the divergence) of
-    ``D_α(Q(H)‖Q(H'))`` — the "exact" curve of paper 000 Fig. 2 (§4.2: "exact Rényi
+    ``D_α(Q(H)‖Q(H'))`` — the "exact" curve of Chadha et al. 2024 Fig. 2 (§4.2: "exact Rényi
     divergence ... for all possible neighbouring histograms").
 
     Args:

@@ -1,4 +1,4 @@
-"""Consensus-based attribute inference from vote histograms (paper 003 §2 and App. E).
+"""Consensus-based attribute inference from vote histograms (Wang et al. 2022 §2 and App. E).
 
 Members of an under-represented group are predicted inconsistently by teachers that each saw
 few of them, so their vote histograms have low *consensus* (the share of the top class).
@@ -31,7 +31,7 @@ PAPER_CONSENSUS_THRESHOLD = 0.75
 
 
 def vote_consensus(votes: ArrayLike) -> FloatArray:
-    """Consensus of each histogram: ``max_c H_c / Σ_c H_c`` (paper 003 §2, §4.1).
+    """Consensus of each histogram: ``max_c H_c / Σ_c H_c`` (Wang et al. 2022 §2, §4.1).
 
     Args:
         votes: histogram (C,) or batch (..., C), non-negative, each with a positive sum.
@@ -108,7 +108,7 @@ class AttributeInference(ResultMixin):
     num_members: int
     num_queries: int
     threshold: float
-    method: str = "paper 003 §2: flag consensus < threshold as a minority-group member"
+    method: str = "Wang et al. 2022 §2: flag consensus < threshold as a minority-group member"
     selection: str = "none"
 
 
@@ -124,7 +124,7 @@ def evaluate_attribute_inference(
     Args:
         votes: histograms (n, C) (read directly or extracted).
         is_member: true group membership (n,), booleans or 0/1.
-        threshold: consensus cut-off (paper 003 §2: 0.75).
+        threshold: consensus cut-off (Wang et al. 2022 §2: 0.75).
         confidence_level: for the Clopper–Pearson intervals of precision and recall.
 
     Returns:

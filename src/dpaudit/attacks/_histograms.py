@@ -126,7 +126,7 @@ def multinomial_output_probabilities(
 ) -> FloatArray:
     """Exact ``E_M[Q(M + offset)]`` for ``M ~ Mult(num_votes, probabilities)``.
 
-    ``Q(H)`` is the output distribution of the Gaussian noisy argmax (paper 000 Eq. 4). The
+    ``Q(H)`` is the output distribution of the Gaussian noisy argmax (Chadha et al. 2024 Eq. 4). The
     expectation over the multinomial is evaluated by Poissonisation (module notes):
     ``P(M = h) = ∏_i Poi(h_i; K p_i) / Z_K`` on ``Σ h_i = K``, so for each x on the
     integration grid ``E[φ(x − v_c) ∏_{i≠c} Φ(x − v_i)]`` is the coefficient of ``z^K`` in a
@@ -422,7 +422,8 @@ def _draw_categorical(gen: np.random.Generator, cdf: np.ndarray, size: int) -> n
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class PATEHistogramSampler:
-    """``histogram_sampler(gen, size)`` drawing H_S or H_S′ of a PATE model (paper 000 §5.1).
+    """``histogram_sampler(gen, size)`` drawing H_S or H_S′ of a PATE model (Chadha et al. 2024
+    §5.1).
 
     ``H_S ~ Mult(k, P)``; ``H_S′ = Mult(k−1, P) + e_Y`` with ``Y ~ P′`` when the affected
     teacher is among the k chosen (probability k/m), ``Y ~ P`` otherwise.
@@ -456,7 +457,8 @@ class PATEHistogramSampler:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class CaPCHistogramSampler:
-    """``histogram_sampler(gen, size)`` drawing H_S or H_S′ of a CaPC model (paper 000 §5.2).
+    """``histogram_sampler(gen, size)`` drawing H_S or H_S′ of a CaPC model (Chadha et al. 2024
+    §5.2).
 
     Each teacher votes independently from its own distribution (the affected teacher from
     P′ under S′); with k < m a uniformly random subset of k teachers votes.

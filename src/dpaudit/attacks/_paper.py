@@ -1,4 +1,4 @@
-"""A faithful reimplementation of paper 003's reconstruction procedure (the baseline).
+"""A faithful reimplementation of Wang et al. 2022's reconstruction procedure (the baseline).
 
 Paper 003 §3.2 (Alg. 2) and §4.1, as released in ``cleverhans-lab/monte-carlo-adv``
 (``section4/attack.py``), which we follow where the text and the code differ:
@@ -167,7 +167,7 @@ class PaperReconstruction(ResultMixin):
     tolerance: float
     max_iter: int
     method: str = (
-        "paper 003 Alg. 2 / §4.1 as released: trapezoid Q over ±6σ (unit steps), normalised "
+        "Wang et al. 2022 Alg. 2 / §4.1 as released: trapezoid Q over ±6σ (unit steps), normalised "
         "gradient steps of length 10 then 1"
     )
 
@@ -182,7 +182,8 @@ def reconstruct_histogram_paper(
     max_iter: int = 100,
     stop_on_negative: bool = True,
 ) -> PaperReconstruction:
-    """Reconstruct a histogram with paper 003's own procedure (the baseline of our benchmark).
+    """Reconstruct a histogram with Wang et al. 2022's own procedure (the baseline of our
+    benchmark).
 
     See the module docstring for every step and where the released code and the text differ.
 

@@ -1,18 +1,20 @@
-"""Vote-histogram reconstruction from repeated noisy-argmax answers (paper 003 §3).
+"""Vote-histogram reconstruction from repeated noisy-argmax answers (Wang et al. 2022 §3).
 
 A client that sends the same query M times to a PATE interface observes M i.i.d. draws of
 ``argmax_c (H_c + N(0, σ²))``, i.e. counts ``n ~ Multinomial(M, Q(H))`` with ``Q`` the
-noisy-argmax output distribution (paper 003 Thm 1; paper 000 Eq. 4). We estimate ``H`` on the
+noisy-argmax output distribution (Wang et al. 2022 Thm 1; Chadha et al. 2024 Eq. 4). We estimate
+``H`` on the
 scaled simplex ``{H ≥ 0, Σ H = N}`` by
 
 * ``objective="mle"``: maximum likelihood, ``max Σ_c n_c log Q_c(H)`` (the multinomial
   likelihood of the observed answers), plus, for Confident GNMax, the Bernoulli likelihood of
-  the answered/abstained split (Papernot et al. 2018 Alg. 1; ``shared/formulas.md`` §1.5);
-* ``objective="l2"``: paper 003 §3.2 Step 2, ``min ‖Q(H) − q̄‖₂`` with ``q̄ = n/M`` (we minimise
+  the answered/abstained split (Papernot et al. 2018 Alg. 1, arXiv:1802.08908);
+* ``objective="l2"``: Wang et al. 2022 §3.2 Step 2, ``min ‖Q(H) − q̄‖₂`` with ``q̄ = n/M`` (we
+  minimise
   its square, which has the same minimiser and a smooth gradient).
 
 **Why the constraint set is the simplex, and why SLSQP.** ``Q`` depends on ``H`` only through
-the differences ``H_i − H_j`` (paper 003 Thm 2), so the equality ``Σ H = N`` removes exactly
+the differences ``H_i − H_j`` (Wang et al. 2022 Thm 2), so the equality ``Σ H = N`` removes exactly
 the one direction the data cannot see; what remains is a genuine inequality constraint
 ``H ≥ 0`` (the spread of a histogram of N votes is bounded). A class never observed pushes the
 likelihood towards ``H_c → −∞``, so its estimate sits *on* the boundary ``H_c = 0``. A
@@ -28,7 +30,7 @@ superlinearly from the starting point below in ~10–25 iterations (C = 10).
 **Starting point.** With i.i.d. Gumbel noise of scale b the argmax distribution is
 ``softmax(H/b)`` (McFadden 1974); matching the Gaussian's variance gives ``b = σ√6/π`` and the
 start ``H⁰ = Π_simplex(b·log((n + ½)/(M + C/2)))`` (Euclidean projection onto the simplex,
-Duchi et al. 2008; ``shared/formulas.md`` §7).
+Duchi et al. 2008; Malek et al. 2021, arXiv:2106.03408).
 
 **Flat objectives.** When the noise is small next to the gaps between counts, most classes
 are never (or almost never) answered and their probabilities at sensible H are ~1e-15 or
@@ -120,8 +122,8 @@ _PROFILE_MAX_EVALS = 40
 def project_to_simplex(values: ArrayLike, total: float = 1.0) -> FloatArray:
     """Euclidean projection onto ``{x ≥ 0, Σ x = total}``.
 
-    Duchi, Shalev-Shwartz, Singer, Chandra (ICML 2008), Fig. 1 (also paper 004 Alg. 4;
-    ``shared/formulas.md`` §7): sort descending into u, ρ = max{j : u_j − (Σ_{r≤j} u_r −
+    Duchi, Shalev-Shwartz, Singer, Chandra (ICML 2008), Fig. 1 (also Malek et al. 2021,
+    arXiv:2106.03408, Alg. 4): sort descending into u, ρ = max{j : u_j − (Σ_{r≤j} u_r −
     total)/j > 0}, θ = (Σ_{r≤ρ} u_r − total)/ρ, x = max(values − θ, 0).
 
     Args:
@@ -728,7 +730,8 @@ class HistogramReconstruction(ResultMixin):
         return int(self.votes.size)
 
     def error(self, true_votes: ArrayLike) -> float:
-        """Normalised L1 error of this estimate against the true histogram (paper 003 §4.1)."""
+        """Normalised L1 error of this estimate against the true histogram (Wang et al. 2022
+        §4.1)."""
         return normalised_l1_error(true_votes, self.votes)
 
 
@@ -752,7 +755,7 @@ def reconstruct_histogram(
     max_iter: int = 500,
     rng: RngLike = None,
 ) -> HistogramReconstruction:
-    """Estimate a PATE vote histogram from the answers to one repeated query (paper 003 §3).
+    """Estimate a PATE vote histogram from the answers to one repeated query (Wang et al. 2022 §3).
 
     Args:
         counts: answers per class, (C,) non-negative integers with Σ = M ≥ 1 (labelled
@@ -761,7 +764,7 @@ def reconstruct_histogram(
         num_teachers: N, the number of teachers (the estimate sums to N); at least the number
             of classes observed.
         objective: ``"mle"`` (multinomial maximum likelihood; default) or ``"l2"``
-            (paper 003 §3.2's ``‖Q(H) − q̄‖₂``).
+            (Wang et al. 2022 §3.2's ``‖Q(H) − q̄‖₂``).
         intervals: ``"profile"`` (profile likelihood; default), ``"bootstrap"`` (parametric
             bootstrap) or ``"none"``.
         confidence_level: per-class confidence level of the intervals, in (0, 1).

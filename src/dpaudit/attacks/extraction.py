@@ -1,4 +1,4 @@
-"""Vote-histogram extraction against a private-prediction interface (paper 003 §3–§4).
+"""Vote-histogram extraction against a private-prediction interface (Wang et al. 2022 §3–§4).
 
 Three pieces, all in one place for users:
 
@@ -14,7 +14,7 @@ Three pieces, all in one place for users:
   queries (data-dependent and data-independent RDP, composed, converted at δ).
 
 :func:`fixed_histogram_interface` builds a real ``PrivatePredictor`` whose teachers always
-vote a given histogram — the way paper 003 §4.1 simulates PATE from released histograms.
+vote a given histogram — the way Wang et al. 2022 §4.1 simulates PATE from released histograms.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def fixed_histogram_interface(
         votes: the integer histogram H (C,), C ≥ 2, Σ H ≥ 1.
         aggregator: :class:`~dpaudit.systems.GNMax` or :class:`~dpaudit.systems.ConfidentGNMax`.
         ledger: optional :class:`~dpaudit.accounting.PrivacyLedger` (budget enforcement).
-        cache: answer caching (the mitigation of paper 003 §5).
+        cache: answer caching (the mitigation of Wang et al. 2022 §5).
 
     Returns:
         The ``PrivatePredictor``.
@@ -161,7 +161,8 @@ class VoteExtraction(ResultMixin):
     interface_epsilon: float | None
     seed: int | None
     method: str = (
-        "repeated query, reconstruction by paper 003 §3 (dpaudit.attacks.reconstruct_histogram)"
+        "repeated query, reconstruction by Wang et al. 2022 §3 "
+        "(dpaudit.attacks.reconstruct_histogram)"
     )
     selection: str = "none"
 
@@ -360,7 +361,7 @@ def extract_histogram(
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class ExtractionCost(ResultMixin):
-    """The defender's privacy cost of the attacker's queries (paper 003 §4.1 "privacy cost").
+    """The defender's privacy cost of the attacker's queries (Wang et al. 2022 §4.1 "privacy cost").
 
     Attributes:
         epsilon_data_dependent: ε(δ) under the data-dependent analysis (Papernot et al. 2018
@@ -399,8 +400,8 @@ class ExtractionCost(ResultMixin):
     sigma1: float | None
     q: str
     method: str = (
-        "per-query RDP of GNMax / Confident GNMax (Papernot et al. 2018 Prop. 8, Thm 6, Alg. 1; "
-        "formulas.md §1.2-§1.5), composed by addition, converted to (eps, delta) (§1.7)"
+        "per-query RDP of GNMax / Confident GNMax (Papernot et al. 2018 Prop. 8, Thm 6, "
+        "Alg. 1), composed by addition, converted to (eps, delta) (Balle et al. 2020 Thm 20)"
     )
 
 
@@ -422,8 +423,9 @@ def extraction_privacy_cost(
 
     GNMax: ``M·ρ(λ)`` with ρ data-dependent (Thm 6, q̃ from ``q``) or ``λ/σ²``. Confident GNMax:
     realised ``M·ρ1 + A·ρ2`` (A answered) or expected ``M·(ρ1 + p·ρ2)``; data-independent
-    ``ρ1 = λ/(2σ1²)``, ``ρ2 = λ/σ2²`` (formulas.md §1.5). RDP composes by addition at each order
-    (Mironov 2017 Prop. 1); conversion per formulas.md §1.7.
+    ``ρ1 = λ/(2σ1²)``, ``ρ2 = λ/σ2²`` (Papernot et al. 2018, arXiv:1802.08908, §4.2). RDP
+    composes by addition at each order (Mironov 2017 Prop. 1); conversion by Balle et al. 2020
+    (arXiv:1905.09982) Thm 20 or Mironov 2017 Prop. 3.
 
     Args:
         votes: the true histogram H (C,) (the defender knows it).

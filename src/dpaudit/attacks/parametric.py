@@ -1,4 +1,4 @@
-"""Parametric histogram models of PATE and CaPC (paper 000 §5.1, §5.2).
+"""Parametric histogram models of PATE and CaPC (Chadha et al. 2024 §5.1, §5.2).
 
 About 10^8 experiments per query are needed to audit a private-prediction interface, and an
 experiment would otherwise mean a fresh training phase. Paper 000 models the randomness of
@@ -27,7 +27,7 @@ Clopper–Pearson interval on the flip probability of the affected teacher
 (:class:`FlipEstimate`).
 
 **Output distributions** (what the audit samples from). Each experiment draws a fresh
-histogram, so its output is one draw from the mixture ``p̄ = E_H[Q(H)]`` (Q from paper 000
+histogram, so its output is one draw from the mixture ``p̄ = E_H[Q(H)]`` (Q from Chadha et al. 2024
 Eq. 4), and counts of T experiments are exactly ``Multinomial(T, p̄)``. ``p̄`` is computed
 exactly:
 
@@ -242,7 +242,7 @@ def _check_k_m(k: int, m: int) -> tuple[int, int]:
 
 @dataclasses.dataclass(frozen=True)
 class PATEHistogramModel(ResultMixin):
-    """PATE's parametric histogram model for one query (paper 000 §5.1).
+    """PATE's parametric histogram model for one query (Chadha et al. 2024 §5.1).
 
     Attributes:
         probabilities: ``P_q``, the vote distribution of a teacher on a random part, ``(C,)``.
@@ -349,7 +349,7 @@ class PATEHistogramModel(ResultMixin):
 
 @dataclasses.dataclass(frozen=True)
 class CaPCHistogramModel(ResultMixin):
-    """CaPC's parametric histogram model for one query (paper 000 §5.2).
+    """CaPC's parametric histogram model for one query (Chadha et al. 2024 §5.2).
 
     Attributes:
         teacher_probabilities: ``P_q^i`` for every teacher i, ``(m, C)``.

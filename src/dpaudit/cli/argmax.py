@@ -20,7 +20,7 @@ class ArgmaxReport(ResultMixin):
     Attributes:
         votes: the histogram H.
         sigma: noise standard deviation σ.
-        probabilities: exact Q(H) (paper 000 Eq. 4).
+        probabilities: exact Q(H) (Chadha et al. 2024 Eq. 4).
         orders: Rényi orders α.
         worst_case_rdp: max over neighbouring histograms of D_α (exact, both directions).
         data_independent_rdp: α/σ² (Papernot et al. 2018 Prop. 8; Gaussian mechanism with

@@ -6,7 +6,7 @@ gives the exact privacy profile of ``G_μ``:
 
     δ(ε; μ) = Φ(−ε/μ + μ/2) − e^ε · Φ(−ε/μ − μ/2),
 
-decreasing in ε and increasing in μ (``shared/formulas.md`` §3, "μ → ε at δ"). All three
+decreasing in ε and increasing in μ (Dong, Roth & Su 2022, arXiv:1905.02383, Cor. 2.13). All three
 functions here evaluate it in log space (``log Φ`` via :func:`scipy.special.log_ndtr`) so that
 δ down to 1e-300 and μ up to ~40 stay accurate, and invert it with Brent's method.
 
@@ -29,7 +29,7 @@ _RTOL = 8.9e-16
 
 
 def _log1mexp(x: float) -> float:
-    """``log(1 − eˣ)`` for x ≤ 0, accurate in both regimes (formulas.md conventions)."""
+    """``log(1 − eˣ)`` for x ≤ 0, accurate in both regimes."""
     if x >= 0.0:
         return -math.inf
     if x < -0.6931471805599453:
@@ -65,7 +65,7 @@ def _check_epsilon(epsilon: object) -> float:
 def gdp_delta(epsilon: float, mu: float) -> float:
     """δ such that a μ-GDP mechanism is (ε, δ)-DP (exact privacy profile).
 
-    Dong, Roth & Su (2022), Corollary 2.13 (``shared/formulas.md`` §3):
+    Dong, Roth & Su (2022), Corollary 2.13 (arXiv:1905.02383):
     ``δ(ε; μ) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2)``, computed in log space.
 
     Args:
@@ -94,7 +94,7 @@ def gdp_delta(epsilon: float, mu: float) -> float:
 def gdp_epsilon(mu: float, delta: float) -> float:
     """Smallest ε such that a μ-GDP mechanism is (ε, δ)-DP.
 
-    Solves ``δ(ε; μ) = δ`` (Dong, Roth & Su 2022, Cor. 2.13; ``shared/formulas.md`` §3) by
+    Solves ``δ(ε; μ) = δ`` (Dong, Roth & Su 2022, Cor. 2.13, arXiv:1905.02383) by
     Brent's method on ``log δ(ε; μ) − log δ`` (absolute tolerance 1e-12). ``δ(ε; μ)`` is
     decreasing in ε; if ``δ(0; μ) = 2Φ(μ/2) − 1 ≤ δ`` the answer is 0. The root is bracketed
     by ``[0, μ·(μ/2 + Φ⁻¹(1−δ))]``, where ``δ(ε) ≤ Φ(−ε/μ + μ/2) ≤ δ``.

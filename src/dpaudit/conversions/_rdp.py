@@ -1,9 +1,10 @@
 """Conversion of a Rényi-DP curve to (ε, δ)-DP, and back (layer 2).
 
-Formulas (``shared/formulas.md`` §1.7), minimised over the orders given:
+Formulas (Mironov 2017, arXiv:1702.07476, Prop. 3; Balle et al. 2020, arXiv:1905.09982, Thm 20),
+minimised over the orders given:
 
 * standard (Mironov 2017, Prop. 3): ``ε = min_λ ρ(λ) + log(1/δ)/(λ−1)``;
-* improved (Balle, Barthe, Gaboardi, Hsu, Sato 2020, Thm 20 as numbered in paper 000's
+* improved (Balle, Barthe, Gaboardi, Hsu, Sato 2020, Thm 20 as numbered in Chadha et al. 2024's
   Thm 1; Thm 21 of arXiv:1905.09982; Canonne–Kamath–Steinke 2020 Prop. 12):
   ``ε = min_λ ρ(λ) + log((λ−1)/λ) − (log δ + log λ)/(λ−1)``;
 * inverse (improved): ``log δ = min_λ (λ−1)(ρ − ε + log(1−1/λ)) − log λ``.
@@ -78,7 +79,7 @@ def rdp_to_dp(
     ``ε = min_λ ρ(λ) + log((λ−1)/λ) − (log δ + log λ)/(λ−1)``, where first any order with
     ``δ² + expm1(−ρ(λ)) > 0`` gives ε = 0 (KL bound, as dp_accounting's ``compute_epsilon``,
     applied at every order, including λ ≤ 1.01). The closed forms skip λ ≤ 1.01 and
-    infinite ρ; ε is clipped at 0. formulas.md §1.7.
+    infinite ρ; ε is clipped at 0. (Mironov 2017 Prop. 3; Balle et al. 2020 Thm 20).
 
     Args:
         orders: Rényi orders λ > 1 (1-d).
@@ -127,10 +128,10 @@ def dp_to_delta(
     """The smallest δ such that the RDP curve implies (ε, δ)-DP (inverse of :func:`rdp_to_dp`).
 
     Per order, the δ at which the closed form of :func:`rdp_to_dp` equals ε, minimised over
-    the orders (formulas.md §1.7):
+    the orders (Mironov 2017, arXiv:1702.07476, Prop. 3; Balle et al. 2020 Thm 20):
 
     * standard (Mironov 2017 Prop. 3): ``log δ(λ) = (λ−1)(ρ(λ) − ε)``;
-    * improved (Balle et al. 2020 Thm 20, paper 000 Thm 1; Canonne–Kamath–Steinke 2020
+    * improved (Balle et al. 2020 Thm 20, Chadha et al. 2024 Thm 1; Canonne–Kamath–Steinke 2020
       Prop. 12): ``log δ(λ) = (λ−1)(ρ(λ) − ε + log(1 − 1/λ)) − log λ``, and, at every order
       (also λ ≤ 1.01), the KL bound ``δ(λ) ≤ √(−expm1(−ρ(λ)))`` (Bretagnolle–Huber with
       ``KL ≤ ρ(λ)``; dp_accounting's ``compute_delta``), so ρ = 0 gives δ = 0.

@@ -2,7 +2,8 @@
 
 Everything here works in standardised units ``v = votes / σ``. For class ``i``
 
-    Q_i = ∫ φ(x − v_i) ∏_{j≠i} Φ(x − v_j) dx                    (paper 000 Eq. 4; paper 003 Thm 1)
+    Q_i = ∫ φ(x − v_i) ∏_{j≠i} Φ(x − v_j) dx                    (Chadha et al. 2024 Eq. 4; Wang et
+    al. 2022 Thm 1)
 
 and ``ℓ_i(x) = log φ(x − v_i) + Σ_{j≠i} log Φ(x − v_j)`` is its log-integrand.
 

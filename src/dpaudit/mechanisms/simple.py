@@ -4,14 +4,15 @@ Samplers (keyword-only ``rng``) and exact privacy quantities, used as ground tru
 coverage tests of the audits and by anyone who needs a mechanism whose true ε is known:
 
 * Gaussian mechanism ``x + N(0, σ²)`` with sensitivity Δ: Rényi divergence ``αΔ²/(2σ²)``
-  (Mironov 2017, Prop. 7; formulas.md §1.2) and exact privacy profile
-  ``δ(ε) = Φ(Δ/(2σ) − εσ/Δ) − e^ε·Φ(−Δ/(2σ) − εσ/Δ)`` (Balle & Wang 2018, Thm 8; formulas.md §3
-  with μ = Δ/σ).
+  (Mironov 2017, arXiv:1702.07476, Prop. 7) and exact privacy profile
+  ``δ(ε) = Φ(Δ/(2σ) − εσ/Δ) − e^ε·Φ(−Δ/(2σ) − εσ/Δ)`` (Balle & Wang 2018, arXiv:1805.06530, Thm 8;
+  Dong, Roth & Su 2022 Cor. 2.13 with μ = Δ/σ).
 * Laplace mechanism ``x + Lap(b)``: ``D_α = (1/(α−1))·log[(α/(2α−1))·e^{(α−1)Δ/b} +
   ((α−1)/(2α−1))·e^{−αΔ/b}]`` (Mironov 2017, Prop. 6 / Table II), pure ε = Δ/b, profile
   ``δ(ε) = 1 − e^{(ε − Δ/b)/2}`` for ε ≤ Δ/b.
 * C-ary randomized response with parameter ε: keep the label with probability
-  ``p = e^ε/(e^ε + C − 1)``, each other label ``q = 1/(e^ε + C − 1)`` (formulas.md §7); for two
+  ``p = e^ε/(e^ε + C − 1)``, each other label ``q = 1/(e^ε + C − 1)`` (Warner 1965; Ghazi et al.
+  2021, arXiv:2102.06062); for two
   different labels the output distributions differ on two outcomes only, so
   ``D_α = (1/(α−1))·log[p^α q^{1−α} + q^α p^{1−α} + (C − 2)·q]`` and
   ``δ(ε′) = max(0, p − e^{ε′}·q)``.
@@ -302,7 +303,8 @@ def _rr_params(num_classes: object, epsilon: object) -> tuple[int, float, float,
 def randomized_response_probabilities(
     label: ArrayLike, *, num_classes: int, epsilon: float
 ) -> FloatArray:
-    """Exact output distribution of C-ary ε-randomized response (formulas.md §7).
+    """Exact output distribution of C-ary ε-randomized response (Warner 1965; Ghazi et al. 2021,
+    arXiv:2102.06062).
 
     Args:
         label: true label(s) in ``[0, C)``, scalar or array.

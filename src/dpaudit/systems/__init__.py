@@ -1,4 +1,4 @@
-"""ML systems under audit (layer 5): the private-prediction framework of paper 000 Alg. 1.
+"""ML systems under audit (layer 5): the private-prediction framework of Chadha et al. 2024 Alg. 1.
 
 - :class:`TeacherEnsemble` — the training phase: partition (random for PATE, fixed parties
   for CaPC), one teacher per part (any scikit-learn-compatible estimator; optional torch

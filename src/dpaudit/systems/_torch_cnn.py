@@ -34,7 +34,8 @@ _PARAMS = (
 class TorchCNNClassifier:
     """A LeNet-style CNN (2 conv layers + 2 dense) trained with Adam; sklearn-compatible.
 
-    A CPU-sized stand-in for the paper's teachers (paper 000 App. D.1 uses LeNet-5 for MNIST,
+    A CPU-sized stand-in for the paper's teachers (Chadha et al. 2024 App. D.1 uses LeNet-5 for
+    MNIST,
     Adam, batch size 16). Rows are flattened images; ``image_shape`` (height, width) says how to
     fold them (default: a square of side √d). Works for 8×8 digits and 28×28 (Fashion-)MNIST.
 
@@ -42,7 +43,7 @@ class TorchCNNClassifier:
         image_shape: (height, width) of one channel, or None for a square.
         channels: image channels (rows hold channels × height × width values, channel first).
         epochs: passes over the teacher's data.
-        batch_size: minibatch size (paper 000 App. D.1: 16).
+        batch_size: minibatch size (Chadha et al. 2024 App. D.1: 16).
         lr: Adam learning rate.
         weight_decay: Adam weight decay.
         random_state: seed of the initialisation and of the minibatch order.
