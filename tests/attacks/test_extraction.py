@@ -571,9 +571,7 @@ def test_budget_limited_attack_stops_at_refusal():
     from dpaudit.accounting import PrivacyLedger
     from dpaudit.systems import ConfidentGNMax
 
-    ledger = PrivacyLedger(
-        sigma=40.0, delta=1e-5, epsilon_budget=0.6, threshold=200.0, sigma1=150.0
-    )
+    ledger = PrivacyLedger(ConfidentGNMax(200.0, 150.0, 40.0), delta=1e-5, epsilon_budget=0.6)
     api = fixed_histogram_interface(H_HIGH, ConfidentGNMax(200.0, 150.0, 40.0), ledger=ledger)
     res = extract_histogram(api, [0.0], num_queries=None, batch_size=64, intervals="none", rng=2)
     assert res.budget_limited and res.stopped == "refused"
