@@ -84,6 +84,7 @@ from dpaudit.mechanisms import (
     argmax_probabilities,
     argmax_probabilities_jacobian,
     log_argmax_probabilities,
+    project_to_simplex,
 )
 
 __all__ = [
@@ -117,35 +118,6 @@ _PROFILE_MAX_EVALS = 40
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def project_to_simplex(values: ArrayLike, total: float = 1.0) -> FloatArray:
-    """Euclidean projection onto ``{x ≥ 0, Σ x = total}``.
-
-    Duchi, Shalev-Shwartz, Singer, Chandra (ICML 2008), Fig. 1 (also Malek et al. 2021,
-    arXiv:2106.03408, Alg. 4): sort descending into u, ρ = max{j : u_j − (Σ_{r≤j} u_r −
-    total)/j > 0}, θ = (Σ_{r≤ρ} u_r − total)/ρ, x = max(values − θ, 0).
-
-    Args:
-        values: a 1-d array.
-        total: the simplex scale (> 0).
-
-    Returns:
-        The projection, same shape.
-
-    Example:
-        >>> project_to_simplex([0.9, 0.3, -0.2, 0.5]).round(7).tolist()
-        [0.6666667, 0.0666667, 0.0, 0.2666667]
-    """
-    y = np.asarray(values, dtype=np.float64)
-    s = check_positive("total", total)
-    u = np.sort(y)[::-1]
-    css = np.cumsum(u) - s
-    ind = np.arange(1, y.size + 1)
-    cond = u - css / ind > 0
-    rho = ind[cond][-1]
-    theta = css[cond][-1] / rho
-    return np.maximum(y - theta, 0.0)
 
 
 def normalised_l1_error(true_votes: ArrayLike, estimated_votes: ArrayLike) -> float:

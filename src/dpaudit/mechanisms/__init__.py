@@ -8,9 +8,24 @@
   per-block sampling kernels ``f(size, seed) -> counts`` that :func:`dpaudit.engine.run_blocks`
   runs (:class:`ArgmaxBlock`, :class:`NoisyArgmaxBlock`, :class:`MultinomialBlock`).
 * Textbook mechanisms with known privacy curves (Gaussian, Laplace, randomized response).
+* Label-DP maths (:mod:`dpaudit.mechanisms._labels`; Malek et al. 2021, arXiv:2106.03408):
+  :func:`noise_labels`, the Bayesian posteriors of ALIBI / AGIBI
+  (:func:`laplace_label_posterior`, :func:`gaussian_label_posterior`, :func:`label_posterior`)
+  and the simplex projection :func:`project_to_simplex` (Duchi et al. 2008).
 """
 
 from dpaudit.mechanisms._kernels import MultinomialBlock, NoisyArgmaxBlock
+from dpaudit.mechanisms._labels import (
+    check_labels,
+    gaussian_label_log_likelihood,
+    gaussian_label_posterior,
+    label_log_likelihood,
+    label_posterior,
+    laplace_label_log_likelihood,
+    laplace_label_posterior,
+    noise_labels,
+    project_to_simplex,
+)
 from dpaudit.mechanisms.noisy_argmax import (
     DEFAULT_BLOCK_SIZE,
     ArgmaxBlock,
@@ -68,12 +83,21 @@ __all__ = [
     "SubsampledGaussian",
     "argmax_probabilities",
     "argmax_probabilities_jacobian",
+    "check_labels",
     "gaussian_delta",
     "gaussian_epsilon",
+    "gaussian_label_log_likelihood",
+    "gaussian_label_posterior",
     "gaussian_renyi",
+    "label_log_likelihood",
+    "label_posterior",
     "laplace_delta",
+    "laplace_label_log_likelihood",
+    "laplace_label_posterior",
     "laplace_renyi",
     "log_argmax_probabilities",
+    "noise_labels",
+    "project_to_simplex",
     "randomized_response_delta",
     "randomized_response_probabilities",
     "randomized_response_renyi",
