@@ -9,6 +9,8 @@
 * **Vote-histogram extraction** (Wang et al. 2022, arXiv:2209.10732): repeated queries,
   maximum-likelihood / L2 / the paper's reconstruction, its privacy cost.
 * **Attribute inference** from vote consensus (Wang et al. 2022 §2, App. E).
+* **Remote targets**: :func:`remote_interface` — a deployed :mod:`dpaudit.serve` service over
+  HTTP, with the same callable shape as an in-process interface.
 """
 
 from dpaudit.attacks._attribute import (
@@ -76,6 +78,12 @@ from dpaudit.attacks.parametric import (
     model_multinomial,
     transition_matrix,
 )
+from dpaudit.attacks.remote import (
+    RemoteInterface,
+    RemoteInterfaceError,
+    audit_remote_extraction,
+    remote_interface,
+)
 
 __all__ = [  # noqa: RUF022 - grouped by concept
     # adversaries against private prediction
@@ -131,6 +139,11 @@ __all__ = [  # noqa: RUF022 - grouped by concept
     "reconstruct_histogram",
     "reconstruct_histogram_paper",
     "trapezoid_argmax_probabilities",
+    # a deployed service over HTTP (dpaudit serve)
+    "RemoteInterface",
+    "RemoteInterfaceError",
+    "audit_remote_extraction",
+    "remote_interface",
     # attribute inference
     "PAPER_CONSENSUS_THRESHOLD",
     "AttributeInference",

@@ -17,6 +17,7 @@ _COMMAND_MODULES = [
     "dpaudit.cli.audit_lidp",
     "dpaudit.cli.audit_pp",
     "dpaudit.cli.demo",
+    "dpaudit.cli.serve",
 ]
 
 
