@@ -404,10 +404,3 @@ def gnmax_rdp(
         return np.broadcast_to(lam / (s * s), (*lead, lam.size)).copy()
     log_q = log_q_union_flat(flat, s) if q == "union" else _log_q_exact_flat(flat, s)
     return rdp_gn_flat(log_q, s, lam, with_masks=False).rdp.reshape(*lead, lam.size)
-
-
-# Transition aliases: accounting._smooth imports these helpers by their old private names.
-_rdp_gn_flat = rdp_gn_flat
-_dd_terms = dd_terms
-_log_q_union_flat = log_q_union_flat
-_raw_dd = raw_dd

@@ -34,7 +34,7 @@ from dpaudit._validate import (
     check_votes,
 )
 from dpaudit.accounting._confident import check_threshold
-from dpaudit.accounting._gnmax import _dd_terms, _log_q_union_flat, _raw_dd, _rdp_gn_flat
+from dpaudit.accounting._gnmax import dd_terms, log_q_union_flat, raw_dd, rdp_gn_flat
 
 __all__ = [
     "GNMaxPlateau",
@@ -80,8 +80,8 @@ def _data_independent(sigma: float, lam: float, what: str = "sigma") -> float:
 
 def _dd(log_q: float, sigma: float, lam: float) -> float:
     """Thm 6's DD at one (log q, σ, λ), no validity check (used where validity is known)."""
-    t = _dd_terms(np.array([log_q]), sigma)
-    return float(_raw_dd(t, np.array([lam]))[0, 0])
+    t = dd_terms(np.array([log_q]), sigma)
+    return float(raw_dd(t, np.array([lam]))[0, 0])
 
 
 def _log_q0(sigma: float, lam: float, ind: float) -> float:
@@ -239,7 +239,7 @@ class _Beta:
 
 def _log_q_one(votes: np.ndarray, sigma: float) -> float:
     with np.errstate(over="ignore"):  # gap/σ → ∞: q̃ = 0, the correct limit
-        return float(_log_q_union_flat(votes[None, :], sigma)[0])
+        return float(log_q_union_flat(votes[None, :], sigma)[0])
 
 
 def gnmax_local_sensitivity(
@@ -343,7 +343,7 @@ def threshold_local_sensitivity(
     counts = np.arange(n_t + 1, dtype=np.float64)
     z = (counts - t) / s1
     log_q = np.minimum(special.log_ndtr(z), special.log_ndtr(-z))
-    r = _rdp_gn_flat(log_q, math.sqrt(2.0) * s1, np.array([lam]), with_masks=False).rdp[:, 0]
+    r = rdp_gn_flat(log_q, math.sqrt(2.0) * s1, np.array([lam]), with_masks=False).rdp[:, 0]
     step = np.abs(np.diff(r))  # |R[v+1] − R[v]|, v = 0..N_T−1
     ls_v = np.zeros(n_t + 1)
     ls_v[:-1] = step
@@ -659,7 +659,7 @@ def smooth_sensitivity_conditions(
     lam_arr = np.array([lam])
 
     def dd_curve(log_q: np.ndarray) -> np.ndarray:
-        return _raw_dd(_dd_terms(log_q, s), lam_arr)[:, 0]
+        return raw_dd(dd_terms(log_q, s), lam_arr)[:, 0]
 
     grid5 = np.linspace(p.log_q0 - w, p.log_q0, n)
     c5 = bool(np.all(np.diff(dd_curve(grid5)) >= 0))

@@ -62,10 +62,6 @@ __all__ = ["rdp_audit", "rdp_k_cut", "rdp_two_cut"]
 
 _CI_METHODS = ("two-cut", "k-cut-goodman", "k-cut-sison-glaz")
 
-# Transition aliases for experiments/private_prediction.py (audit_distributions), which
-# predates the public two_cut_plug_in and MAX_CLASSES_TWO_CUT; remove once it uses those.
-_candidate_bounds = candidate_bounds
-_two_cut_partition = two_cut_partition
 _KCUT_METHODS = ("goodman", "sison-glaz")
 
 
