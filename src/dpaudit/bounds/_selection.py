@@ -21,6 +21,7 @@ shorthands for ``Split()`` and ``Bonferroni()``.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import numbers
 from collections.abc import Sequence
@@ -46,11 +47,12 @@ __all__ = [
 ]
 
 
-class Selection:
+class Selection(abc.ABC):
     """Base class of the selection strategies: how a data-dependent choice is paid for."""
 
     strategy: ClassVar[str] = "none"
 
+    @abc.abstractmethod
     def describe(
         self, *, n_candidates: int | None = None, seed: int | None = None, chosen: Any = None
     ) -> str:
@@ -61,7 +63,6 @@ class Selection:
             seed: seed of a random split, where one was used.
             chosen: the value chosen, where there is one.
         """
-        raise NotImplementedError
 
     def record(
         self,
