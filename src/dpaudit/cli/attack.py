@@ -1,12 +1,17 @@
 """``dpaudit attack extract-histogram``: vote-histogram extraction (Wang et al. 2022).
 
 The attack of Wang et al. 2022, "In Differential Privacy, There is Truth: On Vote Leakage in
-Ensemble Private Learning" (arXiv:2209.10732). Two modes:
+Ensemble Private Learning" (arXiv:2209.10732). Three modes:
 
 * ``--votes 4,7,6,8,4,2,0,214,4,1 --sigma 40 --queries 10000 --seed 0``: simulate M answers of
   a GNMax interface for that histogram, reconstruct it, print the estimate with per-class
   intervals, the normalised L1 error and the defender's privacy cost
   (:func:`dpaudit.experiments.vote_extraction.simulate_extraction`).
+* ``--url http://127.0.0.1:8000 --api-key KEY --query 0,0.5,… [--queries M | --until-refused]``:
+  the attack against a live :mod:`dpaudit.serve` service over HTTP
+  (:func:`dpaudit.attacks.audit_remote_extraction`); prints the estimate and the ε the
+  service's ledger charged the key (``--json``: the AuditResult). The key may come from the
+  ``DPAUDIT_API_KEY`` environment variable instead (keeps it out of the process list).
 * ``--config vote_leakage_mnist [--out DIR]`` (a shipped config by name, or a TOML file): the
   whole reproduction (:func:`dpaudit.experiments.vote_leakage.run_vote_leakage`), writing
   ``results.json`` (the :class:`~dpaudit._results.AuditResult`) and PNG plots
@@ -154,6 +159,66 @@ def _reproduction(config: str, out: str | None, json_: bool) -> None:
             typer.echo(f"wrote {p}")
 
 
+def _render_remote(console, result) -> None:
+    from rich.table import Table
+
+    r = result.detail
+    ext = result.entries[0].detail
+    rec = ext.reconstruction
+    info = result.settings["service"]
+    t = Table(
+        title=(
+            f"Reconstructed histogram of {info['system']} at {result.settings['url']}: "
+            f"σ = {info['sigma']:g}, N = {ext.num_teachers}, {ext.num_answered} answers"
+        )
+    )
+    for col in ("class", "answers", "estimate"):
+        t.add_column(col, justify="right")
+    if rec is not None and rec.intervals is not None:
+        t.add_column(f"{rec.confidence_level:.0%} interval", justify="right")
+    for c in range(ext.num_classes):
+        row = [str(c), str(int(ext.counts[c])), "–" if rec is None else f"{rec.votes[c]:.2f}"]
+        if rec is not None and rec.intervals is not None:
+            row.append(f"[{rec.intervals[c].low:.2f}, {rec.intervals[c].high:.2f}]")
+        t.add_row(*row)
+    console.print(t)
+    console.print(
+        f"stopped: {ext.stopped} after {ext.num_sent} queries ({ext.num_abstained} abstained, "
+        f"{ext.num_refused} refused)"
+    )
+    b0, b1 = r["budget_before"], r["budget_after"]
+    console.print(
+        f"budget consumed: the key's ε went from {b0.epsilon_spent:.6g} to "
+        f"{b1.epsilon_spent:.6g} of {b1.epsilon_budget:g} at δ = {b1.delta:g} ({b1.analysis}); "
+        f"the service's ε is {b1.global_epsilon_spent:.6g} of {b1.global_epsilon_budget:g}"
+    )
+
+
+def _remote(url, api_key, query, queries, until_refused, batch_size, kw, json_) -> None:
+    """The attack against a live service (``--url``)."""
+    from dpaudit.attacks import RemoteInterfaceError, audit_remote_extraction, remote_interface
+
+    if query is None:
+        fail("--url needs --query (the features of the query to repeat, comma-separated)")
+    try:
+        row = parse_floats("--query", query)
+        with remote_interface(url, api_key) as api:
+            result = audit_remote_extraction(
+                api,
+                row,
+                num_queries=None if until_refused else queries,
+                batch_size=batch_size,
+                **kw,
+            )
+    except (ValueError, TypeError, RemoteInterfaceError) as exc:
+        fail(str(exc))
+        return
+    except OSError as exc:  # connection refused, DNS …
+        fail(f"cannot reach {url}: {exc}")
+        return
+    emit(result, as_json=json_, render=_render_remote)
+
+
 @attack_app.command("extract-histogram")
 def extract_histogram_command(
     votes: str = typer.Option(None, help="True vote histogram to simulate, e.g. 4,7,6,8,4."),
@@ -169,11 +234,32 @@ def extract_histogram_command(
         None, help="Config of the reproduction: a TOML file or a shipped name (vote_leakage_mnist)."
     ),
     out: str = typer.Option(None, help="Output directory of --config (default: its out_dir)."),
+    url: str = typer.Option(None, help="Attack a live dpaudit serve service at this URL."),
+    api_key: str = typer.Option(
+        None, help="API key of --url (default: the DPAUDIT_API_KEY environment variable)."
+    ),
+    query: str = typer.Option(None, help="--url: the query's features, comma-separated."),
+    until_refused: bool = typer.Option(
+        False, help="--url: query until the service refuses (budget-limited mode)."
+    ),
+    batch_size: int = typer.Option(256, help="--url: queries per request."),
     json_: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Reconstruct PATE's vote histogram from repeated answers (Wang et al. 2022)."""
-    if (votes is None) == (config is None):
-        fail("give exactly one of --votes (one histogram) or --config (the reproduction)")
+    if sum(x is not None for x in (votes, config, url)) != 1:
+        fail(
+            "give exactly one of --votes (one histogram), --config (the reproduction) or --url "
+            "(a live service)"
+        )
+    if url is not None:
+        kw = dict(
+            objective=objective,
+            intervals=intervals,
+            confidence_level=confidence_level,
+            rng=seed,
+        )
+        _remote(url, api_key, query, queries, until_refused, batch_size, kw, json_)
+        return
     if config is not None:
         _reproduction(config, out, json_)
         return

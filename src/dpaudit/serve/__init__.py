@@ -15,6 +15,7 @@ until its budget is spent, optionally with answer caching (§5 there).
 * :class:`PredictionService` — authenticate, validate, answer, settle (no HTTP).
 * :func:`create_app` — the FastAPI app; :class:`ServiceServer` — uvicorn on a bound socket.
 * :func:`build_service` — train the configured system and open its ledger.
+* :func:`run_load` — a bounded load test of a running service (tests, benchmarks).
 
 fastapi and uvicorn are imported only when an app or server is made (extra ``serve``).
 """
@@ -43,6 +44,7 @@ from dpaudit.serve.ledger import (
     hash_api_key,
     new_api_key,
 )
+from dpaudit.serve.loadtest import LoadResult, RequestRecord, run_load
 from dpaudit.serve.server import ServiceServer
 from dpaudit.serve.service import (
     BudgetStatus,
@@ -66,10 +68,12 @@ __all__ = [
     "LedgerBase",
     "LedgerConfig",
     "LedgerVerification",
+    "LoadResult",
     "MemoryLedger",
     "PredictionService",
     "Receipt",
     "RequestError",
+    "RequestRecord",
     "SQLiteLedger",
     "ServeSettings",
     "ServerSettings",
@@ -87,4 +91,5 @@ __all__ = [
     "noise_generator",
     "open_ledger",
     "query_key",
+    "run_load",
 ]

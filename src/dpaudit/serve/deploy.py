@@ -140,10 +140,15 @@ def build_service(
             "interface; it cannot be served"
         )
     rows = load_training_data(settings) if data is None else data
-    interface = system.build(
-        rows.X, rows.y, rng=settings.seed, num_classes=rows.num_classes, progress=progress
-    )
-    led = open_ledger(settings, interface.aggregator) if ledger is None else ledger
+    led = open_ledger(settings, system.mechanism) if ledger is None else ledger  # before training
+    try:
+        interface = system.build(
+            rows.X, rows.y, rng=settings.seed, num_classes=rows.num_classes, progress=progress
+        )
+    except BaseException:
+        if ledger is None:
+            led.close()
+        raise
     start = led.record_start() if hasattr(led, "record_start") else 0
     return PredictionService(
         interface,

@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -124,6 +125,8 @@ class ServerSettings:
             raise ValueError(f"port must be in 0..65535, got {port}")
         if not isinstance(self.ledger, str) or not self.ledger.strip():
             raise ValueError(f"ledger must be a file path or ':memory:', got {self.ledger!r}")
+        if self.durable and Path(self.ledger).is_dir():
+            raise ValueError(f"ledger must be a file, but {self.ledger!r} is a directory")
         check_choice("synchronous", self.synchronous, SYNCHRONOUS)
         check_positive_int("max_batch", self.max_batch)
         if self.noise_seed is not None:

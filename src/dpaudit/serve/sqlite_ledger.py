@@ -322,6 +322,28 @@ class SQLiteLedger(KeyStore, LedgerBase):
 
         self._write(setup)
 
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], *, synchronous: str = "full") -> SQLiteLedger:
+        """Open an existing ledger file with the config and global budget stored in it
+        (inspection, verification after a crash).
+
+        Raises:
+            ValueError: no such file, or not a ledger a service has used.
+        """
+        p = Path(path)
+        if not p.is_file():
+            raise ValueError(f"no ledger file at {str(p)!r}")
+        store = KeyStore(p, synchronous=synchronous)
+        try:
+            rows = dict(store._conn().execute("SELECT key, value FROM meta"))
+        finally:
+            store.close()
+        if "config" not in rows:
+            raise ValueError(f"{str(p)!r} holds keys only: no service has used it yet")
+        budget = float.fromhex(rows["global_budget"])
+        return cls(p, LedgerConfig.from_json(rows["config"]), global_budget=budget,
+                   synchronous=synchronous)  # fmt: skip
+
     def record_start(self) -> int:
         """Record a server start; return how many starts preceded it (0 for the first)."""
 
