@@ -62,6 +62,7 @@ from dpaudit.attacks.extraction import (
     reconstruct_histogram_paper,
     trapezoid_argmax_probabilities,
 )
+from dpaudit.attacks.knn import KNNHistogramModel, KNNPoisonSearch, KNNSubsampleModel
 from dpaudit.attacks.parametric import (
     HISTOGRAM_MODELS,
     NEIGHBOUR_ESTIMATORS,
@@ -126,6 +127,10 @@ __all__ = [  # noqa: RUF022 - grouped by concept
     "model_multinomial",
     "multinomial_output_probabilities",
     "transition_matrix",
+    # Private-kNN models and poison crafters (registered)
+    "KNNHistogramModel",
+    "KNNPoisonSearch",
+    "KNNSubsampleModel",
     # vote-histogram extraction
     "ExtractionCost",
     "HistogramReconstruction",

@@ -56,6 +56,7 @@ from dpaudit.systems._teachers import (
     train_instantiations,
 )
 from dpaudit.systems._torch_cnn import TorchCNNClassifier
+from dpaudit.systems.knn import PrivateKNN, PrivateKNNOptions  # registers "private-knn"
 
 __all__ = [
     "ABSTAIN",
@@ -73,6 +74,8 @@ __all__ = [
     "Instantiations",
     "Ledger",
     "PairedVotes",
+    "PrivateKNN",
+    "PrivateKNNOptions",
     "PrivatePredictionSystem",
     "PrivatePredictor",
     "System",
