@@ -30,13 +30,18 @@ __all__ = [
     "ESTIMATOR_NAMES",
     "Classifier",
     "TeacherEnsemble",
+    "estimator_is_deterministic",
     "fit_teacher",
     "make_estimator",
     "make_partition",
+    "updatable",
 ]
 
 PartitionScheme = Literal["random", "contiguous"]
-ESTIMATOR_NAMES: tuple[str, ...] = ("logistic", "extra-trees", "random-forest", "cnn")
+ESTIMATOR_NAMES: tuple[str, ...] = ("logistic", "ridge", "extra-trees", "random-forest", "cnn")
+# Named estimators whose fit does not depend on the seed (L-BFGS logistic regression ignores
+# random_state; the ridge teacher is a Cholesky solve): fixed parts give identical teachers.
+_DETERMINISTIC = frozenset({"logistic", "ridge"})
 DEFAULT_ESTIMATOR = "logistic"
 # L-BFGS iterations of the default teacher. On Fashion-MNIST teachers of 240 points (250
 # teachers) 50 iterations give the accuracy of a converged fit (0.758 vs 0.759 on 1,000 test
@@ -154,7 +159,9 @@ def make_estimator(spec: EstimatorSpec = None, *, seed: int = 0) -> Classifier:
 
     Args:
         spec: ``None`` (the default, ``"logistic"``); a name in :data:`ESTIMATOR_NAMES`:
-            ``"logistic"`` (``LogisticRegression(max_iter=50)``, L-BFGS), ``"extra-trees"``
+            ``"logistic"`` (``LogisticRegression(max_iter=50)``, L-BFGS), ``"ridge"``
+            (:class:`~dpaudit.systems._ridge.RidgeTeacher`: a convex teacher whose
+            retraining with an added point is an exact update), ``"extra-trees"``
             (``ExtraTreesClassifier(30)``), ``"random-forest"`` (``RandomForestClassifier(100)``,
             paper 003 §2's Adult teachers), ``"cnn"`` (:class:`TorchCNNClassifier`, needs the
             ``torch`` extra); an estimator *instance* with ``fit``/``predict`` (cloned with
@@ -186,6 +193,10 @@ def make_estimator(spec: EstimatorSpec = None, *, seed: int = 0) -> Classifier:
             from sklearn.linear_model import LogisticRegression
 
             return LogisticRegression(max_iter=_LOGISTIC_MAX_ITER, random_state=seed)
+        if spec == "ridge":
+            from dpaudit.systems._ridge import RidgeTeacher
+
+            return RidgeTeacher(random_state=seed)
         if spec == "extra-trees":
             from sklearn.ensemble import ExtraTreesClassifier
 
@@ -219,6 +230,23 @@ def make_estimator(spec: EstimatorSpec = None, *, seed: int = 0) -> Classifier:
     raise TypeError(
         "estimator must be None, a name in "
         f"{ESTIMATOR_NAMES}, an estimator instance or a factory(seed), got {type(spec).__name__}"
+    )
+
+
+def estimator_is_deterministic(spec: EstimatorSpec) -> bool:
+    """Whether teachers built from ``spec`` do not depend on their seed (the default and
+    ``"ridge"``, or an estimator with a true ``deterministic`` attribute): then fixed parts
+    give identical teachers in every instantiation, and the training driver fits them once.
+    """
+    if spec is None or isinstance(spec, str):
+        return spec is None or spec in _DETERMINISTIC
+    return bool(getattr(spec, "deterministic", False))
+
+
+def updatable(teacher: Any) -> bool:
+    """Whether ``teacher`` retrains on added rows by an exact update (``with_rows``)."""
+    return bool(getattr(teacher, "exact_update", False)) and bool(
+        getattr(teacher, "updatable", False)
     )
 
 
@@ -581,12 +609,16 @@ class TeacherEnsemble:
         *,
         partition: int | None = None,
         rng: RngLike = None,
+        exact_update: bool = True,
     ) -> TeacherEnsemble:
         """The ensemble trained on S' = S ∪ {new points}, all added to one part.
 
         Only the teacher of that part is retrained (same seed as before), so every other
         teacher is the very same fitted object — exactly the training phase on S' when the
-        partition of S is kept (CaPC; PATE conditioned on its partition).
+        partition of S is kept (CaPC; PATE conditioned on its partition). A teacher that
+        retrains by an exact update (:class:`~dpaudit.systems._ridge.RidgeTeacher`) is updated from
+        its fitted state instead of refitted, which gives the same teacher up to rounding;
+        ``exact_update=False`` forces the refit (to compare the two).
 
         Args:
             X_new: the added rows, shape (r, d) (or (d,) for one row).
@@ -619,10 +651,21 @@ class TeacherEnsemble:
         data = self._data.append(Xn, yn)
         new_part = np.concatenate([self.partitions[j], np.arange(start, start + Xn.shape[0])])
         new_part.setflags(write=False)
+        teacher = self.teachers[j]
+        if exact_update and updatable(teacher):
+            with _one_blas_thread():
+                new = teacher.with_rows(self._data.rows(self.partitions[j]), Xn, yn)
+            return self._with_teacher(j, new, new_part, data)
         return self._replace_part(j, new_part, data)
 
     def with_point(
-        self, x: ArrayLike, y: int, *, partition: int | None = None, rng: RngLike = None
+        self,
+        x: ArrayLike,
+        y: int,
+        *,
+        partition: int | None = None,
+        rng: RngLike = None,
+        exact_update: bool = True,
     ) -> TeacherEnsemble:
         """One added point (x, y) in part ``partition``: :meth:`with_points` for a single row.
 
@@ -633,7 +676,7 @@ class TeacherEnsemble:
             >>> ens.with_point(ds.X_test[0], 3, partition=1).partitions[1].size
             271
         """
-        return self.with_points(x, [y], partition=partition, rng=rng)
+        return self.with_points(x, [y], partition=partition, rng=rng, exact_update=exact_update)
 
     def without_point(self, index: int) -> TeacherEnsemble:
         """The ensemble trained on S minus training row ``index`` (removal neighbour).
@@ -685,6 +728,11 @@ class TeacherEnsemble:
             teacher = _fit_teacher(
                 self.estimator, data.rows(new_part), data.labels(new_part), self.teacher_seeds[j]
             )
+        return self._with_teacher(j, teacher, new_part, data)
+
+    def _with_teacher(
+        self, j: int, teacher: Any, new_part: np.ndarray, data: _TrainingData
+    ) -> TeacherEnsemble:
         teachers = list(self.teachers)
         teachers[j] = teacher
         parts = list(self.partitions)

@@ -43,10 +43,12 @@ from dpaudit.systems._ensemble import (
     ESTIMATOR_NAMES,
     EstimatorSpec,
     TeacherEnsemble,
+    estimator_is_deterministic,
     make_partition,
 )
 from dpaudit.systems._predictor import Ledger, PrivatePredictor
 from dpaudit.systems._protocols import SYSTEMS
+from dpaudit.systems._retrain import run_retrainings
 
 PARTITIONS: tuple[str, ...] = ("random", "fixed")
 
@@ -76,6 +78,8 @@ class TrainingInstantiations:
             for query q in instantiation g.
         num_classes: C.
         seed: integer entropy of the seed, if any.
+        retrain_cache: votes of the retrainings done so far (:func:`retrain_with_points`
+            reads and extends it, so retrainings repeated by another adversary cost nothing).
     """
 
     partition: str
@@ -84,6 +88,9 @@ class TrainingInstantiations:
     predictions: IntArray
     num_classes: int
     seed: int | None = None
+    retrain_cache: dict[Any, Any] = dataclasses.field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @property
     def num_instantiations(self) -> int:
@@ -151,9 +158,16 @@ def train_instantiations(
     parts: Any = "random"
     if partition == "fixed":
         parts = tuple(parties) if parties is not None else make_partition(n, m, rng=party_seed)
-    ensembles = []
+    ensembles: list[Any] = []
     preds = []
+    # Fixed parts and a seed-independent estimator give the same teachers in every
+    # instantiation: fit them once and share the ensemble (identical numbers, 1/N_g the work).
+    shared = partition == "fixed" and estimator_is_deterministic(estimator)
     for g, seed in enumerate(block_seeds(inst_seed, ng)):
+        if shared and ensembles:
+            ensembles.append(ensembles[0])
+            preds.append(preds[0])
+            continue
         ens = TeacherEnsemble.fit(
             X,
             y,
@@ -194,18 +208,6 @@ class PairedVotes(ResultMixin):
     teacher: IntArray
     before: IntArray
     after: IntArray
-
-
-def _retrain_tasks(ensembles, tasks):
-    """Run retraining tasks (module level for joblib): each returns (before, after) votes."""
-    out = []
-    for g, j, x, label, eval_rows in tasks:
-        ens = ensembles[g]
-        before = np.asarray(ens.teachers[j].predict(eval_rows), dtype=np.int64)
-        new = ens.with_point(x, label, partition=j)
-        after = np.asarray(new.teachers[j].predict(eval_rows), dtype=np.int64)
-        out.append((before, after))
-    return out
 
 
 def retrain_with_points(
@@ -271,48 +273,26 @@ def retrain_with_points(
             )
         parts = np.repeat(t[:, None], r_count, axis=1)
     inst = np.tile(np.arange(r_count) % ng, (pts.shape[0], 1))
-    tasks = [
-        (int(inst[p, r]), int(parts[p, r]), pts[p], int(labs[p]), evals[p])
-        for p in range(pts.shape[0])
-        for r in range(r_count)
+    votes = run_retrainings(
+        instantiations.ensembles,
+        pts,
+        labs,
+        None if eval_rows is None else evals,
+        inst,
+        parts,
+        cache=instantiations.retrain_cache,
+        n_jobs=n_jobs,
+        progress=progress,
+    )
+    return [
+        PairedVotes(
+            instantiation=inst[p].astype(np.int64),
+            teacher=parts[p].astype(np.int64),
+            before=before,
+            after=after,
+        )
+        for p, (before, after) in enumerate(votes)
     ]
-    ensembles = instantiations.ensembles
-    if n_jobs == 1 or len(tasks) < 2:
-        results = []
-        chunks = [tasks[i : i + r_count] for i in range(0, len(tasks), r_count)]
-        iterator = chunks
-        if progress:
-            from dpaudit.errors import require
-
-            rp = require("rich.progress", "cli")
-            iterator = rp.track(chunks, description="retraining teachers")
-        for chunk in iterator:
-            results.extend(_retrain_tasks(ensembles, chunk))
-    else:
-        from dpaudit.errors import require
-
-        joblib = require("joblib", "ml")
-        workers = joblib.effective_n_jobs(n_jobs)
-        bounds = np.linspace(0, len(tasks), workers + 1).astype(int)
-        chunks = [
-            tasks[bounds[i] : bounds[i + 1]] for i in range(workers) if bounds[i + 1] > bounds[i]
-        ]
-        parts_out = joblib.Parallel(n_jobs=len(chunks))(
-            joblib.delayed(_retrain_tasks)(ensembles, ch) for ch in chunks
-        )
-        results = [item for part in parts_out for item in part]
-    out = []
-    for p in range(pts.shape[0]):
-        rows = results[p * r_count : (p + 1) * r_count]
-        out.append(
-            PairedVotes(
-                instantiation=inst[p].astype(np.int64),
-                teacher=parts[p].astype(np.int64),
-                before=np.stack([b for b, _ in rows]),
-                after=np.stack([a for _, a in rows]),
-            )
-        )
-    return out
 
 
 # =============================================================================================
