@@ -45,6 +45,7 @@ from dpaudit._rng import as_generator
 from dpaudit._typing import RngLike
 from dpaudit._validate import check_choice, check_in_range, check_nonneg_int
 from dpaudit.errors import MissingDatasetError
+from dpaudit.systems._image_data import IMAGE_LOADERS, load_cifar10
 from dpaudit.systems._text_data import (
     TEXT_LOADERS,
     load_ag_news,
@@ -57,6 +58,7 @@ from dpaudit.systems._vote_data import (
     VoteHistograms,
     load_mnist_vote_histograms,
 )
+from dpaudit.systems.features import FEATURE_LOADERS
 
 __all__ = [
     "ADULT_CATEGORICAL",
@@ -69,6 +71,7 @@ __all__ = [
     "VoteHistograms",
     "load_adult",
     "load_ag_news",
+    "load_cifar10",
     "load_dataset",
     "load_digits",
     "load_fashion_mnist",
@@ -80,7 +83,12 @@ __all__ = [
     "read_idx",
 ]
 
-DATASET_NAMES: tuple[str, ...] = ("digits", "mnist-5k", "fashion-mnist", "adult", *TEXT_LOADERS)
+DATASET_NAMES: tuple[str, ...] = (
+    *("digits", "mnist-5k", "fashion-mnist", "adult"),
+    *TEXT_LOADERS,
+    *IMAGE_LOADERS,
+    *FEATURE_LOADERS,
+)
 DEFAULT_FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"
 FASHION_MNIST_CLASSES = (
     "T-shirt/top",
@@ -686,6 +694,8 @@ _LOADERS = {
     "fashion-mnist": load_fashion_mnist,
     "adult": load_adult,
     **TEXT_LOADERS,
+    **IMAGE_LOADERS,
+    **FEATURE_LOADERS,
 }
 
 
