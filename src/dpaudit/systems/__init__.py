@@ -57,13 +57,16 @@ from dpaudit.systems._teachers import (
 )
 from dpaudit.systems._torch_cnn import TorchCNNClassifier
 from dpaudit.systems.knn import PrivateKNN, PrivateKNNOptions  # registers "private-knn"
+from dpaudit.systems.label_dp import ALIBI, PATEFM  # registers alibi, agibi, rr, soft-rr, pate-fm
 
 __all__ = [
     "ABSTAIN",
+    "ALIBI",
     "DEFAULT_ESTIMATOR",
     "ESTIMATOR_NAMES",
     "PARTITIONS",
     "PATE",
+    "PATEFM",
     "REFUSED",
     "SYSTEMS",
     "Aggregator",

@@ -1,0 +1,66 @@
+"""Label-DP systems under audit (Malek et al. 2021, "Antipodes of Label Differential Privacy:
+PATE and ALIBI", arXiv:2106.03408): the public names in one place.
+
+* Noisy-label trainers (:mod:`dpaudit.systems._label_dp`): :class:`ALIBI` (Laplace + iterative
+  Bayesian inference), :class:`AGIBI` (Gaussian, posterior with σ²),
+  :class:`RandomizedResponseLabels` (C-ary RR), :class:`SoftRR` (Laplace + simplex projection).
+* :class:`PATEFM` (:mod:`dpaudit.systems._pate_fm`): semi-supervised teachers, Confident GNMax,
+  semi-supervised student; claims from the data-dependent analysis with the GNSS release.
+* The trainer (:mod:`dpaudit.systems._label_training`): :class:`TrainingSettings`,
+  :class:`ConsistencySettings`, :class:`LabelTargets`, :func:`train_network`,
+  :func:`train_semi_supervised`, :class:`TorchNetwork`.
+
+Importing this module registers ``"alibi"``, ``"agibi"``, ``"rr"``, ``"soft-rr"`` and
+``"pate-fm"`` in :data:`dpaudit.systems.SYSTEMS`. torch is imported only when training.
+
+Example:
+    >>> from dpaudit.systems import SYSTEMS
+    >>> SYSTEMS.get("alibi")({"scale": 0.5}).claim().epsilon
+    4.0
+"""
+
+from dpaudit.systems._label_dp import (
+    AGIBI,
+    ALIBI,
+    PRIORS,
+    LabelDPFit,
+    LabelNoiseSystem,
+    RandomizedResponseLabels,
+    SoftRR,
+    check_label_data,
+    label_dp_factory,
+)
+from dpaudit.systems._label_training import (
+    MODELS,
+    OPTIMIZERS,
+    ConsistencySettings,
+    LabelTargets,
+    TorchNetwork,
+    TrainingSettings,
+    train_network,
+    train_semi_supervised,
+)
+from dpaudit.systems._pate_fm import PATEFM, PATETeachers, StudentQueries
+
+__all__ = [
+    "AGIBI",
+    "ALIBI",
+    "MODELS",
+    "OPTIMIZERS",
+    "PATEFM",
+    "PRIORS",
+    "ConsistencySettings",
+    "LabelDPFit",
+    "LabelNoiseSystem",
+    "LabelTargets",
+    "PATETeachers",
+    "RandomizedResponseLabels",
+    "SoftRR",
+    "StudentQueries",
+    "TorchNetwork",
+    "TrainingSettings",
+    "check_label_data",
+    "label_dp_factory",
+    "train_network",
+    "train_semi_supervised",
+]
