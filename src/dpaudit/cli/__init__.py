@@ -18,6 +18,7 @@ _COMMAND_MODULES = [
     "dpaudit.cli.audit_pp",
     "dpaudit.cli.demo",
     "dpaudit.cli.serve",
+    "dpaudit.cli.runs",
 ]
 
 

@@ -3,7 +3,9 @@
 :func:`settings_command` registers a typer command whose options are the leaves of a settings
 tree (:func:`dpaudit._settings.fields`): one option per leaf, named by its ``flag`` (default
 ``--field-name``), with the field's help and default; plus ``--config FILE.toml`` (options
-override the file), ``--out DIR``, ``--json`` and ``--progress/--no-progress``. Values are
+override the file), ``--out DIR``, ``--json``, ``--progress/--no-progress``, and the run store's
+``--store PATH`` / ``--no-store`` / ``--resume ID`` (:mod:`dpaudit.cli._record`: every run is
+recorded with its settings, seed, versions, timings, result and files). Values are
 parsed strictly (an integer option takes ``1000`` or ``1e8`` but not ``2.5``; a list option
 takes comma-separated items), and every error is one line on stderr with exit code 2, raised
 before any work starts.
@@ -21,10 +23,11 @@ from typing import Any
 from dpaudit import _settings
 from dpaudit.cli._app import typer
 from dpaudit.cli._common import fail
+from dpaudit.cli._record import RunRecorder, command_line, record_options
 
 __all__ = ["check_out", "parse_cli_value", "resolve_settings", "settings_command"]
 
-_RESERVED = ("config", "out", "as_json", "progress")
+_RESERVED = ("ctx", "config", "out", "as_json", "progress", "store", "no_store", "resume")
 
 
 def _int(flag: str, text: str) -> int:
@@ -166,7 +169,8 @@ def settings_command(
         name: the command name.
         settings_cls: the workflow's settings dataclass.
         run: ``run(settings, *, out: Path | None, as_json: bool, progress: bool)``; it
-            prints the result (ValueError / FileNotFoundError it raises become one-line errors).
+            prints the result (ValueError / FileNotFoundError it raises become one-line errors)
+            and returns it: an :class:`~dpaudit.AuditResult` is recorded in the run store.
         help: the command's help text.
         base: settings used when ``--config`` is not given (default ``settings_cls()``).
 
@@ -175,27 +179,43 @@ def settings_command(
     """
     params = _parameters(settings_cls)
     paths = {p.name: f.path for p, f in params}
+    flags = {p.name: f.flag for p, f in params}
 
     def command(**kwargs: Any) -> None:
+        ctx = kwargs.pop("ctx")
         config = kwargs.pop("config")
         out = kwargs.pop("out")
         as_json = kwargs.pop("as_json")
         progress = kwargs.pop("progress")
+        recorder = RunRecorder(kwargs.pop("store"), kwargs.pop("no_store"))
+        resume = kwargs.pop("resume")
+        stored = None
+        if resume is not None:
+            if config is not None or any(v is not None for v in kwargs.values()):
+                fail("--resume takes the stored run's settings: give no --config nor options")
+            stored = recorder.resume(resume)
+            out = out if out is not None else stored.out_dir
         try:
-            settings = resolve_settings(
-                settings_cls,
-                config=config,
-                options={paths[k]: v for k, v in kwargs.items()},
-                base=None if (config is not None or base is None) else base(),
-            )
+            if stored is not None:
+                settings = _settings.from_mapping(settings_cls, stored.settings)
+            else:
+                settings = resolve_settings(
+                    settings_cls,
+                    config=config,
+                    options={paths[k]: v for k, v in kwargs.items()},
+                    base=None if (config is not None or base is None) else base(),
+                )
             out_dir = check_out(out)
         except (ValueError, TypeError, FileNotFoundError) as exc:
             fail(str(exc))
             return
-        try:
-            run(settings, out=out_dir, as_json=as_json, progress=progress)
-        except (ValueError, FileNotFoundError) as exc:
-            fail(str(exc))
+        path = _command_path(ctx)
+        given = {"--config": config, "--out": out, **{flags[k]: v for k, v in kwargs.items()}}
+        recorder.start(
+            name, settings, resume=None if stored is None else stored.id,
+            command=command_line(path, given), resume_command=path, out_dir=out_dir,
+        )  # fmt: skip
+        _run_recorded(recorder, run, settings, out_dir, as_json, progress)
 
     extra = [
         inspect.Parameter(
@@ -223,11 +243,48 @@ def settings_command(
             annotation=bool,
         ),
     ]
-    command.__signature__ = inspect.Signature([p for p, _ in params] + extra)  # type: ignore[attr-defined]
+    extra += [
+        inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=a)
+        for n, a, d in record_options()
+    ]
+    context = inspect.Parameter(
+        "ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context, default=None
+    )
+    command.__signature__ = inspect.Signature([context] + [p for p, _ in params] + extra)  # type: ignore[attr-defined]
     command.__doc__ = help
     command.__name__ = name.replace("-", "_")
     app.command(name, help=help)(command)
     return command
+
+
+def _command_path(ctx: Any) -> str:
+    """``dpaudit GROUP NAME`` of the running command (for the run store)."""
+    parts = str(ctx.command_path).split()
+    return " ".join(["dpaudit", *parts[1:]])
+
+
+def _run_recorded(
+    recorder: RunRecorder, run: Callable[..., Any], settings: Any, out_dir: Path | None,
+    as_json: bool, progress: bool,
+) -> None:  # fmt: skip
+    """Run the workflow; record its result (or failure) in the run store."""
+    try:
+        try:
+            result = run(settings, out=out_dir, as_json=as_json, progress=progress)
+        except KeyboardInterrupt:
+            recorder.fail("interrupted (KeyboardInterrupt)", interrupted=True)
+            raise
+        except (ValueError, FileNotFoundError) as exc:
+            recorder.fail(f"{type(exc).__name__}: {exc}")
+            fail(str(exc))
+            return
+        except BaseException as exc:
+            recorder.fail(f"{type(exc).__name__}: {exc}")
+            raise
+        # a run function that prints but returns nothing is recorded without a result
+        recorder.finish(result if hasattr(result, "to_dict") else {}, out_dir=out_dir)
+    finally:
+        recorder.close()
 
 
 def check_out(out: str | None) -> Path | None:

@@ -4,12 +4,15 @@
   arXiv:2402.09403): summary table, RDP curves, ε bars, ``results.json``.
 - :mod:`dpaudit.report.vote_leakage` — the vote-leakage reproduction (Wang et al. 2022,
   arXiv:2209.10732): the four figures and ``results.json``.
+- :mod:`dpaudit.report.html` — one self-contained HTML file for any AuditResult (or stored
+  run): the numbers, how every choice was paid for, the workflow's figures, the raw JSON.
 - :mod:`dpaudit.report._figures` — the one figure helper every plot uses (Agg canvas, no
   pyplot state).
 
 rich and matplotlib are imported lazily (extras ``cli`` and ``plot``).
 """
 
+from dpaudit.report.html import format_number, render_html, write_html_report
 from dpaudit.report.private_prediction import (
     plot_epsilon_bars,
     plot_rdp_curves,
@@ -26,14 +29,17 @@ from dpaudit.report.vote_leakage import (
 )
 
 __all__ = [
+    "format_number",
     "plot_attribute_inference",
     "plot_budget_limited",
     "plot_epsilon_bars",
     "plot_noise_sweep",
     "plot_query_limited",
     "plot_rdp_curves",
+    "render_html",
     "render_private_prediction",
     "summary_table",
+    "write_html_report",
     "write_private_prediction_report",
     "write_vote_leakage_report",
 ]
