@@ -559,7 +559,7 @@ class MemoryLedger(LedgerBase):
     Example:
         >>> from dpaudit.mechanisms import GNMax
         >>> led = MemoryLedger(LedgerConfig(GNMax(40.0), (2.0, 8.0), 1e-5), global_budget=5.0)
-        >>> key = led.add_client("alice", 1.0)
+        >>> key = led.add_client("alice", 2.0)
         >>> client = led.authenticate(key)
         >>> worst, real = led.config.costs(np.array([[200, 30, 20]]), np.array([True]))
         >>> r = led.settle(client, Charge(np.array([0]), worst, real, np.array([True])))

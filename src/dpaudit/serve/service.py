@@ -184,8 +184,8 @@ class PredictionService:
         >>> from dpaudit.attacks import fixed_histogram_interface
         >>> from dpaudit.mechanisms import GNMax
         >>> from dpaudit.serve.ledger import LedgerConfig, MemoryLedger
-        >>> api = fixed_histogram_interface([1, 8, 1], GNMax(1e-6))
-        >>> led = MemoryLedger(LedgerConfig(GNMax(1e-6), (2.0,), 1e-5), global_budget=1e9)
+        >>> api = fixed_histogram_interface([1, 8, 1], GNMax(0.5))
+        >>> led = MemoryLedger(LedgerConfig(GNMax(0.5), (2.0,), 1e-5), global_budget=1e9)
         >>> svc = PredictionService(api, led, noise_rng=0)
         >>> key = led.add_client("alice", 1e9)
         >>> svc.predict(svc.authenticate(key), [[0.0], [0.0]]).labels.tolist()

@@ -276,7 +276,7 @@ class SQLiteLedger(KeyStore, LedgerBase):
         >>> path = os.path.join(tempfile.mkdtemp(), "ledger.sqlite")
         >>> cfg = LedgerConfig(GNMax(40.0), (2.0, 8.0), 1e-5)
         >>> led = SQLiteLedger(path, cfg, global_budget=5.0)
-        >>> key = led.add_client("alice", 1.0)
+        >>> key = led.add_client("alice", 2.0)
         >>> worst, real = cfg.costs(np.array([[200, 30, 20]]), np.array([True]))
         >>> _ = led.settle(led.authenticate(key), Charge(np.array([0]), worst, real, [True]))
         >>> led.close()
