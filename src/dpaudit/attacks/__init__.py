@@ -9,6 +9,9 @@
 * **Vote-histogram extraction** (Wang et al. 2022, arXiv:2209.10732): repeated queries,
   maximum-likelihood / L2 / the paper's reconstruction, its privacy cost.
 * **Attribute inference** from vote consensus (Wang et al. 2022 §2, App. E).
+* **Label memorization** (Malek et al. 2021, arXiv:2106.03408, App. B): flipped-label
+  canaries (Game 3), the confidence attacker with an abstention threshold chosen on held-out
+  canaries or paid for by Bonferroni, CGR and averaged-CGR bounds.
 * **Remote targets**: :func:`remote_interface` — a deployed :mod:`dpaudit.serve` service over
   HTTP, with the same callable shape as an in-process interface.
 """
@@ -26,6 +29,16 @@ from dpaudit.attacks._histograms import (
     HistogramSupport,
     PATEHistogramSampler,
     multinomial_output_probabilities,
+)
+from dpaudit.attacks._label_memorization import (
+    DEFAULT_ATTACK_THRESHOLDS,
+    CanaryConfidences,
+    LabelCanaries,
+    LabelMemorizationAttack,
+    MemorizationBound,
+    canary_confidences,
+    label_memorization_attack,
+    plant_label_canaries,
 )
 from dpaudit.attacks.adversaries import (
     ADVERSARIES,
@@ -87,6 +100,15 @@ from dpaudit.attacks.remote import (
 )
 
 __all__ = [  # noqa: RUF022 - grouped by concept
+    # label memorization (label DP)
+    "DEFAULT_ATTACK_THRESHOLDS",
+    "CanaryConfidences",
+    "LabelCanaries",
+    "LabelMemorizationAttack",
+    "MemorizationBound",
+    "canary_confidences",
+    "label_memorization_attack",
+    "plant_label_canaries",
     # adversaries against private prediction
     "ADVERSARIES",
     "ADVERSARY_NAMES",
