@@ -95,14 +95,15 @@ def runs_list(
     for col in ("id", "workflow", "name", "status", "created", "seconds", "seed"):
         t.add_column(col, no_wrap=col in ("id", "created"))
     for r in runs:
-        status_text = r.status
-        if r.resumable:
-            status_text += f"\n({r.resume_command})"
         t.add_row(
-            r.id, r.workflow, r.name or "", status_text, r.created or "",
+            r.id, r.workflow, r.name or "", r.status, r.created or "",
             _num(r.wall_seconds), _num(r.seed),
         )  # fmt: skip
-    Console().print(t)
+    console = Console()
+    console.print(t)
+    for r in runs:
+        if r.resumable:
+            console.print(f"{r.status} {r.id} resumes with: {r.resume_command}", soft_wrap=True)
 
 
 @runs_app.command("show")
