@@ -9,6 +9,9 @@
 * **Vote-histogram extraction** (Wang et al. 2022, arXiv:2209.10732): repeated queries,
   maximum-likelihood / L2 / the paper's reconstruction, its privacy cost.
 * **Attribute inference** from vote consensus (Wang et al. 2022 §2, App. E).
+* **One-run audits of DP-SGD**: canaries and their inclusion (Steinke et al. 2023,
+  arXiv:2305.08846), black-box membership scores, and quantile-regression membership
+  inference (Bertran et al. 2023, arXiv:2307.03694).
 * **Label memorization** (Malek et al. 2021, arXiv:2106.03408, App. B): flipped-label
   canaries (Game 3), the confidence attacker with an abstention threshold chosen on held-out
   canaries or paid for by Bonferroni, CGR and averaged-CGR bounds.
@@ -22,6 +25,15 @@ from dpaudit.attacks._attribute import (
     evaluate_attribute_inference,
     flag_low_consensus,
     vote_consensus,
+)
+from dpaudit.attacks._canaries import (
+    CANARY_KINDS,
+    Canaries,
+    CanaryGame,
+    draw_canaries,
+    draw_inclusions,
+    one_run_game,
+    split_pool,
 )
 from dpaudit.attacks._histograms import (
     DEFAULT_MAX_SUPPORT,
@@ -39,6 +51,28 @@ from dpaudit.attacks._label_memorization import (
     canary_confidences,
     label_memorization_attack,
     plant_label_canaries,
+)
+from dpaudit.attacks._mia_scores import (
+    MEMBERSHIP_SCORES,
+    binary_logit_score,
+    logit_margin,
+    logit_minus_others,
+    membership_score,
+    negative_loss,
+)
+from dpaudit.attacks._qmia import (
+    QMIA_HEADS,
+    QMIA_REGRESSORS,
+    FittedQMIA,
+    MembershipScores,
+    QMIASettings,
+    default_quantile_levels,
+    fit_qmia,
+    gaussian_member_score,
+    gaussian_nll,
+    gaussian_quantile,
+    pinball_loss,
+    pinball_membership,
 )
 from dpaudit.attacks.adversaries import (
     ADVERSARIES,
@@ -171,6 +205,32 @@ __all__ = [  # noqa: RUF022 - grouped by concept
     "RemoteInterfaceError",
     "audit_remote_extraction",
     "remote_interface",
+    # canaries, membership scores and quantile-regression MIA (one-run audits of DP-SGD)
+    "CANARY_KINDS",
+    "Canaries",
+    "CanaryGame",
+    "draw_canaries",
+    "draw_inclusions",
+    "one_run_game",
+    "split_pool",
+    "MEMBERSHIP_SCORES",
+    "binary_logit_score",
+    "logit_margin",
+    "logit_minus_others",
+    "membership_score",
+    "negative_loss",
+    "QMIA_HEADS",
+    "QMIA_REGRESSORS",
+    "FittedQMIA",
+    "MembershipScores",
+    "QMIASettings",
+    "default_quantile_levels",
+    "fit_qmia",
+    "gaussian_member_score",
+    "gaussian_nll",
+    "gaussian_quantile",
+    "pinball_loss",
+    "pinball_membership",
     # attribute inference
     "PAPER_CONSENSUS_THRESHOLD",
     "AttributeInference",

@@ -29,6 +29,7 @@ Example:
 """
 
 from dpaudit.mechanisms.values import ABSTAIN, REFUSED, ConfidentGNMax, GNMax
+from dpaudit.systems._dpsgd import DPSGD, DPSGDSettings, LabelledData, TrainedDPSGD, train_dpsgd
 from dpaudit.systems._ensemble import (
     DEFAULT_ESTIMATOR,
     ESTIMATOR_NAMES,
@@ -63,6 +64,7 @@ __all__ = [
     "ABSTAIN",
     "ALIBI",
     "DEFAULT_ESTIMATOR",
+    "DPSGD",
     "ESTIMATOR_NAMES",
     "PARTITIONS",
     "PATE",
@@ -73,8 +75,10 @@ __all__ = [
     "CaPC",
     "Classifier",
     "ConfidentGNMax",
+    "DPSGDSettings",
     "GNMax",
     "Instantiations",
+    "LabelledData",
     "Ledger",
     "PairedVotes",
     "PrivateKNN",
@@ -85,11 +89,13 @@ __all__ = [
     "TeacherEnsemble",
     "TeacherEnsembleSystem",
     "TorchCNNClassifier",
+    "TrainedDPSGD",
     "TrainingInstantiations",
     "fit_teacher",
     "make_estimator",
     "make_ledger",
     "make_partition",
     "retrain_with_points",
+    "train_dpsgd",
     "train_instantiations",
 ]

@@ -1,0 +1,234 @@
+"""Canaries for auditing in one training run (or many): the game's layout and the canaries.
+
+The one-run game of Steinke, Nasr & Jagielski 2023 (arXiv:2305.08846, Alg. 1; Algorithm 1
+of Liu, Boglioni, Fu, Hu, Thaker & Wu, *Enhancing One-run Privacy Auditing with Quantile
+Regression-Based Membership Inference*): m canaries, each included in the training set
+independently with probability ½ (``S_i = ±1``), next to r non-canary examples that are
+always included; one training run; the auditor knows ``S`` and scores every canary. The
+same drawing code serves a multi-run audit (e.g. Lifted DP, Pillutla et al. 2023,
+arXiv:2305.18447) that needs k fresh canaries per run: :func:`draw_canaries` and
+:func:`draw_inclusions` are pure functions of their ``rng``.
+
+Canary kinds (Steinke et al. 2023 §6.2 use data canaries with and without flipped labels;
+mislabelled and out-of-distribution inputs make the black-box attack stronger):
+
+* ``"data"`` — examples of the training distribution with their true labels (Liu et al.).
+* ``"flipped"`` — examples of the training distribution with a label drawn uniformly from
+  the *other* classes.
+* ``"noise"`` — out-of-distribution inputs: i.i.d. uniform [0, 1) features with a uniformly
+  random label.
+
+:func:`split_pool` deals a pool of examples into disjoint parts (non-canaries, canaries,
+holdout for the membership-inference attack) by a seeded permutation.
+
+Example:
+    >>> import numpy as np
+    >>> X, y = np.zeros((10, 4), dtype=np.float32), np.arange(10) % 3
+    >>> c = draw_canaries(X, y, 4, num_classes=3, kind="flipped", rng=0)
+    >>> bool(np.all(c.labels != c.true_labels)), c.source.shape
+    (True, (4,))
+    >>> draw_inclusions(6, rng=0).tolist()
+    [True, False, False, False, True, True]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from dpaudit._rng import as_generator
+from dpaudit._typing import ArrayLike, RngLike
+from dpaudit._validate import (
+    check_array,
+    check_choice,
+    check_in_range,
+    check_nonneg_int,
+    check_positive_int,
+)
+
+__all__ = [
+    "CANARY_KINDS",
+    "Canaries",
+    "CanaryGame",
+    "draw_canaries",
+    "draw_inclusions",
+    "one_run_game",
+    "split_pool",
+]
+
+CANARY_KINDS: tuple[str, ...] = ("data", "flipped", "noise")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Canaries:
+    """m canaries: inputs, the labels they are trained with, and where they came from.
+
+    Attributes:
+        X: (m, d) float32 inputs.
+        labels: (m,) int64 labels used in training (and by the scores).
+        true_labels: (m,) int64 labels of the source examples (``labels`` unless flipped;
+            for ``"noise"`` canaries, equal to ``labels``).
+        source: (m,) int64 index into the pool each canary was drawn from (−1: synthetic).
+        kind: one of :data:`CANARY_KINDS`.
+    """
+
+    X: np.ndarray
+    labels: np.ndarray
+    true_labels: np.ndarray
+    source: np.ndarray
+    kind: str
+
+    def __len__(self) -> int:
+        return int(self.labels.shape[0])
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class CanaryGame:
+    """The one-run game: canaries and which of them were included (known to the auditor).
+
+    Attributes:
+        canaries: the :class:`Canaries`.
+        included: (m,) booleans, ``S_i = +1``.
+        inclusion_probability: the probability each canary was included with.
+    """
+
+    canaries: Canaries
+    included: np.ndarray
+    inclusion_probability: float
+
+    @property
+    def num_canaries(self) -> int:
+        """m."""
+        return len(self.canaries)
+
+    @property
+    def num_included(self) -> int:
+        """Number of canaries in the training set."""
+        return int(np.count_nonzero(self.included))
+
+
+def _check_pool(X: ArrayLike, y: ArrayLike, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
+    Xa = check_array("X", X, ndim=2)
+    ya = np.asarray(y)
+    if ya.shape != (Xa.shape[0],):
+        raise ValueError(f"y must have shape ({Xa.shape[0]},), got {ya.shape}")
+    if not np.issubdtype(ya.dtype, np.integer) or ya.min() < 0 or ya.max() >= num_classes:
+        raise ValueError(f"y must hold integer labels in [0, {num_classes - 1}]")
+    return Xa, ya.astype(np.int64)
+
+
+def draw_canaries(
+    X: ArrayLike,
+    y: ArrayLike,
+    num_canaries: int,
+    *,
+    num_classes: int,
+    kind: str = "data",
+    rng: RngLike = None,
+) -> Canaries:
+    """Draw m canaries of a kind from a pool of examples (without replacement).
+
+    Args:
+        X: (N, d) pool inputs (``"noise"`` canaries only use d).
+        y: (N,) pool labels.
+        num_canaries: m ≥ 1 (≤ N for ``"data"``/``"flipped"``).
+        num_classes: C ≥ 2.
+        kind: ``"data"``, ``"flipped"`` or ``"noise"`` (module docstring).
+        rng: randomness of the draw (keyword-only).
+
+    Returns:
+        :class:`Canaries`.
+
+    Raises:
+        TypeError, ValueError: m ≤ 0, m > N, bad kind or labels.
+    """
+    m = check_positive_int("num_canaries", num_canaries)
+    k = check_positive_int("num_classes", num_classes)
+    if k < 2:
+        raise ValueError(f"num_classes must be at least 2, got {k}")
+    kind = check_choice("kind", kind, CANARY_KINDS)
+    Xa, ya = _check_pool(X, y, k)
+    gen = as_generator(rng)
+    if kind == "noise":
+        inputs = gen.random((m, Xa.shape[1]), dtype=np.float32)
+        labels = gen.integers(0, k, size=m).astype(np.int64)
+        return Canaries(inputs, labels, labels.copy(), np.full(m, -1, dtype=np.int64), kind)
+    if m > Xa.shape[0]:
+        raise ValueError(f"num_canaries={m} exceeds the pool of {Xa.shape[0]} examples")
+    src = np.sort(gen.choice(Xa.shape[0], size=m, replace=False)).astype(np.int64)
+    true = ya[src]
+    labels = true.copy()
+    if kind == "flipped":
+        labels = (true + gen.integers(1, k, size=m)) % k
+    return Canaries(Xa[src].astype(np.float32), labels, true, src, kind)
+
+
+def draw_inclusions(
+    num_canaries: int, *, inclusion_probability: float = 0.5, rng: RngLike = None
+) -> np.ndarray:
+    """Each of m canaries included independently with probability p (Steinke et al. 2023).
+
+    Raises:
+        ValueError: m ≤ 0, p outside (0, 1).
+    """
+    m = check_positive_int("num_canaries", num_canaries)
+    p = check_in_range("inclusion_probability", inclusion_probability, 0.0, 1.0)
+    return as_generator(rng).random(m) < p
+
+
+def one_run_game(
+    X: ArrayLike,
+    y: ArrayLike,
+    num_canaries: int,
+    *,
+    num_classes: int,
+    kind: str = "data",
+    inclusion_probability: float = 0.5,
+    rng: RngLike = None,
+) -> CanaryGame:
+    """Canaries drawn from the pool and their inclusions (two independent child streams).
+
+    Raises:
+        TypeError, ValueError: as :func:`draw_canaries` and :func:`draw_inclusions`, before
+            anything is drawn.
+    """
+    p = check_in_range("inclusion_probability", inclusion_probability, 0.0, 1.0)
+    m = check_positive_int("num_canaries", num_canaries)
+    streams = np.random.SeedSequence(as_generator(rng).integers(0, 2**63, size=2).tolist())
+    s_canaries, s_inclusion = streams.spawn(2)
+    canaries = draw_canaries(X, y, m, num_classes=num_classes, kind=kind, rng=s_canaries)
+    included = draw_inclusions(m, inclusion_probability=p, rng=s_inclusion)
+    return CanaryGame(canaries, included, p)
+
+
+def split_pool(
+    pool_size: int, sizes: dict[str, int], *, rng: RngLike = None
+) -> dict[str, np.ndarray]:
+    """Deal ``range(pool_size)`` into disjoint named parts of the given sizes (sorted indices).
+
+    Args:
+        pool_size: N.
+        sizes: part name → size ≥ 0 (in order; the rest of the pool is unused).
+        rng: randomness of the permutation.
+
+    Returns:
+        part name → sorted int64 indices.
+
+    Raises:
+        ValueError: the parts need more than N examples.
+
+    Example:
+        >>> {k: v.size for k, v in split_pool(10, {"a": 3, "b": 5}, rng=0).items()}
+        {'a': 3, 'b': 5}
+    """
+    n = check_positive_int("pool_size", pool_size)
+    need = {name: check_nonneg_int(f"sizes[{name!r}]", s) for name, s in sizes.items()}
+    if sum(need.values()) > n:
+        raise ValueError(f"the parts {need} need {sum(need.values())} examples; the pool has {n}")
+    perm = as_generator(rng).permutation(n)
+    out, start = {}, 0
+    for name, size in need.items():
+        out[name] = np.sort(perm[start : start + size]).astype(np.int64)
+        start += size
+    return out
