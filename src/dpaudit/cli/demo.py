@@ -2,8 +2,9 @@
 
 PATE and CaPC on scikit-learn's digits with 30 teachers, all three adversaries of Chadha et
 al. 2024 §4.1 (the shipped ``demo`` config); prints the summary table and writes
-``results.json`` and the PNG plots to ``--out`` (default ``runs/demo``). About a minute on 2
-cores.
+``results.json``, the PNG plots and the self-contained HTML report (``report.html``, its path
+printed) to ``--out`` (default ``runs/demo``), and records the run in the run store
+(``--store`` / ``--no-store``; :mod:`dpaudit.store`). About a minute on 2 cores.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ def demo(
     plots: bool = typer.Option(True, "--plots/--no-plots", help="write PNG plots"),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="rich progress bars"),
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
+    store: str = typer.Option(None, "--store", help="run store file (default: $DPAUDIT_STORE)"),
+    no_store: bool = typer.Option(False, "--no-store", help="do not record this run"),
 ) -> None:
     """Run the demo audit (digits, PATE and CaPC, Nat-AdvQ / Pois-AdvQ / Pois-NatQ)."""
     from dpaudit.cli._options import check_out
@@ -39,7 +42,30 @@ def demo(
             f"σ={s.system.sigma:g}, {s.adversary.queries} queries, "
             f"{s.engine.experiments:.0e} experiments per query"
         )
+    from dpaudit.cli._record import RunRecorder
+
+    recorder = RunRecorder(store, no_store)
+    recorder.start(
+        "private-prediction", settings, command="dpaudit demo",
+        resume_command="dpaudit audit private-prediction", out_dir=out_dir,
+    )  # fmt: skip
     try:
-        run_and_report(settings, out=out_dir, as_json=as_json, progress=progress, plots=plots)
+        result = run_and_report(
+            settings, out=out_dir, as_json=as_json, progress=progress, plots=plots
+        )
+        if plots and out_dir is not None:
+            from dpaudit.report import write_html_report
+
+            html = write_html_report(result, out_dir / "report.html")
+            if not as_json:
+                typer.echo(f"wrote the HTML report: {html.resolve()}")
     except (ValueError, FileNotFoundError) as exc:
+        recorder.fail(f"{type(exc).__name__}: {exc}")
         fail(str(exc))
+    except BaseException as exc:
+        recorder.fail(str(exc), interrupted=isinstance(exc, KeyboardInterrupt))
+        raise
+    else:
+        recorder.finish(result, out_dir=out_dir)
+    finally:
+        recorder.close()
