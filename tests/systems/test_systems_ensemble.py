@@ -10,7 +10,15 @@ from sklearn.ensemble import ExtraTreesClassifier
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 
-from dpaudit.systems import TeacherEnsemble, fit_teacher, make_estimator, make_partition
+from dpaudit.systems import (
+    TeacherEnsemble,
+    fit_teacher,
+    make_estimator,
+    make_partition,
+    retrain_with_points,
+    train_instantiations,
+)
+from dpaudit.systems._ridge import RidgeTeacher
 from dpaudit.systems.data import load_digits
 
 M = 12
@@ -302,3 +310,144 @@ def test_parallel_training_equals_serial_with_progress(digits):
     np.testing.assert_array_equal(
         serial.teacher_predictions(digits.X_test), parallel.teacher_predictions(digits.X_test)
     )
+
+
+# ------------------------------------------------------------------- bit-reproducibility
+
+
+@pytest.mark.parametrize("estimator", ["logistic", "ridge"])
+def test_training_and_retraining_are_bit_identical_whatever_n_jobs(digits, estimator):
+    """Same seed ⇒ the same bits: teachers' parameters, votes and retrained votes, with one
+    worker or two (one BLAS thread per fit in both)."""
+    X, y = digits.X_train, digits.y_train
+    q = digits.X_test[:40]
+    runs = [
+        train_instantiations(
+            X,
+            y,
+            q,
+            partition="random",
+            num_teachers=8,
+            num_instantiations=2,
+            estimator=estimator,
+            rng=5,
+            n_jobs=n_jobs,
+        )
+        for n_jobs in (1, 2)
+    ]
+    np.testing.assert_array_equal(runs[0].predictions, runs[1].predictions)
+    for a, b in zip(runs[0].ensembles[0].teachers, runs[1].ensembles[0].teachers, strict=True):
+        assert a.coef_.tobytes() == b.coef_.tobytes()
+    labels = (digits.y_test[:40] + 1) % 10
+    paired = [
+        retrain_with_points(run, q, labels, num_retrainings=6, rng=2, n_jobs=n_jobs)
+        for run, n_jobs in zip(runs, (1, 2), strict=True)
+    ]
+    for a, b in zip(*paired, strict=True):
+        np.testing.assert_array_equal(a.before, b.before)
+        np.testing.assert_array_equal(a.after, b.after)
+        np.testing.assert_array_equal(a.teacher, b.teacher)
+
+
+# ------------------------------------------------------------------------ ridge teachers
+
+
+def test_ridge_teacher_equals_sklearn_ridge_on_the_augmented_features(digits):
+    from sklearn.linear_model import Ridge
+
+    X, y = digits.X_train[:90], digits.y_train[:90]
+    t = RidgeTeacher(alpha=3.0).fit(X, y)
+    z = np.hstack([X, np.ones((90, 1))])
+    targets = np.where(y[:, None] == t.classes_[None, :], 1.0, -1.0)
+    ref = Ridge(alpha=3.0, fit_intercept=False, solver="cholesky").fit(z, targets)
+    np.testing.assert_allclose(t.coef_, ref.coef_, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(
+        t.predict(digits.X_test),
+        t.classes_[
+            ref.predict(np.hstack([digits.X_test, np.ones((digits.X_test.shape[0], 1))])).argmax(
+                axis=1
+            )
+        ],
+    )
+    assert make_estimator("ridge", seed=4).random_state == 4
+
+
+def test_ridge_exact_update_equals_a_cold_refit(digits):
+    X, y = digits.X_train[:70], digits.y_train[:70]
+    keep = y != 9  # the added label 9 is new to the teacher: a new one-vs-rest column
+    X, y = X[keep], y[keep]
+    t = RidgeTeacher().fit(X, y)
+    new_x, new_y = digits.X_test[:6], np.array([9, 3, 3, 0, 1, 9])
+    for b in range(6):
+        warm = t.with_rows(X, new_x[b], [new_y[b]])
+        cold = RidgeTeacher().fit(np.vstack([X, new_x[b : b + 1]]), np.r_[y, new_y[b]])
+        np.testing.assert_array_equal(warm.classes_, cold.classes_)
+        np.testing.assert_allclose(
+            warm.coef_, cold.coef_, rtol=0, atol=1e-9 * np.abs(cold.coef_).max()
+        )
+        np.testing.assert_array_equal(warm.predict(digits.X_test), cold.predict(digits.X_test))
+    both = t.with_rows(X, new_x, new_y)  # several rows at once (Woodbury)
+    cold = RidgeTeacher().fit(np.vstack([X, new_x]), np.r_[y, new_y])
+    np.testing.assert_allclose(both.coef_, cold.coef_, rtol=0, atol=1e-9)
+    classes, scores = t.updated_scores(X, new_x, new_y, digits.X_test[:30])
+    _, own = t.updated_scores(X, new_x, new_y)
+    for b in range(6):
+        new = t.with_rows(X, new_x[b], [new_y[b]])
+        cols = np.searchsorted(classes, new.classes_)
+        ref = new.decision_function(digits.X_test[:30])
+        np.testing.assert_allclose(scores[b][:, cols], ref, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(own[b][:, cols], new.decision_function(new_x[b]), atol=1e-9)
+        others = np.setdiff1d(np.arange(classes.size), cols)
+        assert np.all(scores[b][:, others] == -np.inf)
+    assert not both.updatable
+    with pytest.raises(ValueError, match="fitted by fit"):
+        both.with_rows(X, new_x, new_y)
+    with pytest.raises(ValueError, match="rows the teacher was fitted on"):
+        t.with_rows(X[:-1], new_x, new_y)
+    with pytest.raises(ValueError, match="alpha"):
+        RidgeTeacher(alpha=0.0).fit(X, y)
+    with pytest.raises(ValueError, match="no parameter"):
+        RidgeTeacher().set_params(beta=1)
+
+
+def test_ensemble_exact_update_and_refit_agree(digits):
+    ens = TeacherEnsemble.fit(
+        digits.X_train, digits.y_train, num_teachers=6, estimator="ridge", rng=1
+    )
+    for i in range(8):
+        x, label, j = digits.X_test[i], int((digits.y_test[i] + 2) % 10), i % 6
+        warm = ens.with_point(x, label, partition=j)
+        cold = ens.with_point(x, label, partition=j, exact_update=False)
+        assert warm.modified == cold.modified == (j,)
+        np.testing.assert_array_equal(warm.partitions[j], cold.partitions[j])
+        np.testing.assert_array_equal(
+            warm.teacher_predictions(digits.X_test), cold.teacher_predictions(digits.X_test)
+        )
+
+
+def test_retrainings_are_computed_once_and_cached(digits):
+    q = digits.X_test[:10]
+    inst = train_instantiations(
+        digits.X_train,
+        digits.y_train,
+        q,
+        partition="fixed",
+        num_teachers=6,
+        num_instantiations=3,
+        estimator="ridge",
+        rng=0,
+    )
+    # Fixed parts and a seed-independent estimator: one fit shared by every instantiation.
+    assert inst.ensembles[0] is inst.ensembles[1] is inst.ensembles[2]
+    labels = (digits.y_test[:10] + 1) % 10
+    teachers = np.arange(10) % 6
+    first = retrain_with_points(inst, q, labels, num_retrainings=5, teachers=teachers, rng=0)
+    assert len(inst.retrain_cache) == 10  # 5 identical retrainings per point: one each
+    again = retrain_with_points(inst, q, labels, num_retrainings=9, teachers=teachers, rng=3)
+    assert len(inst.retrain_cache) == 10
+    for a, b in zip(first, again, strict=True):
+        np.testing.assert_array_equal(a.after[0], b.after[0])
+    for p in range(10):  # each equals an explicit retraining of its teacher
+        j = int(teachers[p])
+        new = inst.ensembles[0].with_point(q[p], int(labels[p]), partition=j, exact_update=False)
+        assert int(new.teachers[j].predict(q[p : p + 1])[0]) == int(first[p].after[0, 0])

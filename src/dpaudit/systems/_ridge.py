@@ -190,7 +190,9 @@ class RidgeTeacher:
 
         Returns:
             ``(classes, scores)``: the class of each score column (``classes_`` plus the new
-            labels) and scores ``(B, n_eval, C′)`` (``(B, 1, C′)`` without ``X_eval``).
+            labels) and scores ``(B, n_eval, C′)`` (``(B, 1, C′)`` without ``X_eval``); the
+            column of a label that retraining b's teacher never saw (another point's new
+            label) is ``−inf`` in retraining b.
         """
         if not self.updatable:
             raise ValueError("updated_scores needs a teacher fitted by fit()")
@@ -205,11 +207,15 @@ class RidgeTeacher:
         targets = np.where(labels[:, None] == classes[None, :], 1.0, -1.0)
         r = (targets - f) / (1.0 + h)[:, None]  # (B, C′)
         if X_eval is None:
-            return classes, (f + h[:, None] * r)[:, None, :]
-        ze = _design(X_eval)
-        base = ze @ w  # (n_eval, C′)
-        lever = ze @ u  # (n_eval, B)
-        return classes, base[None, :, :] + lever.T[:, :, None] * r[:, None, :]
+            scores = (f + h[:, None] * r)[:, None, :]
+        else:
+            ze = _design(X_eval)
+            base = ze @ w  # (n_eval, C′)
+            lever = ze @ u  # (n_eval, B)
+            scores = base[None, :, :] + lever.T[:, :, None] * r[:, None, :]
+        unseen = ~np.isin(classes, self.classes_)[None, :] & (targets < 0)
+        scores[np.broadcast_to(unseen[:, None, :], scores.shape)] = -np.inf
+        return classes, scores
 
     def _weights(self, classes: np.ndarray) -> FloatArray:
         """``W`` (d + 1, C′) over ``classes``: fitted columns, −1-target columns for new ones."""

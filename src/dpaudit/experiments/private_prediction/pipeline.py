@@ -39,6 +39,12 @@ import numpy as np
 from dpaudit._results import AuditEntry, AuditResult, package_versions
 from dpaudit._rng import block_seeds
 from dpaudit.experiments.private_prediction import stages
+from dpaudit.experiments.private_prediction.confirm import confirm_worst
+from dpaudit.experiments.private_prediction.findings import (
+    LeakageProfile,
+    check_findings,
+    scale_max,
+)
 from dpaudit.experiments.private_prediction.results import (
     AdversaryAudit,
     PrivatePredictionDetail,
@@ -141,6 +147,7 @@ def audit_private_prediction(
     adversaries = [ADVERSARIES.get(name) for name in settings.adversary.adversaries]
     entries: list[AuditEntry] = []
     accuracy: dict[str, float] = {}
+    retrainings: dict[str, int] = {}
     cache: dict[Any, Any] = {}
     for system in systems:
         with clock(f"{system.name}/training"):
@@ -169,8 +176,24 @@ def audit_private_prediction(
                     checkpoint_dir=checkpoint_dir,
                 )
             )
+        cache_of = getattr(trained.instantiations, "retrain_cache", None)
+        if cache_of is not None:
+            retrainings[system.name] = len(cache_of)
+    with clock("findings"):
+        findings = check_findings(
+            [e.detail for e in entries],
+            confidence_level=settings.audit.confidence_level,
+            orders=settings.audit.order_grid(),
+            delta=settings.audit.delta,
+        )
     detail = PrivatePredictionDetail(
-        data.name, int(data.num_train), int(data.num_test), int(data.num_classes), accuracy
+        data.name,
+        int(data.num_train),
+        int(data.num_test),
+        int(data.num_classes),
+        accuracy,
+        findings,
+        retrainings,
     )
     return AuditResult(
         workflow="private-prediction",
@@ -232,10 +255,39 @@ def audit_adversary(
     with clock(f"{label}/audit"):
         audited = stages.bound(counts, adversary, settings, rng=audit_seed)
     curves = stages.claim(system, modelled, audited, neighbours, adversary, settings)
+    confirmed = None
+    if adversary.composition == "repetitions" and settings.adversary.confirmations > 0:
+        with clock(f"{label}/confirmation"):
+            confirmed = confirm_worst(
+                system,
+                trained,
+                neighbours,
+                modelled,
+                audited,
+                adversary,
+                settings,
+                num_classes=data.num_classes,
+                rng=stages.child_seed(key, 3),
+                cache=cache,
+                screening_curves=curves,
+                progress=progress,
+            )
     detail = _adversary_audit(
-        system, adversary, queries, neighbours, modelled, audited, curves, settings, label
+        system,
+        adversary,
+        queries,
+        neighbours,
+        modelled,
+        audited,
+        curves,
+        settings,
+        label,
+        confirmed,
     )
-    detail = dataclasses.replace(detail, engine_seconds=clock.timings[f"{label}/sampling"])
+    seconds = clock.timings[f"{label}/sampling"]
+    if confirmed is not None:
+        seconds += confirmed.engine_seconds
+    detail = dataclasses.replace(detail, engine_seconds=seconds)
     return make_entry(detail, primary=getattr(system, "claim_analysis", "data-dependent"))
 
 
@@ -249,18 +301,25 @@ def _adversary_audit(
     curves: stages.ComposedCurves,
     settings: PrivatePredictionSettings,
     label: str,
+    confirmed: Any = None,
 ) -> AdversaryAudit:
     orders = settings.audit.order_grid()
     idx = stages.summary_columns(orders, SUMMARY_ORDERS)
     cols = neighbours.columns
-    audit_curve = audited.curve
+    if confirmed is not None:  # the composed numbers rest on the fresh retrainings
+        audit_curve, curves = confirmed.audited.curve, confirmed.curves
+        per_query = np.vstack([audited.per_query, confirmed.audited.per_query])
+        per_exact = np.vstack([modelled.exact, confirmed.modelled.exact])
+    else:
+        audit_curve = audited.curve
+        per_query, per_exact = audited.per_query, modelled.exact
     ordering = check_ordering(
         audit_curve.epsilons,
         curves.exact,
         curves.data_dependent,
         curves.data_independent,
-        audited.per_query,
-        modelled.exact,
+        per_query,
+        per_exact,
         label,
     )
     models = modelled.models
@@ -315,4 +374,45 @@ def _adversary_audit(
         sampler=settings.engine.sampler,
         engine_seconds=0.0,
         queries=qres,
+        profile=leakage_profile(adversary, neighbours, modelled, audited, settings, confirmed),
+        confirmation=None if confirmed is None else confirmed.record,
+    )
+
+
+def leakage_profile(
+    adversary: Any,
+    neighbours: stages.Neighbours,
+    modelled: stages.Modelled,
+    audited: Any,
+    settings: PrivatePredictionSettings,
+    confirmed: Any = None,
+) -> LeakageProfile:
+    """The flips and output distributions behind an entry's composed curves (what the
+    findings check scales; :mod:`.findings`)."""
+    nq = settings.adversary.queries
+    if adversary.composition == "repetitions":
+        w = int(audited.worst)
+        if confirmed is not None:
+            fl, pbar, among = confirmed.record.flips, confirmed.modelled.output_probabilities, 1
+        else:
+            fl = modelled.models[w].estimation.flips
+            pbar = modelled.output_probabilities[w : w + 1]
+            among = len(modelled.models)
+        return LeakageProfile(
+            "binomial",
+            float(fl.num_flips),
+            int(fl.num_retrainings),
+            among,
+            scale_max(pbar),
+            pbar,
+            "repetitions",
+            nq,
+        )
+    n_cols = len(modelled.models)
+    flipped = sum(int(m.estimation.flips.num_flips) for m in modelled.models)
+    trials = int(modelled.models[0].estimation.flips.num_retrainings)
+    pbar = modelled.output_probabilities
+    pbar = pbar[np.any(pbar[:, 0] != pbar[:, 1], axis=1)]
+    return LeakageProfile(
+        "mean", flipped / n_cols, trials, 1, scale_max(pbar), pbar, adversary.composition, nq
     )

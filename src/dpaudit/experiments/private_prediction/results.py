@@ -168,7 +168,12 @@ class AdversaryAudit(ResultMixin):
         experiments: T per query and dataset.
         sampler: ``"exact"`` or ``"monte-carlo"``.
         engine_seconds: wall time of the sampling engine.
-        queries: per-query details.
+        queries: per-query details (of the screening, where a confirmation followed).
+        profile: the :class:`~dpaudit.experiments.private_prediction.findings.LeakageProfile`
+            the findings check reads (flips and output distributions behind the curves).
+        confirmation: the worst query re-estimated on fresh retrainings
+            (:class:`~dpaudit.experiments.private_prediction.confirm.Confirmation`), when
+            ``adversary.confirmations > 0``; the composed curves and ``flips`` are then its.
         method: what the audit is.
     """
 
@@ -197,6 +202,8 @@ class AdversaryAudit(ResultMixin):
     sampler: str
     engine_seconds: float
     queries: QueryResults
+    profile: Any = None
+    confirmation: Any = None
     method: str = (
         "2-cut RDP audit with Clopper-Pearson intervals, held-out choice of output set and "
         "worst query (Chadha et al. 2024, arXiv:2402.09403, §4.2, App. B); parametric "
@@ -288,6 +295,10 @@ class PrivatePredictionDetail(ResultMixin):
         num_classes: C.
         plurality_accuracy: per system, accuracy of the noiseless plurality vote of the first
             instantiation on the natural queries.
+        findings: whether the data resolve the paper's findings
+            (:class:`~dpaudit.experiments.private_prediction.findings.FindingsCheck`).
+        retrainings: per system, distinct retrainings computed (tasks repeated within or
+            across adversaries are computed once).
     """
 
     dataset: str
@@ -295,6 +306,8 @@ class PrivatePredictionDetail(ResultMixin):
     num_test: int
     num_classes: int
     plurality_accuracy: dict[str, float]
+    findings: Any = None
+    retrainings: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 _SOURCES = {

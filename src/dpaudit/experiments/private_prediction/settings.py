@@ -136,6 +136,11 @@ class AdversarySettings:
     )
     instantiations: int = option(2, help="N_g training phases for the histogram models")
     retrainings: int = option(4, help="R retrainings with each crafted point")
+    confirmations: int = option(
+        0,
+        help="R_c fresh retrainings of the chosen worst adversarial query: its model, bound "
+        "and flip interval come from them, independent of the choice (0: none)",
+    )
     neighbour_estimator: str = option("paired", help="neighbour model estimator: paired, direct")
 
     def __post_init__(self) -> None:
@@ -151,6 +156,7 @@ class AdversarySettings:
                 raise ValueError(f"candidate_queries must be at most queries={nq}, got {cand}")
         check_positive_int("instantiations", self.instantiations)
         check_positive_int("retrainings", self.retrainings)
+        check_nonneg_int("confirmations", self.confirmations)
         check_choice("neighbour_estimator", self.neighbour_estimator, NEIGHBOUR_ESTIMATORS)
 
     @property
