@@ -121,11 +121,21 @@ class TrainingSettings:
 class ConsistencySettings:
     """The FixMatch-style consistency objective of semi-supervised training (switchable)."""
 
-    enabled: bool = option(True, help="use the unlabelled pool (FixMatch-style consistency)")
-    confidence: float = option(0.95, help="pseudo-label confidence threshold tau")
-    weight: float = option(1.0, help="weight lambda_u of the unlabelled loss")
-    unlabeled_ratio: int = option(3, help="unlabelled examples per labelled one in a batch (mu)")
-    flip: bool = option(True, help="horizontal flips in the augmentations (not for digits)")
+    enabled: bool = option(
+        True, help="use the unlabelled pool (FixMatch-style consistency)", flag="--consistency"
+    )
+    confidence: float = option(
+        0.95, help="pseudo-label confidence threshold tau", flag="--consistency-confidence"
+    )
+    weight: float = option(
+        1.0, help="weight lambda_u of the unlabelled loss", flag="--consistency-weight"
+    )
+    unlabeled_ratio: int = option(
+        3, help="unlabelled examples per labelled one in a batch (mu)", flag="--unlabeled-ratio"
+    )
+    flip: bool = option(
+        True, help="horizontal flips in the augmentations (not for digits)", flag="--flip"
+    )
 
     def __post_init__(self) -> None:
         _check_bool("enabled", self.enabled)

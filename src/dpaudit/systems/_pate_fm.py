@@ -232,7 +232,7 @@ class PATEFM:
                 queries.votes, threshold=m.threshold, sigma1=m.sigma1, sigma2=m.sigma2,
                 orders=orders, analysis=analysis,
             )  # fmt: skip
-            return cost.realised(answered)
+            return cost.realised(answered.astype(np.float64))
 
         dd_curve = realised("data-dependent", lam)
         dd = dd_curve.to_dp(self.delta, conversion="standard")
