@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from collections.abc import Iterable, Iterator
 from typing import TypeVar
 
@@ -18,13 +19,18 @@ import numpy as np
 from dpaudit._typing import ArrayLike, FloatArray, Progress, ProgressLike
 
 __all__ = [
+    "DEFAULT_MEMORY_CAP",
+    "MAX_COUNT",
+    "MAX_INT",
     "check_array",
     "check_at_most",
     "check_choice",
     "check_confidence_level",
+    "check_count",
     "check_counts",
     "check_delta",
     "check_in_range",
+    "check_memory",
     "check_nonneg_int",
     "check_orders",
     "check_positive",
@@ -33,11 +39,19 @@ __all__ = [
     "check_progress",
     "check_real",
     "check_votes",
+    "memory_cap",
     "no_progress",
     "track",
 ]
 
 _T = TypeVar("_T")
+
+#: The largest integer a numpy int64 holds: the default upper limit of integer arguments.
+MAX_INT = 2**63 - 1
+#: The largest count accepted by the statistics (every integer up to it is exact in float64).
+MAX_COUNT = 2**53
+#: Default cap on the memory one request may allocate (see :func:`memory_cap`).
+DEFAULT_MEMORY_CAP = 8 * 2**30
 
 
 def _fmt(value: object) -> str:
@@ -45,11 +59,18 @@ def _fmt(value: object) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def _to_float(name: str, value: numbers.Real) -> float:
+    try:
+        return float(value)
+    except OverflowError as exc:  # a Python int beyond the float64 range
+        raise ValueError(f"{name} must fit a float64 (|x| < 1.8e308), got {_fmt(value)}") from exc
+
+
 def check_real(name: str, value: object) -> float:
-    """A finite real scalar (bools rejected)."""
+    """A finite real scalar (bools, strings, complex and None rejected with ``TypeError``)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {_fmt(value)}")
-    out = float(value)
+    out = _to_float(name, value)
     if not math.isfinite(out):
         raise ValueError(f"{name} must be finite, got {out}")
     return out
@@ -59,7 +80,7 @@ def check_positive(name: str, value: object, *, allow_inf: bool = False) -> floa
     """A real scalar > 0 (NaN rejected; +inf only when ``allow_inf``)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a positive real number, got {_fmt(value)}")
-    out = float(value)
+    out = _to_float(name, value)
     if math.isnan(out) or out <= 0 or (math.isinf(out) and not allow_inf):
         raise ValueError(f"{name} must be a positive finite number, got {out}")
     return out
@@ -100,8 +121,12 @@ def check_delta(value: object, name: str = "delta", *, allow_zero: bool = True) 
     return check_in_range(name, value, 0.0, 1.0, low_inclusive=allow_zero)
 
 
-def check_nonneg_int(name: str, value: object) -> int:
-    """An integer ≥ 0 (integral floats such as ``1e8`` accepted, bools rejected)."""
+def check_nonneg_int(name: str, value: object, *, maximum: int = MAX_INT) -> int:
+    """An integer in ``[0, maximum]`` (integral floats such as ``1e8`` accepted, bools rejected).
+
+    The default ``maximum`` is ``2**63 − 1`` (what a numpy int64 holds); counts that enter
+    floating-point statistics use :data:`MAX_COUNT` (``2**53``, exact in a float64).
+    """
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be an integer, got {_fmt(value)}")
     if isinstance(value, numbers.Integral) or (
@@ -114,15 +139,80 @@ def check_nonneg_int(name: str, value: object) -> int:
         raise TypeError(f"{name} must be an integer, got {_fmt(value)}")
     if out < 0:
         raise ValueError(f"{name} must be non-negative, got {out}")
+    if out > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {_fmt(out)}")
     return out
 
 
-def check_positive_int(name: str, value: object) -> int:
-    """An integer ≥ 1."""
-    out = check_nonneg_int(name, value)
+def check_positive_int(name: str, value: object, *, maximum: int = MAX_INT) -> int:
+    """An integer in ``[1, maximum]``."""
+    out = check_nonneg_int(name, value, maximum=maximum)
     if out < 1:
         raise ValueError(f"{name} must be a positive integer, got {out}")
     return out
+
+
+def check_count(name: str, value: object) -> int:
+    """A count for a statistic: an integer in ``[0, 2**53]`` (:data:`MAX_COUNT`).
+
+    Beyond ``2**53`` a float64 no longer holds every integer, so binomial tails and ratios
+    of such counts would be computed on rounded values.
+    """
+    return check_nonneg_int(name, value, maximum=MAX_COUNT)
+
+
+def memory_cap() -> int:
+    """The memory a single request may allocate, in bytes.
+
+    :data:`DEFAULT_MEMORY_CAP` (8 GiB) unless the environment variable
+    ``DPAUDIT_MAX_MEMORY_GB`` sets another number of GiB (read at each call).
+    """
+    raw = os.environ.get("DPAUDIT_MAX_MEMORY_GB")
+    if raw is None:
+        return DEFAULT_MEMORY_CAP
+    try:
+        gib = float(raw)
+    except ValueError as exc:
+        raise ValueError(f"DPAUDIT_MAX_MEMORY_GB must be a number, got {raw!r}") from exc
+    if not (math.isfinite(gib) and gib > 0):
+        raise ValueError(f"DPAUDIT_MAX_MEMORY_GB must be a positive number, got {raw!r}")
+    return int(gib * 2**30)
+
+
+def check_memory(nbytes: float, what: str) -> None:
+    """Refuse, before allocating, a request estimated to need more than :func:`memory_cap`.
+
+    Args:
+        nbytes: the estimated peak allocation in bytes.
+        what: what would be allocated, for the message (e.g. ``"argmax_probabilities on
+            1000000 classes"``).
+
+    Raises:
+        ValueError: the estimate exceeds the cap; the message gives both.
+
+    Example:
+        >>> check_memory(1e15, "a test")
+        Traceback (most recent call last):
+        ...
+        ValueError: a test would need about 909.5 TiB of memory, more than the cap of 8.0 GiB (set DPAUDIT_MAX_MEMORY_GB to change it)
+    """
+    cap = memory_cap()
+    if nbytes > cap:
+        raise ValueError(
+            f"{what} would need about {_fmt_bytes(nbytes)} of memory, more than the cap of "
+            f"{_fmt_bytes(cap)} (set DPAUDIT_MAX_MEMORY_GB to change it)"
+        )
+
+
+def _fmt_bytes(nbytes: float) -> str:
+    value = float(nbytes)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            break
+        value /= 1024
+    if value >= 1e6:
+        return f"{value:.3g} {unit}"
+    return f"{value:.1f} {unit}"
 
 
 def check_at_most(name: str, value: int, bound: int, bound_name: str) -> int:
@@ -144,6 +234,44 @@ def check_choice(name: str, value: object, choices: Iterable[str]) -> str:
     return value
 
 
+def _real_array(name: str, value: object) -> np.ndarray:
+    """``value`` as a float64 array of real numbers, never casting strings, bools or complex.
+
+    numpy would turn ``["1", "2"]``, ``[True, False]`` or ``[1 + 0j]`` into numbers; here they
+    are a ``TypeError``, as are ``None`` and other objects. Python integers too large for int64
+    (an object array) are accepted as long as they fit a float64.
+    """
+    if value is None or isinstance(value, (str, bytes, bool, np.bool_, complex, dict, set)):
+        raise TypeError(f"{name} must be array-like of real numbers, got {_fmt(value)}")
+    try:
+        raw = np.asarray(value)
+    except ValueError as exc:
+        raise ValueError(
+            f"{name} must be a rectangular array of numbers (ragged or non-numeric input): {exc}"
+        ) from exc
+    except TypeError as exc:
+        raise TypeError(f"{name} must be array-like of real numbers, got {_fmt(value)}") from exc
+    kind = raw.dtype.kind
+    if kind == "O":
+        for item in raw.flat:
+            if isinstance(item, (bool, np.bool_)) or not isinstance(item, numbers.Real):
+                raise TypeError(
+                    f"{name} must contain only real numbers, got {_fmt(item)} in {_fmt(value)}"
+                )
+        try:
+            return raw.astype(np.float64)
+        except OverflowError as exc:
+            raise ValueError(
+                f"{name} must contain numbers that fit a float64 (|x| < 1.8e308), got {_fmt(value)}"
+            ) from exc
+    if kind not in "iuf":
+        what = {"b": "booleans", "c": "complex numbers", "U": "strings", "S": "bytes"}.get(
+            kind, f"dtype {raw.dtype}"
+        )
+        raise TypeError(f"{name} must contain real numbers, not {what}: got {_fmt(value)}")
+    return raw.astype(np.float64, copy=False)
+
+
 def check_array(
     name: str,
     value: ArrayLike,
@@ -154,20 +282,21 @@ def check_array(
     finite: bool = True,
     nonneg: bool = False,
 ) -> FloatArray:
-    """Convert to a float64 array and check shape, emptiness, finiteness and sign.
+    """Convert to a float64 array and check type, shape, emptiness, finiteness and sign.
 
-    Ragged input (lists of unequal length) raises ``ValueError``.
+    Only real numbers are accepted: strings (even numeric ones), bools, complex numbers and
+    ``None`` raise ``TypeError`` instead of being cast. Ragged input (lists of unequal length)
+    raises ``ValueError``.
+
+    Example:
+        >>> check_array("votes", [1, 2])
+        array([1., 2.])
+        >>> check_array("votes", ["1", "2"])
+        Traceback (most recent call last):
+        ...
+        TypeError: votes must contain real numbers, not strings: got ['1', '2']
     """
-    if isinstance(value, (str, bytes)):
-        raise TypeError(f"{name} must be array-like of numbers, got {_fmt(value)}")
-    try:
-        arr = np.asarray(value, dtype=np.float64)
-    except ValueError as exc:
-        raise ValueError(
-            f"{name} must be a rectangular array of numbers (ragged or non-numeric input): {exc}"
-        ) from exc
-    except TypeError as exc:
-        raise TypeError(f"{name} must be array-like of numbers, got {_fmt(value)}") from exc
+    arr = _real_array(name, value)
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimension(s), got shape {arr.shape}")
     if arr.ndim < ndim_min:
@@ -197,10 +326,14 @@ def check_votes(
 
 
 def check_counts(name: str, value: ArrayLike, *, ndim_min: int = 1) -> np.ndarray:
-    """Non-negative integer counts (integral floats accepted), returned as int64."""
+    """Non-negative integer counts ≤ :data:`MAX_COUNT` (integral floats accepted), as int64."""
     arr = check_array(name, value, ndim_min=ndim_min, nonneg=True)
     if not np.all(arr == np.round(arr)):
         raise ValueError(f"{name} must contain integer counts, got {_fmt(value)}")
+    if arr.size and float(arr.max()) > MAX_COUNT:
+        raise ValueError(
+            f"{name} must contain counts <= 2**53 (exact in float64), got {_fmt(value)}"
+        )
     return arr.astype(np.int64)
 
 

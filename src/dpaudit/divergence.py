@@ -15,12 +15,19 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections.abc import Iterator
 
 import numpy as np
 
 from dpaudit._results import ResultMixin
 from dpaudit._typing import ArrayLike, FloatArray
-from dpaudit._validate import check_array, check_choice, check_positive, check_votes
+from dpaudit._validate import (
+    check_array,
+    check_choice,
+    check_memory,
+    check_positive,
+    check_votes,
+)
 from dpaudit.mechanisms.noisy_argmax import log_argmax_probabilities
 
 __all__ = [
@@ -33,6 +40,11 @@ __all__ = [
 ]
 
 RELATIONS = ("replace", "add-remove")
+#: Neighbouring histograms evaluated at once by :func:`worst_case_neighbour_renyi`: memory
+#: stays O(chunk·C²) whatever the number of neighbours (C(C−1) under "replace").
+NEIGHBOUR_CHUNK = 256
+#: How far a row of log-probabilities may be from normalised: ``|log Σ exp| ≤ 1e-9``.
+NORMALISATION_TOL = 1e-9
 
 
 def _check_div_orders(orders: ArrayLike) -> np.ndarray:
@@ -53,18 +65,21 @@ def renyi_divergence_from_log(log_p: ArrayLike, log_q: ArrayLike, orders: ArrayL
         orders: orders α > 0; 1 gives KL, ``inf`` the max log-ratio.
 
     Returns:
-        ``(..., len(orders))`` divergences, ≥ 0 up to rounding; ``inf`` where P puts mass
-        on an outcome Q does not (α ≥ 1).
+        ``(..., len(orders))`` divergences, ≥ 0 (rounding below 0 is clipped); ``inf`` where
+        P puts mass on an outcome Q does not (α ≥ 1).
 
     Raises:
-        ValueError: orders ≤ 0 or NaN, NaN or positive log-probabilities, shape mismatch.
+        ValueError: orders ≤ 0 or NaN, NaN or positive log-probabilities, rows that are not
+            normalised (``|log Σ exp(log p)| > 1e-9``; the divergence of unnormalised
+            measures can be negative), shape mismatch.
+        TypeError: non-numeric input.
+
+    Example:
+        >>> renyi_divergence_from_log(np.log([0.5, 0.5]), np.log([0.25, 0.75]), [2.0]).round(6)
+        array([0.287682])
     """
-    lp = np.asarray(log_p, dtype=np.float64)
-    lq = np.asarray(log_q, dtype=np.float64)
-    if np.any(np.isnan(lp)) or np.any(lp > 1e-12):
-        raise ValueError("log_p must contain log-probabilities (≤ 0, no NaN)")
-    if np.any(np.isnan(lq)) or np.any(lq > 1e-12):
-        raise ValueError("log_q must contain log-probabilities (≤ 0, no NaN)")
+    lp = _check_log_probabilities("log_p", log_p)
+    lq = _check_log_probabilities("log_q", log_q)
     try:
         lp, lq = np.broadcast_arrays(lp, lq)
     except ValueError as exc:
@@ -91,7 +106,26 @@ def renyi_divergence_from_log(log_p: ArrayLike, log_q: ArrayLike, orders: ArrayL
                 lse = np.log(np.exp(terms - finite_m).sum(axis=-1)) + finite_m[..., 0]
             lse = np.where(np.isposinf(m[..., 0]), np.inf, lse)
             out[..., k] = lse / (a - 1.0)
-    return out
+    return np.maximum(out, 0.0)
+
+
+def _check_log_probabilities(name: str, value: ArrayLike) -> np.ndarray:
+    """Log-probabilities over the last axis: no NaN, ≤ 0, each row normalised."""
+    arr = check_array(name, value, ndim_min=1, finite=False)
+    if np.any(np.isnan(arr)) or np.any(arr > 1e-12):
+        raise ValueError(f"{name} must contain log-probabilities (≤ 0, no NaN), got {value!r}")
+    top = arr.max(axis=-1, keepdims=True)
+    if np.any(np.isneginf(top)):
+        raise ValueError(f"{name} must put mass somewhere in every row, got {value!r}")
+    with np.errstate(under="ignore"):
+        total = np.log(np.exp(arr - top).sum(axis=-1)) + top[..., 0]
+    if np.any(np.abs(total) > NORMALISATION_TOL):
+        worst = float(np.max(np.abs(total)))
+        raise ValueError(
+            f"{name} must be normalised (log Σ exp = 0 within {NORMALISATION_TOL} in every "
+            f"row), got a row with |log Σ exp| = {worst:.3g}"
+        )
+    return arr
 
 
 def renyi_divergence(p: ArrayLike, q: ArrayLike, orders: ArrayLike) -> FloatArray:
@@ -163,21 +197,55 @@ def neighbouring_histograms(votes: ArrayLike, relation: str = "replace") -> np.n
     from a class (removal needs at least one vote there).
 
     Returns:
-        ``(K, C)`` array of neighbours.
+        ``(K, C)`` array of neighbours (K ≤ C(C−1) under ``"replace"``, ≤ 2C otherwise).
+
+    Raises:
+        ValueError: votes not one non-negative histogram, bad relation, no neighbour, or
+            more than the memory cap (:func:`dpaudit._validate.memory_cap`) for the K×C array.
+
+    Example:
+        >>> neighbouring_histograms([1, 0]).tolist()
+        [[0.0, 1.0]]
     """
+    h = _check_histogram(votes)
+    check_choice("relation", relation, RELATIONS)
+    k = _num_neighbours(h, relation)
+    check_memory(8.0 * k * h.size, f"neighbouring_histograms of votes with C={h.size} classes")
+    return np.concatenate(list(_neighbour_chunks(h, relation, max(k, 1))))
+
+
+def _check_histogram(votes: ArrayLike) -> np.ndarray:
     h = check_votes("votes", votes, nonneg=True)
     if h.ndim != 1:
         raise ValueError(f"votes must be a single histogram (C,), got shape {h.shape}")
-    check_choice("relation", relation, RELATIONS)
-    c = h.size
-    eye = np.eye(c)
-    if relation == "replace":
-        rows = [h - eye[a] + eye[b] for a, b in itertools.permutations(range(c), 2) if h[a] >= 1]
-    else:
-        rows = [h + eye[a] for a in range(c)] + [h - eye[a] for a in range(c) if h[a] >= 1]
-    if not rows:
+    return h
+
+
+def _num_neighbours(h: np.ndarray, relation: str) -> int:
+    donors = int(np.count_nonzero(h >= 1))
+    k = donors * (h.size - 1) if relation == "replace" else h.size + donors
+    if k == 0:
         raise ValueError(f"votes has no neighbour under relation {relation!r}: {h!r}")
-    return np.array(rows)
+    return k
+
+
+def _neighbour_chunks(h: np.ndarray, relation: str, chunk: int) -> Iterator[np.ndarray]:
+    """The neighbours of :func:`neighbouring_histograms`, in order, ``chunk`` rows at a time."""
+    c = h.size
+    if relation == "replace":
+        moves = ((a, b) for a, b in itertools.permutations(range(c), 2) if h[a] >= 1)
+    else:
+        moves = itertools.chain(
+            ((None, b) for b in range(c)), ((a, None) for a in range(c) if h[a] >= 1)
+        )
+    while batch := list(itertools.islice(moves, chunk)):
+        rows = np.tile(h, (len(batch), 1))
+        for i, (a, b) in enumerate(batch):
+            if a is not None:
+                rows[i, a] -= 1
+            if b is not None:
+                rows[i, b] += 1
+        yield rows
 
 
 @dataclasses.dataclass(frozen=True)
@@ -220,6 +288,9 @@ def worst_case_neighbour_renyi(
         orders: Rényi orders α ≥ 1 (``inf`` allowed).
         relation: ``"replace"`` (default) or ``"add-remove"``.
 
+    The neighbours are streamed :data:`NEIGHBOUR_CHUNK` at a time (a running maximum), so
+    memory is O(chunk·C²) however many there are.
+
     Returns:
         :class:`WorstCaseRenyi`.
 
@@ -231,28 +302,38 @@ def worst_case_neighbour_renyi(
         >>> bool(np.all(r.epsilons <= np.array([2.0, 20.0]) / 40**2))
         True
     """
-    h = check_votes("votes", votes, nonneg=True)
-    if h.ndim != 1:
-        raise ValueError(f"votes must be a single histogram (C,), got shape {h.shape}")
+    h = _check_histogram(votes)
     sigma = check_positive("sigma", sigma)
     alphas = _check_div_orders(orders)
     if np.any(alphas < 1):
         raise ValueError(f"orders must be >= 1 for an RDP curve, got {orders!r}")
-    neigh = neighbouring_histograms(h, relation)
-    lq = log_argmax_probabilities(h, sigma)
-    lq_n = log_argmax_probabilities(neigh, sigma)
-    fwd = renyi_divergence_from_log(lq[None, :], lq_n, alphas)  # (K, A)
-    rev = renyi_divergence_from_log(lq_n, lq[None, :], alphas)
-    both = np.stack([fwd, rev])  # (2, K, A)
-    flat = both.reshape(-1, alphas.size)
-    idx = flat.argmax(axis=0)
-    direction_idx, neigh_idx = np.divmod(idx, neigh.shape[0])
-    eps = np.maximum(flat[idx, np.arange(alphas.size)], 0.0)
+    check_choice("relation", relation, RELATIONS)
+    _num_neighbours(h, relation)
+    lq = log_argmax_probabilities(h, sigma)[None, :]
+    # Running maximum per direction; ties keep the first neighbour and prefer "forward",
+    # as an argmax over all forward divergences followed by all reverse ones would.
+    best = np.full((2, alphas.size), -np.inf)
+    arg = np.zeros((2, alphas.size, h.size))
+    for neigh in _neighbour_chunks(h, relation, NEIGHBOUR_CHUNK):
+        lq_n = log_argmax_probabilities(neigh, sigma)
+        for d, div in enumerate(
+            (
+                renyi_divergence_from_log(lq, lq_n, alphas),
+                renyi_divergence_from_log(lq_n, lq, alphas),
+            )
+        ):
+            i = div.argmax(axis=0)
+            top = div[i, np.arange(alphas.size)]
+            better = top > best[d]
+            best[d, better] = top[better]
+            arg[d, better] = neigh[i[better]]
+    reverse = best[1] > best[0]
+    cols = np.arange(alphas.size)
     return WorstCaseRenyi(
         orders=alphas,
-        epsilons=eps,
-        neighbours=neigh[neigh_idx],
-        directions=tuple("forward" if d == 0 else "reverse" for d in direction_idx),
+        epsilons=np.maximum(best[reverse.astype(int), cols], 0.0),
+        neighbours=arg[reverse.astype(int), cols],
+        directions=tuple("reverse" if r else "forward" for r in reverse),
         votes=h,
         sigma=sigma,
         relation=relation,

@@ -41,6 +41,8 @@ import math
 import numpy as np
 from scipy import special
 
+from dpaudit._validate import check_memory
+
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 _INV_SQRT2 = 1 / math.sqrt(2)
@@ -166,6 +168,12 @@ def shared_grid_log_q(
     # Round node counts up to a multiple of 4 (plus one, so the 2h rule shares the end
     # points): few distinct grid sizes, so each is one dense array operation.
     n_nodes = 4 * np.ceil((x_hi - x_lo) / (4 * h)).astype(np.int64) + 1
+    # A chunk holds at least one histogram: about four (C, N) float64 arrays at once.
+    check_memory(
+        32.0 * c * float(n_nodes.max()),
+        f"the noisy-argmax quadrature of votes with C={c} classes ({int(n_nodes.max())} "
+        "nodes per class)",
+    )
     log_q = np.empty((b, c))
     ok = np.zeros((b, c), dtype=bool)
     # Group histograms with equal node counts so the work is one dense array per group.
@@ -223,8 +231,11 @@ class _LatticeTable:
 
 
 def _lattice_table(v, d, sigma, x_lo, x_hi, h, relevant) -> _LatticeTable | None:
-    # u = 1/(σ·m) ≤ h so that the step h' = q·u ∈ (h/2, h] is a lattice multiple.
-    if not 1.0 / (sigma * h) < 2.0**52:
+    # u = 1/(σ·m) ≤ h so that the step h' = q·u ∈ (h/2, h] is a lattice multiple. The table
+    # cannot pay when σ·h ≥ 2^24 (more than 2^24 lattice points on a grid at least 15 wide)
+    # and cannot be indexed when σ·h ≤ 2^-52 (or underflows to 0); both use direct evaluation.
+    sh = sigma * h
+    if not 2.0**-52 < sh < 2.0**24:
         return None
     m = max(1, math.ceil(1.0 / (sigma * h)))
     u = 1.0 / (sigma * m)
@@ -285,6 +296,19 @@ def _shared_grid_block(
         & interior
     )
     return log_fine, ok
+
+
+def check_offsets_memory(num_entries: int, num_classes: int) -> None:
+    """Refuse a per-class fallback whose ``(M, C − 1)`` offsets exceed the memory cap.
+
+    Called before :func:`per_class_log_q`'s inputs are built: the offsets and the
+    Mills-weighted ratios of the Jacobian take ``M·(C − 1)`` float64 each, twice over.
+    """
+    check_memory(
+        16.0 * num_entries * max(num_classes - 1, 1),
+        f"the per-class noisy-argmax quadrature of {num_entries} entries of votes with "
+        f"C={num_classes} classes",
+    )
 
 
 def _class_terms(d: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -30,6 +30,7 @@ from dpaudit._typing import ArrayLike, FloatArray, RngLike
 from dpaudit._validate import (
     check_array,
     check_delta,
+    check_memory,
     check_nonneg_int,
     check_orders,
     check_positive,
@@ -90,7 +91,9 @@ def sample_gaussian_mechanism(
     s = check_positive("sigma", sigma)
     n = check_nonneg_int("n", n)
     gen = as_generator(rng)
-    return x + s * gen.standard_normal((n, *x.shape))
+    check_memory(16.0 * n * max(x.size, 1), f"sample_gaussian_mechanism with n={n}")
+    with np.errstate(over="ignore"):  # σ·Z beyond the float range is ±inf, as it should be
+        return x + s * gen.standard_normal((n, *x.shape))
 
 
 def gaussian_renyi(orders: ArrayLike, *, sigma: float, sensitivity: float = 1.0) -> FloatArray:
@@ -114,9 +117,14 @@ def gaussian_renyi(orders: ArrayLike, *, sigma: float, sensitivity: float = 1.0)
     lam = check_orders(orders, allow_one=True, allow_inf=True)
     s = check_positive("sigma", sigma)
     d = _check_nonneg_real("sensitivity", sensitivity)
-    with np.errstate(invalid="ignore"):
-        out = lam * d**2 / (2 * s**2)
-    return np.where(d == 0, 0.0, out)
+    if d == 0:
+        return np.zeros_like(lam)
+    # (Δ/σ)² may overflow (inf, the right limit) or underflow (then α·0 = 0 below α = ∞,
+    # while D_∞ = ∞ for any Δ > 0).
+    with np.errstate(over="ignore", under="ignore"):
+        ratio = np.float64(d) / np.float64(s)
+        out = lam * (ratio * ratio) / 2
+    return np.where(np.isinf(lam), np.inf, out)
 
 
 def gaussian_delta(epsilon: float, *, sigma: float, sensitivity: float = 1.0) -> float:
@@ -176,6 +184,8 @@ def gaussian_epsilon(delta: float, *, sigma: float, sensitivity: float = 1.0) ->
         return 0.0
     hi = 1.0
     while gaussian_delta(hi, sigma=s, sensitivity=d) > dl:
+        if hi > 1e307:
+            return math.inf  # ε ≈ Δ²/(2σ²) beyond the float range (σ/Δ below ~1e-154)
         hi *= 2.0
     return float(
         optimize.brentq(
@@ -214,7 +224,9 @@ def sample_laplace_mechanism(
     b = check_positive("scale", scale)
     n = check_nonneg_int("n", n)
     gen = as_generator(rng)
-    return x + gen.laplace(0.0, b, size=(n, *x.shape))
+    check_memory(16.0 * n * max(x.size, 1), f"sample_laplace_mechanism with n={n}")
+    with np.errstate(over="ignore"):
+        return x + gen.laplace(0.0, b, size=(n, *x.shape))
 
 
 def laplace_renyi(orders: ArrayLike, *, scale: float, sensitivity: float = 1.0) -> FloatArray:
@@ -280,7 +292,10 @@ def laplace_delta(epsilon: float, *, scale: float, sensitivity: float = 1.0) -> 
     eps = _check_nonneg_real("epsilon", epsilon)
     b = check_positive("scale", scale)
     d = _check_nonneg_real("sensitivity", sensitivity)
-    return float(max(0.0, -math.expm1((eps - d / b) / 2)))
+    r = d / b  # may be inf for a tiny scale: δ → 1
+    if eps >= r:
+        return 0.0
+    return float(-math.expm1(max((eps - r) / 2, -800.0)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -325,6 +340,9 @@ def randomized_response_probabilities(
     """
     c, _, log_p, log_q = _rr_params(num_classes, epsilon)
     lab = _check_labels(label, c)
+    check_memory(
+        8.0 * max(lab.size, 1) * c, f"randomized_response_probabilities with num_classes={c}"
+    )
     out = np.full((*lab.shape, c), math.exp(log_q))
     np.put_along_axis(out, lab[..., None], math.exp(log_p), axis=-1)
     return out
@@ -337,6 +355,13 @@ def _check_labels(label: ArrayLike, c: int) -> np.ndarray:
     if np.any((arr < 0) | (arr >= c)):
         raise ValueError(f"label must be in [0, {c}), got {label!r}")
     return arr.astype(np.int64)
+
+
+def _check_label(label: object, c: int) -> int:
+    out = check_nonneg_int("label", label)
+    if out >= c:
+        raise ValueError(f"label must be in [0, {c}), got {out}")
+    return out
 
 
 def sample_randomized_response(
@@ -362,9 +387,10 @@ def sample_randomized_response(
         [3, 3, 3, 3, 3]
     """
     c, _, log_p, _ = _rr_params(num_classes, epsilon)
-    lab = int(_check_labels(label, c))
+    lab = _check_label(label, c)
     n = check_nonneg_int("n", n)
     gen = as_generator(rng)
+    check_memory(32.0 * n, f"sample_randomized_response with n={n}")
     keep = gen.random(n) < math.exp(log_p)
     # Otherwise uniform over the C − 1 other labels.
     other = gen.integers(0, c - 1, size=n)
@@ -396,7 +422,10 @@ def sample_randomized_response_counts(
         >>> int(sample_randomized_response_counts(0, 1000, num_classes=3, epsilon=1.0, rng=0).sum())
         1000
     """
-    probs = randomized_response_probabilities(label, num_classes=num_classes, epsilon=epsilon)
+    c, _, _, _ = _rr_params(num_classes, epsilon)
+    probs = randomized_response_probabilities(
+        _check_label(label, c), num_classes=num_classes, epsilon=epsilon
+    )
     n = check_nonneg_int("n", n)
     gen = as_generator(rng)
     return gen.multinomial(n, probs / probs.sum()).astype(np.int64)
@@ -461,4 +490,6 @@ def randomized_response_delta(epsilon_prime: float, *, num_classes: int, epsilon
     """
     ep = _check_nonneg_real("epsilon_prime", epsilon_prime)
     _, _, log_p, log_q = _rr_params(num_classes, epsilon)
+    if ep + log_q >= log_p:
+        return 0.0
     return float(max(0.0, math.exp(log_p) - math.exp(ep + log_q)))
