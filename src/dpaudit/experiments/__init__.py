@@ -3,6 +3,9 @@
 - :mod:`dpaudit.experiments.private_prediction`: any registered private-prediction system
   audited end to end (Chadha et al. 2024, arXiv:2402.09403).
 - :mod:`dpaudit.experiments.config`: TOML configs of that audit, validated before training.
+- :mod:`dpaudit.experiments.label_dp`: label DP under audit — ALIBI, AGIBI, RR, PATE-FM trained
+  with flipped-label canaries, the memorization attack beside each claim (Malek et al. 2021,
+  arXiv:2106.03408).
 - :mod:`dpaudit.experiments.lidp`: the Lifted-DP Gaussian experiment (Pillutla et al. 2023,
   arXiv:2305.18447).
 - :mod:`dpaudit.experiments.vote_leakage`: vote extraction and attribute inference (Wang et al.
@@ -17,6 +20,8 @@ is in its module.
 
 from dpaudit.engine import EngineRun, run_blocks
 from dpaudit.experiments.config import demo_settings, find_config, load_config, parse_config
+from dpaudit.experiments.label_dp import run_label_dp
+from dpaudit.experiments.label_dp_settings import LabelDPSettings
 from dpaudit.experiments.lidp import LiDPExperimentResult, run_lidp_gaussian
 from dpaudit.experiments.private_prediction import (
     AdversaryAudit,
@@ -33,6 +38,7 @@ from dpaudit.mechanisms import MultinomialBlock, NoisyArgmaxBlock
 __all__ = [
     "AdversaryAudit",
     "EngineRun",
+    "LabelDPSettings",
     "LiDPExperimentResult",
     "MultinomialBlock",
     "NoisyArgmaxBlock",
@@ -45,6 +51,7 @@ __all__ = [
     "load_config",
     "parse_config",
     "run_blocks",
+    "run_label_dp",
     "run_lidp_gaussian",
     "run_vote_leakage",
 ]
