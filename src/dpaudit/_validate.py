@@ -191,10 +191,11 @@ def check_memory(nbytes: float, what: str) -> None:
         ValueError: the estimate exceeds the cap; the message gives both.
 
     Example:
-        >>> check_memory(1e15, "a test")
-        Traceback (most recent call last):
-        ...
-        ValueError: a test would need about 909.5 TiB of memory, more than the cap of 8.0 GiB (set DPAUDIT_MAX_MEMORY_GB to change it)
+        >>> try:
+        ...     check_memory(1e15, "a test")
+        ... except ValueError as exc:
+        ...     print(str(exc)[:43])
+        a test would need about 909.5 TiB of memory
     """
     cap = memory_cap()
     if nbytes > cap:
