@@ -59,6 +59,7 @@ def audit_distributions(
     confidence_level: float,
     rng: np.random.SeedSequence | int,
     selection_order: float = 10.0,
+    n_jobs: int = 1,
 ) -> QueryAudit:
     """2-cut RDP audit of per-query counts and its composition (Chadha et al. 2024,
     arXiv:2402.09403, §4.2, App. B).
@@ -73,12 +74,8 @@ def audit_distributions(
     """
     from dpaudit.bounds import (
         RDPLowerBoundCurve,
-        Split,
         compose_rdp_lower_bounds,
         per_query_confidence_level,
-        rdp_audit,
-        rdp_two_cut,
-        two_cut_plug_in,
     )
 
     n, _, c = counts.shape
@@ -88,43 +85,25 @@ def audit_distributions(
         else per_query_confidence_level(confidence_level, n)
     )
     cands = _candidates(c)
-    sel_orders = np.array([selection_order])
     # The worst query is scored on the selection halves at a Bonferroni level over the n
     # candidates: at the per-query level about β·n leak-free queries would show a positive
     # selection bound by chance and the maximum would pick one of them (valid, since the
     # held-out half decides the bound, but powerless).
     score_level = 1.0 - (1.0 - confidence_level) / n
     per_query = np.zeros((n, orders.size))
-    sets: list[tuple[int, ...]] = []
-    score = np.zeros(n)
-    plug = np.zeros(n)
-    audits = []
     seeds = block_seeds(rng, (n + _AUDIT_CHUNK - 1) // _AUDIT_CHUNK)
-    for b, start in enumerate(range(0, n, _AUDIT_CHUNK)):
-        sl = slice(start, min(start + _AUDIT_CHUNK, n))
-        res = rdp_audit(
-            counts[sl, 0],
-            counts[sl, 1],
-            orders,
-            candidates=cands,
-            selection=Split(),
-            selection_order=selection_order,
-            confidence_level=level,
-            rng=seeds[b],
-        )
-        audits.append(res)
-        per_query[sl] = res.epsilons
-        chosen = res.chosen[:, 0]
-        sel1 = res.counts - res.bound_counts
-        sel2 = res.counts_neighbour - res.bound_counts_neighbour
-        for r, j in enumerate(chosen):
-            o = res.candidates[int(j)][0]
-            sets.append(o)
-            two = rdp_two_cut(
-                sel1[r], sel2[r], sel_orders, output_set=o, confidence_level=score_level
-            )
-            score[start + r] = float(two.epsilons[0])
-            plug[start + r] = float(two_cut_plug_in(sel1[r], sel2[r], sel_orders, output_set=o)[0])
+    jobs = [
+        (counts[start : start + _AUDIT_CHUNK], seeds[b])
+        for b, start in enumerate(range(0, n, _AUDIT_CHUNK))
+    ]
+    args = (orders, cands, level, selection_order, score_level)
+    done = _map_chunks(jobs, args, n_jobs)
+    audits = [res for res, _, _, _ in done]
+    sets = [o for _, chunk_sets, _, _ in done for o in chunk_sets]
+    score = np.concatenate([sc for _, _, sc, _ in done])
+    plug = np.concatenate([pl for _, _, _, pl in done])
+    for b, res in enumerate(audits):
+        per_query[b * _AUDIT_CHUNK : b * _AUDIT_CHUNK + res.epsilons.shape[0]] = res.epsilons
     if composition == "repetitions":
         worst = int(np.lexsort((-np.arange(n), plug, score))[-1])
         curve = RDPLowerBoundCurve(
@@ -144,3 +123,52 @@ def audit_distributions(
         worst = None
         curve = compose_rdp_lower_bounds(audits)
     return QueryAudit(per_query, tuple(sets), score, counts, curve, worst, level)
+
+
+def _audit_chunk(
+    counts: np.ndarray,
+    seed: np.random.SeedSequence,
+    orders: np.ndarray,
+    cands: list[tuple[int, ...]] | None,
+    level: float,
+    selection_order: float,
+    score_level: float,
+) -> tuple[Any, list[tuple[int, ...]], FloatArray, FloatArray]:
+    """One chunk of queries: the held-out audit, the chosen output sets, and each query's
+    selection-half score and plug-in divergence at the selection order."""
+    from dpaudit.bounds import Split, rdp_audit, rdp_two_cut, two_cut_plug_in
+
+    res = rdp_audit(
+        counts[:, 0],
+        counts[:, 1],
+        orders,
+        candidates=cands,
+        selection=Split(),
+        selection_order=selection_order,
+        confidence_level=level,
+        rng=seed,
+    )
+    sel_orders = np.array([selection_order])
+    sel1 = res.counts - res.bound_counts
+    sel2 = res.counts_neighbour - res.bound_counts_neighbour
+    sets, score, plug = [], np.zeros(len(res.chosen)), np.zeros(len(res.chosen))
+    for r, j in enumerate(res.chosen[:, 0]):
+        o = res.candidates[int(j)][0]
+        sets.append(o)
+        two = rdp_two_cut(sel1[r], sel2[r], sel_orders, output_set=o, confidence_level=score_level)
+        score[r] = float(two.epsilons[0])
+        plug[r] = float(two_cut_plug_in(sel1[r], sel2[r], sel_orders, output_set=o)[0])
+    return res, sets, score, plug
+
+
+def _map_chunks(jobs: list[tuple[Any, Any]], args: tuple[Any, ...], n_jobs: int) -> list[Any]:
+    """:func:`_audit_chunk` over the chunks, in order (joblib workers when ``n_jobs != 1``)."""
+    if n_jobs == 1 or len(jobs) < 4:
+        return [_audit_chunk(c, sd, *args) for c, sd in jobs]
+    from dpaudit.errors import require
+
+    joblib = require("joblib", "ml")
+    with joblib.parallel_config(backend="loky", inner_max_num_threads=1):
+        return joblib.Parallel(n_jobs=n_jobs, batch_size="auto")(
+            joblib.delayed(_audit_chunk)(c, sd, *args) for c, sd in jobs
+        )

@@ -55,7 +55,7 @@ from dpaudit.experiments.private_prediction.results import (
 )
 from dpaudit.experiments.private_prediction.settings import PrivatePredictionSettings
 
-__all__ = ["SUMMARY_ORDERS", "audit_adversary", "audit_private_prediction"]
+__all__ = ["SUMMARY_ORDERS", "audit_adversary", "audit_private_prediction", "audit_system"]
 
 #: Orders at which per-query curves are kept in the result (full curves are kept composed).
 SUMMARY_ORDERS: tuple[float, ...] = (2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
@@ -131,13 +131,34 @@ def audit_private_prediction(
         >>> bool(np.all(e.exact.rdp.epsilons <= e.claim.rdp.epsilons + 1e-12))
         True
     """
-    from dpaudit.attacks import ADVERSARIES
-    from dpaudit.systems import SYSTEMS
-
     if not isinstance(settings, PrivatePredictionSettings):
         raise TypeError(
             f"settings must be PrivatePredictionSettings, got {type(settings).__name__}"
         )
+    with _one_blas_thread():
+        return _audit(settings, dataset, progress, checkpoint_dir)
+
+
+def _one_blas_thread() -> Any:
+    """One BLAS/OpenMP thread in this process for the whole audit (threadpoolctl, shipped
+    with scikit-learn): parallelism is over tasks, and no number depends on how a library
+    splits a sum over threads."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1)
+
+
+def _audit(
+    settings: PrivatePredictionSettings,
+    dataset: Any,
+    progress: bool,
+    checkpoint_dir: str | Path | None,
+) -> AuditResult:
+    from dpaudit.attacks import ADVERSARIES
+    from dpaudit.systems import SYSTEMS
+
     clock = _Clock()
     with clock("load"):
         data = stages.load_data(settings, dataset)
@@ -148,7 +169,7 @@ def audit_private_prediction(
     entries: list[AuditEntry] = []
     accuracy: dict[str, float] = {}
     retrainings: dict[str, int] = {}
-    cache: dict[Any, Any] = {}
+    run = _Run(settings, data, queries, seeds, clock, {}, progress, checkpoint_dir)
     for system in systems:
         with clock(f"{system.name}/training"):
             trained = stages.train(
@@ -160,25 +181,10 @@ def audit_private_prediction(
                 progress=progress,
             )
         accuracy[system.name] = trained.accuracy
-        for adversary in adversaries:
-            entries.append(
-                audit_adversary(
-                    system,
-                    trained,
-                    adversary,
-                    queries,
-                    data,
-                    settings,
-                    seeds=seeds,
-                    clock=clock,
-                    cache=cache,
-                    progress=progress,
-                    checkpoint_dir=checkpoint_dir,
-                )
-            )
-        cache_of = getattr(trained.instantiations, "retrain_cache", None)
-        if cache_of is not None:
-            retrainings[system.name] = len(cache_of)
+        entries.extend(audit_system(system, trained, adversaries, run))
+        done = getattr(trained.instantiations, "retrain_cache", None)
+        if done is not None:
+            retrainings[system.name] = len(done)
     with clock("findings"):
         findings = check_findings(
             [e.detail for e in entries],
@@ -207,6 +213,69 @@ def audit_private_prediction(
     )
 
 
+@dataclasses.dataclass(eq=False)
+class _Run:
+    """What every stage of one run shares."""
+
+    settings: PrivatePredictionSettings
+    data: Any
+    queries: stages.Queries
+    seeds: _Seeds
+    clock: _Clock
+    cache: dict[Any, Any]
+    progress: bool = False
+    checkpoint_dir: str | Path | None = None
+
+
+def _stream(run: _Run, system: Any, adversary: Any) -> np.random.SeedSequence:
+    """The (system, adversary) stream: retraining, sampling, audit, confirmation below it."""
+    return stages.child_seed(
+        run.seeds.retrain, stages.stream_id(system), stages.stream_id(adversary)
+    )
+
+
+def _craft(run: _Run, system: Any, trained: stages.Trained, adversary: Any) -> stages.Neighbours:
+    s = run.settings
+    with run.clock(f"{system.name}/{adversary.name}/retraining"):
+        return stages.craft_neighbours(
+            system,
+            trained,
+            adversary,
+            run.queries,
+            num_candidates=s.adversary.num_candidates,
+            retrainings=s.adversary.retrainings,
+            rng=block_seeds(_stream(run, system, adversary), 3)[0],
+            progress=run.progress,
+        )
+
+
+def audit_system(
+    system: Any, trained: stages.Trained, adversaries: list[Any], run: _Run
+) -> list[AuditEntry]:
+    """Every adversary against one trained system: craft and retrain per adversary, model
+    all their queries in one parallel pass (a query's models share a worker), then sample,
+    bound, confirm and claim per adversary."""
+    crafted = [_craft(run, system, trained, adv) for adv in adversaries]
+    n_classes = run.data.num_classes
+    with run.clock(f"{system.name}/models"):
+        sets = [
+            stages.build_models(system, trained, nb, run.settings, num_classes=n_classes)
+            for nb in crafted
+        ]
+        modelled = stages.evaluate_models(
+            system,
+            sets,
+            [nb.columns for nb in crafted],
+            run.settings,
+            cache=run.cache,
+            n_jobs=run.settings.system.n_jobs,
+        )
+    return [
+        _finish(system, trained, adv, nb, mod, run)
+        for adv, nb, mod in zip(adversaries, crafted, modelled, strict=True)
+    ]
+
+
 def audit_adversary(
     system: Any,
     trained: stages.Trained,
@@ -221,35 +290,46 @@ def audit_adversary(
     progress: bool = False,
     checkpoint_dir: str | Path | None = None,
 ) -> AuditEntry:
-    """The stages after training, for one system and one adversary."""
-    label = f"{system.name}/{adversary.name}"
-    key = stages.child_seed(seeds.retrain, stages.stream_id(system), stages.stream_id(adversary))
-    retrain_seed, sample_seed, audit_seed = block_seeds(key, 3)
-    with clock(f"{label}/retraining"):
-        neighbours = stages.craft_neighbours(
+    """The stages after training, for one system and one adversary (the same numbers as
+    within :func:`audit_private_prediction`)."""
+    run = _Run(settings, data, queries, seeds, clock, cache, progress, checkpoint_dir)
+    neighbours = _craft(run, system, trained, adversary)
+    with clock(f"{system.name}/{adversary.name}/models"):
+        modelled = stages.model_queries(
             system,
             trained,
-            adversary,
-            queries,
-            num_candidates=settings.adversary.num_candidates,
-            retrainings=settings.adversary.retrainings,
-            rng=retrain_seed,
-            progress=progress,
+            neighbours,
+            settings,
+            num_classes=data.num_classes,
+            cache=cache,
+            n_jobs=settings.system.n_jobs,
         )
-    with clock(f"{label}/models"):
-        modelled = stages.model_queries(
-            system, trained, neighbours, settings, num_classes=data.num_classes, cache=cache
-        )
+    return _finish(system, trained, adversary, neighbours, modelled, run)
+
+
+def _finish(
+    system: Any,
+    trained: stages.Trained,
+    adversary: Any,
+    neighbours: stages.Neighbours,
+    modelled: stages.Modelled,
+    run: _Run,
+) -> AuditEntry:
+    """Sample, bound, (confirm) and claim one adversary's modelled queries."""
+    settings, clock = run.settings, run.clock
+    label = f"{system.name}/{adversary.name}"
+    key = _stream(run, system, adversary)
+    _, sample_seed, audit_seed = block_seeds(key, 3)
     ckpt = None
-    if checkpoint_dir is not None:
-        ckpt = Path(checkpoint_dir) / f"{system.name}-{adversary.name}.npz"
+    if run.checkpoint_dir is not None:
+        ckpt = Path(run.checkpoint_dir) / f"{system.name}-{adversary.name}.npz"
     counts, clock.timings[f"{label}/sampling"] = stages.sample_counts(
         modelled,
         settings,
         sigma=system.mechanism.sigma,
         rng=sample_seed,
         checkpoint=ckpt,
-        progress=progress,
+        progress=run.progress,
         description=f"sampling {label}",
     )
     with clock(f"{label}/audit"):
@@ -266,16 +346,16 @@ def audit_adversary(
                 audited,
                 adversary,
                 settings,
-                num_classes=data.num_classes,
+                num_classes=run.data.num_classes,
                 rng=stages.child_seed(key, 3),
-                cache=cache,
+                cache=run.cache,
                 screening_curves=curves,
-                progress=progress,
+                progress=run.progress,
             )
     detail = _adversary_audit(
         system,
         adversary,
-        queries,
+        run.queries,
         neighbours,
         modelled,
         audited,

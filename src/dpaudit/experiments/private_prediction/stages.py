@@ -10,6 +10,7 @@ bound → claim`` (Chadha et al. 2024, "Auditing Private Prediction", arXiv:2402
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import time
 import zlib
 from collections.abc import Sequence
@@ -314,22 +315,20 @@ def exact_rdp(pbar: np.ndarray, orders: np.ndarray) -> FloatArray:
     return np.maximum(renyi_divergence_from_log(lp, lq, orders), 0.0)
 
 
-def model_queries(
+def build_models(
     system: Any,
     trained: Trained,
     neighbours: Neighbours,
     settings: PrivatePredictionSettings,
     *,
     num_classes: int,
-    cache: dict[Any, Any] | None = None,
-) -> Modelled:
-    """Maximum-likelihood histogram models (the system's ``histogram_model``), their exact
-    output distributions, exact RDP and data-dependent claim per audited column."""
+) -> tuple[Any, ...]:
+    """Maximum-likelihood histogram models (the system's ``histogram_model``), one per
+    audited column."""
     from dpaudit.attacks import HISTOGRAM_MODELS, ModelInputs
 
     modeller = HISTOGRAM_MODELS.get(system.histogram_model)
     audit = settings.audit
-    orders = audit.order_grid()
     models = []
     for ti, t in enumerate(neighbours.targets):
         for pos, col in enumerate(t.columns):
@@ -347,17 +346,113 @@ def model_queries(
                 max_support=audit.max_support,
             )
             models.append(modeller(inputs))
+    return tuple(models)
+
+
+def model_queries(
+    system: Any,
+    trained: Trained,
+    neighbours: Neighbours,
+    settings: PrivatePredictionSettings,
+    *,
+    num_classes: int,
+    cache: dict[Any, Any] | None = None,
+    n_jobs: int = 1,
+) -> Modelled:
+    """Maximum-likelihood histogram models (the system's ``histogram_model``), their exact
+    output distributions, exact RDP and data-dependent claim per audited column."""
+    models = build_models(system, trained, neighbours, settings, num_classes=num_classes)
+    return evaluate_models(
+        system, [models], [neighbours.columns], settings, cache=cache, n_jobs=n_jobs
+    )[0]
+
+
+def _evaluate_chunk(
+    system: Any,
+    items: list[tuple[int, int, Any]],
+    orders: np.ndarray,
+    audit: Any,
+    claims: dict[Any, Any] | None = None,
+    known: frozenset[Any] = frozenset(),
+) -> tuple[list[tuple[int, int, np.ndarray]], dict[Any, Any]]:
+    """Exact output distributions of some models and the claims of their H_S that are not
+    ``known`` yet (one worker; ``claims``: the cache to fill, a fresh one by default)."""
+    from dpaudit.systems._ensemble import _one_blas_thread
+
+    out: list[tuple[int, int, np.ndarray]] = []
+    claims = {} if claims is None else claims
     sigma = system.mechanism.sigma
-    pbar = np.stack([m.output_distributions(sigma) for m in models])
+    with _one_blas_thread():
+        for s, i, model in items:
+            out.append((s, i, np.asarray(model.output_distributions(sigma), dtype=np.float64)))
+            if (repr(system.mechanism), *model.cache_key()) not in known:
+                data_dependent_claim(system, model, orders, audit, claims)
+    return out, claims
+
+
+def evaluate_models(
+    system: Any,
+    model_sets: Sequence[Sequence[Any]],
+    columns: Sequence[Sequence[int]],
+    settings: PrivatePredictionSettings,
+    *,
+    cache: dict[Any, Any] | None = None,
+    n_jobs: int = 1,
+) -> list[Modelled]:
+    """Exact output distributions, exact RDP and data-dependent claims of several sets of
+    models (one per adversary), in parallel over the query columns.
+
+    The models of one column (every adversary's) go to the same worker, so the exact
+    distributions they share (same vote distribution P) are computed once there. Every value
+    is a deterministic function of its model, computed with one BLAS thread, so the result
+    is the same whatever ``n_jobs``.
+    """
+    audit = settings.audit
+    orders = audit.order_grid()
     cache = {} if cache is None else cache
-    dd = [data_dependent_claim(system, m, orders, audit, cache) for m in models]
-    return Modelled(
-        tuple(models),
-        pbar,
-        exact_rdp(pbar, orders),
-        np.stack([d for d, _ in dd]),
-        np.array([x for _, x in dd]),
-    )
+    by_column: dict[int, list[tuple[int, int, Any]]] = {}
+    for s, (models, cols) in enumerate(zip(model_sets, columns, strict=True)):
+        for i, (model, col) in enumerate(zip(models, cols, strict=True)):
+            by_column.setdefault(int(col), []).append((s, i, model))
+    groups = [by_column[c] for c in sorted(by_column)]
+    results = _run_chunks(system, groups, orders, audit, n_jobs, cache)
+    pbars = [[None] * len(m) for m in model_sets]
+    for out, claims in results:
+        for key, value in claims.items():
+            cache.setdefault(key, value)
+        for s, i, pbar in out:
+            pbars[s][i] = pbar
+    modelled = []
+    for s, models in enumerate(model_sets):
+        pbar = np.stack(pbars[s])
+        dd = [data_dependent_claim(system, m, orders, audit, cache) for m in models]
+        modelled.append(
+            Modelled(
+                tuple(models),
+                pbar,
+                exact_rdp(pbar, orders),
+                np.stack([d for d, _ in dd]),
+                np.array([x for _, x in dd]),
+            )
+        )
+    return modelled
+
+
+def _run_chunks(system, groups, orders, audit, n_jobs: int, cache: dict[Any, Any]) -> list:
+    from dpaudit.errors import require
+
+    if n_jobs == 1 or len(groups) < 2:
+        return [_evaluate_chunk(system, [it for g in groups for it in g], orders, audit, cache)]
+    joblib = require("joblib", "ml")
+    workers = min(joblib.effective_n_jobs(n_jobs), len(groups))
+    n_chunks = min(len(groups), 4 * workers)
+    bounds = np.linspace(0, len(groups), n_chunks + 1).astype(int)
+    chunks = [[it for g in groups[a:b] for it in g] for a, b in itertools.pairwise(bounds) if b > a]
+    known = frozenset(cache)
+    with joblib.parallel_config(backend="loky", inner_max_num_threads=1):
+        return joblib.Parallel(n_jobs=workers)(
+            joblib.delayed(_evaluate_chunk)(system, ch, orders, audit, None, known) for ch in chunks
+        )
 
 
 def data_dependent_claim(
@@ -460,6 +555,7 @@ def bound(
         confidence_level=settings.audit.confidence_level,
         rng=rng,
         selection_order=settings.audit.selection_order,
+        n_jobs=settings.system.n_jobs,
     )
 
 
