@@ -7,9 +7,11 @@ system's ``build`` returns: teachers' ``votes`` and the noisy ``aggregator``) an
 1. **authenticate** the API key (only its SHA-256 is stored);
 2. **validate** the queries before anything is computed: a non-empty batch of at most
    ``max_batch`` rows of exactly ``num_features`` finite numbers;
-3. **answer**: the teachers vote and the aggregator adds its noise, drawn from the service's
-   one noise stream in the order of :meth:`dpaudit.systems.PrivatePredictor.predict` (so a
-   service seeded like an in-process interface answers a sequential client identically);
+3. **answer**: the teachers vote (through :func:`dpaudit.serve.fastvotes.fast_votes` where it
+   reproduces the ensemble exactly) and the aggregator adds its noise, drawn from the
+   service's one noise stream in the order of :meth:`dpaudit.systems.PrivatePredictor.predict`
+   (so a service seeded like an in-process interface answers a sequential client
+   identically);
 4. **settle** the answers in the ledger — cached answers substituted, the budget checked on
    the worst case, the realised cost committed — and only then return them.
 
@@ -31,6 +33,7 @@ from dpaudit._results import ResultMixin
 from dpaudit._typing import IntArray
 from dpaudit.errors import DPAuditError
 from dpaudit.mechanisms.values import ABSTAIN, ConfidentGNMax, GNMax
+from dpaudit.serve.fastvotes import fast_votes
 from dpaudit.serve.ledger import (
     GLOBAL_ACCOUNT,
     Charge,
@@ -228,6 +231,7 @@ class PredictionService:
         self._num_teachers = int(ens.num_teachers if k is None else k)
         self._num_classes = int(ens.num_classes)
         self._num_features = int(ens.num_features)
+        self._fast = None if self._subsets else fast_votes(interface)
 
     # -------------------------------------------------------------------------- properties
     @property
@@ -353,7 +357,7 @@ class PredictionService:
                 votes = self._interface.votes(X, rng=self._rng)
                 noise = agg.draw_noise(votes.shape[0], votes.shape[1], rng=self._rng)
         else:
-            votes = self._interface.votes(X)
+            votes = self._interface.votes(X) if self._fast is None else self._fast.votes(X)
             with self._rng_lock:
                 noise = agg.draw_noise(votes.shape[0], votes.shape[1], rng=self._rng)
         labels = np.asarray(agg.decide(votes.astype(np.float64), noise), dtype=np.int64)
