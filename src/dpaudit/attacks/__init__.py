@@ -28,6 +28,7 @@ from dpaudit.attacks._attribute import (
 )
 from dpaudit.attacks._canaries import (
     CANARY_KINDS,
+    SYNTHETIC_KINDS,
     Canaries,
     CanaryGame,
     draw_canaries,
@@ -207,6 +208,7 @@ __all__ = [  # noqa: RUF022 - grouped by concept
     "remote_interface",
     # canaries, membership scores and quantile-regression MIA (one-run audits of DP-SGD)
     "CANARY_KINDS",
+    "SYNTHETIC_KINDS",
     "Canaries",
     "CanaryGame",
     "draw_canaries",

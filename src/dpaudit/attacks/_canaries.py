@@ -17,6 +17,10 @@ mislabelled and out-of-distribution inputs make the black-box attack stronger):
   the *other* classes.
 * ``"noise"`` — out-of-distribution inputs: i.i.d. uniform [0, 1) features with a uniformly
   random label.
+* ``"signs"`` — out-of-distribution inputs: i.i.d. random signs ±1 per feature with a
+  uniformly random label. Zero-mean and nearly orthogonal to each other and to the data
+  (inner products ~√d against squared norms d), so each canary's own gradient dominates its
+  score: the most powerful black-box canary here for small models.
 
 :func:`split_pool` deals a pool of examples into disjoint parts (non-canaries, canaries,
 holdout for the membership-inference attack) by a seeded permutation.
@@ -57,7 +61,9 @@ __all__ = [
     "split_pool",
 ]
 
-CANARY_KINDS: tuple[str, ...] = ("data", "flipped", "noise")
+CANARY_KINDS: tuple[str, ...] = ("data", "flipped", "noise", "signs")
+#: Kinds that are generated rather than drawn from the pool.
+SYNTHETIC_KINDS: tuple[str, ...] = ("noise", "signs")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -68,7 +74,7 @@ class Canaries:
         X: (m, d) float32 inputs.
         labels: (m,) int64 labels used in training (and by the scores).
         true_labels: (m,) int64 labels of the source examples (``labels`` unless flipped;
-            for ``"noise"`` canaries, equal to ``labels``).
+            for synthetic canaries, equal to ``labels``).
         source: (m,) int64 index into the pool each canary was drawn from (−1: synthetic).
         kind: one of :data:`CANARY_KINDS`.
     """
@@ -134,7 +140,7 @@ def draw_canaries(
         y: (N,) pool labels.
         num_canaries: m ≥ 1 (≤ N for ``"data"``/``"flipped"``).
         num_classes: C ≥ 2.
-        kind: ``"data"``, ``"flipped"`` or ``"noise"`` (module docstring).
+        kind: ``"data"``, ``"flipped"``, ``"noise"`` or ``"signs"`` (module docstring).
         rng: randomness of the draw (keyword-only).
 
     Returns:
@@ -150,8 +156,12 @@ def draw_canaries(
     kind = check_choice("kind", kind, CANARY_KINDS)
     Xa, ya = _check_pool(X, y, k)
     gen = as_generator(rng)
-    if kind == "noise":
-        inputs = gen.random((m, Xa.shape[1]), dtype=np.float32)
+    if kind in SYNTHETIC_KINDS:
+        d = Xa.shape[1]
+        if kind == "noise":
+            inputs = gen.random((m, d), dtype=np.float32)
+        else:
+            inputs = np.where(gen.random((m, d)) < 0.5, -1.0, 1.0).astype(np.float32)
         labels = gen.integers(0, k, size=m).astype(np.int64)
         return Canaries(inputs, labels, labels.copy(), np.full(m, -1, dtype=np.int64), kind)
     if m > Xa.shape[0]:

@@ -48,7 +48,14 @@ from dpaudit._rng import child_seed
 from dpaudit._settings import to_mapping
 from dpaudit._typing import ProgressLike
 from dpaudit._validate import check_progress
-from dpaudit.attacks import CanaryGame, fit_qmia, membership_score, one_run_game, split_pool
+from dpaudit.attacks import (
+    SYNTHETIC_KINDS,
+    CanaryGame,
+    fit_qmia,
+    membership_score,
+    one_run_game,
+    split_pool,
+)
 from dpaudit.experiments.dpsgd_settings import DPSGDAuditSettings
 from dpaudit.experiments.one_run_audit import OneRunBounds, one_run_bounds
 from dpaudit.systems import DPSGD, LabelledData
@@ -126,7 +133,7 @@ def check_layout(settings: DPSGDAuditSettings, pool: LabelledData) -> None:
     """
     r, m = settings.data.num_non_canaries, settings.canaries.num_canaries
     h = settings.data.num_holdout if settings.attack.use_qmia else 0
-    needs_pool = settings.canaries.kind != "noise"
+    needs_pool = settings.canaries.kind not in SYNTHETIC_KINDS
     total = r + h + (m if needs_pool else 0)
     if total > len(pool):
         raise ValueError(
@@ -145,9 +152,10 @@ def draw_layout(
     r, m = settings.data.num_non_canaries, settings.canaries.num_canaries
     h = settings.data.num_holdout if settings.attack.use_qmia else 0
     kind = settings.canaries.kind
-    sizes = {"members": r, "holdout": h, "canaries": 0 if kind == "noise" else m}
+    synthetic = kind in SYNTHETIC_KINDS
+    sizes = {"members": r, "holdout": h, "canaries": 0 if synthetic else m}
     parts = split_pool(len(pool), sizes, rng=layout_seq)
-    source = pool if kind == "noise" else pool.subset(parts["canaries"])
+    source = pool if synthetic else pool.subset(parts["canaries"])
     game = one_run_game(
         source.X, source.y, m, num_classes=pool.num_classes, kind=kind,
         inclusion_probability=settings.canaries.inclusion_probability, rng=game_seq,
