@@ -16,6 +16,7 @@ _COMMAND_MODULES = [
     "dpaudit.cli.account",
     "dpaudit.cli.audit_lidp",
     "dpaudit.cli.audit_pp",
+    "dpaudit.cli.audit_dpsgd",
     "dpaudit.cli.audit_label_dp",
     "dpaudit.cli.demo",
     "dpaudit.cli.serve",

@@ -1,0 +1,181 @@
+"""Report of the one-run DP-SGD audit and of the canary-scores audit: tables and plots.
+
+For :func:`dpaudit.experiments.dpsgd.audit_dpsgd` (Liu, Boglioni, Fu, Hu, Thaker & Wu,
+*Enhancing One-run Privacy Auditing with Quantile Regression-Based Membership Inference*,
+Tables 1–2 layout) and :func:`dpaudit.experiments.canary_scores.audit_canary_scores`:
+
+* :func:`dpsgd_table` — one row per attack (baseline, QMIA) × bound (ε_or, ε_or-fdp, ε_max):
+  the valid bound of repetition 0, mean ± sd of the valid bounds over repetitions, and the
+  papers' uncorrected maximum (mean ± sd), labelled NOT valid; the claims in the caption.
+* :func:`plot_guess_sweep` — ε against the number of guesses for each attack (repetition 0):
+  the uncorrected per-guess-count bounds of both procedures, the valid bounds as horizontal
+  lines, and the claimed ε as a line.
+* :func:`scores_table` — the canary-scores audit: one row per bound, valid or not.
+* :func:`write_dpsgd_report`, :func:`write_scores_report` — ``results.json`` and the PNG.
+
+rich and matplotlib are imported lazily (extras ``cli`` and ``plot``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from dpaudit.errors import require
+from dpaudit.report._figures import figure, save
+
+__all__ = [
+    "dpsgd_table",
+    "plot_guess_sweep",
+    "render_canary_scores",
+    "render_dpsgd",
+    "scores_table",
+    "write_dpsgd_report",
+    "write_scores_report",
+]
+
+_BOUND_LABEL = {"or": "ε_or (Steinke)", "or-fdp": "ε_or-fdp (f-DP)", "max": "ε_max"}
+
+
+def _pm(mean: float, std: float) -> str:
+    return f"{mean:.3f} ± {std:.3f}"
+
+
+def dpsgd_table(result: Any):
+    """A rich Table of the DP-SGD audit (see the module docstring)."""
+    rich_table = require("rich.table", "cli")
+    d = result.detail
+    claim = result.entries[0].claim
+    claims = "; ".join(f"{c.analysis}: ε = {c.epsilon:.3f}" for c in result.entries[0].claims)
+    m = d.mechanism
+    level = result.entries[0].lower_bound.confidence_level
+    t = rich_table.Table(
+        title=(
+            f"One-run audit of DP-SGD on {d.dataset}: m = {d.num_canaries} canaries, "
+            f"r = {d.num_non_canaries}, n = {d.nominal_size} (q = {m.sampling_rate:.4g}, "
+            f"σ = {m.noise_multiplier:.4g}, T = {m.steps}); δ = {claim.delta:g}"
+        ),
+        caption=(
+            f"claims — {claims}. Valid: confidence {level:g}, guess count (and procedure "
+            "for ε_max) paid for. Uncorrected = the papers' "
+            "maximum over guess counts (and procedures), NOT a valid lower bound."
+        ),
+    )
+    for col in ("attack", "bound", "valid (run 0)", "valid mean ± sd", "uncorrected mean ± sd"):
+        t.add_column(col, justify="left" if col in ("attack", "bound") else "right")
+    for e in result.entries:
+        s = e.detail
+        t.add_row(
+            s.attack,
+            _BOUND_LABEL[s.bound],
+            f"{e.lower_bound.epsilon:.3f}",
+            _pm(s.valid_mean, s.valid_std),
+            _pm(s.uncorrected_mean, s.uncorrected_std) + " (NOT valid)",
+        )
+    return t
+
+
+def render_dpsgd(console: Any, result: Any) -> None:
+    """Print the DP-SGD table and a line per repetition (accuracy, throughput, QMIA)."""
+    console.print(dpsgd_table(result))
+    for r in result.detail.repetitions:
+        sc = r.scores
+        acc = "—" if sc.holdout_accuracy is None else f"{sc.holdout_accuracy:.3f}"
+        qmia = ""
+        if sc.qmia_regressor is not None:
+            qmia = (
+                f", QMIA {sc.qmia_regressor} {sc.qmia_seconds:.1f} s "
+                f"(best epoch {sc.qmia_best_epoch})"
+            )
+        console.print(
+            f"run {r.index}: {r.num_members} trained examples ({r.num_included} canaries), "
+            f"holdout accuracy {acc}, {r.training_seconds:.1f} s of DP-SGD "
+            f"({r.examples_per_second:.0f} examples/s){qmia}"
+        )
+
+
+def _sweep_panel(ax: Any, bounds: Any, title: str, claim: float | None) -> None:
+    st, fdp = bounds.steinke, bounds.fdp
+    ax.plot(st.values, st.epsilons, color="tab:blue", lw=1.2, label="ε_or per k (uncorrected)")
+    ax.plot(fdp.values, fdp.epsilons, color="tab:orange", lw=1.2,
+            label="ε_or-fdp per k (uncorrected)")  # fmt: skip
+    for value, color, label in (
+        (st.epsilon, "tab:blue", f"ε_or valid ({st.selection.strategy})"),
+        (fdp.epsilon, "tab:orange", f"ε_or-fdp valid ({fdp.selection.strategy})"),
+        (bounds.max_valid, "tab:green", "ε_max valid (Bonferroni over 2)"),
+    ):
+        ax.axhline(value, color=color, ls="--", lw=1.0, label=f"{label} = {value:.3f}")
+    unc = bounds.uncorrected_max
+    ax.axhline(unc, color="tab:red", ls=":", lw=1.0,
+               label=f"ε_max uncorrected = {unc:.3f} (NOT valid)")  # fmt: skip
+    if claim is not None:
+        ax.axhline(claim, color="black", lw=1.5, label=f"claimed ε = {claim:.3f}")
+    ax.set_xlabel("number of guesses k")
+    ax.set_ylabel("ε lower bound")
+    ax.set_title(title)
+    ax.legend(fontsize=7, loc="best")
+
+
+def plot_guess_sweep(result: Any, path: str | Path) -> Path:
+    """ε vs number of guesses per attack (repetition 0), valid and uncorrected, and the claim.
+
+    Works for the DP-SGD audit (one panel per attack) and the canary-scores audit (one
+    panel).
+
+    Raises:
+        MissingDependencyError: matplotlib is not installed.
+    """
+    claim = result.entries[0].claim
+    claim_eps = None if claim is None else claim.epsilon
+    if hasattr(result.detail, "repetitions"):
+        panels = list(result.detail.repetitions[0].bounds.items())
+    else:
+        panels = [("scores", result.detail.one_run)]
+    fig, axes = figure(1, len(panels), 5.0, 3.8)
+    for ax, (name, bounds) in zip(axes[0], panels, strict=True):
+        _sweep_panel(ax, bounds, f"{name}: ε vs guesses (δ = {bounds.delta:g})", claim_eps)
+    return save(fig, path)
+
+
+def scores_table(result: Any):
+    """A rich Table of the canary-scores audit: one row per bound, valid or not."""
+    rich_table = require("rich.table", "cli")
+    d = result.detail
+    claim = result.entries[0].claim
+    cap = "" if claim is None else f"claimed ε = {claim.epsilon:g}. "
+    t = rich_table.Table(
+        title=(
+            f"Canary scores: {d.num_in} in, {d.num_out} out; design = {d.design!r}; "
+            f"δ = {result.entries[0].lower_bound.delta:g}"
+        ),
+        caption=cap + "Uncorrected maxima are shown for comparison only (NOT valid).",
+    )
+    for col in ("bound", "ε lower bound", "valid?", "how chosen", "note"):
+        t.add_column(col)
+    for e in result.entries:
+        lb = e.lower_bound
+        strategies = ", ".join(sorted({s.strategy for s in e.selections}))
+        t.add_row(
+            e.adversary, f"{lb.epsilon:.4f}", "yes" if lb.epsilon_is_valid else "NO",
+            strategies, lb.note,
+        )  # fmt: skip
+    return t
+
+
+def render_canary_scores(console: Any, result: Any) -> None:
+    """Print the canary-scores table."""
+    console.print(scores_table(result))
+
+
+def write_dpsgd_report(result: Any, out_dir: str | Path, *, plots: bool = True) -> dict[str, Path]:
+    """Write ``results.json`` (and ``guess_sweep.png``) to a directory; return the paths."""
+    d = Path(out_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    paths = {"json": result.write_json(d / "results.json")}
+    if plots:
+        paths["sweep_plot"] = plot_guess_sweep(result, d / "guess_sweep.png")
+    return paths
+
+
+#: The canary-scores audit writes the same files (``results.json``, ``guess_sweep.png``).
+write_scores_report = write_dpsgd_report
