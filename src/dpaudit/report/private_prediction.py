@@ -6,6 +6,8 @@ For the private-prediction audit (:mod:`dpaudit.experiments.private_prediction`;
 * :func:`summary_table` — one row per system × adversary: ε at δ of the audit (display
   only, flagged), of the exact, data-dependent and data-independent RDP; the affected
   teacher's flip rate with its interval; whether ``audit ≤ exact ≤ dd ≤ di`` held.
+* :func:`findings_table` — the findings check: the paper's findings, each comparison's
+  leakage intervals and whether the run's data resolve it.
 * :func:`plot_rdp_curves` — RDP against the order, one panel per algorithm × adversary:
   audit, exact, data-dependent, data-independent (Chadha et al. 2024 Fig. 2/6 style, log scales).
 * :func:`plot_epsilon_bars` — ε at δ as grouped bars per adversary, one panel per algorithm
@@ -29,6 +31,7 @@ from dpaudit.errors import require
 from dpaudit.report._figures import figure
 
 __all__ = [
+    "findings_table",
     "plot_epsilon_bars",
     "plot_rdp_curves",
     "render_private_prediction",
@@ -117,9 +120,66 @@ def summary_table(audit: Any):
     return t
 
 
+def _side(iv: Any) -> str:
+    name = f"{_ALG_LABEL.get(iv.system, iv.system)} {_ADV_LABEL.get(iv.adversary, iv.adversary)}"
+    high = "∞" if not math.isfinite(iv.high) else f"{iv.high:.3g}"
+    return f"{name} [{iv.low:.3g}, {high}]"
+
+
+def findings_table(audit: Any):
+    """A rich table of the findings check: per comparison, the two leakage intervals (ε at δ
+    of the composed exact curve, from the flip-probability intervals), the verdict and the
+    retrainings that would resolve it.
+
+    Args:
+        audit: the :class:`dpaudit.AuditResult` of a private-prediction audit.
+
+    Returns:
+        ``rich.table.Table`` (None when the result has no findings check).
+    """
+    check = getattr(audit.detail, "findings", None)
+    if check is None or not check.findings:
+        return None
+    table_mod = require("rich.table", "cli")
+    t = table_mod.Table(
+        title=(
+            f"Findings of Chadha et al. 2024 §5.4 on this run: all intervals hold together at "
+            f"{check.confidence_level:.0%} (Bonferroni over {check.num_intervals})"
+        ),
+        caption="interval: ε at δ of the composed exact curve over the flip-probability "
+        "interval (other model parameters at their estimates). needed: retrainings per side "
+        "that would separate the intervals at the same estimates.",
+    )
+    for col, just in (
+        ("finding", "left"),
+        ("expected larger", "left"),
+        ("expected smaller", "left"),
+        ("verdict", "left"),
+        ("needed", "right"),
+    ):
+        t.add_column(col, justify=just)
+    for f in check.findings:
+        for i, c in enumerate(f.comparisons):
+            needed = "" if c.retrainings_needed is None else str(c.retrainings_needed)
+            if c.verdict == "unresolved" and c.retrainings_needed is None:
+                needed = "–"
+            t.add_row(
+                f"{f.name}: {f.verdict}" if i == 0 else "",
+                _side(c.larger),
+                _side(c.smaller),
+                c.verdict,
+                needed,
+            )
+    return t
+
+
 def render_private_prediction(console: Any, audit: Any) -> None:
-    """Print the summary table (and any ordering violation) to a rich console."""
+    """Print the summary table, the findings check and any ordering violation to a rich
+    console."""
     console.print(summary_table(audit))
+    findings = findings_table(audit)
+    if findings is not None:
+        console.print(findings)
     for r in _details(audit):
         for v in r.ordering.violations:
             console.print(f"[yellow]{r.algorithm}/{r.adversary}:[/yellow] {v}")

@@ -213,23 +213,33 @@ def composed_epsilon(
     profile: LeakageProfile, scale: float, orders: np.ndarray, delta: float
 ) -> tuple[float, FloatArray]:
     """ε at δ and the composed exact RDP curve at flip scale t = ``scale``."""
+    eps, curves = composed_epsilons(profile, [scale], orders, delta)
+    return eps[0], curves[0]
+
+
+def composed_epsilons(
+    profile: LeakageProfile, scales: Sequence[float], orders: np.ndarray, delta: float
+) -> tuple[list[float], FloatArray]:
+    """ε at δ and the composed exact RDP curves at several flip scales (one divergence
+    evaluation for all of them)."""
     from dpaudit.conversions import rdp_to_dp
     from dpaudit.experiments.private_prediction.stages import exact_rdp
 
     pb = profile.output_probabilities
-    if pb.shape[0] == 0:  # no query moved: nothing leaks at any flip scale
-        return 0.0, np.zeros(orders.size)
-    moved = pb.copy()
-    moved[:, 1] = pb[:, 0] + scale * (pb[:, 1] - pb[:, 0])
+    n = pb.shape[0]
+    if n == 0:  # no query moved: nothing leaks at any flip scale
+        return [0.0] * len(scales), np.zeros((len(scales), orders.size))
+    moved = np.concatenate([pb] * len(scales))
+    for i, t in enumerate(scales):
+        moved[i * n : (i + 1) * n, 1] = pb[:, 0] + t * (pb[:, 1] - pb[:, 0])
     np.maximum(moved, 0.0, out=moved)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        per_query = exact_rdp(moved, orders)  # a zero where p̄ > 0 makes D_α infinite
-    curve = (
-        profile.num_composed * per_query[0]
-        if profile.composition == "repetitions"
-        else (per_query.sum(axis=0))
-    )
-    return float(rdp_to_dp(orders, curve, delta).epsilon), curve
+        per_query = exact_rdp(moved, orders).reshape(len(scales), n, orders.size)
+    if profile.composition == "repetitions":
+        curves = profile.num_composed * per_query[:, 0]
+    else:
+        curves = per_query.sum(axis=1)
+    return [float(rdp_to_dp(orders, c, delta).epsilon) for c in curves], curves
 
 
 @dataclasses.dataclass(frozen=True)
@@ -274,12 +284,12 @@ def leakage_interval(
     """The leakage interval of one profile at ``level`` (optionally projected to ``trials``)."""
     f_hat = profile.estimate
     f_lo, f_hi = profile.flip_interval(level, trials)
-    eps, _ = composed_epsilon(profile, 1.0, orders, delta)
     if f_hat <= 0:
+        eps = composed_epsilon(profile, 1.0, orders, delta)[0]
         low, high = eps, (eps if profile.scale_max == 0 else math.inf)
     else:
-        low, _ = composed_epsilon(profile, f_lo / f_hat, orders, delta)
-        high, _ = composed_epsilon(profile, min(f_hi / f_hat, profile.scale_max), orders, delta)
+        scales = [1.0, f_lo / f_hat, min(f_hi / f_hat, profile.scale_max)]
+        (eps, low, high), _ = composed_epsilons(profile, scales, orders, delta)
     method = "clopper-pearson" if profile.kind == "binomial" else "chernoff-hoeffding"
     return LeakageInterval(
         labels[0],
@@ -390,11 +400,10 @@ def _needed(
     pa: LeakageProfile, pb: LeakageProfile, la: float, lb: float, orders, delta
 ) -> int | None:
     """Smallest common number of retrainings per side at which the intervals separate."""
-    ea, eb = (
-        composed_epsilon(pa, 1.0, orders, delta)[0],
-        composed_epsilon(pb, 1.0, orders, delta)[0],
-    )
-    if math.isclose(ea, eb, rel_tol=1e-9, abs_tol=1e-12) or pa.flips <= 0 or pb.flips <= 0:
+    if pa.flips <= 0 or pb.flips <= 0:
+        return None
+    ea = composed_epsilon(pa, 1.0, orders, delta)[0]
+    if math.isclose(ea, composed_epsilon(pb, 1.0, orders, delta)[0], rel_tol=1e-9, abs_tol=1e-12):
         return None
 
     def separated(n: float) -> bool:
