@@ -29,7 +29,9 @@ __all__ = [
     "check_count",
     "check_counts",
     "check_delta",
+    "check_flag",
     "check_in_range",
+    "check_mask",
     "check_memory",
     "check_nonneg_int",
     "check_orders",
@@ -38,6 +40,7 @@ __all__ = [
     "check_probability",
     "check_progress",
     "check_real",
+    "check_rng",
     "check_votes",
     "memory_cap",
     "no_progress",
@@ -227,6 +230,43 @@ def check_at_most(name: str, value: int, bound: int, bound_name: str) -> int:
     return value
 
 
+def check_flag(name: str, value: object) -> bool:
+    """A ``bool`` (or ``numpy.bool_``); anything else (``"yes"``, 1, None) is a ``TypeError``.
+
+    Example:
+        >>> check_flag("cache", True)
+        True
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {_fmt(value)}")
+    return bool(value)
+
+
+def check_rng(value: object, name: str = "rng") -> object:
+    """Check an ``rng`` argument without drawing from it (validated even where unused).
+
+    Accepts ``None``, a non-negative int seed, a ``SeedSequence`` or a ``Generator``, as
+    :func:`dpaudit._rng.as_generator` does, and returns it unchanged.
+
+    Raises:
+        TypeError: another type (a float, a string, a bool, a legacy ``RandomState``).
+        ValueError: a negative seed.
+
+    Example:
+        >>> check_rng(7)
+        7
+    """
+    if value is None or isinstance(value, (np.random.SeedSequence, np.random.Generator)):
+        return value
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        if value < 0:
+            raise ValueError(f"{name} seed must be non-negative, got {value}")
+        return value
+    raise TypeError(
+        f"{name} must be a numpy Generator, int seed, SeedSequence or None, got {_fmt(value)}"
+    )
+
+
 def check_choice(name: str, value: object, choices: Iterable[str]) -> str:
     """One of a fixed set of strings."""
     options = tuple(choices)
@@ -311,6 +351,31 @@ def check_array(
     if nonneg and np.any(arr < 0):
         raise ValueError(f"{name} must be non-negative, got {_fmt(value)}")
     return arr
+
+
+def check_mask(name: str, value: ArrayLike) -> np.ndarray:
+    """A boolean mask: booleans, or numbers that are all 0 or 1; returned as a bool array.
+
+    Strings, complex numbers and ``None`` raise ``TypeError``; other numbers ``ValueError``.
+
+    Example:
+        >>> check_mask("included", [1, 0, 1]).tolist()
+        [True, False, True]
+    """
+    if isinstance(value, np.ndarray) and value.dtype == bool:
+        return value
+    if value is None or isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be an array of booleans or 0/1, got {_fmt(value)}")
+    try:
+        raw = np.asarray(value)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be a rectangular array of booleans or 0/1: {exc}") from exc
+    if raw.dtype == bool:
+        return raw
+    arr = check_array(name, raw, allow_empty=True)
+    if not np.all((arr == 0) | (arr == 1)):
+        raise ValueError(f"{name} must be boolean or 0/1, got values {np.unique(arr)[:5]}")
+    return arr.astype(bool)
 
 
 def check_votes(

@@ -230,7 +230,7 @@ def test_explicit_selection_is_the_fixed_audit():
     assert kres.selection.choice == "partition"
     with pytest.raises(ValueError, match="candidates"):
         rdp_audit(c1, c2, ORDERS, selection=Explicit([0]), candidates=[[0]])
-    with pytest.raises(ValueError, match="output_set"):
+    with pytest.raises(ValueError, match=r"selection\.value must contain classes"):
         rdp_audit(c1, c2, ORDERS, selection=Explicit([5]))
 
 
@@ -434,7 +434,7 @@ def test_k_cut_and_selection_bad_input():
         rdp_audit(c1, c2, [2.0], selection_order=1.0)
     with pytest.raises(ValueError, match="candidates"):
         rdp_audit(c1, c2, [2.0], candidates=[])
-    with pytest.raises(ValueError, match="output_set"):
+    with pytest.raises(ValueError, match=r"candidates\[0\] must be a non-empty proper subset"):
         rdp_audit(c1, c2, [2.0], candidates=[[0, 1, 2]])
     with pytest.raises(ValueError, match="candidates"):
         rdp_audit(c1, c2, [2.0], method="k-cut-goodman", candidates=[[[0], [1]]])

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Iterator, Sequence
+import numbers
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -337,27 +338,31 @@ def check_pair(counts: ArrayLike, counts_neighbour: ArrayLike) -> tuple[np.ndarr
     return c1, c2
 
 
-def check_output_set(output_set: object, n_classes: int) -> tuple[int, ...]:
-    if isinstance(output_set, (str, bytes)) or output_set is None:
-        raise TypeError(f"output_set must be a collection of class indices, got {output_set!r}")
-    arr = np.asarray(list(output_set) if not isinstance(output_set, np.ndarray) else output_set)
+def check_output_set(
+    output_set: object, n_classes: int, name: str = "output_set"
+) -> tuple[int, ...]:
+    """A non-empty proper subset of the classes: integer indices or a boolean mask (C,)."""
+    if isinstance(output_set, (str, bytes)) or not isinstance(output_set, Iterable):
+        raise TypeError(f"{name} must be a collection of class indices, got {output_set!r}")
+    try:
+        arr = np.asarray(list(output_set) if not isinstance(output_set, np.ndarray) else output_set)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be a flat collection of class indices: {exc}") from exc
     if arr.dtype == bool:
         if arr.shape != (n_classes,):
-            raise ValueError(
-                f"output_set as a mask must have shape ({n_classes},), got {arr.shape}"
-            )
+            raise ValueError(f"{name} as a mask must have shape ({n_classes},), got {arr.shape}")
         idx = np.flatnonzero(arr)
     else:
         if arr.size and not np.issubdtype(arr.dtype, np.integer):
-            raise TypeError(f"output_set must contain integer class indices, got {output_set!r}")
+            raise TypeError(f"{name} must contain integer class indices, got {output_set!r}")
         idx = arr.astype(np.int64).ravel()
     if idx.size != np.unique(idx).size:
-        raise ValueError(f"output_set must not repeat classes, got {output_set!r}")
+        raise ValueError(f"{name} must not repeat classes, got {output_set!r}")
     if np.any((idx < 0) | (idx >= n_classes)):
-        raise ValueError(f"output_set must contain classes in [0, {n_classes}), got {output_set!r}")
+        raise ValueError(f"{name} must contain classes in [0, {n_classes}), got {output_set!r}")
     if idx.size == 0 or idx.size == n_classes:
         raise ValueError(
-            f"output_set must be a non-empty proper subset of the {n_classes} classes, "
+            f"{name} must be a non-empty proper subset of the {n_classes} classes, "
             f"got {output_set!r}"
         )
     return tuple(int(i) for i in np.sort(idx))
@@ -368,6 +373,12 @@ def two_cut_partition(output_set: tuple[int, ...], n_classes: int) -> Partition:
     return (output_set, rest)
 
 
+def _class_index(value: object, name: str) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must contain integer class indices, got {value!r}")
+    return int(value)
+
+
 def check_partition(partition: object, n_classes: int, name: str = "partition") -> Partition:
     if partition is None:
         return tuple((i,) for i in range(n_classes))
@@ -376,7 +387,7 @@ def check_partition(partition: object, n_classes: int, name: str = "partition") 
             f"{name} must be a sequence of cells (class-index sequences), got {partition!r}"
         )
     try:
-        cells = [tuple(int(i) for i in cell) for cell in partition]  # type: ignore[union-attr]
+        cells = [tuple(_class_index(i, name) for i in cell) for cell in partition]  # type: ignore[union-attr]
     except TypeError as exc:
         raise TypeError(
             f"{name} must be a sequence of cells (class-index sequences): {exc}"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 from scipy import special, stats
@@ -21,12 +21,15 @@ from dpaudit._results import ConfidenceInterval, ResultMixin
 from dpaudit._rng import as_generator, seed_entropy
 from dpaudit._typing import ArrayLike, FloatArray, RngLike
 from dpaudit._validate import (
+    MAX_COUNT,
     check_at_most,
     check_choice,
     check_confidence_level,
+    check_count,
     check_counts,
-    check_nonneg_int,
+    check_memory,
     check_positive_int,
+    check_rng,
 )
 from dpaudit.errors import require
 
@@ -48,16 +51,49 @@ def clopper_pearson_arrays(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Vectorised Clopper–Pearson bounds for arrays of counts ``k`` out of ``n``.
 
-    Same conventions as :func:`clopper_pearson`; inputs are assumed validated (non-negative
-    integers with ``k <= n``). Returns ``(low, high)`` arrays broadcast from ``k`` and ``n``.
-    The bounds are the Beta quantiles of Clopper & Pearson (1934):
+    Same conventions as :func:`clopper_pearson`. Returns ``(low, high)`` arrays broadcast
+    from ``k`` and ``n``. The bounds are the Beta quantiles of Clopper & Pearson (1934):
     ``low = Beta⁻¹(a; k, n−k+1)``, ``high = Beta⁻¹(1−a; k+1, n−k)`` with ``a = 1−level`` for a
     one-sided and ``(1−level)/2`` for a two-sided interval; ``low = 0`` at ``k = 0`` and
     ``high = 1`` at ``k = n``.
+
+    Args:
+        k: successes, non-negative integers (≤ 2**53), broadcastable with ``n``.
+        n: trials, integers in ``[1, 2**53]``, with ``k <= n`` elementwise.
+        confidence_level: in (0, 1).
+        alternative: ``"two-sided"``, ``"greater"`` or ``"less"``.
+
+    Raises:
+        TypeError: non-numeric counts (strings, bools, complex, None).
+        ValueError: non-integer or negative counts, ``n < 1``, ``k > n``, shapes that do not
+            broadcast, a level outside (0, 1), an unknown alternative.
+
+    Example:
+        >>> low, high = clopper_pearson_arrays([0, 5], [10, 10], confidence_level=0.9)
+        >>> low.round(4).tolist(), high.round(4).tolist()
+        ([0.0, 0.2224], [0.2589, 0.7776])
     """
-    k = np.asarray(k, dtype=np.float64)
-    n = np.asarray(n, dtype=np.float64)
-    k, n = np.broadcast_arrays(k, n)
+    ka = check_counts("k", k, ndim_min=0)
+    na = check_counts("n", n, ndim_min=0)
+    try:
+        ka, na = np.broadcast_arrays(ka, na)
+    except ValueError as exc:
+        raise ValueError(f"k and n must broadcast, got shapes {ka.shape} and {na.shape}") from exc
+    if np.any(na < 1):
+        raise ValueError(f"n must contain counts >= 1, got {n!r}")
+    if np.any(ka > na):
+        raise ValueError(f"k must be <= n elementwise, got k={k!r}, n={n!r}")
+    level = check_confidence_level(confidence_level)
+    check_choice("alternative", alternative, _ALTERNATIVES)
+    return _clopper_pearson_arrays(ka, na, level, alternative)
+
+
+def _clopper_pearson_arrays(
+    k: np.ndarray, n: np.ndarray, confidence_level: float, alternative: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`clopper_pearson_arrays` on validated, broadcast counts."""
+    k = k.astype(np.float64)
+    n = n.astype(np.float64)
     a = 1.0 - confidence_level
     tail = a / 2 if alternative == "two-sided" else a
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -94,7 +130,7 @@ def clopper_pearson(
 
     Args:
         k: number of successes, ``0 <= k <= n``.
-        n: number of trials, ``n >= 1``.
+        n: number of trials, ``1 <= n <= 2**53`` (beyond, float64 cannot hold every count).
         confidence_level: coverage of the interval, in (0, 1).
         alternative: ``"two-sided"`` (``(1−level)/2`` in each tail), ``"greater"`` (a lower
             bound: interval ``[low, 1]``) or ``"less"`` (an upper bound: ``[0, high]``).
@@ -111,11 +147,11 @@ def clopper_pearson(
         >>> round(ci.low, 4)
         0.7683
     """
-    n = check_positive_int("n", n)
-    k = check_at_most("k", check_nonneg_int("k", k), n, "n")
+    n = check_positive_int("n", n, maximum=MAX_COUNT)
+    k = check_at_most("k", check_count("k", k), n, "n")
     level = check_confidence_level(confidence_level)
     check_choice("alternative", alternative, _ALTERNATIVES)
-    low, high = clopper_pearson_arrays(k, n, confidence_level=level, alternative=alternative)
+    low, high = _clopper_pearson_arrays(np.array(k), np.array(n), level, alternative)
     return ConfidenceInterval(float(low), float(high))
 
 
@@ -161,7 +197,10 @@ def goodman_rows(counts: np.ndarray, beta: float) -> tuple[np.ndarray, np.ndarra
     k = counts.shape[-1]
     n = counts.sum(axis=-1, keepdims=True).astype(np.float64)
     p = counts / n
-    chi2 = stats.chi2.ppf(1.0 - beta / k, 1)
+    tail = beta / k
+    # isf keeps the precision of tails below 1e-10, where 1 − tail rounds (to 1 below 1e-16);
+    # ppf above, as statsmodels does.
+    chi2 = stats.chi2.ppf(1.0 - tail, 1) if tail > 1e-10 else stats.chi2.isf(tail, 1)
     root = np.sqrt(chi2 * (chi2 + 4.0 * n * p * (1.0 - p)))
     denom = 2.0 * (chi2 + n)
     low = (2.0 * n * p + chi2 - root) / denom
@@ -602,6 +641,7 @@ def bootstrap_counts(
     check_choice("method", method, _BOOT_METHODS)
     check_choice("alternative", alternative, _BOOT_ALTERNATIVES)
     check_choice("engine", engine, _BOOT_ENGINES)
+    check_rng(rng)
     total = int(sum(int(s.sum()) for s in samples))
     if engine == "auto":
         engine = "scipy" if total <= SCIPY_BOOTSTRAP_MAX_N else "multinomial"
@@ -611,6 +651,10 @@ def bootstrap_counts(
     gen = as_generator(rng)
     estimate = np.asarray(statistic(*[s[None, :] for s in samples]), dtype=np.float64)[0]
     if engine == "multinomial":
+        check_memory(
+            16.0 * n_resamples * sum(s.size for s in samples),
+            f"bootstrap_counts with n_resamples={n_resamples}",
+        )
         draws = [
             gen.multinomial(int(s.sum()), s / s.sum(), size=n_resamples).astype(np.int64)
             for s in samples
@@ -649,6 +693,10 @@ def bootstrap_counts(
 
 def _check_samples(counts: Sequence[ArrayLike]) -> list[np.ndarray]:
     """One 1-d count vector with a positive total per sample."""
+    if isinstance(counts, (str, bytes)) or not isinstance(counts, Iterable):
+        raise TypeError(
+            f"counts must be a sequence of count vectors (one per sample), got {counts!r:.80}"
+        )
     if isinstance(counts, np.ndarray) and counts.ndim == 1:
         raise ValueError(
             "counts must be a sequence of count vectors (one per sample), got 1-d array"

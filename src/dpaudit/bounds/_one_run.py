@@ -48,6 +48,7 @@ from dpaudit._validate import (
     check_confidence_level,
     check_delta,
     check_in_range,
+    check_mask,
     check_nonneg_int,
     check_positive_int,
     check_real,
@@ -154,20 +155,62 @@ def check_game_counts(
     return m, r, v
 
 
+#: Guess counts up to which the log-factorials come from a shared ``gammaln`` table
+#: (8 bytes per guess); above, they are computed where needed, so memory stays O(1) in r.
+LGAM_TABLE_MAX = 2**20
+#: Window entries of α's binomial pmf evaluated at once: O(1) memory whatever r.
+ALPHA_CHUNK = 2**16
+
+
+def log_factorial_table(m: int) -> np.ndarray | None:
+    """``log k!`` for k = 0..m+1 when m ≤ :data:`LGAM_TABLE_MAX`, else None (computed lazily)."""
+    return special.gammaln(np.arange(m + 2.0)) if m <= LGAM_TABLE_MAX else None
+
+
 class _PValue:
     """Evaluates p(ε, δ) for fixed (m, r, v) quickly and exactly (Steinke et al. 2023 §5).
 
     α only needs the binomial pmf on ``j ∈ [j0, v − 1]`` with ``j0`` about 12 standard
     deviations below the mean: for ``i > v − j0``, ``(1/i)·Pr[v−i ≤ B < v] ≤ α_window +
     Pr[B < j0]/(v − j0 + 1)``, and that remainder (``Pr[B < j0] ≲ 1e-30``) is *added* to α so
-    the p-value is never understated. Log binomial coefficients come from a shared
-    ``gammaln`` table.
+    the p-value is never understated. The window is walked down from ``v − 1`` in chunks of
+    :data:`ALPHA_CHUNK` with a running sum (the same sequential sums as one cumulative sum),
+    and log binomial coefficients come from a shared ``gammaln`` table for r ≤
+    :data:`LGAM_TABLE_MAX` or are computed per chunk (the same values): memory is O(1) in r.
     """
 
     def __init__(self, m: int, r: int, v: int, delta: float, lgam: np.ndarray | None = None):
         self.m, self.r, self.v, self.delta = m, r, v, delta
+        self.lgam = None
         if delta > 0 and v > 0:
-            self.lgam = lgam if lgam is not None else special.gammaln(np.arange(r + 2.0))
+            self.lgam = lgam if lgam is not None else log_factorial_table(r)
+
+    def _log_factorial(self, k: np.ndarray) -> np.ndarray:
+        """``log k!`` for integer-valued float ``k`` (table lookup or ``gammaln(k + 1)``)."""
+        if self.lgam is not None and self.lgam.size > self.r + 1:
+            return self.lgam[k.astype(np.int64) + 1]  # lgam[k] = log Γ(k) = log (k−1)!
+        return special.gammaln(k + 1.0)
+
+    def _alpha(self, j0: int, log_q: float, log_1mq: float) -> float:
+        """``max_i (1/i)·Pr[v−i ≤ B < v]`` over the window ``[j0, v − 1]``."""
+        r, v = self.r, self.v
+        log_r = self._log_factorial(np.array([float(r)]))[0]
+        best, carry, done = -math.inf, 0.0, 0
+        for top in range(v - 1, j0 - 1, -ALPHA_CHUNK):
+            j = np.arange(top, max(j0, top - ALPHA_CHUNK + 1) - 1, -1, dtype=np.float64)
+            log_pmf = (
+                log_r
+                - self._log_factorial(j)
+                - self._log_factorial(r - j)
+                + j * log_q
+                + (r - j) * log_1mq
+            )
+            # cum[t] = Pr[v-1-t <= B <= v-1] with i = t + 1, summed in the order of one cumsum
+            cum = np.cumsum(np.concatenate(([carry], np.exp(log_pmf))))[1:]
+            i = np.arange(done + 1.0, done + cum.size + 1.0)
+            best = max(best, float(np.max(cum / i)))
+            carry, done = float(cum[-1]), done + cum.size
+        return best
 
     def __call__(self, epsilon: float) -> float:
         m, r, v, delta = self.m, self.r, self.v, self.delta
@@ -179,17 +222,9 @@ class _PValue:
             return min(1.0, beta_b)
         sd = math.sqrt(r * q * (1.0 - q))
         j0 = max(0, min(v - 1, math.floor(r * q - 12.0 * sd - 10.0)))
-        j = np.arange(j0, v, dtype=np.float64)
         log_q = -math.log1p(math.exp(-epsilon))
         log_1mq = -epsilon + log_q
-        lgam = self.lgam
-        ji = j.astype(np.int64)
-        log_pmf = lgam[r + 1] - lgam[ji + 1] - lgam[r - ji + 1] + j * log_q + (r - j) * log_1mq
-        pmf = np.exp(log_pmf)
-        # cum[t] = Pr[v-1-t <= B <= v-1], i = t + 1
-        cum = np.cumsum(pmf[::-1])
-        i = np.arange(1.0, cum.size + 1.0)
-        alpha = float(np.max(cum / i))
+        alpha = self._alpha(j0, log_q, log_1mq)
         if j0 > 0:
             alpha += float(special.bdtr(j0 - 1, r, q)) / (v - j0 + 1)
         return min(1.0, beta_b + 2.0 * m * delta * alpha)
@@ -202,6 +237,8 @@ def _epsilon_delta0(r: int, v: int, beta: float) -> float:
     q = float(special.betaincinv(v, r - v + 1, beta))
     if q <= 0.5:
         return 0.0
+    if q >= 1.0:  # β rounds to 1 (a confidence level below ~1e-16): nothing bounds ε
+        return math.inf
     return max(0.0, math.log(q) - math.log1p(-q))
 
 
@@ -328,15 +365,10 @@ def _check_scores_membership(
     scores: ArrayLike, included: ArrayLike
 ) -> tuple[np.ndarray, np.ndarray]:
     s = check_array("scores", scores, ndim=1)
-    inc = np.asarray(included)
+    inc = check_mask("included", included)
     if inc.shape != s.shape:
         raise ValueError(f"included must have the shape of scores {s.shape}, got {inc.shape}")
-    if inc.dtype == bool:
-        return s, inc
-    inc_f = check_array("included", inc, ndim=1)
-    if not np.all((inc_f == 0) | (inc_f == 1)):
-        raise ValueError(f"included must be boolean or 0/1, got values {np.unique(inc_f)[:5]}")
-    return s, inc_f.astype(bool)
+    return s, inc
 
 
 def _ranked_correct(scores: np.ndarray, included: np.ndarray) -> np.ndarray:
@@ -417,7 +449,7 @@ def _eps_all(
         with np.errstate(divide="ignore"):
             out[pos] = np.maximum(0.0, np.log(q) - np.log1p(-q))
         return out
-    lgam = special.gammaln(np.arange(m + 2.0))
+    lgam = log_factorial_table(m)
     out = np.zeros(r.size)
     gap = None
     for j in track(range(r.size), r.size, "one-run sweep", report):
@@ -441,7 +473,7 @@ def _eps_max(m: int, r: np.ndarray, v: np.ndarray, delta: float, beta: float) ->
     if delta == 0.0:
         idx = int(np.argmax(upper))
         return float(upper[idx]), idx
-    lgam = special.gammaln(np.arange(m + 2.0))
+    lgam = log_factorial_table(m)
 
     def evaluate(j: int, best: float) -> float:
         return _epsilon_search(m, int(r[j]), int(v[j]), delta, beta, lgam)[0]

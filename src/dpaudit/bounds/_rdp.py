@@ -21,7 +21,7 @@ display conversion in :mod:`~dpaudit.bounds._rdp_compose`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -174,7 +174,7 @@ def rdp_k_cut(
 def _candidate(value: object, method: str, n_classes: int, name: str) -> Partition:
     """One candidate: an output set (2-cut) or a partition (k-cut), as a partition."""
     if method == "two-cut":
-        return two_cut_partition(check_output_set(value, n_classes), n_classes)
+        return two_cut_partition(check_output_set(value, n_classes, name), n_classes)
     return check_partition(value, n_classes, name)
 
 
@@ -197,9 +197,14 @@ def _candidates(
         return tuple(
             all_output_sets(n_classes) if method == "two-cut" else all_partitions(n_classes)
         )
-    if isinstance(given, (str, bytes)) or len(given) == 0:
+    if isinstance(given, (str, bytes)) or not isinstance(given, Iterable):
+        raise TypeError(
+            f"candidates must be a sequence of output sets or partitions, got {given!r}"
+        )
+    given = list(given)
+    if len(given) == 0:
         raise ValueError(f"candidates must be a non-empty sequence, got {given!r}")
-    return tuple(_candidate(c, method, n_classes, "candidates") for c in given)
+    return tuple(_candidate(c, method, n_classes, f"candidates[{i}]") for i, c in enumerate(given))
 
 
 def _query_chunks(n_rows: int, m: int, n_orders: int, cands: Sequence[Partition]) -> list[slice]:

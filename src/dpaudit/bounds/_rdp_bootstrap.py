@@ -17,8 +17,10 @@ from dpaudit._rng import block_seeds, seed_entropy
 from dpaudit._typing import ArrayLike, Progress, ProgressLike, RngLike
 from dpaudit._validate import (
     check_confidence_level,
+    check_memory,
     check_positive_int,
     check_progress,
+    check_rng,
     track,
 )
 from dpaudit.bounds._cuts import (
@@ -63,6 +65,10 @@ def _bootstrap_audit(
     else:
         part = check_partition(cells, data.n_classes)
     n_resamples = check_positive_int("n_resamples", n_resamples)
+    check_memory(
+        16.0 * n_resamples * 2 * len(part), f"the RDP bootstrap with n_resamples={n_resamples}"
+    )
+    check_rng(rng)
     report = check_progress(progress)
     method = "two-cut-bootstrap" if two_cut else "k-cut-bootstrap"
     eps = _bootstrap_rows(data, part, level, n_resamples, rng, report)

@@ -11,7 +11,7 @@ gives a number to show next to converted upper bounds, not an (ε, δ) lower bou
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -156,7 +156,15 @@ def compose_rdp_lower_bounds(
         >>> curve.n_queries, round(curve.confidence_level, 6), np.round(curve.epsilons, 3)
         (2, 0.95, array([0.274]))
     """
-    items = [audits] if isinstance(audits, (RDPAudit, RDPLowerBoundCurve)) else list(audits)
+    if isinstance(audits, (RDPAudit, RDPLowerBoundCurve)):
+        items = [audits]
+    elif isinstance(audits, Iterable) and not isinstance(audits, (str, bytes)):
+        items = list(audits)
+    else:
+        raise TypeError(
+            f"audits must be an RDPAudit, an RDPLowerBoundCurve or a sequence of them, "
+            f"got {type(audits).__name__}"
+        )
     if not items:
         raise ValueError("audits must contain at least one audit")
     orders = items[0].orders if isinstance(items[0], (RDPAudit, RDPLowerBoundCurve)) else None

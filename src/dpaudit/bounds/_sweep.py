@@ -43,7 +43,13 @@ import numpy as np
 
 from dpaudit._results import ConfidenceInterval, ResultMixin, SelectionRecord
 from dpaudit._typing import ArrayLike, Progress, ProgressLike, RngLike
-from dpaudit._validate import check_array, check_progress
+from dpaudit._validate import (
+    check_array,
+    check_memory,
+    check_positive_int,
+    check_progress,
+    check_rng,
+)
 from dpaudit.bounds._selection import (
     Bonferroni,
     Explicit,
@@ -131,10 +137,21 @@ def default_guess_counts(num_canaries: int) -> np.ndarray:
 
     The grid of Liu et al. (§4, "Choice of number of guesses").
 
+    Args:
+        num_canaries: m ≥ 1.
+
+    Returns:
+        int64 array of guess counts.
+
+    Raises:
+        TypeError, ValueError: m not a positive integer, or a grid beyond the memory cap.
+
     Example:
         >>> default_guess_counts(35).tolist()
         [10, 20, 30]
     """
+    num_canaries = check_positive_int("num_canaries", num_canaries)
+    check_memory(0.8 * num_canaries, f"default_guess_counts with num_canaries={num_canaries}")
     if num_canaries < 10:
         return np.array([num_canaries], dtype=np.int64)
     return np.arange(10, num_canaries + 1, 10, dtype=np.int64)
@@ -317,6 +334,7 @@ def run_sweep(
     default), checked by ``game.check_grid``, as is the value of an :class:`Explicit`
     selection.
     """
+    check_rng(rng)
     selection = as_selection(selection)
     values = sweep_grid(grid, selection, game.check_grid)
     if isinstance(selection, Explicit):

@@ -104,7 +104,7 @@ def gdp_epsilon(mu: float, delta: float) -> float:
         delta: δ in (0, 1).
 
     Returns:
-        ε ≥ 0.
+        ε ≥ 0 (``inf`` when it exceeds the float range, for μ above about 1.9e154).
 
     Raises:
         TypeError, ValueError: μ negative or infinite, δ outside (0, 1).
@@ -123,6 +123,8 @@ def gdp_epsilon(mu: float, delta: float) -> float:
     if _log_delta(0.0, mu) <= log_target:
         return 0.0
     hi = mu * (mu / 2.0 - float(special.ndtri(delta)))
+    if not math.isfinite(hi):
+        return math.inf  # ε ≥ μ²/2 − μ·Φ⁻¹(1−δ)-ish beyond the float range (μ ≳ 1.9e154)
     if _log_delta(hi, mu) > log_target:  # pragma: no cover - guaranteed by the bracket
         hi *= 2.0
     return float(
