@@ -29,7 +29,6 @@ Malek, Mironov, Prasad, Shilov & Tramèr 2021, "Antipodes of Label Differential 
 
 Example:
     >>> import numpy as np
-from scipy import special
     >>> canaries = plant_label_canaries(np.zeros(50, dtype=int), 40, num_classes=4, rng=0)
     >>> probs = np.full((40, 4), 0.05)
     >>> probs[np.arange(40), canaries.labels] = 0.85  # a model that memorised every canary

@@ -1,0 +1,21 @@
+"""The docstring examples of the label-DP modules run and print what they say."""
+
+from __future__ import annotations
+
+import pytest
+
+from doctest_support import module_examples
+
+MODULES = [
+    "dpaudit.mechanisms._labels",
+    "dpaudit.systems._label_dp",
+    "dpaudit.systems._pate_fm",
+    "dpaudit.systems.label_dp",
+    "dpaudit.attacks._label_memorization",
+    "dpaudit.experiments.label_dp_settings",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    assert module_examples(name).failed == 0
