@@ -31,6 +31,12 @@ block planning, seeding, executors, checkpoints and progress. The block function
   and never mixes the file's counts into the new run. A checkpoint holds
   ``num_blocks × counts-size`` integers, so choose ``block_size`` accordingly.
 * A rich progress bar over blocks is optional (``progress=True``; the ``cli`` extra).
+* **Tasks.** :func:`run_tasks` is the engine's second API, for a few hundred or thousand
+  *independent, expensive* tasks whose results are kept one by one (e.g. one DP-SGD training
+  run per task): ``fn(index, seed) -> float array`` with ``seed = SeedSequence(root).spawn(n)
+  [index]`` derived lazily, the same executors, and a checkpoint that is an append-only
+  journal of every finished task's result (verified on resume, refused if it belongs to
+  another run; see :mod:`dpaudit.engine._tasks`). The block API above is unchanged by it.
 
 Example:
     >>> def coin(size, seed):
@@ -68,12 +74,15 @@ from dpaudit.engine._executors import (
     resolve_executor,
 )
 from dpaudit.engine._fingerprint import fingerprint, probabilities_key
+from dpaudit.engine._task_checkpoint import TASK_CHECKPOINT_VERSION, read_task_checkpoint
+from dpaudit.engine._tasks import TaskFunction, TaskRun, run_tasks
 from dpaudit.errors import require
 
 __all__ = [
     "CHECKPOINT_VERSION",
     "DEFAULT_ENGINE_BLOCK_SIZE",
     "EXECUTORS",
+    "TASK_CHECKPOINT_VERSION",
     "BlockFunction",
     "EngineRun",
     "Executor",
@@ -82,12 +91,16 @@ __all__ = [
     "RayExecutor",
     "SerialExecutor",
     "Task",
+    "TaskFunction",
+    "TaskRun",
     "block_seed",
     "block_sizes",
     "fingerprint",
     "probabilities_key",
+    "read_task_checkpoint",
     "resolve_executor",
     "run_blocks",
+    "run_tasks",
 ]
 
 #: Experiments per block unless told otherwise (2^20).

@@ -8,6 +8,7 @@ of blocks in flight, so a run of any number of blocks needs memory for a few blo
 from __future__ import annotations
 
 import concurrent.futures as cf
+import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol, runtime_checkable
 
@@ -150,22 +151,39 @@ class JoblibExecutor:
 
 
 class RayExecutor:
-    """A Ray cluster (the ``ray`` extra): ``RAY_ADDRESS`` if set, else a local instance.
+    """A Ray cluster (the ``ray`` extra): ``address``, else ``RAY_ADDRESS`` if set, else a
+    local instance with ``workers`` CPUs and no dashboard (started on first use; an instance
+    this process already started or joined is reused).
 
     At most ``2·workers`` blocks are in flight; unfinished ones are cancelled on close.
+
+    Args:
+        workers: blocks run at once (in flight: twice as many), ≥ 1.
+        address: a Ray cluster address (``"ray://host:10001"``, ``"host:6379"``, ``"auto"``).
     """
 
     name = "ray"
 
-    def __init__(self, workers: int = 1) -> None:
+    def __init__(self, workers: int = 1, *, address: str | None = None) -> None:
         self.workers = check_positive_int("workers", workers)
+        if address is not None and (not isinstance(address, str) or not address.strip()):
+            raise ValueError(f"address must be a non-empty string, got {address!r}")
+        self.address = address
         self._ray = require("ray", "ray")
+
+    def _init(self) -> None:
+        ray = self._ray
+        if ray.is_initialized():
+            return
+        if self.address is not None or os.environ.get("RAY_ADDRESS"):
+            ray.init(address=self.address, log_to_driver=False)
+        else:
+            ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False)
 
     def map(self, fn: BlockFunction, tasks: Iterable[Task]) -> Iterator[tuple[int, IntArray]]:
         """Compute the blocks as Ray tasks, yielding them as they finish."""
         ray = self._ray
-        if not ray.is_initialized():
-            ray.init(ignore_reinit_error=True, log_to_driver=False)
+        self._init()
         remote = ray.remote(_run_block)
         fn_ref = ray.put(fn)
         refs: set = set()
