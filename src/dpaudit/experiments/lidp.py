@@ -105,8 +105,13 @@ __all__ = [
     "GaussianCanaryStatistics",
     "LiDPExperimentResult",
     "LiDPGaussianSettings",
+    "gain_interval",
     "lidp_gaussian_statistics",
+    "resolve_run_grid",
     "run_lidp_gaussian",
+    "sample_complexity_gain",
+    "threshold_bound",
+    "tune_threshold",
 ]
 
 #: Runs drawn per random-stream block (fixed so results are reproducible).
@@ -403,6 +408,110 @@ def _check_grid(run_grid: ArrayLike | None, n: int) -> np.ndarray:
             raise ValueError(f"run_grid must hold integers in [1, {n}], got {run_grid!r}")
         grid = grid.astype(np.int64)
     return np.unique(np.append(grid, n))
+
+
+# -------------------------------------------------------- the protocol's pieces, public
+# The same threshold tuning, bounds and gain are used by other LiDP audits (the DP-SGD one,
+# :mod:`dpaudit.experiments.lidp_dpsgd`); these keyword wrappers are their public names.
+
+
+def threshold_bound(
+    alternative: np.ndarray,
+    null: np.ndarray,
+    threshold: float,
+    *,
+    method: str = "wilson4",
+    delta: float = 1e-5,
+    confidence_level: float = 0.95,
+    variance: str = "reference",
+) -> LiDPResult:
+    """The LiDP bound (:func:`dpaudit.bounds.lidp_epsilon`) of (n × k) statistics of included
+    (``alternative``) and fresh (``null``) canaries thresholded at τ: ``x = 1{t ≥ τ}``.
+
+    Example:
+        >>> alt, null = np.full((50, 4), 2.0), np.zeros((50, 4))
+        >>> round(threshold_bound(alt, null, 1.0, method="wilson1").epsilon, 3)
+        2.566
+    """
+    return _bound(np.asarray(alternative), np.asarray(null), float(threshold), method, delta,
+                  confidence_level, variance)  # fmt: skip
+
+
+def tune_threshold(
+    alternative: np.ndarray,
+    null: np.ndarray,
+    *,
+    method: str = "wilson4",
+    delta: float = 1e-5,
+    confidence_level: float = 0.95,
+    variance: str = "reference",
+) -> float:
+    """τ maximising the audit's own bound on *tuning* runs (never the audited ones).
+
+    :data:`NUM_THRESHOLDS` candidates, evenly spaced between the smaller 10 % and the larger
+    90 % quantile of the two sets of statistics (the window of the synthetic experiment of
+    Pillutla et al. 2023, arXiv:2305.18447); ties go to the smallest τ.
+
+    Example:
+        >>> g = np.random.default_rng(0)
+        >>> tau = tune_threshold(g.normal(2, 1, (200, 4)), g.normal(0, 1, (200, 4)))
+        >>> bool(0.0 < tau < 3.0)
+        True
+    """
+    return _tune(np.asarray(alternative), np.asarray(null), method, delta, confidence_level,
+                 variance)  # fmt: skip
+
+
+def resolve_run_grid(run_grid: ArrayLike | None, num_runs: int) -> np.ndarray:
+    """The run counts a curve is evaluated at: ``run_grid`` (checked) or 14 geometric
+    points from ``max(10, n/64)`` to n; n is always included.
+
+    Raises:
+        ValueError: grid values that are not integers in [1, n].
+
+    Example:
+        >>> resolve_run_grid([10, 50], 100).tolist()
+        [10, 50, 100]
+    """
+    return _check_grid(run_grid, num_runs)
+
+
+def sample_complexity_gain(
+    grid: np.ndarray, baseline: np.ndarray, lidp: np.ndarray, target: float | None
+) -> tuple[float, float | None, float | None, float | None]:
+    """``(target, runs needed by the baseline, by LiDP, gain = their ratio)`` from mean curves;
+    the target defaults to the baseline's last value.
+
+    Example:
+        >>> g = np.array([10, 100, 1000])
+        >>> out = sample_complexity_gain(g, np.array([0, 1.0, 2]), np.array([1, 2.0, 2.5]), None)
+        >>> [round(v, 6) for v in out]
+        [2.0, 1000.0, 100.0, 10.0]
+    """
+    return _gain(np.asarray(grid), np.asarray(baseline), np.asarray(lidp), target)
+
+
+def gain_interval(
+    seed: RngLike,
+    grid: np.ndarray,
+    baseline_by_repetition: np.ndarray,
+    lidp_by_repetition: np.ndarray,
+    target: float | None,
+) -> tuple[float, float] | None:
+    """90 % percentile-bootstrap interval of the gain, resampling whole repetitions (a LiDP
+    curve missing the target counts as gain 0); None with one repetition.
+
+    Example:
+        >>> g = np.array([10, 100, 1000])
+        >>> base = np.array([[0.0, 1.0, 2.0], [0.0, 1.2, 2.1]])
+        >>> lidp = np.array([[1.0, 2.0, 2.5], [1.1, 2.2, 2.6]])
+        >>> lo, hi = gain_interval(0, g, base, lidp, None)
+        >>> bool(1.0 < lo <= hi)
+        True
+    """
+    return _gain_interval(as_seed_sequence(seed), np.asarray(grid),
+                          np.asarray(baseline_by_repetition), np.asarray(lidp_by_repetition),
+                          target)  # fmt: skip
 
 
 def _audit_curve(
