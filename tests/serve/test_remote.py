@@ -4,6 +4,7 @@ overspend a durable ledger."""
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 
@@ -91,6 +92,8 @@ def test_remote_interface_errors():
     svc = fixed_service()
     key = svc.ledger.add_client("a", 1e4)
     with ServiceServer(create_app(svc, access_log=False), lifetime=60) as srv:
+        # a TCP listening socket, so asyncio sets TCP_NODELAY on connections (no 40-ms Nagle)
+        assert srv._sock.proto == socket.IPPROTO_TCP
         with remote_interface(srv.url, "dpa_wrong") as bad:
             with pytest.raises(RemoteInterfaceError, match="401") as info:
                 bad.predict([[0.0]])

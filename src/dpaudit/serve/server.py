@@ -49,7 +49,10 @@ class ServiceServer:
     ) -> None:
         uvicorn = require("uvicorn", "serve")
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self._sock = socket.socket(family, socket.SOCK_STREAM)
+        # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY on accepted connections only
+        # when the listening socket says TCP; without it a response's body waits ~40 ms for
+        # the client's delayed ACK (Nagle).
+        self._sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind((host, port))
         self._sock.listen(1024)
