@@ -28,10 +28,13 @@ retrainings (independent of the choice, level ``1 − β/K``); otherwise its int
 by Bonferroni over the candidates (level ``1 − β/(K·n_candidates)``).
 
 **Comparisons.** A finding "A leaks more than B" is *confirmed* when A's interval lies above
-B's, *contradicted* when below, *unresolved* otherwise. All K intervals used hold together
-with probability ≥ 1 − β (Bonferroni), so every verdict of the check is right simultaneously
-at the run's ``confidence_level``. For an unresolved comparison the check reports the
-retrainings per side at which the intervals would separate if the estimates stayed as they are.
+B's, *contradicted* when below, *equal* when both adversaries crafted the same point on the
+same query (the same attack: e.g. Pois-AdvQ's runner-up label is the true label where the
+plurality is wrong, so its poison is Nat-AdvQ's natural point), *unresolved* otherwise.
+All K intervals used hold together with probability ≥ 1 − β (Bonferroni), so every verdict
+of the check is right simultaneously at the run's ``confidence_level``. For an unresolved
+comparison the check reports the retrainings per side at which the intervals would separate
+if the estimates stayed as they are.
 
 Example:
     >>> lo, hi = kl_interval(0.1, 200, confidence_level=0.95)
@@ -174,6 +177,8 @@ class LeakageProfile(ResultMixin):
             ``(n, 2, C)``.
         composition: ``"repetitions"`` or ``"queries"``.
         num_composed: n_Q.
+        point: for a repeated query, a digest of the query and the crafted point (features
+            and label): two adversaries with the same digest make the same attack there.
     """
 
     kind: str
@@ -184,6 +189,7 @@ class LeakageProfile(ResultMixin):
     output_probabilities: FloatArray
     composition: str
     num_composed: int
+    point: str | None = None
 
     @property
     def estimate(self) -> float:
@@ -315,7 +321,8 @@ class Comparison(ResultMixin):
     Attributes:
         larger: the leakage interval expected to be larger.
         smaller: the one expected to be smaller.
-        verdict: ``"confirmed"``, ``"contradicted"`` or ``"unresolved"``.
+        verdict: ``"confirmed"``, ``"contradicted"``, ``"equal"`` (both make the same
+            attack: the same crafted point on the same query) or ``"unresolved"``.
         reason: why, in words.
         retrainings_needed: for an unresolved comparison, retrainings per side at which the
             intervals would separate if the estimates stayed as they are (None: resolved, or
@@ -341,8 +348,9 @@ class Finding(ResultMixin):
         source: where the paper states it.
         comparisons: the comparisons it rests on (those whose entries were audited).
         verdict: ``"confirmed"`` (all confirmed), ``"contradicted"`` (all contradicted),
-            ``"mixed"`` (all resolved, not all the same way), ``"unresolved"`` (some
-            comparison unresolved) or ``"not checked"`` (no comparison audited).
+            ``"equal"`` (all equal), ``"mixed"`` (all resolved, not all the same way),
+            ``"unresolved"`` (some comparison unresolved) or ``"not checked"`` (no comparison
+            audited).
         reason: in words.
     """
 
@@ -388,7 +396,14 @@ _NOTE = (
 )
 
 
-def _compare(a: LeakageInterval, b: LeakageInterval) -> tuple[str, str]:
+def _compare(
+    a: LeakageInterval, b: LeakageInterval, pa: LeakageProfile, pb: LeakageProfile
+) -> tuple[str, str]:
+    if pa.point is not None and pa.point == pb.point:
+        return "equal", (
+            "the same crafted point on the same query: the two adversaries make the same "
+            "attack there, so their leakage is equal (any difference is retraining noise)"
+        )
     if a.low > b.high:
         return "confirmed", f"{a.low:.3g} > {b.high:.3g}: intervals disjoint"
     if a.high < b.low:
@@ -462,7 +477,7 @@ def check_findings(
     for name, statement, source, present in plans:
         comps = []
         for x, y in present:
-            verdict, reason = _compare(intervals[x], intervals[y])
+            verdict, reason = _compare(intervals[x], intervals[y], profiles[x], profiles[y])
             needed = None
             if verdict == "unresolved":
                 needed = _needed(profiles[x], profiles[y], levels[x], levels[y], orders, delta)
@@ -492,6 +507,8 @@ def _finding(name: str, statement: str, source: str, comps: tuple[Comparison, ..
         )
     if verdicts == {"confirmed"}:
         return Finding(name, statement, source, comps, "confirmed", "every interval disjoint")
+    if verdicts == {"equal"}:
+        return Finding(name, statement, source, comps, "equal", comps[0].reason)
     if verdicts == {"contradicted"}:
         return Finding(
             name, statement, source, comps, "contradicted", "every interval disjoint, the other way"

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -257,11 +258,21 @@ def audit_system(
     bound, confirm and claim per adversary."""
     crafted = [_craft(run, system, trained, adv) for adv in adversaries]
     n_classes = run.data.num_classes
+    settings = run.settings
     with run.clock(f"{system.name}/models"):
         sets = [
-            stages.build_models(system, trained, nb, run.settings, num_classes=n_classes)
+            stages.build_models(system, trained, nb, settings, num_classes=n_classes)
             for nb in crafted
         ]
+        for i, adv in enumerate(adversaries):
+            if adv.composition == "repetitions" and settings.adversary.shortlist is not None:
+                sets[i], crafted[i], _ = stages.shortlist(
+                    sets[i],
+                    crafted[i],
+                    settings.adversary.shortlist,
+                    sigma=system.mechanism.sigma,
+                    order=settings.audit.selection_order,
+                )
         modelled = stages.evaluate_models(
             system,
             sets,
@@ -477,7 +488,11 @@ def leakage_profile(
         else:
             fl = modelled.models[w].estimation.flips
             pbar = modelled.output_probabilities[w : w + 1]
-            among = len(modelled.models)
+            among = settings.adversary.num_candidates  # its flips also chose it
+        point = neighbours.points[w]
+        digest = hashlib.blake2b(digest_size=12)
+        for part in (np.int64(neighbours.targets[w].source), np.asarray(point.x), point.label):
+            digest.update(np.ascontiguousarray(part).tobytes())
         return LeakageProfile(
             "binomial",
             float(fl.num_flips),
@@ -487,6 +502,7 @@ def leakage_profile(
             pbar,
             "repetitions",
             nq,
+            digest.hexdigest(),
         )
     n_cols = len(modelled.models)
     flipped = sum(int(m.estimation.flips.num_flips) for m in modelled.models)

@@ -136,6 +136,12 @@ class AdversarySettings:
     )
     instantiations: int = option(2, help="N_g training phases for the histogram models")
     retrainings: int = option(4, help="R retrainings with each crafted point")
+    shortlist: int | None = option(
+        None,
+        help="adversarial distinguishers: model and audit only the K candidates of largest "
+        "plug-in leakage (noisy argmax at the expected histograms; no experiment is used); "
+        "all candidates if unset",
+    )
     confirmations: int = option(
         0,
         help="R_c fresh retrainings of the chosen worst adversarial query: its model, bound "
@@ -157,6 +163,7 @@ class AdversarySettings:
         check_positive_int("instantiations", self.instantiations)
         check_positive_int("retrainings", self.retrainings)
         check_nonneg_int("confirmations", self.confirmations)
+        _optional_positive_int(self, "shortlist")
         check_choice("neighbour_estimator", self.neighbour_estimator, NEIGHBOUR_ESTIMATORS)
 
     @property

@@ -33,14 +33,18 @@ __all__ = [
     "Queries",
     "Trained",
     "bound",
+    "build_models",
     "child_seed",
     "choose_queries",
     "claim",
     "craft_neighbours",
     "data_dependent_claim",
+    "evaluate_models",
+    "expected_histograms",
     "load_data",
     "model_queries",
     "sample_counts",
+    "shortlist",
     "train",
 ]
 
@@ -365,6 +369,61 @@ def model_queries(
     return evaluate_models(
         system, [models], [neighbours.columns], settings, cache=cache, n_jobs=n_jobs
     )[0]
+
+
+def expected_histograms(model: Any) -> FloatArray | None:
+    """``(E[H_S], E[H_S′])`` of a multinomial (PATE) or independent-teacher (CaPC) model,
+    ``(2, C)``; None for other models."""
+    q = getattr(model, "neighbour_probabilities", None)
+    k = getattr(model, "teachers_per_query", None)
+    if q is None or k is None:
+        return None
+    tp = getattr(model, "teacher_probabilities", None)
+    if tp is not None:  # independent teachers, the affected one replaced
+        m = tp.shape[0]
+        base = (k / m) * tp.sum(axis=0)
+        return np.stack([base, base + (k / m) * (q - tp[model.affected_teacher])])
+    m = getattr(model, "num_teachers", None)
+    p = getattr(model, "probabilities", None)
+    if m is None or p is None:
+        return None
+    return np.stack([k * p, k * p + (k / m) * (q - p)])
+
+
+def shortlist(
+    models: Sequence[Any],
+    neighbours: Neighbours,
+    size: int,
+    *,
+    sigma: float,
+    order: float,
+) -> tuple[tuple[Any, ...], Neighbours, FloatArray]:
+    """Keep the ``size`` adversarial targets of largest *plug-in* leakage: the Rényi
+    divergence at ``order`` between the noisy argmax's output distributions at the expected
+    histograms ``E[H_S]`` and ``E[H_S′]`` (Chadha et al. 2024, arXiv:2402.09403, Eq. 4). The
+    plug-in uses no experiment, so the held-out bound of whichever query is chosen later stays
+    valid; it is close to the exact divergence when σ exceeds the histograms' spread (σ = 40
+    against a standard deviation of at most 8 votes for 250 teachers).
+
+    Returns:
+        ``(models kept, neighbours kept, plug-in score of every candidate)``; everything is
+        kept when there are at most ``size`` targets or a model has no expected histograms.
+    """
+    from dpaudit.mechanisms import argmax_probabilities
+
+    hists = [expected_histograms(m) for m in models]
+    if len(models) <= size or any(h is None for h in hists):
+        return tuple(models), neighbours, np.full(len(models), np.nan)
+    pbar = argmax_probabilities(np.stack(hists), sigma)
+    score = exact_rdp(pbar, np.array([float(order)]))[:, 0]
+    keep = np.sort(np.lexsort((np.arange(score.size), -score))[:size])
+    kept = Neighbours(
+        tuple(neighbours.targets[i] for i in keep),
+        tuple(neighbours.points[i] for i in keep),
+        None if neighbours.teachers is None else tuple(neighbours.teachers[i] for i in keep),
+        tuple(neighbours.paired[i] for i in keep),
+    )
+    return tuple(models[i] for i in keep), kept, score
 
 
 def _evaluate_chunk(
