@@ -59,6 +59,7 @@ from dpaudit.systems._teachers import (
 from dpaudit.systems._torch_cnn import TorchCNNClassifier
 from dpaudit.systems.knn import PrivateKNN, PrivateKNNOptions  # registers "private-knn"
 from dpaudit.systems.label_dp import ALIBI, PATEFM  # registers alibi, agibi, rr, soft-rr, pate-fm
+from dpaudit.systems.prompt_pate import PromptPATE, PromptPATEOptions  # "prompt-pate"
 
 __all__ = [
     "ABSTAIN",
@@ -85,6 +86,8 @@ __all__ = [
     "PrivateKNNOptions",
     "PrivatePredictionSystem",
     "PrivatePredictor",
+    "PromptPATE",
+    "PromptPATEOptions",
     "System",
     "TeacherEnsemble",
     "TeacherEnsembleSystem",
