@@ -23,8 +23,9 @@ weights are downloaded; the substitutes ship as Python packages:
   ``features = "pca"``).
 
 Embeddings are cached on disk under ``$DPAUDIT_CACHE_DIR/embeddings`` (default
-``~/.cache/dpaudit/embeddings``), one ``.npy`` file per model and data hash (SHA-256 of the
-model's identity and of the exact texts or image bytes), so an audit recomputes nothing.
+``~/.cache/dpaudit/embeddings``), one ``.npy`` file per chunk of 1,024 texts or 256 images,
+keyed by the SHA-256 of the model's identity and of the chunk's exact texts or image bytes,
+so an audit recomputes nothing and an interrupted embedding keeps its finished chunks.
 
 Feature datasets (registered in :func:`dpaudit.systems.data.load_dataset`, so the
 private-prediction pipeline can audit them by name): ``"rotten-tomatoes-minilm"``,
@@ -73,6 +74,8 @@ IMAGENET_STD = (0.229, 0.224, 0.225)
 _MAX_TOKENS = 256
 _VIT_OUTPUT = "/backbone/layernorm/Add_1_output_0"
 _VIT_SIZE = 224
+_TEXT_CHUNK = 1024
+_IMAGE_CHUNK = 256
 _SESSIONS: dict[str, Any] = {}
 _LOCK = threading.Lock()
 
@@ -185,6 +188,24 @@ def _cached(key: str, compute: Callable[[], np.ndarray], use_cache: bool) -> np.
     return out
 
 
+def _chunked(
+    prefix: str,
+    ident: bytes,
+    items: Sequence[bytes],
+    compute: Callable[[int, int], np.ndarray],
+    use_cache: bool,
+    chunk: int,
+) -> np.ndarray:
+    """Compute rows in chunks, each cached under its own key (model identity + the chunk's
+    data), so an interrupted run keeps its finished chunks and subsets can share them."""
+    parts = []
+    for s in range(0, len(items), chunk):
+        e = min(s + chunk, len(items))
+        key = f"{prefix}-" + _digest([ident, *items[s:e]])
+        parts.append(_cached(key, lambda s=s, e=e: compute(s, e), use_cache))
+    return np.concatenate(parts)
+
+
 # =============================================================================================
 # Text
 # =============================================================================================
@@ -284,8 +305,10 @@ def embed_texts(
     else:
         ident = f"minilm-st|{_file_id(_minilm_st_dir() / 'model.safetensors')}|mean|l2"
         fn = _minilm_st
-    key = model + "-" + _digest([ident.encode(), *(s.encode("utf-8") for s in items)])
-    return _cached(key, lambda: fn(items, bs), cache)
+    data = [t.encode("utf-8") for t in items]
+    return _chunked(
+        model, ident.encode(), data, lambda s, e: fn(items[s:e], bs), cache, _TEXT_CHUNK
+    )
 
 
 # =============================================================================================
@@ -374,8 +397,11 @@ def embed_images(
     if model == "pixels":
         return arr.reshape(arr.shape[0], -1)
     ident = f"vit-s14|{_file_id(vit_model_file())}|{_VIT_OUTPUT}|{pooling}|nearest224|imagenet"
-    key = f"vit-s14-{pooling}-" + _digest([ident.encode(), str(arr.shape).encode(), arr.tobytes()])
-    return _cached(key, lambda: _vit(arr, bs, pooling), cache)
+    data = [str(arr.shape[1:]).encode() + row.tobytes() for row in arr]
+    return _chunked(
+        f"vit-s14-{pooling}", ident.encode(), data, lambda s, e: _vit(arr[s:e], bs, pooling),
+        cache, _IMAGE_CHUNK,
+    )  # fmt: skip
 
 
 # =============================================================================================
