@@ -99,3 +99,41 @@ def test_attack_extract_histogram_over_http():
     assert res.exit_code == 2 and "--query" in res.output
     res = _run("attack", "extract-histogram", "--url", "http://x", "--votes", "1,2")
     assert res.exit_code == 2 and "exactly one" in res.output
+
+
+def test_attack_craft_and_distinguish_over_http(tmp_path):
+    from dpaudit import _settings
+    from dpaudit.serve import ServeSettings
+
+    s, s2 = (
+        fixed_service(sigma=1.0, votes=[10, 11, 9]),
+        fixed_service(sigma=1.0, votes=[10, 10, 10]),
+    )
+    k, k2 = s.ledger.add_client("a", 1e9), s2.ledger.add_client("a", 1e9)
+    with (
+        ServiceServer(create_app(s, access_log=False), lifetime=60) as srv,
+        ServiceServer(create_app(s2, access_log=False), lifetime=60) as srv2,
+    ):
+        res = _run(
+            "attack", "craft", "--url", srv.url, "--api-key", k, "--query", "0", "--label",
+            "1", "--queries", "500", "--teacher", "2",
+        )  # fmt: skip
+        assert res.exit_code == 0, res.output
+        toml = tmp_path / "s2.toml"
+        toml.write_text(res.stdout)
+        canary = _settings.load_toml(toml, ServeSettings).canary
+        assert canary.features == (0.0,) and canary.teacher == 2 and canary.label != 1
+        res = _run(
+            "attack", "distinguish", "--url", srv.url, "--neighbour-url", srv2.url,
+            "--api-key", k, "--neighbour-api-key", k2, "--query", "0", "--repetitions", "2000",
+            "--json",
+        )  # fmt: skip
+        assert res.exit_code == 0, res.output
+        data = json.loads(res.stdout)
+        assert data["workflow"] == "private-prediction-remote"
+        assert data["entries"][0]["gap"]["refutes_claim"] is False
+        res = _run(
+            "attack", "distinguish", "--url", srv.url, "--neighbour-url", srv2.url,
+            "--api-key", k, "--neighbour-api-key", k2, "--query", "0", "--repetitions", "500",
+        )  # fmt: skip
+        assert res.exit_code == 0 and "not refuted" in " ".join(res.stdout.split())

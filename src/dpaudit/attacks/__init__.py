@@ -131,6 +131,8 @@ from dpaudit.attacks.remote import (
     RemoteInterface,
     RemoteInterfaceError,
     audit_remote_extraction,
+    craft_remote,
+    distinguish_remote,
     remote_interface,
 )
 
@@ -205,6 +207,8 @@ __all__ = [  # noqa: RUF022 - grouped by concept
     "RemoteInterface",
     "RemoteInterfaceError",
     "audit_remote_extraction",
+    "craft_remote",
+    "distinguish_remote",
     "remote_interface",
     # canaries, membership scores and quantile-regression MIA (one-run audits of DP-SGD)
     "CANARY_KINDS",

@@ -17,7 +17,10 @@ refused batch is split in halves until the longest prefix that fits is answered 
 ``log2(batch)`` extra requests) and the rest is reported :data:`REFUSED`.
 
 :func:`audit_remote_extraction` runs the extraction against a URL and reports what it cost
-the service's ledger (the attacker's ε before and after).
+the service's ledger (the attacker's ε before and after). :func:`craft_remote` and
+:func:`distinguish_remote` run the private-prediction adversaries of Chadha et al. 2024
+(arXiv:2402.09403, §4.1) against two deployments, S and S′ = S ∪ {crafted point}: a
+black-box RDP lower bound on one answer next to the published mechanism's claim.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from dpaudit._results import (
     AuditEntry,
     AuditResult,
     Claim,
+    Curve,
     LowerBound,
     ResultMixin,
     SelectionRecord,
@@ -49,6 +53,8 @@ __all__ = [
     "RemoteInterface",
     "RemoteInterfaceError",
     "audit_remote_extraction",
+    "craft_remote",
+    "distinguish_remote",
     "remote_interface",
 ]
 
@@ -434,5 +440,184 @@ def audit_remote_extraction(
             f"{before.epsilon_spent:.6g} to {after.epsilon_spent:.6g} at δ = {after.delta:g} "
             f"({after.analysis}); the service's global "
             f"ε is now {after.global_epsilon_spent:.6g} of {after.global_epsilon_budget:g}"
+        ),
+    )
+
+
+# =============================================================================================
+# The private-prediction adversaries against two deployments (S and S′)
+# =============================================================================================
+
+
+def craft_remote(
+    interface: RemoteInterface,
+    query: ArrayLike,
+    *,
+    true_label: int,
+    crafter: str = "poisoning",
+    num_queries: int = 2000,
+    batch_size: int = 256,
+    rng: RngLike = None,
+) -> Any:
+    """The point an adversary of Chadha et al. 2024 (arXiv:2402.09403, §4.1) adds, from a
+    live service.
+
+    ``"natural"``: the query with its true label. ``"poisoning"``: the query with the second
+    most common label among the teachers' votes (§5.1) — a black-box attacker does not see the
+    votes, so they are estimated by extracting the histogram through the interface
+    (:func:`dpaudit.attacks.extract_histogram`, ``num_queries`` answers, charged to the key).
+
+    Returns:
+        :class:`~dpaudit.attacks.CraftedPoint` (``votes``: the rounded estimate used).
+
+    Raises:
+        ValueError: unknown crafter, bad query or label.
+    """
+    from dpaudit._validate import check_choice
+    from dpaudit.attacks.adversaries import craft_natural, craft_poison
+    from dpaudit.attacks.extraction import extract_histogram
+
+    check_choice("crafter", crafter, ("natural", "poisoning"))
+    x = np.asarray(check_array("query", query, ndim=1), dtype=np.float64)
+    if crafter == "natural":
+        return craft_natural(x, true_label)
+    ext = extract_histogram(
+        interface, x, num_queries=num_queries, batch_size=batch_size, intervals="none",
+        round_to_integers=True, rng=rng,
+    )  # fmt: skip
+    if ext.reconstruction is None:
+        raise ValueError("the service answered none of the queries: no votes to craft from")
+    votes = ext.reconstruction.integer_votes
+    return craft_poison(x, votes, true_label=true_label)
+
+
+def _answer_counts(interface: Any, row: np.ndarray, repetitions: int, batch: int, c: int):
+    """Counts of each answer (classes, then abstentions) to ``repetitions`` copies of a query."""
+    counts = np.zeros(c + 1, dtype=np.int64)
+    sent = 0
+    while sent < repetitions:
+        n = min(batch, repetitions - sent)
+        labels = np.asarray(interface.predict(np.repeat(row[None, :], n, axis=0)))
+        if np.any(labels == _REFUSED):
+            raise ValueError(
+                f"the service refused after {sent + int(np.argmax(labels == _REFUSED))} of "
+                f"{repetitions} queries: the key's budget is too small for this audit"
+            )
+        counts[:c] += np.bincount(labels[labels >= 0], minlength=c)
+        counts[c] += int(np.count_nonzero(labels == _ABSTAIN))
+        sent += n
+    return counts
+
+
+def distinguish_remote(
+    interface: RemoteInterface,
+    neighbour: RemoteInterface,
+    query: ArrayLike,
+    *,
+    repetitions: int,
+    batch_size: int = 256,
+    orders: ArrayLike | None = None,
+    confidence_level: float = 0.95,
+    adversary: str = "remote-advq",
+    rng: RngLike = None,
+) -> AuditResult:
+    """A black-box RDP audit of one answer from two live deployments, S and S′.
+
+    The adversarial distinguisher of Chadha et al. 2024 (arXiv:2402.09403, §4.1): the same
+    query is asked ``repetitions`` times of the service trained on S (``interface``) and of
+    the one trained on S′ = S ∪ {crafted point} (``neighbour``, e.g. ``dpaudit serve`` with
+    ``[canary]``). The answer counts give a 2-cut RDP lower bound on one answer's privacy loss
+    (:func:`dpaudit.bounds.rdp_audit`: Clopper–Pearson intervals, the output set chosen on a
+    random half of the answers and bounded on the other, §4.2 and App. B), next to the
+    per-answer claim of the mechanism the service publishes (data-independent,
+    :func:`dpaudit.accounting.mechanism_rdp`; Papernot et al. 2018, arXiv:1802.08908,
+    Prop. 8). Abstentions of Confident GNMax are one more output.
+
+    The deployments keep their training randomness fixed (the same seed, only the receiving
+    teacher retrained), so the bound is on the prediction mechanism given those teachers —
+    which is what the analysis of GNMax claims for any teachers: a valid lower bound above the
+    claim refutes it.
+
+    Returns:
+        :class:`~dpaudit.AuditResult` (workflow ``"private-prediction-remote"``) with one entry
+        (RDP lower-bound curve, claim curve, the gap) and the counts in ``detail``.
+
+    Raises:
+        ValueError: the two services publish different mechanisms or classes, a refused query,
+            bad arguments.
+    """
+    from dpaudit._rng import seed_entropy
+    from dpaudit._validate import check_positive_int
+    from dpaudit.accounting import DEFAULT_ORDERS, mechanism_rdp, rdp_to_dp
+    from dpaudit.bounds import rdp_audit
+
+    a, b = interface.info, neighbour.info
+    if (a.aggregator, a.num_classes, a.num_features) != (
+        b.aggregator,
+        b.num_classes,
+        b.num_features,
+    ):
+        raise ValueError(
+            f"the two services differ in their public parameters: {a.aggregator!r}, "
+            f"C={a.num_classes} vs {b.aggregator!r}, C={b.num_classes}"
+        )
+    reps = check_positive_int("repetitions", repetitions)
+    batch = check_positive_int("batch_size", batch_size)
+    row = np.asarray(check_array("query", query, ndim=1), dtype=np.float64)
+    lam = np.asarray(DEFAULT_ORDERS if orders is None else orders, dtype=np.float64)
+    t0 = time.perf_counter()
+    counts = _answer_counts(interface, row, reps, batch, a.num_classes)
+    counts2 = _answer_counts(neighbour, row, reps, batch, a.num_classes)
+    t1 = time.perf_counter()
+    audit = rdp_audit(counts, counts2, lam, confidence_level=confidence_level, rng=rng)
+    claim_rdp = np.asarray(mechanism_rdp(a.aggregator, lam), dtype=np.float64)
+    delta = a.delta
+    lower = np.asarray(audit.epsilons, dtype=np.float64)
+    entry = AuditEntry(
+        system=a.system,
+        adversary=adversary,
+        lower_bound=LowerBound(
+            method="2-cut RDP audit of one repeated query's answers from two deployments "
+            "(Chadha et al. 2024, arXiv:2402.09403, §4.2, App. B)",
+            confidence_level=audit.confidence_level,
+            epsilon=float(rdp_to_dp(lam, lower, delta).epsilon),
+            delta=delta,
+            epsilon_is_valid=False,
+            rdp=Curve(lam, lower),
+            note="per answer; the RDP curve is the valid bound, its ε is for display only",
+        ),
+        claims=(
+            Claim(
+                analysis="data-independent",
+                source="Papernot et al. 2018, arXiv:1802.08908, Prop. 8 (per answer)",
+                epsilon=float(rdp_to_dp(lam, claim_rdp, delta).epsilon),
+                delta=delta,
+                rdp=Curve(lam, claim_rdp),
+                conversion="balle2020",
+            ),
+        ),
+        selections=(audit.selection,),
+        detail={"counts": counts, "counts_neighbour": counts2, "audit": audit},
+    )
+    return AuditResult(
+        workflow="private-prediction-remote",
+        entries=(entry,),
+        settings={
+            "url": interface.url,
+            "neighbour_url": neighbour.url,
+            "service": a.to_dict(),
+            "query": row.tolist(),
+            "repetitions": reps,
+            "batch_size": batch,
+            "confidence_level": confidence_level,
+            "orders": lam.tolist(),
+        },
+        seed=seed_entropy(rng),
+        timings={"queries": t1 - t0, "bound": time.perf_counter() - t1},
+        versions=package_versions("httpx"),
+        detail={"budget": interface.budget(), "budget_neighbour": neighbour.budget()},
+        note=(
+            f"{reps} answers from each deployment; outputs are the classes and abstentions. "
+            "The deployments share their training randomness (fixed teachers)."
         ),
     )

@@ -280,3 +280,100 @@ def extract_histogram_command(
     except (ValueError, TypeError) as exc:
         fail(str(exc))
     emit(result, as_json=json_, render=_render_simulated)
+
+
+def _render_distinguish(console, result) -> None:
+    from rich.table import Table
+
+    e = result.entries[0]
+    lam = e.lower_bound.rdp.orders
+    t = Table(
+        title=(
+            f"Black-box RDP audit of one answer of {e.system}: "
+            f"{result.settings['repetitions']} answers from each deployment"
+        )
+    )
+    for col in ("order α", "lower bound", "claim"):
+        t.add_column(col, justify="right")
+    for i in range(lam.size):
+        t.add_row(
+            f"{lam[i]:g}",
+            f"{e.lower_bound.rdp.epsilons[i]:.4g}",
+            f"{e.claim.rdp.epsilons[i]:.4g}",
+        )
+    console.print(t)
+    verdict = "REFUTED" if e.gap.refutes_claim else "not refuted"
+    console.print(
+        f"claim ({e.claim.source}): {verdict} at {e.lower_bound.confidence_level:.0%} "
+        f"(largest excess of the lower bound over the claim: {e.gap.rdp_excess:.4g})"
+    )
+
+
+@attack_app.command("distinguish")
+def distinguish_command(
+    url: str = typer.Option(..., help="The service trained on S."),
+    neighbour_url: str = typer.Option(..., help="The service trained on S' (with [canary])."),
+    query: str = typer.Option(..., help="The query's features, comma-separated."),
+    repetitions: int = typer.Option(10_000, help="Answers asked of each service."),
+    api_key: str = typer.Option(None, help="Key of --url (default: $DPAUDIT_API_KEY)."),
+    neighbour_api_key: str = typer.Option(
+        None, help="Key of --neighbour-url (default: --api-key)."
+    ),
+    batch_size: int = typer.Option(256, help="Queries per request."),
+    confidence_level: float = typer.Option(0.95, help="Confidence of the lower bound."),
+    seed: int = typer.Option(0, help="Seed of the held-out split."),
+    json_: bool = typer.Option(False, "--json", help="Print the AuditResult as JSON."),
+) -> None:
+    """Audit two live deployments, S and S' (Chadha et al. 2024 adversarial distinguisher)."""
+    from dpaudit.attacks import RemoteInterfaceError, distinguish_remote, remote_interface
+
+    try:
+        row = parse_floats("--query", query)
+        with (
+            remote_interface(url, api_key) as a,
+            remote_interface(neighbour_url, neighbour_api_key or api_key) as b,
+        ):
+            result = distinguish_remote(
+                a, b, row, repetitions=repetitions, batch_size=batch_size,
+                confidence_level=confidence_level, rng=seed,
+            )  # fmt: skip
+    except (ValueError, TypeError, RemoteInterfaceError) as exc:
+        fail(str(exc))
+        return
+    except OSError as exc:
+        fail(f"cannot reach a service: {exc}")
+        return
+    emit(result, as_json=json_, render=_render_distinguish)
+
+
+@attack_app.command("craft")
+def craft_command(
+    url: str = typer.Option(..., help="The service trained on S."),
+    query: str = typer.Option(..., help="The source query's features, comma-separated."),
+    label: int = typer.Option(..., help="The source query's true label."),
+    crafter: str = typer.Option("poisoning", help="natural | poisoning."),
+    queries: int = typer.Option(2000, help="Answers used to estimate the votes (poisoning)."),
+    teacher: int = typer.Option(0, help="The teacher that receives the point in S'."),
+    api_key: str = typer.Option(None, help="Key of --url (default: $DPAUDIT_API_KEY)."),
+    seed: int = typer.Option(0, help="Seed of the estimate."),
+) -> None:
+    """Craft the point S' adds and print the [canary] table of its deployment (TOML)."""
+    from dpaudit.attacks import RemoteInterfaceError, craft_remote, remote_interface
+
+    try:
+        row = parse_floats("--query", query)
+        with remote_interface(url, api_key) as api:
+            point = craft_remote(
+                api, row, true_label=label, crafter=crafter, num_queries=queries, rng=seed
+            )
+    except (ValueError, TypeError, RemoteInterfaceError) as exc:
+        fail(str(exc))
+        return
+    except OSError as exc:
+        fail(f"cannot reach {url}: {exc}")
+        return
+    features = ", ".join(repr(float(v)) for v in point.x)
+    typer.echo(
+        f"# {point.crafter} point (true label {point.true_label}); deploy S' with:\n"
+        f"[canary]\nfeatures = [{features}]\nlabel = {point.label}\nteacher = {teacher}"
+    )

@@ -53,7 +53,7 @@ from dpaudit.serve.service import (
     ServiceInfo,
     query_key,
 )
-from dpaudit.serve.settings import BudgetSettings, ServerSettings, ServeSettings
+from dpaudit.serve.settings import BudgetSettings, CanarySettings, ServerSettings, ServeSettings
 from dpaudit.serve.sqlite_ledger import KeyStore, SQLiteLedger
 
 __all__ = [
@@ -62,6 +62,7 @@ __all__ = [
     "BudgetRefused",
     "BudgetSettings",
     "BudgetStatus",
+    "CanarySettings",
     "Charge",
     "Client",
     "KeyStore",

@@ -107,6 +107,28 @@ def open_ledger(settings: ServeSettings, mechanism: Any) -> LedgerBase:
     return MemoryLedger(config, global_budget=b.epsilon)
 
 
+def _with_canary(interface: Any, settings: ServeSettings) -> Any:
+    """The interface whose teacher ``canary.teacher`` is retrained with the canary added."""
+    from dpaudit.systems import PrivatePredictor
+
+    c = settings.canary
+    ens = interface.ensemble
+    if len(c.features) != ens.num_features:
+        raise ValueError(
+            f"canary.features must have {ens.num_features} values, got {len(c.features)}"
+        )
+    if c.label >= ens.num_classes:
+        raise ValueError(f"canary.label must be below {ens.num_classes}, got {c.label}")
+    if c.teacher >= ens.num_teachers:
+        raise ValueError(f"canary.teacher must be below {ens.num_teachers}, got {c.teacher}")
+    neighbour = ens.with_point(
+        np.asarray(c.features, dtype=np.float64), c.label, partition=c.teacher
+    )
+    return PrivatePredictor(
+        neighbour, interface.aggregator, teachers_per_query=interface.teachers_per_query
+    )
+
+
 def build_service(
     settings: ServeSettings,
     *,
@@ -115,6 +137,9 @@ def build_service(
     progress: bool = False,
 ) -> PredictionService:
     """Train the configured system and put it behind a ledger.
+
+    With ``settings.canary`` the deployed teachers are those of S′ = S ∪ {canary}: the
+    receiving teacher retrained with it, every other one unchanged.
 
     Args:
         settings: the service's settings.
@@ -149,6 +174,8 @@ def build_service(
         if ledger is None:
             led.close()
         raise
+    if settings.canary.enabled:
+        interface = _with_canary(interface, settings)
     start = led.record_start() if hasattr(led, "record_start") else 0
     return PredictionService(
         interface,

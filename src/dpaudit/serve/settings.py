@@ -2,9 +2,11 @@
 
 Sections: ``data`` and ``system`` (the same classes as the private-prediction audit,
 :mod:`dpaudit.experiments.private_prediction.settings`: which registered system to train and
-deploy, on which offline dataset), ``budget`` (the privacy accounting of the answers) and
-``server`` (where it listens, the durable ledger, limits, caching). The TOML schema and the
-``dpaudit serve`` options are derived from these classes (:mod:`dpaudit._settings`).
+deploy, on which offline dataset), ``budget`` (the privacy accounting of the answers),
+``server`` (where it listens, the durable ledger, limits, caching) and ``canary`` (a point
+added to one teacher's part, to deploy the neighbouring dataset of a black-box audit). The
+TOML schema and the ``dpaudit serve`` options are derived from these classes
+(:mod:`dpaudit._settings`).
 
 Example:
     >>> s = ServeSettings.of(teachers=20, sigma=4.0, ledger=":memory:")
@@ -38,6 +40,7 @@ __all__ = [
     "MEMORY_LEDGER",
     "SYNCHRONOUS",
     "BudgetSettings",
+    "CanarySettings",
     "ServeSettings",
     "ServerSettings",
 ]
@@ -141,6 +144,38 @@ class ServerSettings:
 
 
 @dataclasses.dataclass(frozen=True)
+class CanarySettings:
+    """A point added to one teacher's part: the service then deploys S′ = S ∪ {point}.
+
+    For black-box audits over HTTP (:func:`dpaudit.attacks.distinguish_remote`): two services
+    from one config, one with the canary, are the neighbouring pair. Only that teacher is
+    retrained (same seed), every other teacher is the same (Chadha et al. 2024,
+    arXiv:2402.09403, Alg. 1 with the crafted point; CaPC's chosen party, or PATE conditioned
+    on its partition).
+    """
+
+    features: tuple[float, ...] | None = option(
+        None, help="features of the point S' adds (audit deployments)", flag="--canary-features"
+    )
+    label: int | None = option(None, help="its label", flag="--canary-label")
+    teacher: int = option(0, help="the teacher (part) that receives it", flag="--canary-teacher")
+
+    def __post_init__(self) -> None:
+        if (self.features is None) != (self.label is None):
+            raise ValueError("canary features and label must be given together")
+        if self.label is not None:
+            check_nonneg_int("label", self.label)
+        check_nonneg_int("teacher", self.teacher)
+        if self.features is not None and not all(np.isfinite(self.features)):
+            raise ValueError("canary features must be finite numbers")
+
+    @property
+    def enabled(self) -> bool:
+        """Whether a point is added."""
+        return self.features is not None
+
+
+@dataclasses.dataclass(frozen=True)
 class ServeSettings:
     """Everything ``dpaudit serve`` needs: the system to deploy, its budget, the server.
 
@@ -154,6 +189,7 @@ class ServeSettings:
     system: SystemSettings = option(default_factory=_default_system, help="the system")
     budget: BudgetSettings = option(default_factory=BudgetSettings, help="privacy budget")
     server: ServerSettings = option(default_factory=ServerSettings, help="the server")
+    canary: CanarySettings = option(default_factory=CanarySettings, help="the point S' adds")
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -164,6 +200,7 @@ class ServeSettings:
             ("system", SystemSettings),
             ("budget", BudgetSettings),
             ("server", ServerSettings),
+            ("canary", CanarySettings),
         ):
             if not isinstance(getattr(self, field), cls):
                 raise TypeError(f"{field} must be {cls.__name__}, got {getattr(self, field)!r}")
