@@ -314,6 +314,8 @@ def test_composed_lower_bound_coverage(composition):
         ({"orders": (5.0, 2.0)}, "orders"),
         ({"estimator": "svm"}, "estimator"),
         ({"n_jobs": 0}, "n_jobs"),
+        ({"confirmations": -1}, "confirmations"),
+        ({"shortlist": 0}, "shortlist"),
         ({"name": ""}, "name"),
     ],
 )
@@ -339,3 +341,82 @@ def test_dataset_limits_are_checked_before_any_training(monkeypatch):
     assert dataclasses.replace(s.system, sigma=3.0).sigma == 3.0
     assert s.k == s.system.teachers
     assert s.adversary.num_candidates == s.adversary.queries
+
+
+# ------------------------------------------------------- reproducibility and resolution
+
+RESOLVING = dict(SMALL, estimator="ridge", retrainings=12, confirmations=60, shortlist=3)
+
+
+def _numbers(res: AuditResult) -> dict:
+    """The result's JSON without wall times."""
+    out = json.loads(res.to_json())
+    out.pop("timings")
+    for e in out["entries"]:
+        e["detail"].pop("engine_seconds")
+    return out
+
+
+@pytest.fixture(scope="module")
+def resolving() -> AuditResult:
+    return audit_private_prediction(PrivatePredictionSettings.of(**RESOLVING))
+
+
+def test_same_numbers_whatever_n_jobs(resolving):
+    """Bit for bit: one worker or two for training, retraining, models and audits."""
+    again = audit_private_prediction(PrivatePredictionSettings.of(**RESOLVING, n_jobs=2))
+    a, b = _numbers(resolving), _numbers(again)
+    a["settings"]["system"].pop("n_jobs")
+    b["settings"]["system"].pop("n_jobs")
+    assert a == b
+
+
+def test_confirmation_shortlist_and_findings(resolving):
+    s = resolving.settings
+    for e in resolving.entries:
+        d = e.detail
+        if d.composition == "repetitions":
+            c = d.confirmation
+            assert c.retrainings == 60 and d.flips == c.flips
+            assert d.flips.num_retrainings == 60
+            assert d.queries.test_indices.size == 3  # the shortlist
+            pbar = c.output_probabilities
+            ref = renyi_divergence(pbar[0], pbar[1], d.orders)
+            np.testing.assert_allclose(d.exact, s.adversary.queries * ref, rtol=1e-9, atol=1e-12)
+            assert d.profile.kind == "binomial" and d.profile.selected_among == 1
+        else:
+            assert d.confirmation is None and d.profile.kind == "mean"
+            assert d.profile.trials == 12
+        assert d.ordering.exact_le_data_dependent and d.ordering.data_dependent_le_data_independent
+    check = resolving.detail.findings
+    assert [f.name for f in check.findings] == ["pois-ge-nat", "capc-ge-pate", "natq-lt-advq"]
+    assert check.num_intervals == 6
+    for f in check.findings:
+        assert f.verdict in ("confirmed", "contradicted", "equal", "mixed", "unresolved")
+        for c in f.comparisons:
+            assert c.larger.low <= c.larger.epsilon <= c.larger.high
+    entry = {(e.system, e.adversary): e.detail for e in resolving.entries}
+    iv = check.finding("pois-ge-nat").comparisons[0].larger
+    np.testing.assert_allclose(iv.epsilon, entry[("pate", "pois-advq")].epsilon.exact, rtol=1e-9)
+    assert resolving.detail.retrainings["capc"] < resolving.detail.retrainings["pate"]
+
+
+def test_shortlist_keeps_the_same_worst_query():
+    """A shortlist of the largest plug-in leakage keeps the query the full audit chooses."""
+    base = dict(SMALL, estimator="ridge", adversaries=("pois-advq",), systems=("pate",))
+    full = audit_private_prediction(PrivatePredictionSettings.of(**base)).entries[0].detail
+    short = audit_private_prediction(PrivatePredictionSettings.of(**base, shortlist=2))
+    short = short.entries[0].detail
+    assert short.worst_query_test_index == full.worst_query_test_index
+    np.testing.assert_allclose(short.exact, full.exact, rtol=1e-12)
+
+
+def test_render_prints_the_findings(resolving):
+    from rich.console import Console
+
+    console = Console(record=True, width=200)
+    from dpaudit.report import render_private_prediction
+
+    render_private_prediction(console, resolving)
+    text = console.export_text()
+    assert "Findings of Chadha et al. 2024" in text and "Pois-AdvQ" in text
