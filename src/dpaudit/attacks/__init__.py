@@ -127,6 +127,7 @@ from dpaudit.attacks.parametric import (
     model_multinomial,
     transition_matrix,
 )
+from dpaudit.attacks.prompt_pate import BestOf, best_of  # registers the PromptPATE adversaries
 from dpaudit.attacks.remote import (
     RemoteInterface,
     RemoteInterfaceError,
@@ -189,6 +190,9 @@ __all__ = [  # noqa: RUF022 - grouped by concept
     # Private-kNN models and poison crafters (registered)
     "KNNHistogramModel",
     "KNNPoisonSearch",
+    # PromptPATE (its adversaries are registered in ADVERSARIES)
+    "BestOf",
+    "best_of",
     "KNNSubsampleModel",
     # vote-histogram extraction
     "ExtractionCost",

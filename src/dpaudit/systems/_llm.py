@@ -34,6 +34,7 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -171,10 +172,12 @@ def _dequantised_copy(gguf: Path, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
     try:
-        tok = tf.AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-        model = tf.AutoModelForCausalLM.from_pretrained(
-            str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
-        )
+        # transformers' GGUF reader draws a tqdm bar of its own: keep the one-off step quiet.
+        with contextlib.redirect_stderr(io.StringIO()):
+            tok = tf.AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+            model = tf.AutoModelForCausalLM.from_pretrained(
+                str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
+            )
         model.hf_quantizer = None
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config

@@ -342,7 +342,9 @@ class PromptPATEOptions:
     max_words: int | None = option(None, help="truncate every text to this many words")
     batch_size: int = option(32, help="queries per forward pass (KV-cached path)")
     vote_cache: bool = option(True, help="cache votes on disk (SQLite under cache_dir)")
-    cache_dir: str | None = option(None, help="cache root (default ~/.cache/dpaudit)")
+    cache_dir: str | None = option(
+        None, help="vote cache directory (default ~/.cache/dpaudit/votes)"
+    )
     threads: int | None = option(None, help="torch threads while voting (torch default)")
     workers: int = option(1, help="processes voting in parallel (1 torch thread each)")
     threshold: float | None = option(None, help="Confident GNMax threshold T (GNMax if unset)")
@@ -505,13 +507,16 @@ class PromptPATE:
 
     # ---------------------------------------------------------------- the language model
 
-    def cache_root(self) -> Path:
-        """The cache root: ``options.cache_dir``, else ``~/.cache/dpaudit`` (see
-        :func:`dpaudit.systems._llm.default_cache_dir`)."""
+    def vote_cache_dir(self) -> Path:
+        """Where votes are cached: ``options.cache_dir``, else ``votes/`` under
+        :func:`dpaudit.systems._llm.default_cache_dir` (``~/.cache/dpaudit``). The model's
+        dequantised copy always lives under the default cache root."""
         from dpaudit.systems._llm import default_cache_dir
 
         o = self.options
-        return default_cache_dir() if o.cache_dir is None else Path(o.cache_dir).expanduser()
+        if o.cache_dir is None:
+            return default_cache_dir() / "votes"
+        return Path(o.cache_dir).expanduser()
 
     def check_task(self) -> tuple[int, ...]:
         """The task's label words as tokens of the model's tokenizer (no weights loaded).
@@ -524,7 +529,7 @@ class PromptPATE:
 
         t = self.template
         return label_token_ids(
-            load_tokenizer(cache_dir=self.cache_root()),
+            load_tokenizer(),
             t.label_words,
             answer_prefix=t.answer_prefix,
             rule=self.options.label_tokens,
@@ -535,11 +540,10 @@ class PromptPATE:
         from dpaudit.systems._llm import PromptVoter, VoteCache, load_language_model
 
         o = self.options
-        root = self.cache_root()
-        lm = load_language_model(cache_dir=root)
+        lm = load_language_model()
         cache = None
         if o.vote_cache:
-            cache = VoteCache(root / "votes" / "prompt-votes.sqlite")
+            cache = VoteCache(self.vote_cache_dir() / "prompt-votes.sqlite")
         t = self.template
         return PromptVoter(
             lm,
