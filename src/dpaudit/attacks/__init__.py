@@ -190,10 +190,10 @@ __all__ = [  # noqa: RUF022 - grouped by concept
     # Private-kNN models and poison crafters (registered)
     "KNNHistogramModel",
     "KNNPoisonSearch",
+    "KNNSubsampleModel",
     # PromptPATE (its adversaries are registered in ADVERSARIES)
     "BestOf",
     "best_of",
-    "KNNSubsampleModel",
     # vote-histogram extraction
     "ExtractionCost",
     "HistogramReconstruction",
