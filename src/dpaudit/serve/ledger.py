@@ -403,6 +403,7 @@ class _Settlement:
     total: Account
     num_answered: int
     num_cached: int
+    epsilons: tuple[float, float] | None = None  # (client, global) after, when known
 
 
 class LedgerBase:
@@ -445,16 +446,20 @@ class LedgerBase:
                     first[key] = i
                     new_cache[key] = int(labels[i])
         cfg = self.config
+        afters: list[float] = []
+        worst = None
         if charged.any():
             worst = batch_cost(charge.worst, charged)
             for scope, account, budget in (
                 ("client", acc, client.epsilon_budget),
                 ("global", total, self._global_budget),
             ):
-                after = cfg.epsilon(account.rdp + worst)
-                if after > budget:
-                    raise BudgetRefused(scope, cfg.epsilon(account.rdp), after, budget)
+                afters.append(cfg.epsilon(account.rdp + worst))
+                if afters[-1] > budget:
+                    raise BudgetRefused(scope, cfg.epsilon(account.rdp), afters[-1], budget)
         rdp = batch_cost(charge.realised, charged)
+        # every step charged (GNMax, or no abstention): the ε after is the one just checked
+        known = (afters[0], afters[1]) if worst is not None and np.array_equal(rdp, worst) else None
         num_answered = int(np.count_nonzero(np.asarray(charge.answered, bool) & charged))
         num_charged = int(charged.sum())
         num_cached = n - num_charged
@@ -467,10 +472,12 @@ class LedgerBase:
             total.plus(rdp, num_charged, num_answered, num_cached),
             num_answered,
             num_cached,
+            known,
         )
 
     def _receipt(self, s: _Settlement, charge_id: int | None) -> Receipt:
         cfg = self.config
+        client_eps, global_eps = s.epsilons or (cfg.epsilon(s.client.rdp), cfg.epsilon(s.total.rdp))
         return Receipt(
             labels=s.labels,
             charge_id=charge_id,
@@ -478,8 +485,8 @@ class LedgerBase:
             num_answered=s.num_answered,
             num_cached=s.num_cached,
             rdp=s.rdp,
-            client_epsilon=cfg.epsilon(s.client.rdp),
-            global_epsilon=cfg.epsilon(s.total.rdp),
+            client_epsilon=client_eps,
+            global_epsilon=global_eps,
         )
 
     # -- the interface each store implements ------------------------------------------------
