@@ -22,6 +22,7 @@ __all__ = [
     "DEFAULT_MEMORY_CAP",
     "MAX_COUNT",
     "MAX_INT",
+    "SCALE_RANGE",
     "check_array",
     "check_at_most",
     "check_choice",
@@ -41,6 +42,7 @@ __all__ = [
     "check_progress",
     "check_real",
     "check_rng",
+    "check_scale",
     "check_votes",
     "memory_cap",
     "no_progress",
@@ -53,6 +55,10 @@ _T = TypeVar("_T")
 MAX_INT = 2**63 - 1
 #: The largest count accepted by the statistics (every integer up to it is exact in float64).
 MAX_COUNT = 2**53
+#: Noise scales (σ, a Laplace scale b, a noise multiplier) accepted by :func:`check_scale`: their
+#: squares and inverse squares stay normal float64 numbers, so ``λ/σ²``, ``Δ/σ`` and the
+#: data-dependent bounds built from them are finite (or the exact limit) for every order.
+SCALE_RANGE = (1e-100, 1e100)
 #: Default cap on the memory one request may allocate (see :func:`memory_cap`).
 DEFAULT_MEMORY_CAP = 8 * 2**30
 
@@ -86,6 +92,27 @@ def check_positive(name: str, value: object, *, allow_inf: bool = False) -> floa
     out = _to_float(name, value)
     if math.isnan(out) or out <= 0 or (math.isinf(out) and not allow_inf):
         raise ValueError(f"{name} must be a positive finite number, got {out}")
+    return out
+
+
+def check_scale(name: str, value: object) -> float:
+    """A noise scale in the supported range :data:`SCALE_RANGE` (``[1e-100, 1e100]``).
+
+    Raises:
+        TypeError: not a real number.
+        ValueError: not positive and finite, or outside the supported range.
+
+    Example:
+        >>> check_scale("sigma", 40)
+        40.0
+    """
+    out = check_positive(name, value)
+    low, high = SCALE_RANGE
+    if not low <= out <= high:
+        raise ValueError(
+            f"{name} must be in [{low:g}, {high:g}] (the supported range of noise scales), "
+            f"got {out:g}"
+        )
     return out
 
 
@@ -404,9 +431,17 @@ def check_counts(name: str, value: ArrayLike, *, ndim_min: int = 1) -> np.ndarra
 
 
 def check_orders(
-    value: ArrayLike, name: str = "orders", *, allow_one: bool = False, allow_inf: bool = False
+    value: ArrayLike,
+    name: str = "orders",
+    *,
+    allow_one: bool = False,
+    allow_inf: bool = False,
+    maximum: float | None = None,
 ) -> FloatArray:
-    """Rényi orders: a non-empty 1-d array of α > 1 (α = 1 and α = ∞ only where allowed)."""
+    """Rényi orders: a non-empty 1-d array of α > 1 (α = 1 and α = ∞ only where allowed).
+
+    ``maximum``, where given, is the largest finite order the computation supports.
+    """
     arr = np.atleast_1d(check_array(name, value, finite=False, allow_empty=False))
     if arr.ndim != 1:
         raise ValueError(f"{name} must be a scalar or 1-d array, got shape {arr.shape}")
@@ -418,6 +453,10 @@ def check_orders(
     if np.any(bad):
         rule = ">= 1" if allow_one else "> 1"
         raise ValueError(f"{name} must all be {rule}, got {_fmt(value)}")
+    if maximum is not None and np.any(np.isfinite(arr) & (arr > maximum)):
+        raise ValueError(
+            f"{name} must be <= {maximum:g} (the largest order supported here), got {_fmt(value)}"
+        )
     return arr
 
 

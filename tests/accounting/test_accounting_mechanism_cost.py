@@ -72,7 +72,9 @@ def test_confident_steps_are_the_step_functions():
     di = noisy_argmax_cost(mech, lam, votes=VOTES)
     np.testing.assert_array_equal(di.threshold_rdp, np.tile(lam / (2 * 30.0**2), (4, 1)))
     np.testing.assert_array_equal(di.answer_rdp, np.tile(lam / 40.0**2, (4, 1)))
-    assert np.isnan(noisy_argmax_cost(mech, lam).answer_probability)  # no votes, no p
+    no_votes = noisy_argmax_cost(mech, lam)  # p unknown: its upper bound 1, expected_rdp bounds
+    assert no_votes.answer_probability == 1.0
+    np.testing.assert_allclose(no_votes.expected_rdp, no_votes.per_use(True), rtol=0, atol=0)
     with pytest.raises(ValueError, match="answered"):
         c.realised([True, False])
 

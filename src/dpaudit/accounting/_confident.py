@@ -21,8 +21,8 @@ from scipy import special
 from dpaudit._results import ResultMixin
 from dpaudit._typing import ArrayLike, FloatArray
 from dpaudit._validate import (
-    check_array,
     check_choice,
+    check_mask,
     check_orders,
     check_positive,
     check_real,
@@ -61,7 +61,8 @@ def _log_p_and_1mp(
     top = _max_counts(votes)
     t = check_threshold(threshold)
     s1 = check_positive("sigma1", sigma1)
-    z = (top - t) / s1
+    with np.errstate(over="ignore"):  # (max − T)/σ1 → ±∞ as σ1 → 0: p → 0 or 1, the limit
+        z = (top - t) / s1
     return special.log_ndtr(z), special.log_ndtr(-z)
 
 
@@ -108,7 +109,8 @@ def _threshold_flat(
     flat_p, flat_1mp = log_p.reshape(-1), log_1mp.reshape(-1)
     sig = math.sqrt(2.0) * sigma1
     if analysis == "data-independent":
-        rdp = np.broadcast_to(lam / (sig * sig), (flat_p.size, lam.size)).copy()
+        with np.errstate(divide="ignore", over="ignore"):  # σ1 → 0: λ/(2σ1²) = ∞
+            rdp = np.broadcast_to(lam / (sig * sig), (flat_p.size, lam.size)).copy()
         return rdp, np.zeros_like(rdp, dtype=bool)
     res = rdp_gn_flat(np.minimum(flat_p, flat_1mp), sig, lam)
     return res.rdp, ~res.valid
@@ -192,8 +194,8 @@ class ConfidentGNMaxCost(ResultMixin):
         Raises:
             ValueError: ``answered`` has another shape.
         """
-        mask = check_array("answered", answered, allow_empty=True)
-        if mask.shape != self.answer_probability.shape or not np.all((mask == 0) | (mask == 1)):
+        mask = check_mask("answered", answered)
+        if mask.shape != self.answer_probability.shape:
             raise ValueError(
                 f"answered must be booleans of shape {self.answer_probability.shape}, "
                 f"got {answered!r}"
@@ -251,8 +253,15 @@ def confident_gnmax_cost(
     step2 = gnmax_rdp_details(votes, s2, lam, analysis=analysis, q=q)
     rho2 = step2.rdp.reshape(-1, lam.size)
     p = np.exp(log_p.reshape(-1))[:, None]
-    expected = rho1 + p * rho2
-    second = rho1 * rho1 + 2.0 * rho1 * p * rho2 + p * rho2 * rho2
+    # A step never taken (p = 0) adds nothing even at ρ2 = ∞; overflows give inf (the limit).
+    with np.errstate(over="ignore", invalid="ignore"):
+        taken = p > 0
+        expected = rho1 + np.where(taken, p * rho2, 0.0)
+        second = (
+            rho1 * rho1
+            + np.where(taken, 2.0 * rho1 * p * rho2, 0.0)
+            + np.where(taken, p * rho2 * rho2, 0.0)
+        )
     shape = (*lead, lam.size)
     return ConfidentGNMaxCost(
         orders=lam,

@@ -22,7 +22,13 @@ import numpy as np
 from scipy import special
 
 from dpaudit._typing import ArrayLike, FloatArray
-from dpaudit._validate import check_array, check_choice, check_orders, check_positive, check_votes
+from dpaudit._validate import (
+    check_array,
+    check_choice,
+    check_orders,
+    check_positive,
+    check_votes,
+)
 from dpaudit.accounting._curve import PerQueryRDP
 from dpaudit.accounting._numerics import log1mexp
 from dpaudit.accounting._orders import DEFAULT_ORDERS
@@ -55,7 +61,8 @@ def log_q_union_flat(v: np.ndarray, sigma: float) -> np.ndarray:
     rows = np.arange(n)
     istar = np.argmax(v, axis=1)  # first index on ties, as the reference implementation
     gaps = v[rows, istar][:, None] - v
-    terms = special.log_ndtr(-gaps / (math.sqrt(2.0) * sigma))
+    with np.errstate(over="ignore"):  # gap/σ → ∞ as σ → 0: log Φ̄ → −∞, the limit
+        terms = special.log_ndtr(-gaps / (math.sqrt(2.0) * sigma))
     terms[rows, istar] = -np.inf
     log_q = special.logsumexp(terms, axis=1)
     return np.minimum(log_q, math.log1p(-1.0 / m))
@@ -181,7 +188,8 @@ def rdp_gn_flat(
     :data:`_BLOCK_ROWS`; V2 (μ1 > λ) is applied per order inside the block.
     """
     n, k = log_q.size, lam.size
-    rho_ind = lam / (sigma * sigma)
+    with np.errstate(divide="ignore", over="ignore"):  # σ² underflows: λ/σ² = ∞, the limit
+        rho_ind = lam / (sigma * sigma)
     lm1 = lam - 1.0
     t = dd_terms(log_q, sigma)
     order_free = t.v1 & t.v3 & t.v4
@@ -335,17 +343,19 @@ def gnmax_rdp_details(
     flat, lead, s, lam = _checked(votes, sigma, orders, analysis, q)
     n, k = flat.shape[0], lam.size
     shape = (*lead, k)
+    log_q = log_q_union_flat(flat, s) if q == "union" else _log_q_exact_flat(flat, s)
     if analysis == "data-independent":
-        rdp = np.broadcast_to(lam / (s * s), (n, k)).copy()
+        with np.errstate(divide="ignore", over="ignore"):  # σ → 0: λ/σ² = ∞, the limit
+            rdp = np.broadcast_to(lam / (s * s), (n, k)).copy()
         false_nk = np.zeros(shape, dtype=bool)
         false_n = np.zeros(lead, dtype=bool)
         return GNMaxRDP(
-            rdp.reshape(shape), lam, np.full(lead, np.nan), false_nk, false_nk.copy(),
+            rdp.reshape(shape), lam, log_q.reshape(lead), false_nk, false_nk.copy(),
             false_n, false_nk.copy(), false_n.copy(), false_n.copy(), s, analysis, q,
         )  # fmt: skip
-    log_q = log_q_union_flat(flat, s) if q == "union" else _log_q_exact_flat(flat, s)
     res = rdp_gn_flat(log_q, s, lam)
-    rho_ind = lam / (s * s)
+    with np.errstate(divide="ignore", over="ignore"):
+        rho_ind = lam / (s * s)
     improved = res.valid & (res.rdp < rho_ind[None, :])
     return GNMaxRDP(
         res.rdp.reshape(shape),
@@ -401,6 +411,7 @@ def gnmax_rdp(
     """
     flat, lead, s, lam = _checked(votes, sigma, orders, analysis, q)
     if analysis == "data-independent":
-        return np.broadcast_to(lam / (s * s), (*lead, lam.size)).copy()
+        with np.errstate(divide="ignore", over="ignore"):  # σ → 0: λ/σ² = ∞, the limit
+            return np.broadcast_to(lam / (s * s), (*lead, lam.size)).copy()
     log_q = log_q_union_flat(flat, s) if q == "union" else _log_q_exact_flat(flat, s)
     return rdp_gn_flat(log_q, s, lam, with_masks=False).rdp.reshape(*lead, lam.size)

@@ -35,9 +35,11 @@ def _lnmax_log_q_flat(v: np.ndarray, b: float) -> np.ndarray:
         return np.full(n, -np.inf)
     rows = np.arange(n)
     istar = np.argmax(v, axis=1)
-    delta = (v[rows, istar][:, None] - v) / b
+    with np.errstate(over="ignore"):  # Δ/b → ∞ as b → 0: that class never wins (limit)
+        delta = (v[rows, istar][:, None] - v) / b
     # Pr[n_j + Z_j ≥ n_{i*} + Z_{i*}] = (2 + Δ_j)/(4·e^{Δ_j}) exactly for Laplace noise.
-    terms = np.log(2.0 + delta) - delta - math.log(4.0)
+    with np.errstate(invalid="ignore"):
+        terms = np.where(np.isinf(delta), -np.inf, np.log(2.0 + delta) - delta) - math.log(4.0)
     terms[rows, istar] = -np.inf
     return np.minimum(special.logsumexp(terms, axis=1), math.log1p(-1.0 / m))
 
@@ -132,7 +134,8 @@ def lnmax_rdp_details(
     arr = check_votes("votes", votes, min_classes=1, nonneg=True)
     scale = check_positive("b", b)
     lam = check_orders(orders)
-    eps = 2.0 / scale
+    with np.errstate(over="ignore"):  # b → 0: ε = ∞, the limit
+        eps = 2.0 / scale
     lead = arr.shape[:-1]
     flat = arr.reshape(-1, arr.shape[-1])
     n, k = flat.shape[0], lam.size
@@ -143,7 +146,8 @@ def lnmax_rdp_details(
     if analysis == "data-independent":
         false_nk = np.zeros(shape, dtype=bool)
         return LNMaxRDP(
-            rdp.reshape(shape), lam, np.full(lead, np.nan), false_nk, false_nk.copy(),
+            rdp.reshape(shape), lam, _lnmax_log_q_flat(flat, scale).reshape(lead), false_nk,
+            false_nk.copy(),
             np.zeros(lead, dtype=bool), scale, eps, analysis,
         )  # fmt: skip
     lq = _lnmax_log_q_flat(flat, scale)

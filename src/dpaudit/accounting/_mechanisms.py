@@ -24,7 +24,15 @@ from scipy import special
 
 from dpaudit._results import ResultMixin
 from dpaudit._typing import ArrayLike, FloatArray
-from dpaudit._validate import check_array, check_choice, check_orders
+from dpaudit._validate import (
+    check_array,
+    check_choice,
+    check_flag,
+    check_mask,
+    check_orders,
+    check_probability,
+    check_votes,
+)
 from dpaudit.accounting._curve import RDPCurve
 from dpaudit.accounting._orders import DEFAULT_ORDERS
 from dpaudit.mechanisms.values import (
@@ -73,9 +81,11 @@ class NoisyArgmaxCost(ResultMixin):
         threshold_fallback, answer_fallback: ``(..., K)`` where the data-dependent analysis
             of that step fell back to its data-independent bound (a condition of Thm 6
             failed); all False for the data-independent analysis.
-        answer_probability: ``(...)`` Pr[answered] (1 for GNMax; NaN for Confident GNMax
-            without votes).
-        expected_rdp: ``(..., K)`` ``threshold_rdp + answer_probability · answer_rdp``.
+        answer_probability: ``(...)`` Pr[answered] (1 for GNMax; for Confident GNMax
+            without votes its upper bound 1, so that ``expected_rdp`` is an upper bound).
+        expected_rdp: ``(..., K)`` ``threshold_rdp + answer_probability · answer_rdp``
+            (a step never taken, ``answer_probability = 0``, adds 0 even at an infinite
+            ``answer_rdp``).
         analysis: ``"data-independent"`` or ``"data-dependent"``.
         q: the q̃ bound of the data-dependent analysis (``"union"`` or ``"exact"``).
     """
@@ -108,8 +118,8 @@ class NoisyArgmaxCost(ResultMixin):
             ValueError: ``answered`` not booleans of the batch shape.
         """
         shape = np.shape(self.answer_probability)
-        mask = check_array("answered", answered, allow_empty=True)
-        if mask.shape != shape or not np.all((mask == 0) | (mask == 1)):
+        mask = check_mask("answered", answered)
+        if mask.shape != shape:
             raise ValueError(f"answered must be booleans of shape {shape}, got {answered!r}")
         k = self.orders.size
         total = self.threshold_rdp.reshape(-1, k).sum(axis=0) + (
@@ -135,6 +145,14 @@ def _per_sigma2(lam: np.ndarray, sigma: float, factor: float = 1.0) -> np.ndarra
         sq = math.inf
     with np.errstate(divide="ignore", over="ignore"):
         return lam / (factor * sq) if factor != 1.0 else lam / sq
+
+
+def expected_step_rdp(rho1: np.ndarray, p: np.ndarray, rho2: np.ndarray) -> np.ndarray:
+    """``ρ1 + p·ρ2`` with ``p = 0`` adding nothing even where ``ρ2 = ∞`` (the step is never
+    taken), and an overflow giving ``inf`` silently (the limit)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        step = np.where(p[..., None] > 0, p[..., None] * rho2, 0.0)
+        return rho1 + step
 
 
 def check_finite_cost(mechanism: Any, orders: ArrayLike | None = None) -> None:
@@ -209,6 +227,8 @@ def noisy_argmax_cost(
     dd = analysis == "data-dependent"
     if dd and votes is None:
         raise ValueError("analysis='data-dependent' needs the vote histograms (votes=...)")
+    if votes is not None:  # validated whether or not the analysis reads them
+        votes = check_votes("votes", votes, min_classes=1, nonneg=True)
     shape: tuple[int, ...] = () if votes is None else np.shape(votes)[:-1]
     full = (*shape, lam.size)
     no_fallback = np.zeros(full, dtype=bool)
@@ -237,11 +257,11 @@ def noisy_argmax_cost(
     rho1 = np.broadcast_to(_per_sigma2(lam, mechanism.sigma1, 2.0), full).copy()
     rho2 = np.broadcast_to(_per_sigma2(lam, mechanism.sigma2), full).copy()
     if votes is None:
-        p = np.full(shape, np.nan)
+        p = np.ones(shape)  # unknown without votes: its upper bound
     else:
         with np.errstate(over="ignore"):  # (max − T)/σ1 → ±∞: p = 0 or 1, the limit
             p = np.asarray(answer_probability(votes, mechanism.threshold, mechanism.sigma1))
-    expected = rho1 + p[..., None] * rho2
+    expected = expected_step_rdp(rho1, p, rho2)
     return NoisyArgmaxCost(
         mechanism, lam, rho1, rho2, no_fallback, no_fallback.copy(), p, expected, analysis, q
     )
@@ -302,11 +322,13 @@ def mechanism_rdp(
 
     lam = _orders(orders)
     check_choice("analysis", analysis, ANALYSES)
+    answered = check_flag("answered", answered)
     dd = analysis == "data-dependent"
     if dd and votes is None:
         raise ValueError("analysis='data-dependent' needs the vote histograms (votes=...)")
     shape: tuple[int, ...] = ()
-    if votes is not None:
+    if votes is not None:  # validated whether or not the analysis reads them
+        votes = check_votes("votes", votes, min_classes=1, nonneg=True)
         shape = np.shape(votes)[:-1]
     if isinstance(mechanism, (GNMax, ConfidentGNMax)):
         cost = noisy_argmax_cost(mechanism, lam, votes=votes, analysis=analysis, q=q)
@@ -360,6 +382,25 @@ def mechanism_epsilon(mechanism: Any) -> float:
     raise ValueError(f"{name} is not pure-DP: use mechanism_rdp and convert at a delta")
 
 
+def _check_support(
+    votes: ArrayLike, probabilities: ArrayLike, dropped_mass: float
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """Support histograms (S, C), their probabilities (S,) and the dropped mass in [0, 1]."""
+    h = check_array("votes", votes, ndim=2, allow_empty=True, nonneg=True)
+    p = check_array("probabilities", probabilities, ndim=1, allow_empty=True, nonneg=True)
+    if p.shape[0] != h.shape[0]:
+        raise ValueError(
+            f"probabilities must have one entry per histogram of votes ({h.shape[0]}), "
+            f"got {p.shape[0]}"
+        )
+    if np.any(p > 1):
+        raise ValueError(f"probabilities must be in [0, 1], got {probabilities!r}")
+    d = check_probability("dropped_mass", dropped_mass)
+    if p.sum() + d <= 0:
+        raise ValueError("probabilities and dropped_mass must not all be 0")
+    return h, p, d
+
+
 def expected_data_dependent_rdp(
     mechanism: Any,
     votes: np.ndarray,
@@ -389,6 +430,11 @@ def expected_data_dependent_rdp(
     Returns:
         ``(A,)`` RDP at each order.
 
+    Raises:
+        TypeError: non-numeric votes or probabilities, a mechanism without accounting.
+        ValueError: votes not (S, C) non-negative, probabilities not (S,) in [0, 1],
+            dropped mass outside [0, 1], everything zero, bad orders or q.
+
     Example:
         >>> from dpaudit.mechanisms import GNMax
         >>> lam = np.array([2.0, 10.0])
@@ -399,15 +445,18 @@ def expected_data_dependent_rdp(
         True
     """
     lam = _orders(orders)
+    votes, probabilities, dropped_mass = _check_support(votes, probabilities, dropped_mass)
     di = mechanism_rdp(mechanism, lam)
     terms = []
     if votes.shape[0]:
         eps = mechanism_rdp(mechanism, lam, votes=votes, analysis="data-dependent", q=q)
         with np.errstate(divide="ignore"):
             logp = np.log(probabilities)[:, None]
-        terms.append(logp + (lam - 1.0)[None, :] * eps)
+        with np.errstate(over="ignore"):  # (α − 1)·ε beyond the float range: inf, the limit
+            terms.append(logp + (lam - 1.0)[None, :] * eps)
     if dropped_mass > 0:
-        terms.append((math.log(dropped_mass) + (lam - 1.0) * di)[None, :])
+        with np.errstate(over="ignore"):
+            terms.append((math.log(dropped_mass) + (lam - 1.0) * di)[None, :])
     if not terms:
         return np.zeros_like(lam)
     stacked = np.concatenate(terms, axis=0)

@@ -18,7 +18,7 @@ import numpy as np
 
 from dpaudit._results import ResultMixin
 from dpaudit._typing import ArrayLike, FloatArray
-from dpaudit._validate import check_array, check_delta, check_orders, check_votes
+from dpaudit._validate import check_delta, check_mask, check_orders, check_votes
 from dpaudit.accounting._confident import check_threshold
 from dpaudit.accounting._curve import RDPCurve
 from dpaudit.accounting._mechanisms import NoisyArgmaxCost, check_finite_cost, noisy_argmax_cost
@@ -141,10 +141,10 @@ def pate_accounting(
     n = batch.shape[0]
     mask = None
     if answered is not None:
+        mask = check_mask("answered", answered)
         if not confident:
             raise ValueError("answered needs a threshold (plain GNMax answers every query)")
-        mask = check_array("answered", answered, ndim=1)
-        if mask.shape != (n,) or not np.all((mask == 0) | (mask == 1)):
+        if mask.shape != (n,):
             raise ValueError(f"answered must be {n} booleans, got {answered!r}")
     curves: dict[str, RDPCurve] = {}
     fallback: dict[str, np.ndarray] = {}  # (n, K) masks

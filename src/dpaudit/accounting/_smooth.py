@@ -28,6 +28,7 @@ from dpaudit._typing import ArrayLike, FloatArray, RngLike
 from dpaudit._validate import (
     check_array,
     check_delta,
+    check_memory,
     check_positive,
     check_positive_int,
     check_real,
@@ -272,6 +273,7 @@ def gnmax_local_sensitivity(
     if v.ndim != 1:
         raise ValueError(f"votes must be one histogram (1-d), got shape {v.shape}")
     n_t = check_positive_int("num_teachers", num_teachers)
+    check_memory(8.0 * n_t, f"gnmax_local_sensitivity with num_teachers={n_t}")
     s = check_positive("sigma", sigma)
     lam = _check_order(order)
     bf = _Beta(s, lam, v.size)
@@ -337,9 +339,13 @@ def threshold_local_sensitivity(
     s1 = check_positive("sigma1", sigma1)
     lam = _check_order(order)
     _data_independent(math.sqrt(2.0) * s1, lam, "sigma1")  # λ/(2σ1²) must be a float64
-    c = int(np.round(v.max()))
-    if c > n_t:
-        raise ValueError(f"num_teachers must be at least the max count {c}, got {n_t}")
+    top = float(np.round(v.max()))
+    if top > n_t:
+        raise ValueError(
+            f"num_teachers must be at least the max count of votes ({top:g}), got {n_t}"
+        )
+    c = int(top)
+    check_memory(48.0 * (n_t + 1), f"threshold_local_sensitivity with num_teachers={n_t}")
     counts = np.arange(n_t + 1, dtype=np.float64)
     z = (counts - t) / s1
     log_q = np.minimum(special.log_ndtr(z), special.log_ndtr(-z))
@@ -399,12 +405,17 @@ def pate_local_sensitivity(
     batch = check_votes("votes", votes, min_classes=2, nonneg=True)
     if batch.ndim != 2:
         raise ValueError(f"votes must be a batch of shape (n, m), got shape {batch.shape}")
+    if threshold is not None:
+        check_threshold(threshold)
+    if sigma1 is not None:
+        check_positive("sigma1", sigma1)
     if (threshold is None) != (sigma1 is None):
         raise ValueError(
             "threshold and sigma1 must be given together, got "
             f"threshold={threshold!r}, sigma1={sigma1!r}"
         )
     n_t = check_positive_int("num_teachers", num_teachers)
+    check_memory(16.0 * n_t, f"pate_local_sensitivity with num_teachers={n_t}")
     if weights is None:
         w = np.ones(batch.shape[0])
     else:
@@ -441,7 +452,8 @@ def smooth_sensitivity(local_sensitivity: ArrayLike, beta: float) -> float:
     """
     ls = check_array("local_sensitivity", local_sensitivity, ndim=1, nonneg=True)
     b = check_positive("beta", beta)
-    return float(np.max(np.exp(-b * np.arange(ls.size)) * ls))
+    with np.errstate(over="ignore", under="ignore"):  # e^{−βd} → 0 for a huge β: the limit
+        return float(np.max(np.exp(-b * np.arange(ls.size)) * ls))
 
 
 def gnss_rdp(beta: float, sigma_s: float, order: float) -> float:
@@ -580,6 +592,8 @@ def gnss_release(
         selection = "none"
     else:
         b = check_positive("beta", beta)
+        if lam * b >= 0.5:
+            raise ValueError(f"order must be < 1/(2·beta) = {0.5 / b} for GNSS, got {lam}")
         ss = smooth_sensitivity(ls, b)
         s = _sigma_s_for(b, lam, ss) if sigma_s is None else check_positive("sigma_s", sigma_s)
         cost = gnss_rdp(b, s, lam)
@@ -654,6 +668,7 @@ def smooth_sensitivity_conditions(
     """
     p = gnmax_plateau(sigma, order, num_classes)
     n = check_positive_int("num_points", num_points)
+    check_memory(64.0 * n, f"smooth_sensitivity_conditions with num_points={n}")
     w = check_positive("span", span)
     s, lam, m = p.sigma, p.order, p.num_classes
     lam_arr = np.array([lam])

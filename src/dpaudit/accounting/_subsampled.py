@@ -20,8 +20,8 @@ from dpaudit._validate import (
     check_delta,
     check_nonneg_int,
     check_orders,
-    check_positive,
     check_probability,
+    check_scale,
 )
 from dpaudit.accounting._curve import RDPCurve
 from dpaudit.accounting._orders import DEFAULT_ORDERS
@@ -29,6 +29,14 @@ from dpaudit.conversions import DPConversion
 from dpaudit.errors import require
 
 __all__ = ["private_knn_epsilon", "private_knn_rdp", "subsampled_gaussian_rdp"]
+
+
+#: Largest order passed to dp-accounting: its integer-order series sums λ + 1 terms.
+MAX_ORDER = 1e6
+
+
+def _check_orders(orders: ArrayLike) -> np.ndarray:
+    return check_orders(orders, maximum=MAX_ORDER)
 
 
 def _dp_accounting():
@@ -68,7 +76,9 @@ def _curve_of(orders: np.ndarray, event) -> RDPCurve:
     rdp = getattr(acct, "_rdp", None)
     if rdp is None:  # pragma: no cover - depends on the installed dp-accounting
         raise RuntimeError("this dp-accounting version does not expose RdpAccountant._rdp")
-    return RDPCurve(orders, np.asarray(rdp, dtype=np.float64))
+    # The library's series can round a zero divergence to −1e-312 (a sampling rate near 0);
+    # RDP is non-negative, so such values are clipped to 0.
+    return RDPCurve(orders, np.maximum(np.asarray(rdp, dtype=np.float64), 0.0))
 
 
 def subsampled_gaussian_rdp(
@@ -93,7 +103,8 @@ def subsampled_gaussian_rdp(
         :class:`RDPCurve` (add-or-remove-one neighbouring).
 
     Raises:
-        ValueError: q ∉ [0, 1], z ≤ 0, bad orders, negative count.
+        ValueError: q ∉ [0, 1], z outside [1e-100, 1e100], bad orders (or above
+            :data:`MAX_ORDER`), negative count.
         MissingDependencyError: dp-accounting is not installed (extra ``accounting``).
 
     Example:
@@ -102,8 +113,8 @@ def subsampled_gaussian_rdp(
         [0.0001285101, 0.0005840703]
     """
     q = check_probability("sampling_rate", sampling_rate)
-    z = check_positive("noise_multiplier", noise_multiplier)
-    lam = check_orders(orders)
+    z = check_scale("noise_multiplier", noise_multiplier)
+    lam = _check_orders(orders)
     n = check_nonneg_int("count", count)
     return _curve_of(lam, _events(q, [(z, n)]))
 
@@ -116,14 +127,14 @@ def _knn_parts(
     num_answered: int | None,
 ) -> tuple[float, list[tuple[float, int]]]:
     q = check_probability("sampling_rate", sampling_rate)
-    s = check_positive("sigma", sigma)
+    s = check_scale("sigma", sigma)
     nq = check_nonneg_int("num_queries", num_queries)
     na = nq if num_answered is None else check_nonneg_int("num_answered", num_answered)
     if na > nq:
         raise ValueError(f"num_answered must be at most num_queries={nq}, got {na}")
     parts = [(s / math.sqrt(2.0), na)]
     if sigma1 is not None:
-        parts.insert(0, (check_positive("sigma1", sigma1), nq))
+        parts.insert(0, (check_scale("sigma1", sigma1), nq))
     elif num_answered is not None and na != nq:
         raise ValueError(f"num_answered={na} < num_queries={nq} needs a screening sigma1")
     return q, parts
@@ -165,7 +176,7 @@ def private_knn_rdp(
         0.657837
     """
     q, parts = _knn_parts(sampling_rate, sigma, sigma1, num_queries, num_answered)
-    return _curve_of(check_orders(orders), _events(q, parts))
+    return _curve_of(_check_orders(orders), _events(q, parts))
 
 
 def private_knn_epsilon(
@@ -202,6 +213,6 @@ def private_knn_epsilon(
     """
     d = check_delta(delta, allow_zero=False)
     q, parts = _knn_parts(sampling_rate, sigma, sigma1, num_queries, num_answered)
-    acct = _accountant(check_orders(orders), _events(q, parts))
+    acct = _accountant(_check_orders(orders), _events(q, parts))
     eps, order = acct.get_epsilon_and_optimal_order(target_delta=d)
     return DPConversion(float(eps), d, float(order), "balle2020")

@@ -242,27 +242,47 @@ def _bonferroni_audit(
     )
 
 
+#: numpy's multivariate hypergeometric sampler needs fewer samples than this per row; the
+#: split of larger rows is binomial (:func:`_split_counts`).
+HYPERGEOMETRIC_MAX_N = 10**9
+
+
 def _split_counts(
     c: np.ndarray, fraction: float, gen: np.random.Generator, name: str
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Random split of each row's samples: counts of the selection part are hypergeometric.
+    """Random split of each row's samples into a selection and a held-out part.
 
     Splitting i.i.d. samples at random gives two independent multinomial samples, so the
-    held-out counts are independent of any choice made on the selection counts.
+    held-out counts are independent of any choice made on the selection counts. A row of n
+    samples puts ``k = round(fraction·n)`` of them in the selection part, drawn without
+    replacement (multivariate hypergeometric counts), while numpy can:
+    ``n <`` :data:`HYPERGEOMETRIC_MAX_N`. Larger rows send each sample to the selection part
+    independently with probability ``fraction`` (binomial counts per class): given the part
+    sizes, the two parts are again independent multinomial samples (the sizes are
+    ``Bin(n, fraction)`` and independent of the labels), which is all the held-out bound
+    needs. Rows below the limit keep the hypergeometric draws, hence every seeded number.
     """
     rows = c.reshape(-1, c.shape[-1])
     sel = np.empty_like(rows)
     for i, row in enumerate(rows):
         n = int(row.sum())
-        k = round(fraction * n)
-        if k < 1 or k > n - 1:
-            raise ValueError(
-                f"Split(fraction={fraction}) leaves the selection or the held-out part empty "
-                f"for a query of {name} with {n} samples"
-            )
-        sel[i] = gen.multivariate_hypergeometric(row, k)
+        if n < HYPERGEOMETRIC_MAX_N:
+            k = round(fraction * n)
+            _check_split_sizes(k, n, fraction, name)
+            sel[i] = gen.multivariate_hypergeometric(row, k)
+        else:
+            sel[i] = gen.binomial(row, fraction)
+            _check_split_sizes(int(sel[i].sum()), n, fraction, name)
     sel = sel.reshape(c.shape)
     return sel, c - sel
+
+
+def _check_split_sizes(k: int, n: int, fraction: float, name: str) -> None:
+    if k < 1 or k > n - 1:
+        raise ValueError(
+            f"Split(fraction={fraction}) leaves the selection or the held-out part empty "
+            f"for a query of {name} with {n} samples"
+        )
 
 
 def _best_on_selection(
@@ -350,7 +370,8 @@ def rdp_audit(
 
     * :class:`~dpaudit.bounds.Split` ``(fraction)`` (default, half): each query's samples
       are split at random with ``rng`` (the selection counts are multivariate-hypergeometric,
-      so both parts are independent multinomial samples); the candidate with the best bound
+      or binomial per class for queries of 10⁹ samples or more, so both parts are independent
+      multinomial samples); the candidate with the best bound
       on the selection part — summed over ``orders``, or at ``selection_order`` — is bounded
       on the held-out part only. One candidate per query, so the curve holds at all orders
       at once. For the k-cut methods the choice uses the Goodman bound (cheap; any rule is
