@@ -91,8 +91,10 @@ class SystemSettings:
         None, help="teachers voting per query k <= m (all if unset)"
     )
     sigma: float = option(40.0, help="GNMax noise sigma (vote units)")
-    estimator: str = option("logistic", help="teacher model: logistic, extra-trees, …")
-    n_jobs: int = option(1, help="teacher-training workers (joblib; -1: all cores)")
+    estimator: str = option("logistic", help="teacher model: logistic, ridge, extra-trees, …")
+    n_jobs: int = option(
+        1, help="workers for training, retraining, models and audits (joblib; -1: all cores)"
+    )
     options: Mapping[str, Any] = option(
         default_factory=dict, cli=False, help="per-system options: [system.options.NAME]"
     )
