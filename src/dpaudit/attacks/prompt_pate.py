@@ -135,7 +135,7 @@ def plurality_teacher(view: PromptView, *, exclude_label: int | None = None) -> 
         >>> v = PromptView(PROMPT_TASKS.get("sst2"), ("a", "b"), np.array([[0, 1, 1], [0, 1, 0]]),
         ...                (), 2)
         >>> plurality_teacher(v), plurality_teacher(v, exclude_label=1)
-        (1, 0)
+        (2, 0)
     """
     top = view.histograms.argmax(axis=1)
     hit = view.votes == top[:, None]

@@ -106,6 +106,12 @@ def check_texts(name: str, values: ArrayLike | Sequence[str]) -> tuple[str, ...]
     """
     if isinstance(values, str):
         raise TypeError(f"{name} must be a sequence of strings, got one string")
+    raw = np.asarray(values)
+    if raw.size and raw.dtype.kind in "biufc":
+        raise TypeError(
+            f"{name} must hold texts (strings), got a numeric array of shape {raw.shape}; "
+            "PromptPATE prompts a language model with the raw text"
+        )
     arr = np.asarray(values, dtype=object)
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-d sequence of texts, got shape {arr.shape}")
