@@ -114,7 +114,7 @@ class DPSGDSettings:
     hidden: tuple[int, ...] = option((128,), help="hidden widths of the MLP")
     epochs: float = option(5.0, help="passes over the data: steps = round(epochs / q)")
     steps: int | None = option(None, help="number of steps T (overrides epochs)")
-    batch_size: int = option(256, help="expected batch size; q = batch_size / dataset size")
+    batch_size: int = option(128, help="expected batch size; q = batch_size / dataset size")
     noise_multiplier: float | None = option(
         None, help="noise multiplier σ (give it or target_epsilon)"
     )
@@ -123,9 +123,9 @@ class DPSGDSettings:
     )
     delta: float = option(1e-5, help="δ of the claim (and of the audit)")
     max_grad_norm: float = option(1.0, help="per-example clipping norm C")
-    learning_rate: float = option(2.0, help="learning rate", flag="--lr")
+    learning_rate: float = option(3.0, help="learning rate", flag="--lr")
     optimizer: str = option("sgd", help="sgd | adam")
-    momentum: float = option(0.0, help="SGD momentum")
+    momentum: float = option(0.5, help="SGD momentum")
     accountant: str = option("prv", help="the claim's accountant: prv | rdp (Opacus)")
     num_threads: int = option(1, help="torch intra-op threads", flag="--train-threads")
     device: str = option("cpu", help="cpu | cuda[:N]")
