@@ -340,6 +340,40 @@ def remote_interface(url: str, api_key: str | None = None, **kwargs: Any) -> Rem
     return RemoteInterface(url, api_key, **kwargs)
 
 
+def _extraction_entry(
+    interface: RemoteInterface,
+    before: RemoteBudget,
+    after: RemoteBudget,
+    extraction: Any,
+    confidence_level: float,
+) -> AuditEntry:
+    """The entry of a remote extraction: no ε lower bound; the claim is the key's ε after."""
+    info = interface.info
+    consumed = Claim(
+        analysis=f"service ledger ({after.analysis})",
+        source=(
+            f"the ledger of {info.name} at {interface.url}: ε(δ) of everything charged to the "
+            f"key after the attack (ε = {before.epsilon_spent:.6g} before it; RDP composes, ε "
+            "does not add)"
+        ),
+        epsilon=after.epsilon_spent,
+        delta=after.delta,
+        conversion=after.conversion,
+    )
+    return AuditEntry(
+        system=info.system,
+        adversary="vote-extraction",
+        lower_bound=LowerBound(
+            method="repeated-query vote extraction (Wang et al. 2022, arXiv:2209.10732, Alg. 2)",
+            confidence_level=confidence_level,
+            note="histogram extraction is not a privacy-loss bound: no ε lower bound",
+        ),
+        claims=(consumed,),
+        selections=(SelectionRecord("query", "explicit", "the query was given by the user"),),
+        detail=extraction,
+    )
+
+
 def audit_remote_extraction(
     interface: RemoteInterface,
     query: ArrayLike,
@@ -390,29 +424,7 @@ def audit_remote_extraction(
     )
     t2 = time.perf_counter()
     after = interface.budget()
-    consumed = Claim(
-        analysis=f"service ledger ({after.analysis})",
-        source=(
-            f"the ledger of {info.name} at {interface.url}: ε(δ) of everything charged to the "
-            f"key after the attack (ε = {before.epsilon_spent:.6g} before it; RDP composes, ε "
-            "does not add)"
-        ),
-        epsilon=after.epsilon_spent,
-        delta=after.delta,
-        conversion=after.conversion,
-    )
-    entry = AuditEntry(
-        system=info.system,
-        adversary="vote-extraction",
-        lower_bound=LowerBound(
-            method="repeated-query vote extraction (Wang et al. 2022, arXiv:2209.10732, Alg. 2)",
-            confidence_level=confidence_level,
-            note="histogram extraction is not a privacy-loss bound: no ε lower bound",
-        ),
-        claims=(consumed,),
-        selections=(SelectionRecord("query", "explicit", "the query was given by the user"),),
-        detail=extraction,
-    )
+    entry = _extraction_entry(interface, before, after, extraction, confidence_level)
     settings = {
         "url": interface.url,
         "service": info.to_dict(),
@@ -509,6 +521,43 @@ def _answer_counts(interface: Any, row: np.ndarray, repetitions: int, batch: int
     return counts
 
 
+def _distinguish_entry(
+    info: RemoteInfo, adversary: str, audit: Any, lam: np.ndarray, counts: Any, counts2: Any
+) -> AuditEntry:
+    """The lower-bound curve of one answer next to the published mechanism's claim."""
+    from dpaudit.accounting import mechanism_rdp, rdp_to_dp
+
+    claim_rdp = np.asarray(mechanism_rdp(info.aggregator, lam), dtype=np.float64)
+    lower = np.asarray(audit.epsilons, dtype=np.float64)
+    delta = info.delta
+    return AuditEntry(
+        system=info.system,
+        adversary=adversary,
+        lower_bound=LowerBound(
+            method="2-cut RDP audit of one repeated query's answers from two deployments "
+            "(Chadha et al. 2024, arXiv:2402.09403, §4.2, App. B)",
+            confidence_level=audit.confidence_level,
+            epsilon=float(rdp_to_dp(lam, lower, delta).epsilon),
+            delta=delta,
+            epsilon_is_valid=False,
+            rdp=Curve(lam, lower),
+            note="per answer; the RDP curve is the valid bound, its ε is for display only",
+        ),
+        claims=(
+            Claim(
+                analysis="data-independent",
+                source="Papernot et al. 2018, arXiv:1802.08908, Prop. 8 (per answer)",
+                epsilon=float(rdp_to_dp(lam, claim_rdp, delta).epsilon),
+                delta=delta,
+                rdp=Curve(lam, claim_rdp),
+                conversion="balle2020",
+            ),
+        ),
+        selections=(audit.selection,),
+        detail={"counts": counts, "counts_neighbour": counts2, "audit": audit},
+    )
+
+
 def distinguish_remote(
     interface: RemoteInterface,
     neighbour: RemoteInterface,
@@ -548,7 +597,7 @@ def distinguish_remote(
     """
     from dpaudit._rng import seed_entropy
     from dpaudit._validate import check_positive_int
-    from dpaudit.accounting import DEFAULT_ORDERS, mechanism_rdp, rdp_to_dp
+    from dpaudit.accounting import DEFAULT_ORDERS
     from dpaudit.bounds import rdp_audit
 
     a, b = interface.info, neighbour.info
@@ -570,35 +619,7 @@ def distinguish_remote(
     counts2 = _answer_counts(neighbour, row, reps, batch, a.num_classes)
     t1 = time.perf_counter()
     audit = rdp_audit(counts, counts2, lam, confidence_level=confidence_level, rng=rng)
-    claim_rdp = np.asarray(mechanism_rdp(a.aggregator, lam), dtype=np.float64)
-    delta = a.delta
-    lower = np.asarray(audit.epsilons, dtype=np.float64)
-    entry = AuditEntry(
-        system=a.system,
-        adversary=adversary,
-        lower_bound=LowerBound(
-            method="2-cut RDP audit of one repeated query's answers from two deployments "
-            "(Chadha et al. 2024, arXiv:2402.09403, §4.2, App. B)",
-            confidence_level=audit.confidence_level,
-            epsilon=float(rdp_to_dp(lam, lower, delta).epsilon),
-            delta=delta,
-            epsilon_is_valid=False,
-            rdp=Curve(lam, lower),
-            note="per answer; the RDP curve is the valid bound, its ε is for display only",
-        ),
-        claims=(
-            Claim(
-                analysis="data-independent",
-                source="Papernot et al. 2018, arXiv:1802.08908, Prop. 8 (per answer)",
-                epsilon=float(rdp_to_dp(lam, claim_rdp, delta).epsilon),
-                delta=delta,
-                rdp=Curve(lam, claim_rdp),
-                conversion="balle2020",
-            ),
-        ),
-        selections=(audit.selection,),
-        detail={"counts": counts, "counts_neighbour": counts2, "audit": audit},
-    )
+    entry = _distinguish_entry(a, adversary, audit, lam, counts, counts2)
     return AuditResult(
         workflow="private-prediction-remote",
         entries=(entry,),

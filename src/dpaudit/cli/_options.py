@@ -217,7 +217,20 @@ def settings_command(
         )  # fmt: skip
         _run_recorded(recorder, run, settings, out_dir, as_json, progress)
 
-    extra = [
+    extra = _extra_parameters()
+    context = inspect.Parameter(
+        "ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context, default=None
+    )
+    command.__signature__ = inspect.Signature([context] + [p for p, _ in params] + extra)  # type: ignore[attr-defined]
+    command.__doc__ = help
+    command.__name__ = name.replace("-", "_")
+    app.command(name, help=help)(command)
+    return command
+
+
+def _extra_parameters() -> list[inspect.Parameter]:
+    """``--config``, ``--out``, ``--json``, ``--progress`` and the run store's options."""
+    out = [
         inspect.Parameter(
             "config",
             inspect.Parameter.KEYWORD_ONLY,
@@ -243,18 +256,11 @@ def settings_command(
             annotation=bool,
         ),
     ]
-    extra += [
+    out += [
         inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=a)
         for n, a, d in record_options()
     ]
-    context = inspect.Parameter(
-        "ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context, default=None
-    )
-    command.__signature__ = inspect.Signature([context] + [p for p, _ in params] + extra)  # type: ignore[attr-defined]
-    command.__doc__ = help
-    command.__name__ = name.replace("-", "_")
-    app.command(name, help=help)(command)
-    return command
+    return out
 
 
 def _command_path(ctx: Any) -> str:

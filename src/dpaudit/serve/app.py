@@ -155,8 +155,6 @@ def create_app(service: PredictionService, *, access_log: bool = True) -> Any:
         MissingDependencyError: fastapi is not installed (extra ``serve``).
     """
     fastapi = require("fastapi", "serve")
-    from starlette.concurrency import run_in_threadpool
-
     models = _models()
     info = service.info()
     app = fastapi.FastAPI(
@@ -167,43 +165,73 @@ def create_app(service: PredictionService, *, access_log: bool = True) -> Any:
         ),
         version="1",
     )
-    limit = max_body_bytes(service)
     err = {"model": models["ErrorResponse"]}
-    request_schema = models["PredictRequest"].model_json_schema()
-
-    def log(client: str, what: str, status: int, start: float, n: int = 0) -> None:
-        if access_log:
-            ms = (time.perf_counter() - start) * 1e3
-            logger.info("%s %s n=%d status=%d %.1f ms", client, what, n, status, ms)
-
-    def handle_predict(key: str, body: bytes, who: dict[str, str]) -> tuple[Any, int]:
-        client = service.authenticate(key)
-        who["name"] = client.name
-        queries = _parse_body(body)
-        receipt = service.predict(client, queries)
-        payload = {
-            "labels": receipt.labels.tolist(),
-            "charge_id": receipt.charge_id,
-            "num_charged": receipt.num_charged,
-            "num_answered": receipt.num_answered,
-            "num_cached": receipt.num_cached,
-            "epsilon_spent": receipt.client_epsilon,
-            "epsilon_budget": client.epsilon_budget,
-        }
-        return payload, len(receipt.labels)
-
-    @app.post(
+    log = _request_log(access_log)
+    app.post(
         "/v1/predict",
         response_model=models["PredictResponse"],
         responses={s: err for s in (400, 401, 403, 413, 422, 429)},
         openapi_extra={
             "requestBody": {
                 "required": True,
-                "content": {"application/json": {"schema": request_schema}},
+                "content": {
+                    "application/json": {"schema": models["PredictRequest"].model_json_schema()}
+                },
             }
         },
         summary="Answer a batch of queries (charged before it is sent)",
+    )(_predict_endpoint(fastapi, service, log))
+    app.get("/v1/budget", responses={401: err, 403: err}, summary="The caller's budget")(
+        _budget_endpoint(fastapi, service, log)
     )
+
+    @app.get("/v1/info", summary="The public parameters of the service")
+    async def get_info() -> Any:
+        return service.info().to_dict()
+
+    @app.get("/healthz", summary="Liveness")
+    async def healthz() -> Any:
+        return {"status": "ok"}
+
+    return app
+
+
+def _request_log(enabled: bool) -> Any:
+    """``log(client, what, status, start, n)``: one line per request (never the key)."""
+
+    def log(client: str, what: str, status: int, start: float, n: int = 0) -> None:
+        if enabled:
+            ms = (time.perf_counter() - start) * 1e3
+            logger.info("%s %s n=%d status=%d %.1f ms", client, what, n, status, ms)
+
+    return log
+
+
+def _settle_request(
+    service: PredictionService, key: str, body: bytes, who: dict[str, str]
+) -> tuple[dict[str, Any], int]:
+    """Authenticate, parse, answer and settle one request (runs in a worker thread)."""
+    client = service.authenticate(key)
+    who["name"] = client.name
+    receipt = service.predict(client, _parse_body(body))
+    payload = {
+        "labels": receipt.labels.tolist(),
+        "charge_id": receipt.charge_id,
+        "num_charged": receipt.num_charged,
+        "num_answered": receipt.num_answered,
+        "num_cached": receipt.num_cached,
+        "epsilon_spent": receipt.client_epsilon,
+        "epsilon_budget": client.epsilon_budget,
+    }
+    return payload, len(receipt.labels)
+
+
+def _predict_endpoint(fastapi: Any, service: PredictionService, log: Any) -> Any:
+    """``POST /v1/predict``: every error a JSON 4xx; the answer only after the charge."""
+    from starlette.concurrency import run_in_threadpool
+
+    limit = max_body_bytes(service)
+
     async def predict(request: fastapi.Request) -> Any:
         start = time.perf_counter()
         who = {"name": "-"}
@@ -212,7 +240,7 @@ def create_app(service: PredictionService, *, access_log: bool = True) -> Any:
             if key is None:  # refuse before reading the body
                 service.authenticate(key)
             body = await _read_body(request, limit)
-            payload, n = await run_in_threadpool(handle_predict, key, body, who)
+            payload, n = await run_in_threadpool(_settle_request, service, key, body, who)
         except RequestError as exc:
             log(who["name"], "predict", exc.status, start)
             return _error(exc.status, exc.code, str(exc))
@@ -225,13 +253,18 @@ def create_app(service: PredictionService, *, access_log: bool = True) -> Any:
         log(who["name"], "predict", 200, start, n)
         return payload
 
-    @app.get("/v1/budget", responses={401: err, 403: err}, summary="The caller's budget")
+    return predict
+
+
+def _budget_endpoint(fastapi: Any, service: PredictionService, log: Any) -> Any:
+    """``GET /v1/budget``: the caller's budget and the service's."""
+    from starlette.concurrency import run_in_threadpool
+
+    def run(key: str | None) -> dict[str, Any]:
+        return service.budget(service.authenticate(key)).to_dict()
+
     async def budget(request: fastapi.Request) -> Any:
         start = time.perf_counter()
-
-        def run(key: str | None) -> dict[str, Any]:
-            return service.budget(service.authenticate(key)).to_dict()
-
         try:
             out = await run_in_threadpool(run, _api_key(request.headers))
         except RequestError as exc:
@@ -240,12 +273,4 @@ def create_app(service: PredictionService, *, access_log: bool = True) -> Any:
         log(out["client"], "budget", 200, start)
         return out
 
-    @app.get("/v1/info", summary="The public parameters of the service")
-    async def get_info() -> Any:
-        return service.info().to_dict()
-
-    @app.get("/healthz", summary="Liveness")
-    async def healthz() -> Any:
-        return {"status": "ok"}
-
-    return app
+    return budget
