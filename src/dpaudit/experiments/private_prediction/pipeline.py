@@ -382,6 +382,36 @@ def _finish(
     return make_entry(detail, primary=getattr(system, "claim_analysis", "data-dependent"))
 
 
+def _query_results(
+    queries: stages.Queries,
+    neighbours: stages.Neighbours,
+    modelled: stages.Modelled,
+    audited: Any,
+    orders: np.ndarray,
+) -> QueryResults:
+    """Per-query details of the audited columns (curves kept at :data:`SUMMARY_ORDERS`)."""
+    idx = stages.summary_columns(orders, SUMMARY_ORDERS)
+    cols = neighbours.columns
+    models = modelled.models
+    return QueryResults(
+        test_indices=queries.test_indices[cols].astype(np.int64),
+        true_labels=queries.y[cols].astype(np.int64),
+        crafted_labels=neighbours.crafted_labels,
+        affected_teachers=np.array([m.affected_teacher for m in models], dtype=np.int64),
+        output_probabilities=modelled.output_probabilities,
+        counts=audited.counts,
+        output_sets=audited.output_sets,
+        summary_orders=orders[idx],
+        audit=audited.per_query[:, idx],
+        exact=modelled.exact[:, idx],
+        data_dependent=modelled.data_dependent[:, idx],
+        selection_score=audited.score,
+        flips=np.array([m.estimation.flips.num_flips for m in models], dtype=np.int64),
+        retrainings=np.array([m.estimation.flips.num_retrainings for m in models], dtype=np.int64),
+        dropped_mass=modelled.dropped_mass,
+    )
+
+
 def _adversary_audit(
     system: Any,
     adversary: Any,
@@ -395,7 +425,6 @@ def _adversary_audit(
     confirmed: Any = None,
 ) -> AdversaryAudit:
     orders = settings.audit.order_grid()
-    idx = stages.summary_columns(orders, SUMMARY_ORDERS)
     cols = neighbours.columns
     if confirmed is not None:  # the composed numbers rest on the fresh retrainings
         audit_curve, curves = confirmed.audited.curve, confirmed.curves
@@ -413,24 +442,7 @@ def _adversary_audit(
         per_exact,
         label,
     )
-    models = modelled.models
-    qres = QueryResults(
-        test_indices=queries.test_indices[cols].astype(np.int64),
-        true_labels=queries.y[cols].astype(np.int64),
-        crafted_labels=neighbours.crafted_labels,
-        affected_teachers=np.array([m.affected_teacher for m in models], dtype=np.int64),
-        output_probabilities=modelled.output_probabilities,
-        counts=audited.counts,
-        output_sets=audited.output_sets,
-        summary_orders=orders[idx],
-        audit=audited.per_query[:, idx],
-        exact=modelled.exact[:, idx],
-        data_dependent=modelled.data_dependent[:, idx],
-        selection_score=audited.score,
-        flips=np.array([m.estimation.flips.num_flips for m in models], dtype=np.int64),
-        retrainings=np.array([m.estimation.flips.num_retrainings for m in models], dtype=np.int64),
-        dropped_mass=modelled.dropped_mass,
-    )
+    qres = _query_results(queries, neighbours, modelled, audited, orders)
     w = audited.worst
     return AdversaryAudit(
         algorithm=system.name,
