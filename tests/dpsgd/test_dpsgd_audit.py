@@ -1,0 +1,176 @@
+"""The one-run DP-SGD audit end to end: the planted bug, a small run, settings, bad input."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("opacus")
+
+from dpaudit import _settings
+from dpaudit.attacks import QMIASettings
+from dpaudit.errors import MissingDatasetError
+from dpaudit.experiments.config import find_config
+from dpaudit.experiments.dpsgd import audit_dpsgd, build_system, load_pool
+from dpaudit.experiments.dpsgd_settings import (
+    AttackSettings,
+    AuditBoundSettings,
+    CanarySettings,
+    DataSettings,
+    DPSGDAuditSettings,
+)
+from dpaudit.systems import DPSGD, DPSGDSettings, train_dpsgd
+
+
+class QuietDPSGD(DPSGD):
+    """A DP-SGD whose noise is silently divided by 4; its claim is unchanged."""
+
+    def train(self, data, canaries=None, included=None, *, rng, progress=None):
+        quiet = dataclasses.replace(
+            self.training_settings, noise_multiplier=self.noise_multiplier / 4
+        )
+        return train_dpsgd(data, canaries, included, quiet, rng=rng,
+                           nominal_size=self.dataset_size, progress=progress)  # fmt: skip
+
+
+# The fixed setting of the planted-bug test: Fashion-MNIST, a softmax-regression "MLP" (no
+# hidden layer), 1000 non-canaries and 1000 random-sign canaries (out of distribution, nearly
+# orthogonal: each canary's own gradient dominates its score), 300 steps at q = 0.067 and
+# σ = 3 (claimed ε ≈ 1.74 at δ = 1e-5 by Opacus' RDP accountant).
+BUG_SETTINGS = DPSGDAuditSettings(
+    seed=0,
+    data=DataSettings(dataset="fashion-mnist", num_non_canaries=1000, num_holdout=0),
+    canaries=CanarySettings(num_canaries=1000, kind="signs"),
+    training=DPSGDSettings(
+        model="mlp", hidden=(), steps=300, batch_size=100, noise_multiplier=3.0,
+        learning_rate=0.5, momentum=0.0, accountant="rdp",
+    ),
+    attack=AttackSettings(use_qmia=False),
+    audit=AuditBoundSettings(selection="split"),
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def fashion_pool():
+    try:
+        return load_pool("fashion-mnist")
+    except MissingDatasetError:
+        pytest.skip("Fashion-MNIST is not installed (Debian dataset-fashion-mnist)")
+
+
+@pytest.mark.slow
+def test_planted_bug_is_caught_and_the_honest_system_is_not(fashion_pool):
+    s = BUG_SETTINGS
+    buggy = audit_dpsgd(s, system=QuietDPSGD(s.training, s.nominal_size), pool=fashion_pool)
+    honest = audit_dpsgd(s, pool=fashion_pool)
+    claim = buggy.entries[0].claim
+    assert claim.analysis == "opacus (RDP)" and 1.7 < claim.epsilon < 1.8
+    caught = buggy.entry("dp-sgd", "baseline:max")
+    assert caught.lower_bound.epsilon_is_valid
+    assert caught.lower_bound.epsilon > claim.epsilon
+    assert caught.gap.refutes_claim
+    assert buggy.entry("dp-sgd", "baseline:or-fdp").gap.refutes_claim
+    for e in honest.entries:
+        assert not e.gap.refutes_claim
+        assert e.lower_bound.epsilon < claim.epsilon
+
+
+def test_small_audit_with_qmia_and_report(tmp_path):
+    s = DPSGDAuditSettings(
+        seed=1,
+        repetitions=2,
+        data=DataSettings(dataset="digits", num_non_canaries=150, num_holdout=300),
+        canaries=CanarySettings(num_canaries=300, kind="flipped"),
+        training=DPSGDSettings(
+            model="mlp",
+            hidden=(16,),
+            steps=40,
+            batch_size=32,
+            noise_multiplier=1.0,
+            accountant="rdp",
+        ),
+        attack=AttackSettings(qmia=QMIASettings(hidden=(16,), epochs=3)),
+        audit=AuditBoundSettings(max_guess_points=20),
+    )
+    res = audit_dpsgd(s)
+    names = [e.adversary for e in res.entries]
+    assert names == [f"{a}:{b}" for a in ("baseline", "qmia") for b in ("or", "or-fdp", "max")]
+    d = res.detail
+    assert len(d.repetitions) == 2 and d.nominal_size == 300
+    rep = d.repetitions[0]
+    assert rep.num_members == 150 + rep.num_included
+    assert rep.scores.values["qmia"].shape == (300,)
+    assert rep.scores.qmia_num_train == 240
+    summ = d.summary("qmia", "max")
+    assert summ.valid_mean == pytest.approx(np.mean(summ.valid))
+    for e in res.entries:
+        assert e.claims[0].analysis == "opacus (RDP)"
+        assert e.lower_bound.epsilon == e.detail.valid[0]
+    again = audit_dpsgd(dataclasses.replace(s, repetitions=1))
+    assert again.entries[0].lower_bound.epsilon == res.entries[0].lower_bound.epsilon
+    json.loads(res.to_json())
+    from dpaudit.report.dpsgd import write_dpsgd_report
+
+    paths = write_dpsgd_report(res, tmp_path)
+    assert paths["sweep_plot"].stat().st_size > 0
+
+
+def test_settings_from_shipped_configs():
+    for name in ("dp-sgd-fashion-mnist", "dp-sgd-digits"):
+        s = _settings.load_toml(find_config(name), DPSGDAuditSettings)
+        assert _settings.parse_toml(_settings.to_toml(s), DPSGDAuditSettings) == s
+    s = _settings.load_toml(find_config("dp-sgd-fashion-mnist"), DPSGDAuditSettings)
+    assert (s.nominal_size, s.attack.score, s.attack.qmia.regressor) == (20000, "logit-sum", "cnn")
+    props = _settings.schema(DPSGDAuditSettings)["properties"]
+    assert {"data", "canaries", "training", "attack", "audit"} <= set(props)
+
+
+@pytest.mark.parametrize(
+    ("data", "match"),
+    [
+        ({"canaries": {"num_canaries": 0}}, "num_canaries"),
+        ({"canaries": {"num_canaries": -5}}, "num_canaries"),
+        ({"canaries": {"inclusion_probability": 1.2}}, "inclusion_probability"),
+        ({"canaries": {"inclusion_probability": 0.3}}, "must be 0.5"),
+        ({"canaries": {"kind": "poison"}}, "kind"),
+        ({"training": {"noise_multiplier": 0.0}}, "noise_multiplier"),
+        ({"training": {"noise_multiplier": -1.0}}, "noise_multiplier"),
+        ({"data": {"dataset": "imagenet"}}, "dataset"),
+        ({"data": {"num_holdout": 5}}, "holdout"),
+        ({"attack": {"score": "loss"}}, "score"),
+        ({"audit": {"selection": "max"}}, "selection"),
+        ({"audit": {"confidence_level": 1.0}}, "confidence_level"),
+        ({"repetitions": 0}, "repetitions"),
+        ({"training": {"epochs": "5"}}, "number"),
+        ({"canaries": {"m": 5}}, "unknown setting"),
+    ],
+)
+def test_bad_settings_are_rejected(data, match):
+    with pytest.raises(ValueError, match=match):
+        _settings.from_mapping(DPSGDAuditSettings, data)
+
+
+def test_layout_errors_before_training():
+    small = {"data": {"dataset": "digits", "num_holdout": 100, "num_non_canaries": 1000},
+             "canaries": {"num_canaries": 1000},
+             "training": {"noise_multiplier": 1.0, "batch_size": 16}}  # fmt: skip
+    s = _settings.from_mapping(DPSGDAuditSettings, small)
+    with pytest.raises(ValueError, match="needs 2100 examples"):
+        audit_dpsgd(s, system=object())  # the layout is checked before the system is used
+    with pytest.raises(TypeError, match="DPSGDAuditSettings"):
+        audit_dpsgd({"seed": 0})
+    assert build_system(s).mechanism.sampling_rate == pytest.approx(16 / 1500)
+    adult = dataclasses.replace(
+        s,
+        data=DataSettings(dataset="adult", num_non_canaries=10, num_holdout=20),
+        canaries=CanarySettings(num_canaries=10),
+    )
+    try:
+        with pytest.raises(ValueError, match="needs image data"):
+            audit_dpsgd(adult)
+    except MissingDatasetError:
+        pytest.skip("UCI Adult is not installed")
