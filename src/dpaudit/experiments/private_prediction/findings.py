@@ -177,8 +177,8 @@ class LeakageProfile(ResultMixin):
             ``(n, 2, C)``.
         composition: ``"repetitions"`` or ``"queries"``.
         num_composed: n_Q.
-        point: for a repeated query, a digest of the query and the crafted point (features
-            and label): two adversaries with the same digest make the same attack there.
+        point: for a repeated query, a digest of the system, the query and the crafted point
+            (features and label): two adversaries with the same digest make the same attack.
     """
 
     kind: str
@@ -399,7 +399,7 @@ _NOTE = (
 def _compare(
     a: LeakageInterval, b: LeakageInterval, pa: LeakageProfile, pb: LeakageProfile
 ) -> tuple[str, str]:
-    if pa.point is not None and pa.point == pb.point:
+    if a.system == b.system and pa.point is not None and pa.point == pb.point:
         return "equal", (
             "the same crafted point on the same query: the two adversaries make the same "
             "attack there, so their leakage is equal (any difference is retraining noise)"

@@ -477,12 +477,15 @@ def _adversary_audit(
         sampler=settings.engine.sampler,
         engine_seconds=0.0,
         queries=qres,
-        profile=leakage_profile(adversary, neighbours, modelled, audited, settings, confirmed),
+        profile=leakage_profile(
+            system.name, adversary, neighbours, modelled, audited, settings, confirmed
+        ),
         confirmation=None if confirmed is None else confirmed.record,
     )
 
 
 def leakage_profile(
+    system_name: str,
     adversary: Any,
     neighbours: stages.Neighbours,
     modelled: stages.Modelled,
@@ -503,6 +506,7 @@ def leakage_profile(
             among = settings.adversary.num_candidates  # its flips also chose it
         point = neighbours.points[w]
         digest = hashlib.blake2b(digest_size=12)
+        digest.update(str(system_name).encode())
         for part in (np.int64(neighbours.targets[w].source), np.asarray(point.x), point.label):
             digest.update(np.ascontiguousarray(part).tobytes())
         return LeakageProfile(
