@@ -492,9 +492,12 @@ def leakage_profile(
     audited: Any,
     settings: PrivatePredictionSettings,
     confirmed: Any = None,
-) -> LeakageProfile:
+) -> LeakageProfile | None:
     """The flips and output distributions behind an entry's composed curves (what the
-    findings check scales; :mod:`.findings`)."""
+    findings check scales; :mod:`.findings`); None for models without flip counts (e.g. a
+    system with deterministic teachers and no estimation), which the check skips."""
+    if any(getattr(getattr(m, "estimation", None), "flips", None) is None for m in modelled.models):
+        return None
     nq = settings.adversary.queries
     if adversary.composition == "repetitions":
         w = int(audited.worst)
