@@ -107,7 +107,7 @@ def test_claim_is_the_subsampled_gaussian():
     )
     with pytest.raises(ValueError, match="analysis"):
         knn.query_rdp(integer, analysis="exact")
-    # formulas.md §6 reference: ρ(q = 0.01, z = 1.1) at α = 2, 8
+    # reference values of Mironov, Talwar, Zhang 2019 (arXiv:1908.10530): ρ(q=0.01, z=1.1), α=2, 8
     sg = PrivateKNN(GNMax(1.1 * np.sqrt(2.0)), PrivateKNNOptions(k=1, sampling_rate=0.01))
     np.testing.assert_allclose(sg.query_rdp([2.0, 8.0]), [1.2851008e-4, 5.8407034e-4], rtol=1e-7)
     c = knn.claim(delta=1e-6)
