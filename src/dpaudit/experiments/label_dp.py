@@ -194,7 +194,8 @@ def build_system(settings: LabelDPSettings, level: int, mechanism: str, num_clas
         "num_teachers": p.teachers[level], "threshold": p.thresholds[level],
         "sigma1": p.sigma1[level], "sigma2": p.sigma2[level], "queries": p.queries[level],
         "answers": p.answers[level], "teacher_steps": p.teacher_steps,
-        "student_steps": p.student_steps, "training": tr, "consistency": settings.consistency,
+        "student_steps": p.student_steps, "consistency": settings.consistency,
+        "training": dataclasses.replace(tr, batch_size=p.batch_size),
         "delta": settings.delta, "order": p.order,
     })  # fmt: skip
 

@@ -215,6 +215,9 @@ class PATESettings:
         (300, 300, 300), help="answers K the student stops at, per level", flag="--pate-answers"
     )
     teacher_steps: int = option(300, help="optimisation steps per teacher")
+    batch_size: int = option(
+        64, help="labelled rows per step of teachers and student", flag="--pate-batch-size"
+    )
     student_steps: int = option(1000, help="optimisation steps of the student")
     order: float | None = option(
         None, help="Renyi order of the smooth-sensitivity release (dd optimum if unset)"
@@ -232,6 +235,7 @@ class PATESettings:
             if k > q:
                 raise ValueError(f"pate.answers must be at most pate.queries ({q}), got {k}")
         check_positive_int("pate.teacher_steps", self.teacher_steps)
+        check_positive_int("pate.batch_size", self.batch_size)
         check_positive_int("pate.student_steps", self.student_steps)
         if self.order is not None and check_positive("pate.order", self.order) <= 1:
             raise ValueError(f"pate.order must be > 1, got {self.order}")
