@@ -53,8 +53,8 @@ _T = TypeVar("_T")
 
 #: The largest integer a numpy int64 holds: the default upper limit of integer arguments.
 MAX_INT = 2**63 - 1
-#: The largest count accepted by the statistics (every integer up to it is exact in float64).
-MAX_COUNT = 2**53
+#: The largest count accepted (counts are int64; the statistics evaluate them as float64).
+MAX_COUNT = MAX_INT
 #: Noise scales (σ, a Laplace scale b, a noise multiplier) accepted by :func:`check_scale`: their
 #: squares and inverse squares stay normal float64 numbers, so ``λ/σ²``, ``Δ/σ`` and the
 #: data-dependent bounds built from them are finite (or the exact limit) for every order.
@@ -183,11 +183,7 @@ def check_positive_int(name: str, value: object, *, maximum: int = MAX_INT) -> i
 
 
 def check_count(name: str, value: object) -> int:
-    """A count for a statistic: an integer in ``[0, 2**53]`` (:data:`MAX_COUNT`).
-
-    Beyond ``2**53`` a float64 no longer holds every integer, so binomial tails and ratios
-    of such counts would be computed on rounded values.
-    """
+    """A count: an integer in ``[0, 2**63 − 1]`` (:data:`MAX_COUNT`, what an int64 holds)."""
     return check_nonneg_int(name, value, maximum=MAX_COUNT)
 
 
@@ -419,14 +415,12 @@ def check_votes(
 
 
 def check_counts(name: str, value: ArrayLike, *, ndim_min: int = 1) -> np.ndarray:
-    """Non-negative integer counts ≤ :data:`MAX_COUNT` (integral floats accepted), as int64."""
+    """Non-negative integer counts below 2**63 (integral floats accepted), as int64."""
     arr = check_array(name, value, ndim_min=ndim_min, nonneg=True)
     if not np.all(arr == np.round(arr)):
         raise ValueError(f"{name} must contain integer counts, got {_fmt(value)}")
-    if arr.size and float(arr.max()) > MAX_COUNT:
-        raise ValueError(
-            f"{name} must contain counts <= 2**53 (exact in float64), got {_fmt(value)}"
-        )
+    if arr.size and float(arr.max()) >= 2.0**63:
+        raise ValueError(f"{name} must contain counts below 2**63 (int64), got {_fmt(value)}")
     return arr.astype(np.int64)
 
 

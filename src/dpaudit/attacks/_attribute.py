@@ -17,7 +17,12 @@ import numpy as np
 
 from dpaudit._results import ConfidenceInterval, ResultMixin
 from dpaudit._typing import ArrayLike, FloatArray
-from dpaudit._validate import check_array, check_confidence_level, check_in_range, check_votes
+from dpaudit._validate import (
+    check_confidence_level,
+    check_in_range,
+    check_mask,
+    check_votes,
+)
 
 __all__ = [
     "AttributeInference",
@@ -144,16 +149,13 @@ def evaluate_attribute_inference(
     h = check_votes("votes", votes, nonneg=True)
     if h.ndim != 2:
         raise ValueError(f"votes must be a batch of histograms (n, C), got shape {h.shape}")
-    member = check_array("is_member", is_member, ndim=1)
-    if member.shape[0] != h.shape[0]:
+    truth = check_mask("is_member", is_member)
+    if truth.shape != (h.shape[0],):
         raise ValueError(
-            f"is_member must have one entry per histogram ({h.shape[0]}), got {member.shape[0]}"
+            f"is_member must have one entry per histogram ({h.shape[0]}), got shape {truth.shape}"
         )
-    if not np.all((member == 0) | (member == 1)):
-        raise ValueError("is_member must hold booleans (or 0/1)")
     level = check_confidence_level(confidence_level)
     flags = flag_low_consensus(h, threshold=threshold)
-    truth = member.astype(bool)
     tp = int(np.count_nonzero(flags & truth))
     fp = int(np.count_nonzero(flags & ~truth))
     fn = int(np.count_nonzero(~flags & truth))

@@ -34,21 +34,47 @@ from scipy import special
 from dpaudit._results import ResultMixin
 from dpaudit._typing import ArrayLike, FloatArray, IntArray
 from dpaudit._validate import (
+    MAX_COUNT,
     check_counts,
+    check_flag,
+    check_memory,
     check_nonneg_int,
-    check_positive,
     check_positive_int,
     check_real,
+    check_scale,
     check_votes,
 )
 
 __all__ = [
+    "MAX_ITER",
+    "PAPER_MIN_SIGMA",
     "PaperReconstruction",
     "reconstruct_histogram_paper",
     "trapezoid_argmax_probabilities",
 ]
 
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+#: Smallest σ of the paper's procedure: its grid has unit steps over ``H_k ± 6σ``, so below
+#: this it has fewer than 6 nodes and Q̃ is not an approximation of anything.
+PAPER_MIN_SIGMA = 0.5
+#: Iteration cap of the procedure (each iteration evaluates Q̃ twice).
+MAX_ITER = 10**6
+
+
+def _check_paper_sigma(sigma: object, num_classes: int) -> float:
+    """σ in the range the unit-step grid supports, with its (C, C, 12σ) arrays under the cap."""
+    s = check_scale("sigma", sigma)
+    if s < PAPER_MIN_SIGMA:
+        raise ValueError(
+            f"sigma must be at least {PAPER_MIN_SIGMA} for the paper's unit-step trapezoid grid "
+            f"over ±6σ (fewer than 6 nodes below), got {s:g}"
+        )
+    nodes = math.ceil(12.0 * s)
+    check_memory(
+        64.0 * num_classes * num_classes * nodes,
+        f"the trapezoid grid of sigma={s:g} ({nodes} nodes) on C={num_classes} classes",
+    )
+    return s
 
 
 def _grid_offsets(sigma: float) -> np.ndarray:
@@ -68,10 +94,11 @@ def _q_and_jacobian(votes: np.ndarray, sigma: float) -> tuple[np.ndarray, np.nda
     c = votes.size
     t = _grid_offsets(sigma)
     w = _trapezoid_weights(t.size)
-    # z[k, i, r] = (H_k + t_r − H_i)/σ
-    z = (votes[:, None, None] - votes[None, :, None] + t[None, None, :]) / sigma
-    cdf = special.ndtr(z)
-    pdf = np.exp(-0.5 * z * z) * _INV_SQRT_2PI
+    # z[k, i, r] = (H_k + t_r − H_i)/σ; gaps of ~1e308 overflow to ±inf, the limit (φ = 0).
+    with np.errstate(over="ignore"):
+        z = (votes[:, None, None] - votes[None, :, None] + t[None, None, :]) / sigma
+        cdf = special.ndtr(z)
+        pdf = np.exp(-0.5 * z * z) * _INV_SQRT_2PI
     eye = np.eye(c, dtype=bool)
     cdf_others = np.where(eye[:, :, None], 1.0, cdf)
     prod = np.prod(cdf_others, axis=1)  # (C, R): ∏_{i≠k} Φ(z_ki)
@@ -98,7 +125,8 @@ def trapezoid_argmax_probabilities(
 
     Args:
         votes: histogram (C,), C ≥ 2.
-        sigma: noise σ > 0 (vote units).
+        sigma: noise σ ≥ :data:`PAPER_MIN_SIGMA` (vote units; the grid has ``ceil(12σ)``
+            unit steps).
         jacobian: also return ``J[k, i] = ∂Q̃_k/∂H_i`` at fixed nodes (what automatic
             differentiation of the paper's code computes).
 
@@ -107,7 +135,8 @@ def trapezoid_argmax_probabilities(
         ``(q, J)`` when ``jacobian`` is True.
 
     Raises:
-        ValueError: bad votes or σ.
+        ValueError: bad votes, σ below :data:`PAPER_MIN_SIGMA` or a grid beyond the memory cap.
+        TypeError: non-numeric votes or σ, a non-bool ``jacobian``.
 
     Example:
         >>> trapezoid_argmax_probabilities([200, 30, 20], 40).round(4).tolist()
@@ -116,7 +145,8 @@ def trapezoid_argmax_probabilities(
     v = check_votes("votes", votes)
     if v.ndim != 1:
         raise ValueError(f"votes must be 1-d, got shape {v.shape}")
-    s = check_positive("sigma", sigma)
+    s = _check_paper_sigma(sigma, v.size)
+    jacobian = check_flag("jacobian", jacobian)
     q, jac = _q_and_jacobian(v, s)
     return (q, jac) if jacobian else q
 
@@ -189,18 +219,20 @@ def reconstruct_histogram_paper(
 
     Args:
         counts: answers per class (C,), Σ ≥ 1.
-        sigma: noise σ > 0.
+        sigma: noise σ ≥ :data:`PAPER_MIN_SIGMA`.
         num_teachers: N ≥ 1.
         normalise: compare L2-normalised vectors (released code) instead of raw ones (text).
         tolerance: stop once the loss is below this (code: 0; text: 0.01).
-        max_iter: iteration cap (code: 100).
+        max_iter: iteration cap (code: 100; at most :data:`MAX_ITER`).
         stop_on_negative: stop when an entry turns negative (code: always).
 
     Returns:
         :class:`PaperReconstruction`.
 
     Raises:
-        ValueError: bad counts (M = 0, < 2 classes), σ ≤ 0, N < 1, negative tolerance.
+        ValueError: bad counts (M = 0, < 2 classes), σ below :data:`PAPER_MIN_SIGMA`, N < 1,
+            negative tolerance, ``max_iter`` above :data:`MAX_ITER`.
+        TypeError: non-numeric arguments, non-bool flags.
 
     Example:
         >>> r = reconstruct_histogram_paper([1, 0, 2, 9996, 1], 40, 250)
@@ -212,12 +244,14 @@ def reconstruct_histogram_paper(
         raise ValueError(f"counts must be a 1-d array over C >= 2 classes, got shape {n.shape}")
     if n.sum() == 0:
         raise ValueError("counts must contain at least one answered query (M >= 1), got M=0")
-    s = check_positive("sigma", sigma)
-    total = check_positive_int("num_teachers", num_teachers)
+    s = _check_paper_sigma(sigma, n.size)
+    total = check_positive_int("num_teachers", num_teachers, maximum=MAX_COUNT)
     tol = check_real("tolerance", tolerance)
     if tol < 0:
         raise ValueError(f"tolerance must be non-negative, got {tol}")
-    iters = check_nonneg_int("max_iter", max_iter)
+    iters = check_nonneg_int("max_iter", max_iter, maximum=MAX_ITER)
+    normalise = check_flag("normalise", normalise)
+    stop_on_negative = check_flag("stop_on_negative", stop_on_negative)
     qbar = n / n.sum()
     target = qbar / np.linalg.norm(qbar) if normalise else qbar
     x = np.full(n.size, total / n.size)

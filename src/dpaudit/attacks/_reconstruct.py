@@ -39,14 +39,14 @@ absolute stopping rule fires wherever it starts, and an estimate far from the op
 converged. Three things prevent that. (i) The dominant class's ``log Q_k`` is computed as
 ``log1p(−Σ_{c≠k} Q_c)`` from the accurate small probabilities (with the matching gradient),
 so the likelihood is accurate to ~1e-13 relative however close ``Q_k`` is to 1. (ii) What
-can be proved is used (:func:`_reduction`): without the threshold model every unobserved
-class has MLE 0 (moving its votes onto the observed classes raises every observed ``Q``), so
-a single observed class gives the vertex ``H = N·e_k`` exactly (also the L2 minimiser), and
-with an observed class fixed (profile) the unobserved classes may be tied (``log Q`` is
-concave, Prékopa, and the likelihood symmetric in them). (iii) After SLSQP, classes with
-``Q_c < 1e-6`` that still hold votes are tested: moving their votes onto the other free
-classes is taken if it does not increase the objective, and ``converged`` is False if the
-objective cannot tell the two points apart.
+can be proved is used (:func:`dpaudit.attacks._reconstruct_solver.reduction`): without the
+threshold model every unobserved class has MLE 0 (moving its votes onto the observed classes
+raises every observed ``Q``), so a single observed class gives the vertex ``H = N·e_k``
+exactly (also the L2 minimiser), and with an observed class fixed (profile) the unobserved
+classes may be tied (``log Q`` is concave, Prékopa, and the likelihood symmetric in them).
+(iii) After SLSQP, classes with ``Q_c < 1e-6`` that still hold votes are tested: moving
+their votes onto the other free classes is taken if it does not increase the objective, and
+``converged`` is False if the objective cannot tell the two points apart.
 
 **Intervals.** ``"profile"``: per-class profile-likelihood intervals (Wilks): the set of h
 with ``2·[ℓ(Ĥ) − max_{H_c = h} ℓ(H)] ≤ χ²₁(confidence_level)``, each endpoint found by a
@@ -65,29 +65,35 @@ import math
 import warnings
 
 import numpy as np
-from scipy import optimize, special, stats
+from scipy import special, stats
 
 from dpaudit._results import ConfidenceInterval, ResultMixin
 from dpaudit._rng import as_generator, seed_entropy
 from dpaudit._typing import ArrayLike, FloatArray, IntArray, RngLike
 from dpaudit._validate import (
+    MAX_COUNT,
     check_choice,
     check_confidence_level,
     check_counts,
+    check_flag,
+    check_memory,
     check_nonneg_int,
-    check_positive,
     check_positive_int,
     check_real,
+    check_rng,
+    check_scale,
 )
+from dpaudit.attacks._reconstruct_solver import TINY, Fit, Objective, gumbel_start, solve
 from dpaudit.errors import ConvergenceWarning
 from dpaudit.mechanisms import (
     argmax_probabilities,
     argmax_probabilities_jacobian,
-    log_argmax_probabilities,
     project_to_simplex,
 )
 
 __all__ = [
+    "INTERVAL_METHODS",
+    "MAX_ITER",
     "OBJECTIVES",
     "HistogramReconstruction",
     "normalised_l1_error",
@@ -102,16 +108,6 @@ _INTERVAL_NAMES = {
     "bootstrap": "parametric-bootstrap",
     "none": "none",
 }
-_TINY = 1e-300
-_SLSQP_FTOL = 1e-15
-# SLSQP's "positive directional derivative in line search" (status 8) is what it reports when
-# it sits at the optimum to machine precision; we accept it if the KKT residual is small.
-_KKT_TOL = 1e-7
-# SLSQP's stopping rule |Δf| < ftol is absolute, so it also fires on an objective that is
-# flat to that precision, far from the optimum. That happens when some classes have all but
-# left the competition (Q_c < _IDLE_Q at the solution): the objective then depends on their
-# votes only through tiny terms (Q_c for the likelihood, Q_c² for L2). See _solve.
-_IDLE_Q = 1e-6
 # Profile search: stop when the signed root deviance is within this of its target.
 _PROFILE_RTOL = 2e-3
 _PROFILE_MAX_EVALS = 40
@@ -154,348 +150,18 @@ def normalised_l1_error(true_votes: ArrayLike, estimated_votes: ArrayLike) -> fl
     return float(np.abs(h - e).sum() / denom)
 
 
-def _gumbel_start(counts: np.ndarray, sigma: float, total: float) -> FloatArray:
-    """Start point: invert the logit (Gumbel-noise) approximation of the argmax, then project."""
-    c = counts.size
-    scale = sigma * math.sqrt(6.0) / math.pi
-    logits = scale * np.log((counts + 0.5) / (counts.sum() + 0.5 * c))
-    return project_to_simplex(logits - logits.mean() + total / c, total)
-
-
-# --------------------------------------------------------------------------- objective
-
-
-def _dominant_log_q(log_q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Recompute the log-probability of each row's dominant class from the others.
-
-    ``log_argmax_probabilities`` is accurate to ~1e-13 *relative* in each Q_c, so a class
-    with ``Q_k ≈ 1`` gets ``log Q_k`` with an absolute error of ~1e-15 — larger than the
-    whole signal once the other classes' probabilities fall below ~1e-15 (a likelihood
-    that looks flat, and SLSQP stops where it started). Where the other classes hold at
-    most half the mass we use ``log Q_k = log1p(−Σ_{c≠k} Q_c)`` instead: the small Q_c
-    are accurate relative to themselves, so this is accurate to ~1e-13 relative to
-    ``|log Q_k|`` at any size.
-
-    Args:
-        log_q: (B, C) log-probabilities.
-
-    Returns:
-        ``(log_q, k, use)``: the corrected copy, each row's dominant class, and the rows
-        where the correction applies.
-    """
-    out = np.array(log_q, dtype=np.float64, copy=True)
-    rows = np.arange(out.shape[0])
-    k = np.argmax(out, axis=1)
-    q = np.exp(out)
-    q[rows, k] = 0.0
-    rest = q.sum(axis=1)
-    use = rest <= 0.5
-    out[rows[use], k[use]] = np.log1p(-rest[use])
-    return out, k, use
-
-
-class _Objective:
-    """Mean negative log-likelihood (``"mle"``) or squared L2 distance (``"l2"``) in H.
-
-    For the MLE with a Confident-GNMax threshold model, answered/abstained add
-    ``A·log p + B·log(1 − p)``, ``p = Φ((max H − T)/σ1)`` (noise on the max count only,
-    Papernot et al. 2018 Alg. 1), and everything is divided by the number of charged queries.
-    """
-
-    def __init__(
-        self,
-        kind: str,
-        counts: np.ndarray,
-        sigma: float,
-        abstentions: int,
-        threshold: float | None,
-        sigma1: float | None,
-    ) -> None:
-        self.kind = kind
-        self.sigma = sigma
-        answered = int(counts.sum())
-        self.answered = answered
-        self.use_threshold = kind == "mle" and threshold is not None
-        self.abstentions = abstentions if self.use_threshold else 0
-        self.total = answered + self.abstentions
-        self.threshold = threshold
-        self.sigma1 = sigma1
-        if kind == "mle":
-            self.weights = counts / self.total
-        else:
-            self.weights = counts / answered
-        self.observed = counts > 0
-        self._key: bytes | None = None
-        self._cached: tuple[float, np.ndarray] | None = None
-
-    def _threshold_terms(self, votes: np.ndarray) -> tuple[float, np.ndarray]:
-        assert self.threshold is not None and self.sigma1 is not None
-        k = int(np.argmax(votes))
-        z = (votes[k] - self.threshold) / self.sigma1
-        a = self.answered / self.total
-        b = self.abstentions / self.total
-        log_p = float(special.log_ndtr(z))
-        log_1mp = float(special.log_ndtr(-z))
-        value = -(a * log_p + b * log_1mp)
-        log_phi = -0.5 * z * z - 0.5 * math.log(2 * math.pi)
-        dz = -(a * math.exp(log_phi - log_p) - b * math.exp(log_phi - log_1mp))
-        grad = np.zeros_like(votes)
-        grad[k] = dz / self.sigma1
-        return value, grad
-
-    def value_and_grad(self, votes: np.ndarray) -> tuple[float, np.ndarray]:
-        """Objective and its gradient with respect to the votes (cached on the last point)."""
-        key = votes.tobytes()
-        if key == self._key and self._cached is not None:
-            return self._cached
-        q, jac = argmax_probabilities_jacobian(votes, self.sigma)
-        # The value comes from the same routine as line-search trial points (consistency
-        # matters at SLSQP's tolerance); the gradient from the Jacobian.
-        value = float(self.values(votes[None, :])[0])
-        if self.kind == "mle":
-            coef = self.weights / np.maximum(q, _TINY)
-            rows = jac
-            log_q, k, use = _dominant_log_q(np.log(np.maximum(q, _TINY))[None, :])
-            if use[0]:
-                # Matching gradient of log Q_k = log1p(−Σ_{c≠k} Q_c): ∇Q_k = −Σ_{c≠k} ∇Q_c
-                # (the columns of J sum to 0), which keeps the small classes' accuracy
-                # where J's own row k would carry Q_k's absolute error.
-                kk = int(k[0])
-                rows = jac.copy()
-                rows[kk] = -(jac.sum(axis=0) - jac[kk])
-                coef[kk] = self.weights[kk] / math.exp(log_q[0, kk])
-            grad = -(coef @ rows)
-            if self.use_threshold:
-                grad = grad + self._threshold_terms(votes)[1]
-        else:
-            grad = 2.0 * ((q - self.weights) @ jac)
-        self._key = key
-        self._cached = (value, grad)
-        return value, grad
-
-    def solver_scale(self, votes: np.ndarray) -> float:
-        """The factor the objective is multiplied by for SLSQP, whose stopping rule
-        ``|Δf| < ftol`` is absolute: 1 for the mean NLL (of order 1); for the L2 objective,
-        which is ~C/M at its optimum, ``1/‖Q − q̄‖²`` at the start (within [1, 1e8])."""
-        if self.kind == "mle":
-            return 1.0
-        return float(np.clip(1.0 / max(self.value(votes), 1e-300), 1.0, 1e8))
-
-    def value(self, votes: np.ndarray) -> float:
-        """Objective only (a line-search trial point needs no Jacobian)."""
-        key = votes.tobytes()
-        if key == self._key and self._cached is not None:
-            return self._cached[0]
-        return float(self.values(votes[None, :])[0])
-
-    def values(self, batch: np.ndarray) -> np.ndarray:
-        """Objective at each row of a batch of histograms (no gradient)."""
-        if self.kind == "mle":
-            w = self.weights
-            pos = w > 0
-            logq = _dominant_log_q(log_argmax_probabilities(batch, self.sigma))[0]
-            out = -(logq[:, pos] @ w[pos])
-            if self.use_threshold:
-                assert self.threshold is not None and self.sigma1 is not None
-                z = (batch.max(axis=1) - self.threshold) / self.sigma1
-                a = self.answered / self.total
-                b = self.abstentions / self.total
-                out = out - (a * special.log_ndtr(z) + b * special.log_ndtr(-z))
-            return out
-        q = argmax_probabilities(batch, self.sigma)
-        r = q - self.weights
-        return np.einsum("ij,ij->i", r, r)
-
-
-@dataclasses.dataclass
-class _Fit:
-    votes: np.ndarray
-    value: float
-    iterations: int
-    converged: bool
-    message: str
-
-
-def _kkt_residual(grad: np.ndarray, x: np.ndarray, free: np.ndarray) -> float:
-    """Stationarity residual on the simplex: free coordinates share one multiplier, bound
-    ones (x = 0) have gradient ≥ it."""
-    inner = free & (x > 1e-10)
-    if not inner.any():
-        return 0.0
-    mu = float(np.mean(grad[inner]))
-    res = np.abs(grad[inner] - mu).max()
-    at_zero = free & ~inner
-    if at_zero.any():
-        res = max(res, float(np.max(np.maximum(mu - grad[at_zero], 0.0))))
-    return float(res)
-
-
-def _reduction(obj: _Objective, fixed: tuple[int, float] | None) -> tuple[np.ndarray, np.ndarray]:
-    """Classes whose optimal votes are known in advance: ``(pinned, tied)`` masks.
-
-    ``pinned``: provably ``H_c = 0`` at the optimum; ``tied``: there is an optimum where
-    these classes hold equal votes, so the solver may keep them equal.
-
-    * Multinomial likelihood, no threshold model. (i) Moving the votes of an unobserved
-      class j equally onto the observed classes keeps the differences among them and lowers
-      every ``H_j − H_o`` and ``H_u − H_o`` (o observed, u unobserved), so every observed
-      ``Q_o`` strictly increases (it is decreasing in each other class's votes, and the
-      noise has full support): every unobserved class is 0 at the optimum — also with an
-      *unobserved* class fixed (profile intervals). With a single observed class k this
-      leaves the vertex ``H = N·e_k``: no other histogram gives ``Q_k`` as large, since
-      each ``H_j − H_k ≥ −N`` with equality only there. (ii) With an *observed* class fixed
-      (i) fails, but ``log Q_c`` is concave in H (Prékopa: the Gaussian measure of a
-      translated convex set) and the likelihood is symmetric in the unobserved classes'
-      votes, so averaging an optimum over their permutations is again an optimum: they may
-      be tied.
-    * L2 objective with a single observed class k and nothing fixed:
-      ``‖Q − e_k‖² = (1 − Q_k)² + Σ_{j≠k} Q_j² ≥ S²·C/(C − 1)`` with ``S = 1 − Q_k``
-      (Cauchy–Schwarz); the vertex ``N·e_k`` attains the smallest S and, its other classes
-      being symmetric, the equality: it is the unique minimiser.
-    * Otherwise (threshold model, the L2 objective with several observed classes) nothing
-      is assumed.
-    """
-    c = obj.observed.size
-    none = np.zeros(c, dtype=bool)
-    group = ~obj.observed
-    if fixed is not None:
-        group = group.copy()
-        group[fixed[0]] = False
-    if obj.kind == "mle" and not obj.use_threshold:
-        if fixed is not None and obj.observed[fixed[0]]:
-            return none, group
-        return group, none
-    if obj.kind == "l2" and fixed is None and int(obj.observed.sum()) == 1:
-        return group, none
-    return none, none
-
-
-def _solve(
-    obj: _Objective,
-    total: float,
-    start: np.ndarray,
-    *,
-    fixed: tuple[int, float] | None = None,
-    max_iter: int = 500,
-) -> _Fit:
-    """Minimise the objective over ``{H ≥ 0, Σ H = total}`` (optionally with H_c = h fixed).
-
-    The classes of :func:`_reduction` are pinned at 0 or tied; SLSQP works on the remaining
-    coordinates (one per free class, one for the tied group), ``H = base + total·A·y`` with
-    ``aᵀy = (total − Σ base)/total``, ``a`` the column sums of ``A``. When that leaves a
-    single point (e.g. one observed class: the vertex), it is the solution.
-    """
-    c = start.size
-    base = np.zeros(c)
-    pinned, tied = _reduction(obj, fixed)
-    free = ~pinned & ~tied
-    if fixed is not None:
-        free[fixed[0]] = False
-        base[fixed[0]] = fixed[1]
-    columns = [np.array([i]) for i in np.flatnonzero(free)]
-    if tied.any():
-        columns.append(np.flatnonzero(tied))
-    k = len(columns)
-    a = np.array([col.size for col in columns], dtype=np.float64)
-    remaining = max(total - float(base.sum()), 0.0)
-    if k <= 1 or remaining == 0.0:
-        votes = base.copy()
-        for col in columns:
-            votes[col] = remaining / (a.sum() if a.size else 1.0)
-        value = obj.value_and_grad(votes)[0]
-        return _Fit(votes, value, 0, True, "the constraints leave a single point")
-
-    share = remaining / total
-
-    def full(y: np.ndarray) -> np.ndarray:
-        votes = base.copy()
-        yy = np.clip(y, 0.0, None) * total
-        for col, v in zip(columns, yy, strict=True):
-            votes[col] = v
-        return votes
-
-    def reduce(vec: np.ndarray) -> np.ndarray:
-        return np.array([vec[col].sum() for col in columns])
-
-    def run(y0: np.ndarray, factor: float) -> tuple[np.ndarray, optimize.OptimizeResult]:
-        def fun(y: np.ndarray) -> float:
-            return obj.value(full(y)) * factor
-
-        def jac(y: np.ndarray) -> np.ndarray:
-            return reduce(obj.value_and_grad(full(y))[1]) * (total * factor)
-
-        res = optimize.minimize(
-            fun,
-            y0,
-            jac=jac,
-            method="SLSQP",
-            bounds=[(0.0, share / ai) for ai in a],
-            constraints=[{"type": "eq", "fun": lambda y: a @ y - share, "jac": lambda y: a}],
-            options={"ftol": _SLSQP_FTOL, "maxiter": max_iter},
-        )
-        y = np.clip(res.x, 0.0, None)
-        return y * (share / (a @ y)), res
-
-    def accepted(y: np.ndarray, res: optimize.OptimizeResult) -> bool:
-        if res.success:
-            return True
-        # Stationarity per unit of mass: ∇_y f = μ·a at an optimum, so compare ∇_y f / a.
-        g = reduce(obj.value_and_grad(full(y))[1]) / a
-        return res.status == 8 and _kkt_residual(g * total, y, np.ones(k, dtype=bool)) < _KKT_TOL
-
-    mass0 = np.array([start[col].sum() for col in columns]) / total
-    mass0 = project_to_simplex(mass0 + (share - mass0.sum()) / k, share)
-    factor = obj.solver_scale(full(mass0 / a))
-    y, res = run(mass0 / a, factor)
-    converged = accepted(y, res)
-    iterations = int(res.nit)
-    message = str(res.message)
-    # Flat directions. Columns whose classes all have tiny probability at the solution but
-    # still hold votes may be placed by nothing SLSQP can resolve (SLSQP stops on |Δf| <
-    # ftol wherever the objective is that flat). Moving those votes equally onto the other
-    # free classes keeps every difference among the latter: if that does not increase the
-    # objective, take the move and re-solve from there; if it increases it by less than
-    # SLSQP can resolve, those votes are not determined (not converged); otherwise they are
-    # held where they are by the rest of the objective (e.g. a fixed or pinned class).
-    q = argmax_probabilities(full(y), obj.sigma)
-    idle = np.array([bool(np.all(q[col] < _IDLE_Q)) for col in columns]) & (y > 0)
-    if idle.any() and not idle.all():
-        moved = y.copy()
-        moved[~idle] += float(a[idle] @ y[idle]) / float(a[~idle].sum())
-        moved[idle] = 0.0
-        before, after = obj.value(full(y)), obj.value(full(moved))
-        if after <= before:
-            y2, res2 = run(moved, factor)
-            iterations += int(res2.nit)
-            if obj.value(full(y2)) <= after:
-                y, res = y2, res2
-                converged = accepted(y, res)
-            else:
-                y = moved
-            message += "; moved the votes of classes with tiny probability"
-        elif (after - before) * factor <= _SLSQP_FTOL:
-            converged = False
-            message += (
-                "; flat objective: the votes of classes with tiny probability are not "
-                "determined to double precision"
-            )
-    votes = full(y)
-    value = obj.value_and_grad(votes)[0]
-    return _Fit(votes, value, iterations, converged, message)
-
-
 # --------------------------------------------------------------------------- intervals
 
 
 def _profile_intervals(
-    mle: _Objective, fit: _Fit, total: float, confidence_level: float
+    mle: Objective, fit: Fit, total: float, confidence_level: float
 ) -> tuple[list[ConfidenceInterval], bool]:
     """Per-class profile-likelihood intervals around the MLE ``fit``."""
     crit = math.sqrt(stats.chi2.ppf(confidence_level, 1))
     m = mle.total
     c = fit.votes.size
     q, jac = argmax_probabilities_jacobian(fit.votes, mle.sigma)
-    info = m * (jac.T / np.maximum(q, _TINY)) @ jac
+    info = m * (jac.T / np.maximum(q, TINY)) @ jac
     cov = np.linalg.pinv(info, rcond=1e-12, hermitian=True)
     se = np.sqrt(np.clip(np.diag(cov), 0.0, None))
     all_converged = True
@@ -511,8 +177,8 @@ def _profile_intervals(
 
 
 def _profile_end(
-    mle: _Objective,
-    fit: _Fit,
+    mle: Objective,
+    fit: Fit,
     total: float,
     cls: int,
     direction: float,
@@ -531,7 +197,7 @@ def _profile_end(
     def root_dev(h: float) -> float:
         nonlocal warm, evals, ok
         evals += 1
-        inner = _solve(mle, total, warm, fixed=(cls, h))
+        inner = solve(mle, total, warm, fixed=(cls, h))
         ok &= inner.converged
         warm = inner.votes
         return math.sqrt(max(2.0 * mle.total * (inner.value - fit.value), 0.0))
@@ -570,8 +236,8 @@ def _profile_end(
 
 
 def _bootstrap_intervals(
-    obj: _Objective,
-    fit: _Fit,
+    obj: Objective,
+    fit: Fit,
     total: float,
     confidence_level: float,
     num_bootstrap: int,
@@ -597,9 +263,9 @@ def _bootstrap_intervals(
         if counts.sum() == 0:
             draws[b] = fit.votes
             continue
-        boot = _Objective(obj.kind, counts, obj.sigma, abstained, obj.threshold, obj.sigma1)
-        start = _gumbel_start(counts, obj.sigma, total)
-        refit = _solve(boot, total, start, max_iter=max_iter)
+        boot = Objective(obj.kind, counts, obj.sigma, abstained, obj.threshold, obj.sigma1)
+        start = gumbel_start(counts, obj.sigma, total)
+        refit = solve(boot, total, start, max_iter=max_iter)
         all_converged &= refit.converged
         draws[b] = refit.votes
     alpha = 1.0 - confidence_level
@@ -613,7 +279,7 @@ def _bootstrap_intervals(
 # --------------------------------------------------------------------------- rounding
 
 
-def _round_to_integers(obj: _Objective, votes: np.ndarray, total: int) -> IntArray:
+def _round_to_integers(obj: Objective, votes: np.ndarray, total: int) -> IntArray:
     """Integer votes summing to N: largest remainder (Hamilton), then greedy one-vote moves
     that lower the objective, until none does."""
     base = np.floor(votes).astype(np.int64)
@@ -707,7 +373,7 @@ class HistogramReconstruction(ResultMixin):
         return normalised_l1_error(true_votes, self.votes)
 
 
-def _log_likelihood(obj_mle: _Objective, votes: np.ndarray) -> float:
+def _log_likelihood(obj_mle: Objective, votes: np.ndarray) -> float:
     return -obj_mle.value_and_grad(votes)[0] * obj_mle.total
 
 
@@ -749,17 +415,18 @@ def reconstruct_histogram(
         threshold: Confident-GNMax threshold T (with ``sigma1``), or None.
         sigma1: Confident-GNMax threshold noise σ1 > 0 (with ``threshold``), or None.
         num_bootstrap: resamples for ``intervals="bootstrap"``.
-        max_iter: SLSQP iteration limit per fit.
-        rng: randomness of the bootstrap (unused otherwise).
+        max_iter: SLSQP iteration limit per fit, at most :data:`MAX_ITER`.
+        rng: randomness of the bootstrap (checked, but unused otherwise).
 
     Returns:
         :class:`HistogramReconstruction`.
 
     Raises:
-        ValueError: M = 0, σ ≤ 0, fewer than 2 classes or counts not 1-d, negative or
-            non-integer counts, N < number of observed classes, bad choices or levels,
-            only one of ``threshold``/``sigma1``.
-        TypeError: non-numeric arguments.
+        ValueError: M = 0, σ outside [1e-100, 1e100], fewer than 2 classes or counts not
+            1-d, negative or non-integer counts, N < number of observed classes, bad choices
+            or levels, only one of ``threshold``/``sigma1``, ``max_iter`` above
+            :data:`MAX_ITER`, a bootstrap beyond the memory cap, a bad ``rng``.
+        TypeError: non-numeric arguments, a non-bool ``round_to_integers``.
 
     Warns:
         ConvergenceWarning: the optimiser did not reach its tolerance (``converged`` False).
@@ -770,64 +437,16 @@ def reconstruct_histogram(
         >>> round(float(r.votes.sum()), 6), int(np.argmax(r.votes))
         (250.0, 3)
     """
-    n = check_counts("counts", counts)
-    if n.ndim != 1 or n.size < 2:
-        raise ValueError(f"counts must be a 1-d array over C >= 2 classes, got shape {n.shape}")
-    m = int(n.sum())
-    if m == 0:
-        raise ValueError(f"counts must contain at least one answered query (M >= 1), got M={m}")
-    s = check_positive("sigma", sigma)
-    total = check_positive_int("num_teachers", num_teachers)
-    observed = int(np.count_nonzero(n))
-    if total < observed:
-        raise ValueError(
-            f"num_teachers must be at least the number of classes observed in counts "
-            f"({observed}), got {total}"
-        )
-    check_choice("objective", objective, OBJECTIVES)
-    check_choice("intervals", intervals, INTERVAL_METHODS)
-    level = check_confidence_level(confidence_level)
-    if not isinstance(round_to_integers, (bool, np.bool_)):
-        raise TypeError(f"round_to_integers must be a bool, got {round_to_integers!r}")
-    b = check_nonneg_int("abstentions", abstentions)
-    if (threshold is None) != (sigma1 is None):
-        raise ValueError(
-            f"threshold and sigma1 must be given together, got threshold={threshold!r}, "
-            f"sigma1={sigma1!r}"
-        )
-    t = check_real("threshold", threshold) if threshold is not None else None
-    s1 = check_positive("sigma1", sigma1) if sigma1 is not None else None
-    nb = check_positive_int("num_bootstrap", num_bootstrap)
-    iters = check_positive_int("max_iter", max_iter)
-
-    obj = _Objective(objective, n, s, b, t, s1)
-    mle = obj if objective == "mle" else _Objective("mle", n, s, b, t, s1)
-    start = _gumbel_start(n, s, float(total))
-    fit = _solve(obj, float(total), start, max_iter=iters)
-    converged = fit.converged
-    method = (
-        "SLSQP on {H >= 0, sum H = N} with analytic gradients from the Jacobian of the exact "
-        "noisy-argmax probabilities; start from the Gumbel (logit) approximation; MLE "
-        "without threshold model: unobserved classes at their optimum 0 (one observed class: "
-        "the vertex N*e_k); classes with Q < 1e-6 left holding votes are checked for a flat "
-        "objective"
-    )
-    ivs: tuple[ConfidenceInterval, ...] | None = None
-    seed = None
-    if intervals == "profile":
-        mle_fit = (
-            fit if objective == "mle" else _solve(mle, float(total), fit.votes, max_iter=iters)
-        )
-        converged &= mle_fit.converged
-        found, ok = _profile_intervals(mle, mle_fit, float(total), level)
-        converged &= ok
-        ivs = tuple(found)
-    elif intervals == "bootstrap":
-        seed = seed_entropy(rng)
-        gen = as_generator(rng)
-        found, ok = _bootstrap_intervals(obj, fit, float(total), level, nb, gen, iters)
-        converged &= ok
-        ivs = tuple(found)
+    args = _check_arguments(
+        counts, sigma, num_teachers, objective, intervals, confidence_level,
+        round_to_integers, abstentions, threshold, sigma1, num_bootstrap, max_iter, rng,
+    )  # fmt: skip
+    n, s, total, b = args.counts, args.sigma, args.num_teachers, args.abstentions
+    obj = Objective(objective, n, s, b, args.threshold, args.sigma1)
+    mle = obj if objective == "mle" else Objective("mle", n, s, b, args.threshold, args.sigma1)
+    fit = solve(obj, float(total), gumbel_start(n, s, float(total)), max_iter=args.max_iter)
+    ivs, seed, ok = _intervals(args, obj, mle, fit)
+    converged = fit.converged and ok
     if not converged:
         warnings.warn(
             f"reconstruct_histogram: the optimiser did not fully converge ({fit.message}); "
@@ -839,12 +458,12 @@ def reconstruct_histogram(
     return HistogramReconstruction(
         votes=fit.votes,
         intervals=ivs,
-        confidence_level=level,
+        confidence_level=args.confidence_level,
         interval_method=_INTERVAL_NAMES[intervals],
         integer_votes=integer_votes,
         probabilities=argmax_probabilities(fit.votes, s),
         counts=n,
-        num_answered=m,
+        num_answered=int(n.sum()),
         abstentions=b,
         sigma=s,
         num_teachers=total,
@@ -854,8 +473,108 @@ def reconstruct_histogram(
         unobserved=tuple(int(i) for i in np.flatnonzero(n == 0)),
         converged=bool(converged),
         iterations=fit.iterations,
-        threshold=t,
-        sigma1=s1,
-        method=method,
+        threshold=args.threshold,
+        sigma1=args.sigma1,
+        method=_METHOD,
         seed=seed,
     )
+
+
+_METHOD = (
+    "SLSQP on {H >= 0, sum H = N} with analytic gradients from the Jacobian of the exact "
+    "noisy-argmax probabilities; start from the Gumbel (logit) approximation; MLE "
+    "without threshold model: unobserved classes at their optimum 0 (one observed class: "
+    "the vertex N*e_k); classes with Q < 1e-6 left holding votes are checked for a flat "
+    "objective"
+)
+#: Largest SLSQP iteration limit (the Fortran routine counts in a C int).
+MAX_ITER = 10**6
+
+
+@dataclasses.dataclass(frozen=True)
+class _Arguments:
+    """The checked arguments of :func:`reconstruct_histogram`."""
+
+    counts: IntArray
+    sigma: float
+    num_teachers: int
+    intervals: str
+    confidence_level: float
+    abstentions: int
+    threshold: float | None
+    sigma1: float | None
+    num_bootstrap: int
+    max_iter: int
+    rng: RngLike
+
+
+def _check_arguments(
+    counts: ArrayLike,
+    sigma: float,
+    num_teachers: int,
+    objective: str,
+    intervals: str,
+    confidence_level: float,
+    round_to_integers: bool,
+    abstentions: int,
+    threshold: float | None,
+    sigma1: float | None,
+    num_bootstrap: int,
+    max_iter: int,
+    rng: RngLike,
+) -> _Arguments:
+    """Every argument checked before any fit (errors name the argument)."""
+    n = check_counts("counts", counts)
+    if n.ndim != 1 or n.size < 2:
+        raise ValueError(f"counts must be a 1-d array over C >= 2 classes, got shape {n.shape}")
+    m = int(n.sum())
+    if m == 0:
+        raise ValueError(f"counts must contain at least one answered query (M >= 1), got M={m}")
+    s = check_scale("sigma", sigma)
+    total = check_positive_int("num_teachers", num_teachers, maximum=MAX_COUNT)
+    observed = int(np.count_nonzero(n))
+    if total < observed:
+        raise ValueError(
+            f"num_teachers must be at least the number of classes observed in counts "
+            f"({observed}), got {total}"
+        )
+    check_choice("objective", objective, OBJECTIVES)
+    check_choice("intervals", intervals, INTERVAL_METHODS)
+    level = check_confidence_level(confidence_level)
+    check_flag("round_to_integers", round_to_integers)
+    b = check_nonneg_int("abstentions", abstentions, maximum=MAX_COUNT)
+    t = check_real("threshold", threshold) if threshold is not None else None
+    s1 = check_scale("sigma1", sigma1) if sigma1 is not None else None
+    if (t is None) != (s1 is None):
+        raise ValueError(
+            f"threshold and sigma1 must be given together, got threshold={threshold!r}, "
+            f"sigma1={sigma1!r}"
+        )
+    nb = check_positive_int("num_bootstrap", num_bootstrap)
+    check_memory(8.0 * nb * n.size, f"reconstruct_histogram with num_bootstrap={nb}")
+    iters = check_positive_int("max_iter", max_iter, maximum=MAX_ITER)
+    check_rng(rng)
+    return _Arguments(n, s, total, intervals, level, b, t, s1, nb, iters, rng)
+
+
+def _intervals(
+    args: _Arguments, obj: Objective, mle: Objective, fit: Fit
+) -> tuple[tuple[ConfidenceInterval, ...] | None, int | None, bool]:
+    """The requested per-class intervals, the bootstrap seed, and whether every fit converged.
+
+    Profile intervals belong to the likelihood ``mle`` (refitted first when the point estimate
+    used the L2 objective ``obj``); bootstrap intervals refit ``obj``'s objective.
+    """
+    total = float(args.num_teachers)
+    if args.intervals == "profile":
+        mle_fit = fit if obj.kind == "mle" else solve(mle, total, fit.votes, max_iter=args.max_iter)
+        found, ok = _profile_intervals(mle, mle_fit, total, args.confidence_level)
+        return tuple(found), None, mle_fit.converged and ok
+    if args.intervals == "bootstrap":
+        seed = seed_entropy(args.rng)
+        gen = as_generator(args.rng)
+        found, ok = _bootstrap_intervals(
+            obj, fit, total, args.confidence_level, args.num_bootstrap, gen, args.max_iter
+        )
+        return tuple(found), seed, ok
+    return None, None, True

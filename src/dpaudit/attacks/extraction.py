@@ -29,14 +29,19 @@ from dpaudit._results import ResultMixin
 from dpaudit._rng import as_generator, seed_entropy
 from dpaudit._typing import ArrayLike, FloatArray, IntArray, RngLike
 from dpaudit._validate import (
+    MAX_COUNT,
     check_array,
     check_choice,
+    check_confidence_level,
     check_delta,
+    check_flag,
+    check_memory,
     check_nonneg_int,
     check_orders,
-    check_positive,
     check_positive_int,
     check_real,
+    check_rng,
+    check_scale,
     check_votes,
 )
 from dpaudit.attacks._paper import (
@@ -45,6 +50,7 @@ from dpaudit.attacks._paper import (
     trapezoid_argmax_probabilities,
 )
 from dpaudit.attacks._reconstruct import (
+    INTERVAL_METHODS,
     OBJECTIVES,
     HistogramReconstruction,
     normalised_l1_error,
@@ -257,6 +263,76 @@ def extract_histogram(
         (20000, 1)
     """
     predict = _predict_fn(interface)
+    public = _public_parameters(interface, sigma, num_teachers, num_classes, threshold, sigma1)
+    budget_limited = num_queries is None
+    cap = check_positive_int("max_queries", max_queries)
+    target = cap if budget_limited else check_positive_int("num_queries", num_queries)
+    b = check_positive_int("batch_size", batch_size)
+    check_choice("objective", objective, OBJECTIVES)
+    check_choice("intervals", intervals, INTERVAL_METHODS)
+    check_confidence_level(confidence_level)
+    check_flag("round_to_integers", round_to_integers)
+    row = _check_query(query)
+    check_rng(rng)
+    gen = as_generator(rng)
+    sent = _send_queries(predict, row, target, b, public.num_classes, gen)
+    if sent.stopped == "completed" and budget_limited:
+        sent = dataclasses.replace(sent, stopped="max-queries")
+    answered = int(sent.counts.sum())
+    recon = None
+    if answered > 0:
+        recon = reconstruct_histogram(
+            sent.counts,
+            public.sigma,
+            public.num_teachers,
+            objective=objective,
+            intervals=intervals,
+            confidence_level=confidence_level,
+            round_to_integers=round_to_integers,
+            abstentions=sent.abstained,
+            threshold=public.threshold,
+            sigma1=public.sigma1,
+            rng=gen,
+        )
+    return VoteExtraction(
+        reconstruction=recon,
+        counts=sent.counts,
+        num_sent=sent.sent,
+        num_answered=answered,
+        num_abstained=sent.abstained,
+        num_refused=sent.refused,
+        stopped=sent.stopped,
+        budget_limited=budget_limited,
+        sigma=public.sigma,
+        num_teachers=public.num_teachers,
+        num_classes=public.num_classes,
+        threshold=public.threshold,
+        sigma1=public.sigma1,
+        interface_epsilon=_interface_epsilon(interface),
+        seed=seed_entropy(rng),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class _Public:
+    """The public parameters of the attacked mechanism, checked."""
+
+    sigma: float
+    num_teachers: int
+    num_classes: int
+    threshold: float | None
+    sigma1: float | None
+
+
+def _public_parameters(
+    interface: Any,
+    sigma: float | None,
+    num_teachers: int | None,
+    num_classes: int | None,
+    threshold: float | None,
+    sigma1: float | None,
+) -> _Public:
+    """The arguments given, else what the interface exposes; every one checked."""
     defaults = _interface_defaults(interface)
     sigma = sigma if sigma is not None else defaults.get("sigma")
     num_teachers = num_teachers if num_teachers is not None else defaults.get("num_teachers")
@@ -270,45 +346,67 @@ def extract_histogram(
     ):
         if value is None:
             raise ValueError(f"{name} must be given (the interface does not expose it)")
-    s = check_positive("sigma", sigma)
-    n_teachers = check_positive_int("num_teachers", num_teachers)
+    s = check_scale("sigma", sigma)
+    n_teachers = check_positive_int("num_teachers", num_teachers, maximum=MAX_COUNT)
     c = check_positive_int("num_classes", num_classes)
     if c < 2:
         raise ValueError(f"num_classes must be at least 2, got {c}")
-    if (threshold is None) != (sigma1 is None):
+    check_memory(8.0 * c * c, f"extract_histogram with num_classes={c}")
+    t, s1 = check_threshold_pair(threshold, sigma1)
+    return _Public(s, n_teachers, c, t, s1)
+
+
+def check_threshold_pair(threshold: object, sigma1: object) -> tuple[float | None, float | None]:
+    """Confident GNMax's ``(threshold, sigma1)``: both checked, and given together or not at all.
+
+    Raises:
+        TypeError: a non-numeric value.
+        ValueError: a bad value, or only one of the two.
+    """
+    t = check_real("threshold", threshold) if threshold is not None else None
+    s1 = check_scale("sigma1", sigma1) if sigma1 is not None else None
+    if (t is None) != (s1 is None):
         raise ValueError(
             f"threshold and sigma1 must be given together, got threshold={threshold!r}, "
             f"sigma1={sigma1!r}"
         )
-    t = check_real("threshold", threshold) if threshold is not None else None
-    s1 = check_positive("sigma1", sigma1) if sigma1 is not None else None
-    budget_limited = num_queries is None
-    cap = check_positive_int("max_queries", max_queries)
-    target = cap if budget_limited else check_positive_int("num_queries", num_queries)
-    b = check_positive_int("batch_size", batch_size)
-    check_choice("objective", objective, OBJECTIVES)
-    row = check_array("query", query, ndim_min=0)
-    row = np.atleast_1d(row)
+    return t, s1
+
+
+def _check_query(query: ArrayLike) -> np.ndarray:
+    row = np.atleast_1d(check_array("query", query, ndim_min=0))
     if row.ndim != 1:
         raise ValueError(f"query must be one feature row (d,), got shape {row.shape}")
-    gen = as_generator(rng)
+    return row
 
+
+@dataclasses.dataclass(frozen=True)
+class _Sent:
+    """What the query loop saw."""
+
+    counts: IntArray
+    sent: int
+    abstained: int
+    refused: int
+    stopped: str
+
+
+def _send_queries(
+    predict: Callable[..., Any],
+    row: np.ndarray,
+    target: int,
+    batch_size: int,
+    num_classes: int,
+    gen: np.random.Generator,
+) -> _Sent:
+    """Send ``row`` up to ``target`` times in batches; stop at the first refusal."""
+    c = num_classes
     counts = np.zeros(c, dtype=np.int64)
     sent = abstained = refused = 0
-    stopped = "max-queries" if budget_limited else "completed"
+    stopped = "completed"
     while sent < target:
-        size = min(b, target - sent)
-        labels = np.asarray(predict(np.repeat(row[None, :], size, axis=0), rng=gen))
-        if labels.shape != (size,) or not np.issubdtype(labels.dtype, np.integer):
-            raise ValueError(
-                f"interface must return {size} integer labels, got array of shape "
-                f"{labels.shape} and dtype {labels.dtype}"
-            )
-        if labels.size and (labels.min() < _REFUSED or labels.max() >= c):
-            raise ValueError(
-                f"interface returned a label outside -2..{c - 1} (num_classes={c}): "
-                f"min {labels.min()}, max {labels.max()}"
-            )
+        size = min(batch_size, target - sent)
+        labels = _checked_labels(predict(np.repeat(row[None, :], size, axis=0), rng=gen), size, c)
         hit = np.flatnonzero(labels == _REFUSED)
         used = labels if hit.size == 0 else labels[: hit[0]]
         counts += np.bincount(used[used >= 0], minlength=c)
@@ -318,42 +416,27 @@ def extract_histogram(
             refused = size - used.size
             stopped = "refused"
             break
+    return _Sent(counts, sent, abstained, refused, stopped)
 
-    answered = int(counts.sum())
-    recon = None
-    if answered > 0:
-        recon = reconstruct_histogram(
-            counts,
-            s,
-            n_teachers,
-            objective=objective,
-            intervals=intervals,
-            confidence_level=confidence_level,
-            round_to_integers=round_to_integers,
-            abstentions=abstained,
-            threshold=t,
-            sigma1=s1,
-            rng=gen,
+
+def _checked_labels(raw: Any, size: int, c: int) -> np.ndarray:
+    labels = np.asarray(raw)
+    if labels.shape != (size,) or not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(
+            f"interface must return {size} integer labels, got array of shape "
+            f"{labels.shape} and dtype {labels.dtype}"
         )
+    if labels.size and (labels.min() < _REFUSED or labels.max() >= c):
+        raise ValueError(
+            f"interface returned a label outside -2..{c - 1} (num_classes={c}): "
+            f"min {labels.min()}, max {labels.max()}"
+        )
+    return labels
+
+
+def _interface_epsilon(interface: Any) -> float | None:
     ledger = getattr(interface, "ledger", None)
-    eps = float(ledger.epsilon()) if ledger is not None and hasattr(ledger, "epsilon") else None
-    return VoteExtraction(
-        reconstruction=recon,
-        counts=counts,
-        num_sent=sent,
-        num_answered=answered,
-        num_abstained=abstained,
-        num_refused=refused,
-        stopped=stopped,
-        budget_limited=budget_limited,
-        sigma=s,
-        num_teachers=n_teachers,
-        num_classes=c,
-        threshold=t,
-        sigma1=s1,
-        interface_epsilon=eps,
-        seed=seed_entropy(rng),
-    )
+    return float(ledger.epsilon()) if ledger is not None and hasattr(ledger, "epsilon") else None
 
 
 # --------------------------------------------------------------------------- accounting
@@ -454,64 +537,27 @@ def extraction_privacy_cost(
         >>> c.epsilon_data_dependent < c.epsilon_data_independent
         True
     """
-    from dpaudit.accounting import (
-        DEFAULT_ORDERS,
-        confident_gnmax_cost,
-        gnmax_rdp_details,
-        rdp_to_dp,
-    )
+    from dpaudit.accounting import DEFAULT_ORDERS, rdp_to_dp
 
     h = check_votes("votes", votes, nonneg=True)
     if h.ndim != 1:
         raise ValueError(f"votes must be one histogram (1-d), got shape {h.shape}")
-    s = check_positive("sigma", sigma)
+    s = check_scale("sigma", sigma)
     m = check_nonneg_int("num_queries", num_queries)
     d = check_delta(delta, allow_zero=False)
     check_choice("conversion", conversion, ("balle2020", "standard"))
     check_choice("accounting", accounting, ("realised", "expected"))
     check_choice("q", q, ("union", "exact"))
     lam = check_orders(DEFAULT_ORDERS if orders is None else orders)
-    if (threshold is None) != (sigma1 is None):
-        raise ValueError(
-            f"threshold and sigma1 must be given together, got threshold={threshold!r}, "
-            f"sigma1={sigma1!r}"
-        )
-    if threshold is None:
-        if num_answered is not None and check_nonneg_int("num_answered", num_answered) != m:
-            raise ValueError(
-                f"num_answered must equal num_queries={m} for GNMax (every query is answered), "
-                f"got {num_answered}"
-            )
-        det = gnmax_rdp_details(h, s, lam, analysis="data-dependent", q=q)
-        rdp_dd = m * det.rdp
-        rdp_di = m * lam / s**2
-        fallback_mask = np.asarray(det.fallback)
-        mechanism, answered, p = "gnmax", m, 1.0
-        t = s1 = None
+    t, s1 = check_threshold_pair(threshold, sigma1)
+    if num_answered is not None:
+        check_nonneg_int("num_answered", num_answered)
+    if t is None or s1 is None:
+        charges = _gnmax_charges(h, s, m, num_answered, lam, q)
     else:
-        t = check_real("threshold", threshold)
-        s1 = check_positive("sigma1", sigma1)
-        dd = confident_gnmax_cost(h, threshold=t, sigma1=s1, sigma2=s, orders=lam, q=q)
-        di = confident_gnmax_cost(
-            h, threshold=t, sigma1=s1, sigma2=s, orders=lam, analysis="data-independent", q=q
-        )
-        p = float(dd.answer_probability)
-        if num_answered is None:
-            answered = round(m * p)
-        else:
-            answered = check_nonneg_int("num_answered", num_answered)
-            if answered > m:
-                raise ValueError(f"num_answered must be at most num_queries={m}, got {answered}")
-        if accounting == "realised":
-            rdp_dd = m * dd.threshold_rdp + answered * dd.argmax_rdp
-            rdp_di = m * di.threshold_rdp + answered * di.argmax_rdp
-        else:
-            rdp_dd = m * dd.expected_rdp
-            rdp_di = m * di.expected_rdp
-        fallback_mask = np.asarray(dd.threshold_fallback) | (
-            np.asarray(dd.argmax_fallback) & (answered > 0)
-        )
-        mechanism = "confident-gnmax"
+        charges = _confident_charges(h, s, t, s1, m, num_answered, lam, q, accounting)
+    rdp_dd, rdp_di, fallback_mask = charges.rdp_dd, charges.rdp_di, charges.fallback
+    mechanism, answered, p = charges.mechanism, charges.answered, charges.answer_probability
     conv_dd = rdp_to_dp(lam, rdp_dd, d, conversion=conversion)
     conv_di = rdp_to_dp(lam, rdp_di, d, conversion=conversion)
     at = np.flatnonzero(lam == conv_dd.order)
@@ -535,3 +581,65 @@ def extraction_privacy_cost(
         sigma1=s1,
         q=q,
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class _Charges:
+    """Composed RDP of the M queries under both analyses, before conversion."""
+
+    rdp_dd: np.ndarray
+    rdp_di: np.ndarray
+    fallback: np.ndarray
+    mechanism: str
+    answered: int
+    answer_probability: float
+
+
+def _gnmax_charges(
+    h: np.ndarray, s: float, m: int, num_answered: int | None, lam: np.ndarray, q: str
+) -> _Charges:
+    """GNMax: every query answered, ``M·ρ(λ)`` (Thm 6 with fallback) and ``M·λ/σ²``."""
+    from dpaudit.accounting import gnmax_rdp_details
+
+    if num_answered is not None and int(num_answered) != m:
+        raise ValueError(
+            f"num_answered must equal num_queries={m} for GNMax (every query is answered), "
+            f"got {num_answered}"
+        )
+    det = gnmax_rdp_details(h, s, lam, analysis="data-dependent", q=q)
+    return _Charges(m * det.rdp, m * lam / s**2, np.asarray(det.fallback), "gnmax", m, 1.0)
+
+
+def _confident_charges(
+    h: np.ndarray,
+    s: float,
+    t: float,
+    s1: float,
+    m: int,
+    num_answered: int | None,
+    lam: np.ndarray,
+    q: str,
+    accounting: str,
+) -> _Charges:
+    """Confident GNMax: realised ``M·ρ1 + A·ρ2`` or expected ``M·(ρ1 + p·ρ2)``."""
+    from dpaudit.accounting import confident_gnmax_cost
+
+    dd = confident_gnmax_cost(h, threshold=t, sigma1=s1, sigma2=s, orders=lam, q=q)
+    di = confident_gnmax_cost(
+        h, threshold=t, sigma1=s1, sigma2=s, orders=lam, analysis="data-independent", q=q
+    )
+    p = float(dd.answer_probability)
+    if num_answered is None:
+        answered = round(m * p)
+    else:
+        answered = int(num_answered)
+        if answered > m:
+            raise ValueError(f"num_answered must be at most num_queries={m}, got {answered}")
+    if accounting == "realised":
+        rdp_dd = m * dd.threshold_rdp + answered * dd.argmax_rdp
+        rdp_di = m * di.threshold_rdp + answered * di.argmax_rdp
+    else:
+        rdp_dd = m * dd.expected_rdp
+        rdp_di = m * di.expected_rdp
+    fallback = np.asarray(dd.threshold_fallback) | (np.asarray(dd.argmax_fallback) & (answered > 0))
+    return _Charges(rdp_dd, rdp_di, fallback, "confident-gnmax", answered, p)

@@ -58,8 +58,8 @@ def clopper_pearson_arrays(
     ``high = 1`` at ``k = n``.
 
     Args:
-        k: successes, non-negative integers (≤ 2**53), broadcastable with ``n``.
-        n: trials, integers in ``[1, 2**53]``, with ``k <= n`` elementwise.
+        k: successes, non-negative integers, broadcastable with ``n``.
+        n: trials, integers in ``[1, 2**63)``, with ``k <= n`` elementwise.
         confidence_level: in (0, 1).
         alternative: ``"two-sided"``, ``"greater"`` or ``"less"``.
 
@@ -130,7 +130,7 @@ def clopper_pearson(
 
     Args:
         k: number of successes, ``0 <= k <= n``.
-        n: number of trials, ``1 <= n <= 2**53`` (beyond, float64 cannot hold every count).
+        n: number of trials, ``1 <= n < 2**63``.
         confidence_level: coverage of the interval, in (0, 1).
         alternative: ``"two-sided"`` (``(1−level)/2`` in each tail), ``"greater"`` (a lower
             bound: interval ``[low, 1]``) or ``"less"`` (an upper bound: ``[0, high]``).
