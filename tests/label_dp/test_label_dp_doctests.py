@@ -19,3 +19,9 @@ MODULES = [
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
     assert module_examples(name).failed == 0
+
+
+def test_docs_section_examples():
+    from doctest_support import run_examples, section_examples
+
+    assert run_examples(section_examples("80-label-dp.md")) == 0
