@@ -102,7 +102,7 @@ def topk_inclusion_probability(rank: ArrayLike, k: int, sampling_rate: float) ->
         >>> topk_inclusion_probability([1, 200, 201], 200, 0.2).round(6).tolist()
         [0.2, 0.2, 0.2]
         >>> float(topk_inclusion_probability(1001, 200, 0.2).round(4))
-        0.1
+        0.0975
     """
     r = np.asarray(rank)
     if r.size and (not np.all(np.isfinite(r)) or np.any(r != np.round(r)) or np.any(r < 1)):
@@ -129,7 +129,7 @@ def kth_neighbour_probabilities(max_rank: int, k: int, sampling_rate: float) -> 
         ``(max_rank,)`` probabilities.
 
     Example:
-        >>> kth_neighbour_probabilities(4, 2, 0.5).tolist()
+        >>> kth_neighbour_probabilities(4, 2, 0.5).round(12).tolist()
         [0.0, 0.25, 0.25, 0.1875]
     """
     n = check_positive_int("max_rank", max_rank)

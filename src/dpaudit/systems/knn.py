@@ -576,7 +576,7 @@ class PrivateKNN:
         Example:
             >>> knn = PrivateKNN(GNMax(30.0))
             >>> round(float(knn.claim([2.0]).rdp.epsilons[0]), 8)
-            8.89e-05
+            8.898e-05
         """
         from dpaudit.accounting import DEFAULT_ORDERS, RDPCurve
 
@@ -693,7 +693,7 @@ def subsampled_gaussian_claim(rate: float, z: float, orders: tuple[float, ...]) 
 
     Example:
         >>> subsampled_gaussian_claim(0.2, 30 / np.sqrt(2), (1.5, 2.0)).round(10).tolist()
-        [8.89837683e-05, 8.89837683e-05]
+        [8.89838e-05, 8.89838e-05]
     """
     lam = np.asarray(orders, dtype=np.float64)
     ceil = np.unique(np.ceil(lam))

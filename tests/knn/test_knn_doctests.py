@@ -1,0 +1,21 @@
+"""The examples in the docstrings of the Private-kNN modules run and print what they say."""
+
+from __future__ import annotations
+
+import pytest
+
+from doctest_support import module_examples
+
+MODULES = [
+    "dpaudit.systems.knn",
+    "dpaudit.systems._knn_core",
+    "dpaudit.systems._text_data",
+    "dpaudit.systems._image_data",
+    "dpaudit.systems.features",
+    "dpaudit.attacks.knn",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    assert module_examples(name).failed == 0
