@@ -271,8 +271,9 @@ _CONTEXT_LOCK = threading.Lock()
 
 
 def _row_key(row: ArrayLike) -> bytes:
-    a = np.ascontiguousarray(np.asarray(row))
-    return hashlib.sha256(a.dtype.str.encode() + str(a.shape).encode() + a.tobytes()).digest()
+    """Identity of a row's values (float32 and float64 copies of one row share a key)."""
+    a = np.ascontiguousarray(np.asarray(row, dtype=np.float64))
+    return hashlib.sha256(str(a.shape).encode() + a.tobytes()).digest()
 
 
 def _register_context(queries: np.ndarray, inst: KNNInstantiations) -> None:
