@@ -32,7 +32,7 @@ Example:
     >>> bool(np.all(c.labels != c.true_labels)), c.source.shape
     (True, (4,))
     >>> draw_inclusions(6, rng=0).tolist()
-    [True, False, False, False, True, True]
+    [False, True, True, True, False, False]
 """
 
 from __future__ import annotations

@@ -105,15 +105,22 @@ _NOT_ONE_RUN = (
 # ---------------------------------------------------------------------------------------------
 
 
-def _csv_column(path: Path, column: str | None) -> list[str]:
+def _is_value(cell: str, words: tuple[str, ...]) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return cell.strip().lower() in words
+    return True
+
+
+def _csv_column(path: Path, column: str | None, words: tuple[str, ...] = ()) -> list[str]:
+    """One column of a CSV file; a first row that is not all values is the header."""
     with path.open(newline="") as fh:
         rows = [r for r in csv.reader(fh) if r and any(c.strip() for c in r)]
     if not rows:
         raise ValueError(f"{path} holds no rows")
     header = None
-    try:
-        [float(c) for c in rows[0]]
-    except ValueError:
+    if not all(_is_value(c, words) for c in rows[0]):
         header, rows = [c.strip() for c in rows[0]], rows[1:]
     if column is not None:
         if header is None or column not in header:
@@ -157,7 +164,7 @@ def read_mask(path: str | Path, *, column: str | None = None) -> np.ndarray:
     """
     p = Path(path)
     if p.suffix != ".npy" and p.is_file():
-        cells = [c.lower() for c in _csv_column(p, column)]
+        cells = [c.lower() for c in _csv_column(p, column, ("true", "false"))]
         mapped = {"true": "1", "false": "0"}
         cells = [mapped.get(c, c) for c in cells]
         try:
@@ -381,14 +388,6 @@ class ScoresAuditSettings:
     seed: int = option(0, help="seed of the random splits")
 
     def __post_init__(self) -> None:
-        pair = self.in_scores is not None or self.out_scores is not None
-        single = self.scores is not None or self.included is not None
-        if pair == single:
-            raise ValueError("give either --in-scores and --out-scores, or --scores and --included")
-        if pair and (self.in_scores is None or self.out_scores is None):
-            raise ValueError("--in-scores and --out-scores go together")
-        if single and (self.scores is None or self.included is None):
-            raise ValueError("--scores and --included go together")
         check_choice("design", self.design, DESIGNS)
         check_delta(self.delta, allow_zero=False)
         check_confidence_level(self.confidence_level)
@@ -400,7 +399,20 @@ class ScoresAuditSettings:
         check_nonneg_int("seed", self.seed)
 
 
+def _check_inputs(s: ScoresAuditSettings) -> None:
+    """Exactly one way of giving the scores (checked before any file is read)."""
+    pair = s.in_scores is not None or s.out_scores is not None
+    single = s.scores is not None or s.included is not None
+    if pair == single:
+        raise ValueError("give either --in-scores and --out-scores, or --scores and --included")
+    if pair and (s.in_scores is None or s.out_scores is None):
+        raise ValueError("--in-scores and --out-scores go together")
+    if single and (s.scores is None or s.included is None):
+        raise ValueError("--scores and --included go together")
+
+
 def _load(settings: ScoresAuditSettings) -> tuple[np.ndarray, np.ndarray]:
+    _check_inputs(settings)
     if settings.in_scores is not None:
         pos = read_scores(settings.in_scores, column=settings.column)
         neg = read_scores(settings.out_scores, column=settings.column)

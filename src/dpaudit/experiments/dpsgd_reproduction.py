@@ -147,6 +147,13 @@ def _summaries(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
     return {(s["attack"], s["bound"]): s for s in data["detail"]["summaries"]}
 
 
+def _cells(summ: dict, attack: str, kind: str) -> str:
+    return " / ".join(
+        f"{summ[(attack, b)][kind + '_mean']:.3f}±{summ[(attack, b)][kind + '_std']:.3f}"
+        for b in ("or", "or-fdp", "max")
+    )
+
+
 def reproduction_markdown(out_dir: str | Path, layouts: Sequence[str] | None = None) -> str:
     """A markdown table: per layout and attack, the paper's ε_or / ε_or-fdp / ε_max (CIFAR-10,
     uncorrected) beside the measured uncorrected and valid means ± sd (Fashion-MNIST)."""
@@ -164,14 +171,8 @@ def reproduction_markdown(out_dir: str | Path, layouts: Sequence[str] | None = N
         for attack in ("baseline", "qmia"):
             if (attack, "or") not in summ:
                 continue
-            unc = " / ".join(
-                f"{summ[(attack, b)]['uncorrected_mean']:.3f}±{summ[(attack, b)]['uncorrected_std']:.3f}"
-                for b in ("or", "or-fdp", "max")
-            )
-            val = " / ".join(
-                f"{summ[(attack, b)]['valid_mean']:.3f}±{summ[(attack, b)]['valid_std']:.3f}"
-                for b in ("or", "or-fdp", "max")
-            )
+            unc = _cells(summ, attack, "uncorrected")
+            val = _cells(summ, attack, "valid")
             paper = " / ".join(f"{x:.3f}" for x in PAPER[name][attack])
             runs = len(summ[(attack, "or")]["valid"])
             rows.append(
