@@ -1,5 +1,8 @@
 """Benchmark: the private-prediction service (``dpaudit serve``) on loopback.
 
+0. **The ledger alone**: the latency of settling one answer in-process with
+   ``synchronous=FULL``, ``NORMAL`` and in memory.
+
 Every server is the real command in its own process (PATE, 30 logistic teachers on digits,
 GNMax σ = 40, data-independent accounting), driven by :func:`dpaudit.serve.run_load` from
 this process over 127.0.0.1.
@@ -35,6 +38,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -138,6 +142,35 @@ def throughput(tmp: Path) -> list[dict]:
                     )
         finally:
             stop_server(proc)
+    return rows
+
+
+def ledger_settle(tmp: Path, n: int = 100 if QUICK else 400) -> list[dict]:
+    """Latency of one settle (one answer) in the ledger alone, in-process: the price of
+    ``synchronous=FULL`` (an fsync per commit) vs ``NORMAL`` vs memory."""
+    from dpaudit.accounting import DEFAULT_ORDERS
+    from dpaudit.serve import Charge, LedgerConfig, MemoryLedger
+
+    cfg = LedgerConfig(GNMax(SIGMA), tuple(DEFAULT_ORDERS), 1e-5)
+    worst, real = cfg.costs(np.array([[20, 5, 5]]), np.array([True]))
+    charge = Charge(np.array([0]), worst, real, np.array([True]))
+    rows = []
+    for kind in ("full", "normal", "memory"):
+        if kind == "memory":
+            led: Any = MemoryLedger(cfg, global_budget=BIG)
+        else:
+            led = SQLiteLedger(tmp / f"settle-{kind}.sqlite", cfg, global_budget=BIG,
+                               synchronous=kind)  # fmt: skip
+        client = led.authenticate(led.add_client("a", BIG))
+        times = []
+        for _ in range(n):
+            t = time.perf_counter()
+            led.settle(client, charge)
+            times.append(time.perf_counter() - t)
+        led.close()
+        q50, q99 = np.quantile(times, [0.5, 0.99])
+        rows.append({"ledger": kind, "p50_ms": round(q50 * 1e3, 3), "p99_ms": round(q99 * 1e3, 3)})
+        print(f"  settle, {kind:6s}: p50 {q50 * 1e3:6.2f} ms, p99 {q99 * 1e3:6.2f} ms", flush=True)
     return rows
 
 
@@ -255,6 +288,8 @@ def main() -> None:
     load_avg = os.getloadavg()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
+        print("the ledger alone (one settle, in-process):", flush=True)
+        settle = ledger_settle(tmp)
         print("throughput and latency (durable vs in-memory ledger):", flush=True)
         perf = throughput(tmp)
         print(f"load test: {CLIENTS} clients for {LOAD_S:g} s …", flush=True)
@@ -279,6 +314,7 @@ def main() -> None:
             "dataset": "digits",
             "analysis": "data-independent",
         },
+        "ledger_settle": settle,
         "throughput": perf,
         "load_test": load,
         "crash_test": crash,
