@@ -23,7 +23,7 @@ from dpaudit.experiments.dpsgd_settings import (
     DataSettings,
     DPSGDAuditSettings,
 )
-from dpaudit.systems import DPSGD, DPSGDSettings, train_dpsgd
+from dpaudit.systems import DPSGD, DPSGDSettings, LabelledData, train_dpsgd
 
 
 class QuietDPSGD(DPSGD):
@@ -174,3 +174,35 @@ def test_layout_errors_before_training():
             audit_dpsgd(adult)
     except MissingDatasetError:
         pytest.skip("UCI Adult is not installed")
+
+
+@pytest.mark.parametrize("kind", ["data", "flipped", "signs"])
+def test_layout_parts_are_disjoint_and_holdout_is_canary_like(kind):
+    from dpaudit.experiments.dpsgd import draw_layout
+
+    g = np.random.default_rng(0)
+    X = np.arange(400, dtype=float)[:, None] * np.ones((1, 4))  # row i holds the value i
+    pool = LabelledData(X, np.arange(400) % 5, 5)
+    s = _settings.from_mapping(DPSGDAuditSettings, {
+        "data": {"dataset": "digits", "num_non_canaries": 100, "num_holdout": 50},
+        "canaries": {"num_canaries": 80, "kind": kind},
+        "training": {"model": "mlp", "noise_multiplier": 1.0},
+    })  # fmt: skip
+    seq = np.random.SeedSequence(int(g.integers(100)))
+    lay = draw_layout(pool, s, rng=seq)
+    again = draw_layout(pool, s, rng=seq)  # a pure function of the seed
+    np.testing.assert_array_equal(lay.game.included, again.game.included)
+    assert len(lay.members) == 100 and len(lay.canaries) == 80 and len(lay.holdout) == 50
+    if kind == "signs":
+        assert set(np.unique(lay.holdout.X)) == {-1.0, 1.0}
+        return
+    rows = {k: set(v.X[:, 0].astype(int)) for k, v in
+            (("m", lay.members), ("c", lay.canaries), ("h", lay.holdout))}  # fmt: skip
+    assert not (rows["m"] & rows["c"]) and not (rows["m"] & rows["h"])
+    assert not (rows["c"] & rows["h"])
+    true_hold = lay.holdout.X[:, 0].astype(int) % 5
+    assert (
+        np.all(true_hold != lay.holdout.y)
+        if kind == "flipped"
+        else np.all(true_hold == lay.holdout.y)
+    )

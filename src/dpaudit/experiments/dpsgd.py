@@ -51,6 +51,7 @@ from dpaudit._validate import check_progress
 from dpaudit.attacks import (
     SYNTHETIC_KINDS,
     CanaryGame,
+    draw_canaries,
     fit_qmia,
     membership_score,
     one_run_game,
@@ -133,12 +134,12 @@ def check_layout(settings: DPSGDAuditSettings, pool: LabelledData) -> None:
     """
     r, m = settings.data.num_non_canaries, settings.canaries.num_canaries
     h = settings.data.num_holdout if settings.attack.use_qmia else 0
-    needs_pool = settings.canaries.kind not in SYNTHETIC_KINDS
-    total = r + h + (m if needs_pool else 0)
-    if total > len(pool):
+    if settings.canaries.kind in SYNTHETIC_KINDS:
+        m = h = 0  # generated, not drawn from the pool
+    if r + m + h > len(pool):
         raise ValueError(
-            f"the layout needs {total} examples (r={r}, m={m if needs_pool else 0}, "
-            f"holdout={h}) but {settings.data.dataset} has {len(pool)}"
+            f"the layout needs {r + m + h} examples (r={r}, m={m}, holdout={h}) but "
+            f"{settings.data.dataset} has {len(pool)}"
         )
     if settings.training.model == "cnn" and pool.image_shape is None:
         raise ValueError(f"model='cnn' needs image data; {settings.data.dataset} is tabular")
@@ -147,13 +148,19 @@ def check_layout(settings: DPSGDAuditSettings, pool: LabelledData) -> None:
 def draw_layout(
     pool: LabelledData, settings: DPSGDAuditSettings, *, rng: np.random.SeedSequence
 ) -> RunLayout:
-    """Deal the pool into non-canaries, canaries and holdout; draw the inclusions."""
-    layout_seq, game_seq = rng.spawn(2)
+    """Deal the pool into non-canaries, canaries and holdout; draw the inclusions.
+
+    The holdout non-members are made like the canaries (same kind: flipped labels, or
+    synthetic inputs), so the regressor learns the non-member scores of canary-like
+    examples; they are never trained on.
+    """
+    fresh = np.random.SeedSequence(rng.entropy, spawn_key=rng.spawn_key)
+    layout_seq, game_seq, holdout_seq = fresh.spawn(3)
     r, m = settings.data.num_non_canaries, settings.canaries.num_canaries
     h = settings.data.num_holdout if settings.attack.use_qmia else 0
     kind = settings.canaries.kind
     synthetic = kind in SYNTHETIC_KINDS
-    sizes = {"members": r, "holdout": h, "canaries": 0 if synthetic else m}
+    sizes = {"members": r, "holdout": 0 if synthetic else h, "canaries": 0 if synthetic else m}
     parts = split_pool(len(pool), sizes, rng=layout_seq)
     source = pool if synthetic else pool.subset(parts["canaries"])
     game = one_run_game(
@@ -161,7 +168,13 @@ def draw_layout(
         inclusion_probability=settings.canaries.inclusion_probability, rng=game_seq,
     )  # fmt: skip
     canaries = dataclasses.replace(pool, X=game.canaries.X, y=game.canaries.labels)
-    return RunLayout(pool.subset(parts["members"]), game, canaries, pool.subset(parts["holdout"]))
+    holdout = pool.subset(parts["holdout"])
+    if h > 0 and kind != "data":
+        hold_source = pool if synthetic else holdout
+        made = draw_canaries(hold_source.X, hold_source.y, h, num_classes=pool.num_classes,
+                             kind=kind, rng=holdout_seq)  # fmt: skip
+        holdout = dataclasses.replace(pool, X=made.X, y=made.labels)
+    return RunLayout(pool.subset(parts["members"]), game, canaries, holdout)
 
 
 def build_system(settings: DPSGDAuditSettings) -> DPSGD:
