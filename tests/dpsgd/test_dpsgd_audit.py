@@ -124,7 +124,7 @@ def test_settings_from_shipped_configs():
         s = _settings.load_toml(find_config(name), DPSGDAuditSettings)
         assert _settings.parse_toml(_settings.to_toml(s), DPSGDAuditSettings) == s
     s = _settings.load_toml(find_config("dp-sgd-fashion-mnist"), DPSGDAuditSettings)
-    assert (s.nominal_size, s.attack.score, s.attack.qmia.regressor) == (20000, "logit-sum", "cnn")
+    assert (s.nominal_size, s.attack.score, s.attack.qmia.regressor) == (20000, "logit-sum", "mlp")
     props = _settings.schema(DPSGDAuditSettings)["properties"]
     assert {"data", "canaries", "training", "attack", "audit"} <= set(props)
 
