@@ -72,7 +72,7 @@ def test_config_file_with_overrides(tmp_path):
         (["--experiments", "1e19"], "2**63"),
         (["--sigma", "1e300x"], "--sigma must be a number"),
         (["--teachers", "ten"], "--teachers must be an integer"),
-        (["--dataset", "cifar10"], "dataset"),
+        (["--dataset", "no-such-dataset"], "dataset"),
         (["--experiments", "0"], "experiments"),
         (["--experiments", "1.5"], "experiments"),
         (["--adversary", "knn"], "adversar"),

@@ -1,13 +1,18 @@
 """The ``dpaudit`` command line (layer 8): thin typer commands over library functions.
 
 Every command takes ``--json`` and then prints its result dataclass as JSON on stdout.
+Every error, whichever command raises it, is one line on stderr (``error: …``) and exit code 2
+(:func:`main`); ``DPAUDIT_DEBUG=1`` shows the traceback of an unexpected one instead.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
+import sys
+from collections.abc import Sequence
 
-__all__ = ["main"]
+__all__ = ["build_app", "main", "run"]
 
 # One module per command family; each registers its commands on the app in ``_app``.
 _COMMAND_MODULES = [
@@ -15,6 +20,7 @@ _COMMAND_MODULES = [
     "dpaudit.cli.attack",
     "dpaudit.cli.account",
     "dpaudit.cli.audit_lidp",
+    "dpaudit.cli.audit_lidp_dpsgd",
     "dpaudit.cli.audit_pp",
     "dpaudit.cli.audit_dpsgd",
     "dpaudit.cli.audit_label_dp",
@@ -33,6 +39,88 @@ def build_app():
     return app
 
 
-def main() -> None:
-    """Console-script entry point."""
-    build_app()()
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console-script entry point: run the command line and exit with its status.
+
+    Every error is one line on stderr with exit code 2, never a traceback: dpaudit's own
+    errors and ``ValueError`` / ``TypeError`` / ``FileNotFoundError`` / ``OSError`` /
+    ``MemoryError`` print as ``error: <message>``; usage errors (unknown option, bad value)
+    as click words them; anything else as ``error: unexpected <type>: <message>`` with a hint
+    that ``DPAUDIT_DEBUG=1`` shows the traceback (with it set, the exception propagates).
+    Ctrl-C exits with 130.
+
+    Args:
+        argv: the arguments after ``dpaudit`` (default ``sys.argv[1:]``).
+    """
+    sys.exit(run(argv))
+
+
+#: Exceptions whose message is the whole story: printed as one line, exit code 2.
+_EXPECTED = (ValueError, TypeError, FileNotFoundError, OSError, MemoryError)
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    """Run the command line on ``argv`` and return the exit status (:func:`main` exits with it).
+
+    Returns:
+        0 on success, 2 on any error (one line on stderr), 130 when interrupted.
+    """
+    from dpaudit.errors import DPAuditError
+
+    debug = os.environ.get("DPAUDIT_DEBUG", "") not in ("", "0")
+    try:
+        command = _command()
+        status = command.main(
+            args=list(sys.argv[1:] if argv is None else argv),
+            prog_name="dpaudit",
+            standalone_mode=False,
+        )
+    except KeyboardInterrupt:
+        _error("interrupted")
+        return 130
+    except Exception as exc:
+        if _is_click(exc, "Abort"):
+            _error("aborted")
+            return 130
+        if _is_click(exc, "NoArgsIsHelpError"):
+            if exc.format_message().strip():  # typer has printed the help already otherwise
+                exc.show()
+            return 2
+        if _is_click(exc, "ClickException"):
+            _error(_click_message(exc))
+            return 2
+        if isinstance(exc, (DPAuditError, *_EXPECTED)):
+            if debug:
+                raise
+            _error(str(exc) or type(exc).__name__)
+            return 2
+        if debug:
+            raise
+        _error(f"unexpected {type(exc).__name__}: {exc} (set DPAUDIT_DEBUG=1 to see the traceback)")
+        return 2
+    return status if isinstance(status, int) else 0
+
+
+def _command():
+    """The click command behind the typer app (imports every command module)."""
+    typer_main = importlib.import_module("typer.main")
+    return typer_main.get_command(build_app())
+
+
+def _is_click(exc: BaseException, name: str) -> bool:
+    """``exc`` is click's exception class ``name`` (typer may vendor its own click copy)."""
+    return any(cls.__name__ == name for cls in type(exc).__mro__)
+
+
+def _click_message(exc) -> str:
+    """A usage error in one line, naming the command to ask for help."""
+    ctx = getattr(exc, "ctx", None)
+    hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+    return f"{exc.format_message()}{hint}"
+
+
+def _error(message: str) -> None:
+    """Write ``error: message`` on one line of stderr."""
+    line = " ".join(str(message).split())
+    sys.stderr.write(f"error: {line}\n")
+    sys.stderr.flush()

@@ -39,8 +39,9 @@ class ArgmaxReport(ResultMixin):
 
 def argmax_report(votes, sigma: float, orders, relation: str = "replace") -> ArgmaxReport:
     """Compute the report (library function behind the command)."""
+    from dpaudit.accounting import mechanism_rdp
     from dpaudit.divergence import worst_case_neighbour_renyi
-    from dpaudit.mechanisms import argmax_probabilities
+    from dpaudit.mechanisms import GNMax, argmax_probabilities
 
     q = argmax_probabilities(votes, sigma)
     wc = worst_case_neighbour_renyi(votes, sigma, orders, relation)
@@ -50,7 +51,8 @@ def argmax_report(votes, sigma: float, orders, relation: str = "replace") -> Arg
         probabilities=q,
         orders=wc.orders,
         worst_case_rdp=wc.epsilons,
-        data_independent_rdp=wc.orders / wc.sigma**2,
+        # α/σ², with σ² over- or underflowing to its limit (0 or inf) rather than raising
+        data_independent_rdp=mechanism_rdp(GNMax(wc.sigma), wc.orders),
         relation=relation,
     )
 
@@ -73,7 +75,8 @@ def _render(console, r: ArgmaxReport) -> None:
     t2.add_column("α/σ²", justify="right")
     t2.add_column("ratio", justify="right")
     for a, e, d in zip(r.orders, r.worst_case_rdp, r.data_independent_rdp, strict=True):
-        t2.add_row(f"{a:g}", f"{e:.4e}", f"{d:.4e}", f"{e / d:.3f}")
+        ratio = f"{e / d:.3f}" if 0 < d < np.inf else "—"
+        t2.add_row(f"{a:g}", f"{e:.4e}", f"{d:.4e}", ratio)
     console.print(t2)
 
 
