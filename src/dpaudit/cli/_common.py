@@ -33,8 +33,8 @@ def emit(result: Any, *, as_json: bool, render: Callable[[Any, Any], None]) -> N
 
 
 def fail(message: str) -> None:
-    """Exit with a clear error message (status 2)."""
+    """Exit with a clear error message: one line on stderr (never wrapped), status 2."""
     typer = require("typer", "cli")
-    rich_console = require("rich.console", "cli")
-    rich_console.Console(stderr=True).print(f"[red]error:[/red] {message}")
+    line = " ".join(str(message).split())
+    sys.stderr.write(f"error: {line}\n")
     raise typer.Exit(code=2)

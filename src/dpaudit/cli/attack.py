@@ -140,6 +140,7 @@ def _render_reproduction(console, result) -> None:
 
 def _reproduction(config: str, out: str | None, json_: bool) -> None:
     """Run the reproduction, write its report, print the tables or the AuditResult."""
+    from dpaudit.cli._options import check_out
     from dpaudit.experiments.vote_leakage import load_vote_leakage_config, run_vote_leakage
     from dpaudit.report import write_vote_leakage_report
 
@@ -147,6 +148,10 @@ def _reproduction(config: str, out: str | None, json_: bool) -> None:
         cfg = load_vote_leakage_config(config)
     except (OSError, ValueError, TypeError) as exc:
         fail(f"--config: {exc}")
+    try:  # --out is checked before the reproduction runs, not when its report is written
+        check_out(out if out is not None else str(cfg.out_dir))
+    except ValueError as exc:
+        fail(str(exc))
     console = None
     if not json_:
         console = require("rich.console", "cli").Console(stderr=True)

@@ -134,7 +134,7 @@ def simulate_extraction(
         votes: the true integer histogram H (C,).
         sigma: GNMax σ > 0.
         num_queries: M ≥ 1.
-        num_teachers: N (default Σ H).
+        num_teachers: N; it must equal Σ H (the default), since each teacher votes once.
         objective, intervals, confidence_level, round_to_integers: see
             :func:`dpaudit.attacks.reconstruct_histogram`.
         delta: δ of the privacy cost.
@@ -159,7 +159,12 @@ def simulate_extraction(
         raise ValueError(f"votes must be a 1-d integer histogram, got {votes!r}")
     s = check_positive("sigma", sigma)
     m = check_positive_int("num_queries", num_queries)
-    n_teachers = int(h.sum()) if num_teachers is None else num_teachers
+    n_teachers = int(h.sum())
+    if num_teachers is not None and check_positive_int("num_teachers", num_teachers) != n_teachers:
+        raise ValueError(
+            f"num_teachers must equal the number of votes in votes ({n_teachers}: each teacher "
+            f"casts one vote), got {num_teachers}"
+        )
     counts = sample_argmax_counts_exact(h, s, m, rng=rng)
     rec = reconstruct_histogram(
         counts,
