@@ -144,7 +144,8 @@ def test_report_files_and_table(result, tmp_path):
     out = write_label_dp_report(result, tmp_path / "run")
     assert (out / "results.json").is_file() and (out / "claimed_vs_measured.png").is_file()
     md = label_dp_markdown(result)
-    assert md.count("\n") == 2 + len(result.entries) and "PATE-FM" in md
+    assert md.count("\n") == 2 + len(result.entries) and "PATE-FM" in md and "ε_m ≥" in md
+    assert label_dp_markdown(json.loads(result.to_json())) == md  # from results.json too
     rows = label_dp_rows(result)
     assert rows[0]["mechanism"] == "ALIBI" and rows[0]["claim"] == "8"
 

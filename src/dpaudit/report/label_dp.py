@@ -17,6 +17,7 @@ rich and matplotlib are imported lazily (extras ``cli`` and ``plot``).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,32 @@ _LABELS = {
 }
 
 
+class _View(dict):
+    """A JSON mapping read like the result object (``a.b`` and ``a["b"]``)."""
+
+    __getattr__ = dict.__getitem__
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return _View({k: _plain(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, str) and value in ("inf", "-inf", "nan"):
+        return float(value)
+    return value
+
+
+def _view(result: Any) -> Any:
+    """``result`` itself, or its ``results.json`` mapping as a read-alike (claim = claims[0])."""
+    if not isinstance(result, Mapping):
+        return result
+    view = _plain(result)
+    for e in view.entries:
+        e["claim"] = e.claims[0]
+    return view
+
+
 def _fmt(x: float | None, digits: int = 2) -> str:
     if x is None:
         return "—"
@@ -58,7 +85,9 @@ def _claim_text(claim: Any) -> str:
 
 
 def label_dp_rows(result: Any) -> list[dict[str, Any]]:
-    """One plain row per entry of a label-DP :class:`~dpaudit._results.AuditResult`."""
+    """One plain row per entry of a label-DP :class:`~dpaudit._results.AuditResult` (or of
+    its ``results.json`` mapping)."""
+    result = _view(result)
     rows = []
     for e in result.entries:
         d = e.detail
@@ -97,17 +126,19 @@ def _headers(result: Any) -> tuple[str, str]:
 
 def label_dp_markdown(result: Any) -> str:
     """The Table 1 layout as a Markdown table (measured values; ε_m two-sided 95% CI)."""
+    result = _view(result)
     main, other = _headers(result)
     lines = [
-        f"| dataset | accuracy level | mechanism | accuracy | claimed ε | ε_m 95% CI ({main}) "
-        f"| τ ({result.settings.attack.selection}) | ε_m 95% CI ({other}) "
-        "| uncorrected best of 7 |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+        f"| dataset | accuracy level | mechanism | accuracy | claimed ε | ε_m ≥ ({main}) "
+        f"| ε_m 95% CI ({main}) | τ ({result.settings.attack.selection}) "
+        f"| ε_m 95% CI ({other}) | uncorrected best of 7 |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in label_dp_rows(result):
         lines.append(
             f"| {r['dataset']} | {r['level']} | {r['mechanism']} | {100 * r['accuracy']:.1f}% "
-            f"| {r['claim']} | {_fmt(r['epsilon_m_low'])}–{_fmt(r['epsilon_m_high'])} "
+            f"| {r['claim']} | {_fmt(r['epsilon_m'])} "
+            f"| {_fmt(r['epsilon_m_low'])}–{_fmt(r['epsilon_m_high'])} "
             f"| {r['threshold']:g} | {_fmt(r['other_variant_low'])}–"
             f"{_fmt(r['other_variant_high'])} | {_fmt(r['uncorrected'])} |"
         )
@@ -116,6 +147,7 @@ def label_dp_markdown(result: Any) -> str:
 
 def label_dp_table(result: Any) -> Any:
     """A rich table in the Table 1 / Table 6 layout."""
+    result = _view(result)
     table_mod = require("rich.table", "cli")
     s = result.settings
     main, other = _headers(result)
@@ -125,21 +157,24 @@ def label_dp_table(result: Any) -> Any:
             f"N={result.detail['num_canaries']} canaries, {s.training.model.upper()})"
         ),
         caption=(
-            f"ε_m: two-sided {s.attack.confidence_level:.0%} interval on the held-out canaries "
-            f"(τ: {s.attack.selection}); the lower end is the audit's lower bound. "
+            f"ε_m ≥: the audit's one-sided {s.attack.confidence_level:.0%} lower bound; CI: "
+            f"two-sided {s.attack.confidence_level:.0%} interval, both on the held-out "
+            f"canaries (τ: {s.attack.selection}). "
             "'uncorrected' = best of the authors' 7 thresholds on the same canaries (NOT valid)."
         ),
     )
     for col in ("dataset", "level", "mechanism", "accuracy", "claimed ε"):
         t.add_column(col, justify="right" if col in ("accuracy", "claimed ε") else "left")
-    t.add_column(f"ε_m ({main})", justify="right")
+    t.add_column(f"ε_m ≥ ({main})", justify="right")
+    t.add_column(f"95% CI ({main})", justify="right")
     t.add_column("τ", justify="right")
-    t.add_column(f"ε_m ({other})", justify="right")
+    t.add_column(f"95% CI ({other})", justify="right")
     t.add_column("uncorrected", justify="right")
     for r in label_dp_rows(result):
         t.add_row(
             r["dataset"], r["level"], r["mechanism"], f"{100 * r['accuracy']:.1f}%", r["claim"],
-            f"{_fmt(r['epsilon_m_low'])}–{_fmt(r['epsilon_m_high'])}", f"{r['threshold']:g}",
+            _fmt(r["epsilon_m"]), f"{_fmt(r['epsilon_m_low'])}–{_fmt(r['epsilon_m_high'])}",
+            f"{r['threshold']:g}",
             f"{_fmt(r['other_variant_low'])}–{_fmt(r['other_variant_high'])}",
             _fmt(r["uncorrected"]),
         )  # fmt: skip
@@ -148,6 +183,7 @@ def label_dp_table(result: Any) -> Any:
 
 def render_label_dp(console: Any, result: Any) -> None:
     """Print the table, the App. C validation and the refuted claims, if any."""
+    result = _view(result)
     console.print(label_dp_table(result))
     v = result.detail.get("validation")
     if v:
@@ -170,6 +206,7 @@ def render_label_dp(console: Any, result: Any) -> None:
 
 def plot_claimed_vs_measured(result: Any, path: str | Path) -> Path:
     """Claimed ε (bars) against the ε_m interval (error bars), one panel per level."""
+    result = _view(result)
     rows = label_dp_rows(result)
     levels = list(dict.fromkeys(r["level"] for r in rows))
     fig, axes = figure(1, len(levels), 3.4, 3.0)
