@@ -244,7 +244,7 @@ def _craft(run: _Run, system: Any, trained: stages.Trained, adversary: Any) -> s
             adversary,
             run.queries,
             num_candidates=s.adversary.num_candidates,
-            retrainings=s.adversary.retrainings,
+            retrainings=s.adversary.retrainings_for(adversary.composition),
             rng=block_seeds(_stream(run, system, adversary), 3)[0],
             progress=run.progress,
         )
@@ -472,7 +472,7 @@ def _adversary_audit(
         ordering=ordering,
         flips=curves.flips,
         num_instantiations=settings.adversary.instantiations,
-        num_retrainings=settings.adversary.retrainings,
+        num_retrainings=settings.adversary.retrainings_for(adversary.composition),
         experiments=settings.engine.experiments,
         sampler=settings.engine.sampler,
         engine_seconds=0.0,

@@ -138,6 +138,11 @@ class AdversarySettings:
     )
     instantiations: int = option(2, help="N_g training phases for the histogram models")
     retrainings: int = option(4, help="R retrainings with each crafted point")
+    natural_retrainings: int | None = option(
+        None,
+        help="R for natural distinguishers (one crafted point, its flips counted on every "
+        "natural query); R if unset",
+    )
     shortlist: int | None = option(
         None,
         help="adversarial distinguishers: model and audit only the K candidates of largest "
@@ -165,8 +170,15 @@ class AdversarySettings:
         check_positive_int("instantiations", self.instantiations)
         check_positive_int("retrainings", self.retrainings)
         check_nonneg_int("confirmations", self.confirmations)
+        _optional_positive_int(self, "natural_retrainings")
         _optional_positive_int(self, "shortlist")
         check_choice("neighbour_estimator", self.neighbour_estimator, NEIGHBOUR_ESTIMATORS)
+
+    def retrainings_for(self, composition: str) -> int:
+        """R for a distinguisher composing over ``"repetitions"`` or ``"queries"``."""
+        if composition == "queries" and self.natural_retrainings is not None:
+            return self.natural_retrainings
+        return self.retrainings
 
     @property
     def num_candidates(self) -> int:
