@@ -316,6 +316,7 @@ def test_composed_lower_bound_coverage(composition):
         ({"n_jobs": 0}, "n_jobs"),
         ({"confirmations": -1}, "confirmations"),
         ({"shortlist": 0}, "shortlist"),
+        ({"natural_retrainings": 0}, "natural_retrainings"),
         ({"name": ""}, "name"),
     ],
 )
@@ -341,6 +342,9 @@ def test_dataset_limits_are_checked_before_any_training(monkeypatch):
     assert dataclasses.replace(s.system, sigma=3.0).sigma == 3.0
     assert s.k == s.system.teachers
     assert s.adversary.num_candidates == s.adversary.queries
+    t = PrivatePredictionSettings.of(dataset="digits", retrainings=5, natural_retrainings=9)
+    assert t.adversary.retrainings_for("queries") == 9
+    assert t.adversary.retrainings_for("repetitions") == 5
 
 
 # ------------------------------------------------------- reproducibility and resolution
