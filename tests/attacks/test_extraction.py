@@ -736,7 +736,9 @@ def test_consensus_helpers_and_edge_cases():
     np.testing.assert_allclose(vote_consensus([[180, 70], [125, 125]]), [0.72, 0.5])
     assert flag_low_consensus([[187, 63], [188, 62]]).tolist() == [True, False]
     r = evaluate_attribute_inference([[240, 10], [230, 20]], [True, False])
-    assert math.isnan(r.precision) and r.recall == 0.0
+    # nothing flagged: precision 0/0 is reported as 0 with the uninformative interval [0, 1]
+    assert r.precision == 0.0 and r.recall == 0.0
+    assert (r.precision_interval.low, r.precision_interval.high) == (0.0, 1.0)
     with pytest.raises(ValueError, match="is_member"):
         evaluate_attribute_inference([[240, 10]], [True, False])
     with pytest.raises(ValueError, match="is_member"):

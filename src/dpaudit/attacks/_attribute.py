@@ -11,7 +11,6 @@ through the private interface first (App. E; :func:`dpaudit.attacks.extract_hist
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import numpy as np
 
@@ -86,8 +85,9 @@ class AttributeInference(ResultMixin):
     """Precision and recall of the low-consensus rule against the true attribute.
 
     Attributes:
-        precision: TP/(TP + FP) (NaN when nothing was flagged).
-        recall: TP/(TP + FN) (NaN when there is no member).
+        precision: TP/(TP + FP); 0 when nothing was flagged (0/0: the convention of
+            scikit-learn's ``zero_division=0``), with the uninformative interval [0, 1].
+        recall: TP/(TP + FN); 0 when there is no member, with the interval [0, 1].
         precision_interval: exact Clopper–Pearson interval for the precision.
         recall_interval: exact Clopper–Pearson interval for the recall.
         confidence_level: of each interval (two-sided, separately).
@@ -163,8 +163,8 @@ def evaluate_attribute_inference(
     n = tp + fp + fn + tn
 
     def ratio(k: int, total: int) -> tuple[float, ConfidenceInterval]:
-        if total == 0:
-            return math.nan, ConfidenceInterval(0.0, 1.0)
+        if total == 0:  # 0/0: reported as 0 with the interval [0, 1] (nothing is known)
+            return 0.0, ConfidenceInterval(0.0, 1.0)
         return k / total, clopper_pearson(k, total, confidence_level=level)
 
     precision, p_iv = ratio(tp, tp + fp)

@@ -104,7 +104,9 @@ def fixed_histogram_interface(
         The ``PrivatePredictor``.
 
     Raises:
-        ValueError: votes not a non-negative integer histogram with C ≥ 2 and Σ ≥ 1.
+        ValueError: votes not a non-negative integer histogram with C ≥ 2 and Σ ≥ 1, or
+            more teachers than the memory cap allows.
+        TypeError: non-numeric votes, a non-bool ``cache``.
 
     Example:
         >>> from dpaudit.systems import GNMax
@@ -117,6 +119,9 @@ def fixed_histogram_interface(
     h = check_votes("votes", votes, nonneg=True)
     if h.ndim != 1 or not np.all(h == np.round(h)) or h.sum() < 1:
         raise ValueError(f"votes must be a 1-d integer histogram with sum >= 1, got {votes!r}")
+    # One fitted one-row teacher per vote (~2 KB each): refuse ensembles beyond the cap.
+    check_memory(2048.0 * float(h.sum()), f"fixed_histogram_interface with {h.sum():g} votes")
+    check_flag("cache", cache)
     counts = h.astype(np.int64)
     labels = np.repeat(np.arange(counts.size), counts)
     parts = [np.array([j]) for j in range(labels.size)]
