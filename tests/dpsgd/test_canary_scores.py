@@ -175,3 +175,11 @@ def test_docstring_examples():
         assert module_examples(name).failed == 0, name
     pytest.importorskip("opacus")
     assert module_examples("dpaudit.systems._dpsgd").failed == 0
+
+
+def test_docs_section_examples():
+    from doctest_support import run_examples, section_examples
+
+    test = section_examples("55-dp-sgd.md")
+    assert test.examples
+    assert run_examples(test) == 0
