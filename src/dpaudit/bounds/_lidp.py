@@ -45,7 +45,12 @@ from scipy import special
 
 from dpaudit._results import ConfidenceInterval, ResultMixin
 from dpaudit._typing import ArrayLike
-from dpaudit._validate import check_array, check_choice, check_confidence_level, check_delta
+from dpaudit._validate import (
+    check_choice,
+    check_confidence_level,
+    check_delta,
+    check_mask,
+)
 from dpaudit.bounds._intervals import clopper_pearson_arrays
 
 __all__ = ["LIDP_METHODS", "LiDPMoments", "LiDPResult", "lidp_epsilon", "lidp_moments"]
@@ -109,10 +114,13 @@ class LiDPResult(ResultMixin):
 
 
 def _check_outcomes(name: str, value: ArrayLike) -> np.ndarray:
-    arr = check_array(name, value, ndim=2)
-    if not np.all((arr == 0) | (arr == 1)):
-        raise ValueError(f"{name} must contain only 0/1 outcomes")
-    return arr
+    """A 2-d matrix of test outcomes: booleans or 0/1 numbers, as float64."""
+    arr = check_mask(name, value)
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must have 2 dimension(s), got shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError(f"{name} must not be empty, got shape {arr.shape}")
+    return arr.astype(np.float64)
 
 
 def _moments(x: np.ndarray) -> np.ndarray:
