@@ -313,7 +313,13 @@ def _bound(
 
 
 def _tune(
-    alt: np.ndarray, null: np.ndarray, method: str, delta: float, level: float, variance: str
+    alt: np.ndarray,
+    null: np.ndarray,
+    method: str,
+    delta: float,
+    level: float,
+    variance: str,
+    num: int = NUM_THRESHOLDS,
 ) -> float:
     """τ maximising the audit's own bound on tuning runs (ties: the smallest τ).
 
@@ -324,7 +330,7 @@ def _tune(
     """
     lo = min(np.quantile(alt, 0.1), np.quantile(null, 0.1))
     hi = max(np.quantile(alt, 0.9), np.quantile(null, 0.9))
-    candidates = np.linspace(lo, hi, NUM_THRESHOLDS)
+    candidates = np.linspace(lo, hi, num)
     eps = np.array(
         [_bound(alt, null, float(t), method, delta, level, variance).epsilon for t in candidates]
     )
@@ -445,12 +451,13 @@ def tune_threshold(
     delta: float = 1e-5,
     confidence_level: float = 0.95,
     variance: str = "reference",
+    num_thresholds: int = NUM_THRESHOLDS,
 ) -> float:
     """τ maximising the audit's own bound on *tuning* runs (never the audited ones).
 
-    :data:`NUM_THRESHOLDS` candidates, evenly spaced between the smaller 10 % and the larger
-    90 % quantile of the two sets of statistics (the window of the synthetic experiment of
-    Pillutla et al. 2023, arXiv:2305.18447); ties go to the smallest τ.
+    ``num_thresholds`` (default :data:`NUM_THRESHOLDS`) candidates, evenly spaced between the
+    smaller 10 % and the larger 90 % quantile of the two sets of statistics (the window of the
+    synthetic experiment of Pillutla et al. 2023, arXiv:2305.18447); ties go to the smallest τ.
 
     Example:
         >>> g = np.random.default_rng(0)
@@ -458,8 +465,9 @@ def tune_threshold(
         >>> bool(0.0 < tau < 3.0)
         True
     """
+    num = check_positive_int("num_thresholds", num_thresholds)
     return _tune(np.asarray(alternative), np.asarray(null), method, delta, confidence_level,
-                 variance)  # fmt: skip
+                 variance, num)  # fmt: skip
 
 
 def resolve_run_grid(run_grid: ArrayLike | None, num_runs: int) -> np.ndarray:

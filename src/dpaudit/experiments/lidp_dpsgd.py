@@ -64,7 +64,6 @@ from dpaudit._validate import check_progress
 from dpaudit.attacks import draw_canaries, membership_score, split_pool
 from dpaudit.engine import EXECUTORS, Executor, RayExecutor
 from dpaudit.experiments.dpsgd import load_pool
-from dpaudit.experiments.lidp import NUM_THRESHOLDS
 from dpaudit.experiments.lidp_dpsgd_settings import LiDPDPSGDSettings
 from dpaudit.experiments.lidp_runs import LiDPRunsAudit, audit_canary_runs
 from dpaudit.systems import DPSGD, DPSGDSettings, LabelledData, train_dpsgd
@@ -73,8 +72,8 @@ __all__ = [
     "SYSTEM",
     "WORKFLOW",
     "DPSGDCanaryRuns",
-    "LiDPDPSGDDetail",
     "Layout",
+    "LiDPDPSGDDetail",
     "build_runs",
     "build_system",
     "check_layout",
@@ -274,7 +273,7 @@ class LiDPDPSGDDetail(ResultMixin):
     runs_per_minute: float
 
 
-def _entries(audit: LiDPRunsAudit, claims: tuple, n_tune: int) -> list[AuditEntry]:
+def _entries(audit: LiDPRunsAudit, claims: tuple, n_tune: int, num: int) -> list[AuditEntry]:
     out = []
     for a in audit.audits:
         for m in a.methods:
@@ -291,7 +290,7 @@ def _entries(audit: LiDPRunsAudit, claims: tuple, n_tune: int) -> list[AuditEntr
                 )
             tuned = SelectionRecord(
                 "threshold τ", "split",
-                f"maximises this method's bound over {NUM_THRESHOLDS} candidates (10–90 % "
+                f"maximises this method's bound over {num} candidates (10–90 % "
                 f"quantile window) on {n_tune} + {n_tune} separate tuning runs; τ = "
                 f"{a.thresholds[m][0]:.6g}",
             )  # fmt: skip
@@ -357,6 +356,7 @@ def run_lidp_dpsgd(
         progress=report,
     )  # fmt: skip
     t2 = time.perf_counter()
+    entries = _entries(audit, claims, audit.num_tuning_runs, settings.audit.num_thresholds)
     per_minute = 60.0 * audit.computed_runs / audit.runs_seconds if audit.runs_seconds else 0.0
     detail = LiDPDPSGDDetail(
         settings.data.dataset, int(pool.X.shape[1]), len(layout.train), system.dataset_size,
@@ -365,7 +365,7 @@ def run_lidp_dpsgd(
     )  # fmt: skip
     return AuditResult(
         workflow=WORKFLOW,
-        entries=tuple(_entries(audit, claims, audit.num_tuning_runs)),
+        entries=tuple(entries),
         settings=to_mapping(settings),
         seed=settings.seed,
         timings={"setup+claims": t1 - t0, "runs+bounds": t2 - t1, "runs": audit.runs_seconds},

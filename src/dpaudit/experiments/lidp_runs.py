@@ -61,6 +61,7 @@ from dpaudit._validate import (
 from dpaudit.bounds import LiDPResult
 from dpaudit.engine import Executor, TaskRun, run_tasks
 from dpaudit.experiments.lidp import (
+    NUM_THRESHOLDS,
     gain_interval,
     lidp_gaussian_statistics,
     resolve_run_grid,
@@ -155,6 +156,9 @@ class LiDPAuditSettings:
     target_epsilon: float | None = option(
         None, help="ε every k must reach [k = 1 mean bound at n]", flag="--gain-target"
     )
+    num_thresholds: int = option(
+        NUM_THRESHOLDS, help="τ candidates tried on the tuning runs (10–90 % quantile window)"
+    )
 
     def __post_init__(self) -> None:
         n = check_positive_int("num_runs", self.num_runs)
@@ -178,6 +182,7 @@ class LiDPAuditSettings:
             t = check_positive("target_epsilon", self.target_epsilon)
             if not math.isfinite(t):
                 raise ValueError(f"target_epsilon must be finite, got {t}")
+        check_positive_int("num_thresholds", self.num_thresholds)
 
     @property
     def tuning_runs(self) -> int:
@@ -439,17 +444,19 @@ def _std(x: np.ndarray) -> np.ndarray:
     return x.std(axis=0, ddof=1) if x.shape[0] > 1 else np.zeros(x.shape[1:])
 
 
-def _bounds_of(tune: tuple, audit: tuple, methods, common) -> tuple[dict, dict]:
+def _bounds_of(tune: tuple, audit: tuple, methods, common, num: int) -> tuple[dict, dict]:
     """Per method: τ tuned on the tuning runs, bound on all audited runs (one repetition)."""
     bounds, taus = {}, {}
     for m in methods:
-        tau = tune_threshold(*tune, method=m, **common)
+        tau = tune_threshold(*tune, method=m, **common, num_thresholds=num)
         taus[m] = tau
         bounds[m] = threshold_bound(*audit, tau, method=m, **common)
     return bounds, taus
 
 
-def _curve(tune: tuple, audit: tuple, grid: np.ndarray, method: str, common, last) -> tuple:
+def _curve(
+    tune: tuple, audit: tuple, grid: np.ndarray, method: str, common, num: int, last
+) -> tuple:
     """ε and τ at every n' of the grid; the last point (n' = n) is the entry's bound."""
     n, n_tune = audit[0].shape[0], tune[0].shape[0]
     eps, taus = np.empty(grid.size), np.empty(grid.size)
@@ -458,7 +465,8 @@ def _curve(tune: tuple, audit: tuple, grid: np.ndarray, method: str, common, las
             eps[i], taus[i] = last
             continue
         g_tune = max(2, round(int(g) * n_tune / n))
-        taus[i] = tune_threshold(tune[0][:g_tune], tune[1][:g_tune], method=method, **common)
+        taus[i] = tune_threshold(tune[0][:g_tune], tune[1][:g_tune], method=method, **common,
+                                 num_thresholds=num)  # fmt: skip
         eps[i] = threshold_bound(audit[0][:g], audit[1][:g], taus[i], method=method,
                                  **common).epsilon  # fmt: skip
     return eps, taus
@@ -476,12 +484,12 @@ def _audit_one_count(
     curve, curve_tau = np.empty((reps, grid.size)), np.empty((reps, grid.size))
     for r in range(reps):
         tune, audit = (t_alt[r], t_null[r]), (alt[r], null[r])
-        b, t = _bounds_of(tune, audit, methods, common)
+        b, t = _bounds_of(tune, audit, methods, common, s.num_thresholds)
         for m in methods:
             bounds[m].append(b[m])
             taus[m][r] = t[m]
         last = (b[cm].epsilon, t[cm]) if cm in b else None
-        curve[r], curve_tau[r] = _curve(tune, audit, grid, cm, common, last)
+        curve[r], curve_tau[r] = _curve(tune, audit, grid, cm, common, s.num_thresholds, last)
     mean_extras = {}
     for i, name in enumerate(extras):
         vals = np.concatenate([v[..., i].ravel() for c, v in data.extras.items() if c[0] == k])
