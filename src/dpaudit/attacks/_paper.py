@@ -254,10 +254,42 @@ def reconstruct_histogram_paper(
     stop_on_negative = check_flag("stop_on_negative", stop_on_negative)
     qbar = n / n.sum()
     target = qbar / np.linalg.norm(qbar) if normalise else qbar
-    x = np.full(n.size, total / n.size)
+    x, errs, used, reason = _descend(
+        np.full(n.size, total / n.size), s, target, normalise, tol, iters, stop_on_negative
+    )
+    x = x + (total - x.sum()) / n.size
+    return PaperReconstruction(
+        votes=x,
+        losses=np.asarray(errs, dtype=np.float64),
+        iterations=used,
+        stop_reason=reason,
+        counts=n,
+        sigma=s,
+        num_teachers=total,
+        normalise=bool(normalise),
+        tolerance=tol,
+        max_iter=iters,
+    )
+
+
+def _descend(
+    x: np.ndarray,
+    s: float,
+    target: np.ndarray,
+    normalise: bool,
+    tol: float,
+    iters: int,
+    stop_on_negative: bool,
+) -> tuple[np.ndarray, list[float], int, str]:
+    """The released code's step schedule from ``x`` (module docstring).
+
+    Returns:
+        ``(x, losses, gradient evaluations, stop reason)``; ``losses`` holds the loss after
+        each accepted step, the first at the start.
+    """
     errs = [math.inf]
     big = True
-    err = math.nan
+    err = math.inf
     reason = "max-iter"
     used = 0
     for i in range(iters):
@@ -297,16 +329,4 @@ def reconstruct_histogram_paper(
                 )
                 break
         errs.append(err)
-    x = x + (total - x.sum()) / n.size
-    return PaperReconstruction(
-        votes=x,
-        losses=np.asarray(errs[1:], dtype=np.float64),
-        iterations=used,
-        stop_reason=reason,
-        counts=n,
-        sigma=s,
-        num_teachers=total,
-        normalise=bool(normalise),
-        tolerance=tol,
-        max_iter=iters,
-    )
+    return x, errs[1:], used, reason
