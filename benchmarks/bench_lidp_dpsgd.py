@@ -1,0 +1,168 @@
+"""Benchmark: the Lifted-DP audit of DP-SGD (issue 17) — training runs as engine tasks.
+
+Measures, on the default model of ``src/dpaudit/configs/lidp-dp-sgd.toml`` (softmax
+regression on 2×2-pooled Fashion-MNIST, |D| = 128, 9 full-batch DP-SGD steps, k = 16
+random-sign canaries per run):
+
+* training runs per minute with local processes (1 worker = in this process; 2 workers =
+  spawned processes, their start-up included: a pool is started per audit);
+* runs per minute with a local Ray instance of 1 and 2 workers: "cold" (``ray.init`` and the
+  workers' first imports included) and "warm" (the same instance, second call);
+* the overhead of Ray vs plain processes on the same runs (2 workers; target ≤ 10 %), and
+  that the statistics are bit-identical;
+* the wall time of the gain experiment (``lidp-dp-sgd-gain.toml``, the README figure; target
+  ≤ 45 min on 2 cores): with ``--gain DIR`` it is run here (resumable in ``DIR``), otherwise
+  read from ``benchmarks/results/lidp_dpsgd_gain.json`` if a run recorded it.
+
+The machine's load average is recorded before and after each measurement: this machine is
+shared, and timings scale with the CPU left over.
+
+Run: ``python benchmarks/bench_lidp_dpsgd.py [--gain DIR]`` →
+``benchmarks/results/lidp_dpsgd.json`` (``DPAUDIT_BENCH_QUICK=1``: 24 runs per measurement
+instead of 96).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from dpaudit import _settings
+from dpaudit._rng import child_seed
+from dpaudit.engine import EXECUTORS, RayExecutor
+from dpaudit.experiments.config import find_config
+from dpaudit.experiments.lidp_dpsgd import build_runs, build_system, draw_layout, load_data
+from dpaudit.experiments.lidp_dpsgd_settings import LiDPDPSGDSettings
+from dpaudit.experiments.lidp_runs import RunPlan, collect_statistics
+
+RESULTS = Path(__file__).parent / "results"
+QUICK = os.environ.get("DPAUDIT_BENCH_QUICK") == "1"
+RUNS = 24 if QUICK else 96  # per measurement: RUNS/4 alternative + null, audit + tuning
+K = 16
+
+
+def _load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def _setup():
+    settings = _settings.load_toml(find_config("lidp-dp-sgd"), LiDPDPSGDSettings)
+    pool = load_data(settings)
+    system = build_system(settings)
+    layout = draw_layout(pool, settings, rng=child_seed(settings.seed, 0))
+    return build_runs(settings, layout, system)
+
+
+def _measure(runs, executor, plan, label: str) -> dict:
+    load0 = _load()
+    t0 = time.perf_counter()
+    data, out = collect_statistics(runs, plan, rng=7, executor=executor)
+    wall = time.perf_counter() - t0
+    stats = np.concatenate([v.ravel() for v in data.stats.values()])
+    row = {
+        "label": label,
+        "runs": out.num_tasks,
+        "wall_seconds": round(wall, 3),
+        "runs_per_minute": round(60.0 * out.num_tasks / wall, 1),
+        "load_before": load0,
+        "load_after": _load(),
+    }
+    print(f"{label:>28}: {row['runs']} runs in {wall:7.2f} s = {row['runs_per_minute']:7.1f} "
+          f"runs/min (load {load0[0]} → {row['load_after'][0]})", flush=True)  # fmt: skip
+    return row | {"_stats": stats}
+
+
+def _ray_rows(runs, plan) -> list[dict]:
+    import ray
+
+    rows = []
+    for workers in (1, 2):
+        t0 = time.perf_counter()
+        ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+        init = time.perf_counter() - t0
+        cold = _measure(runs, RayExecutor(workers), plan, f"ray × {workers} (cold)")
+        cold["init_seconds"] = round(init, 3)
+        warm = _measure(runs, RayExecutor(workers), plan, f"ray × {workers} (warm)")
+        ray.shutdown()
+        rows += [cold, warm]
+    return rows
+
+
+def _gain(gain_dir: str | None) -> dict | None:
+    if gain_dir is not None:
+        from dpaudit.experiments.lidp_dpsgd import run_lidp_dpsgd
+
+        settings = _settings.load_toml(find_config("lidp-dp-sgd-gain"), LiDPDPSGDSettings)
+        settings = _settings.apply_overrides(settings, {"execution.workers": 2})
+        load0 = _load()
+        t0 = time.perf_counter()
+        res = run_lidp_dpsgd(settings, checkpoint=Path(gain_dir) / "runs.tasks")
+        a = res.detail.audit
+        return {
+            "wall_seconds": round(time.perf_counter() - t0, 1),
+            "runs": a.num_tasks,
+            "computed_runs": a.computed_runs,
+            "resumed_runs": a.resumed_runs,
+            "load_before": load0,
+            "load_after": _load(),
+        }
+    path = RESULTS / "lidp_dpsgd_gain.json"
+    if path.exists():
+        return json.loads(path.read_text()).get("timing")
+    return None
+
+
+def main() -> int:
+    gain_dir = sys.argv[sys.argv.index("--gain") + 1] if "--gain" in sys.argv else None
+    runs = _setup()
+    n = RUNS // 4
+    plan = RunPlan((K,), 1, n, n)
+    warm = RunPlan((K,), 1, 2, 2)
+    collect_statistics(runs, warm, rng=0)  # imports and first-call costs out of the way
+    procs = EXECUTORS.get("processes")
+    rows = [_measure(runs, procs(1), plan, "processes × 1 (in-process)"),
+            _measure(runs, procs(2), plan, "processes × 2 (spawned)")]  # fmt: skip
+    try:
+        rows += _ray_rows(runs, plan)
+    except ImportError:
+        print("ray is not installed: Ray rows skipped")
+    ref = rows[0]["_stats"]
+    identical = all(np.array_equal(r["_stats"], ref) for r in rows)
+    by = {r["label"]: r for r in rows}
+    proc2 = by["processes × 2 (spawned)"]["wall_seconds"]
+    overhead = {
+        label: round(by[label]["wall_seconds"] / proc2 - 1.0, 3)
+        for label in ("ray × 2 (cold)", "ray × 2 (warm)")
+        if label in by
+    }
+    out = {
+        "benchmark": "lidp_dpsgd",
+        "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
+        "model": "softmax regression, 196 features (2×2-pooled Fashion-MNIST), |D| = 128, "
+        "T = 9 full-batch DP-SGD steps, σ = 3, k = 16 random-sign canaries",
+        "rows": [{k: v for k, v in r.items() if k != "_stats"} for r in rows],
+        "ray_overhead_vs_processes_2_workers": overhead,
+        "target_ray_overhead": 0.10,
+        "statistics_bit_identical": identical,
+        "gain_experiment": _gain(gain_dir),
+        "target_gain_wall_seconds": 45 * 60,
+    }
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "lidp_dpsgd.json").write_text(json.dumps(out, indent=2) + "\n")
+    print(f"Ray overhead vs 2 processes: {overhead} (target ≤ 10 %); statistics bit-identical: "
+          f"{identical}")  # fmt: skip
+    if out["gain_experiment"]:
+        g = out["gain_experiment"]
+        print(f"gain experiment: {g['wall_seconds'] / 60:.1f} min for {g['runs']} runs "
+              f"(target ≤ 45 min)")  # fmt: skip
+    return 0 if identical else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
