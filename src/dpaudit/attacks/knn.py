@@ -120,19 +120,54 @@ def _unique_q(hists: np.ndarray, sigma: float) -> np.ndarray:
     return np.asarray(argmax_probabilities(uniq.astype(np.float64), sigma))[inv.ravel()]
 
 
+@dataclasses.dataclass(frozen=True)
+class BaseEstimate(ResultMixin):
+    """``p̄ = E Q(H_S)`` of one query from M draws: the part every added point shares.
+
+    Attributes:
+        plain: ``mean Q(H_i)``.
+        plain_se: its standard error.
+        cv: ``mean[Q(H_i) − J(μ)(H_i − μ)]`` (control variate), or None without μ.
+        cv_se: its standard error.
+        draws: M.
+    """
+
+    plain: FloatArray
+    plain_se: FloatArray
+    cv: FloatArray | None
+    cv_se: FloatArray | None
+    draws: int
+
+
+def base_estimate(h: IntArray, sigma: float, mean: FloatArray | None = None) -> BaseEstimate:
+    """The S-side Rao–Blackwellised estimate (and its control-variate version, with the
+    exact mean μ of H; J from :func:`dpaudit.mechanisms.argmax_probabilities_jacobian`)."""
+    from dpaudit.mechanisms import argmax_probabilities_jacobian
+
+    m = h.shape[0]
+    q = _unique_q(h, sigma)
+    cv = cv_se = None
+    if mean is not None:
+        _, jac = argmax_probabilities_jacobian(np.asarray(mean, dtype=np.float64), sigma)
+        r = q - (h - mean) @ jac.T
+        cv, cv_se = r.mean(axis=0), r.std(axis=0) / np.sqrt(m)
+    return BaseEstimate(q.mean(axis=0), q.std(axis=0) / np.sqrt(m), cv, cv_se, int(m))
+
+
 def rao_blackwell_output(
     h: IntArray,
     h_alt: IntArray,
     weight: FloatArray,
     sigma: float,
     mean: FloatArray | None = None,
+    base: BaseEstimate | None = None,
 ) -> OutputEstimate:
     """``p̄ = mean Q(H_i)`` and ``p̄′ = mean[(1 − w_i) Q(H_i) + w_i Q(H̃_i)]`` over draws.
 
     With ``mean`` (the exact E[H]) the control variate ``J(mean)(H_i − mean)`` is subtracted
-    from both rows (its expectation is 0; J from
-    :func:`dpaudit.mechanisms.argmax_probabilities_jacobian`), unless that makes an entry
-    negative (then the plain averages are used).
+    (its expectation is 0), unless that makes an entry negative (then the plain averages are
+    used). Only the draws the point changes are evaluated for p̄′ − p̄; ``base`` (the shared
+    :func:`base_estimate` of the same draws) saves the S side.
 
     Args:
         h: ``(M, C)`` histograms under S.
@@ -140,38 +175,43 @@ def rao_blackwell_output(
         weight: ``(M,)`` probabilities w_i that the point is in, given draw i.
         sigma: noise σ.
         mean: exact E[H] ``(C,)`` or None.
+        base: the S-side estimate of these draws, if already computed.
 
     Returns:
-        :class:`OutputEstimate`.
+        :class:`OutputEstimate` (the S′ row's standard error ignores the covariance of the
+        two parts).
     """
-    from dpaudit.mechanisms import argmax_probabilities_jacobian
-
     m = h.shape[0]
+    b = base_estimate(h, sigma, mean) if base is None else base
     moved = np.flatnonzero((weight > 0) & np.any(h_alt != h, axis=1))
-    q = _unique_q(h, sigma)
-    diff = np.zeros_like(q)
+    dmean = np.zeros(h.shape[1])
+    dvar = np.zeros(h.shape[1])
     if moved.size:
-        diff[moved] = weight[moved, None] * (_unique_q(h_alt[moved], sigma) - q[moved])
-    base = q
-    method = "rao-blackwellised monte carlo"
-    if mean is not None:
-        _, jac = argmax_probabilities_jacobian(np.asarray(mean, dtype=np.float64), sigma)
-        cv = q - (h - mean) @ jac.T
-        if np.all(cv.mean(axis=0) >= 0) and np.all(cv.mean(axis=0) + diff.mean(axis=0) >= 0):
-            base = cv
-            method += " + control variate"
-    p = base.mean(axis=0)
-    p2 = p + diff.mean(axis=0)
-    se = np.stack([base.std(axis=0), (base + diff).std(axis=0)]) / np.sqrt(m)
-    out = np.stack([p, p2])
-    out = np.clip(out, 0.0, None)
+        d = weight[moved, None] * (_unique_q(h_alt[moved], sigma) - _unique_q(h[moved], sigma))
+        dmean = d.sum(axis=0) / m
+        dvar = np.maximum((d**2).sum(axis=0) / m - dmean**2, 0.0)
+    p, se, method = b.plain, b.plain_se, "rao-blackwellised monte carlo"
+    if b.cv is not None and np.all(b.cv >= 0) and np.all(b.cv + dmean >= 0):
+        p, se, method = b.cv, b.cv_se, method + " + control variate"
+    out = np.clip(np.stack([p, p + dmean]), 0.0, None)
     out /= out.sum(axis=1, keepdims=True)
-    return OutputEstimate(out, se, method, int(m))
+    se2 = np.stack([se, np.sqrt(se**2 + dvar / m)])
+    return OutputEstimate(out, se2, method, int(m))
 
 
 # =============================================================================================
 # The paper's model
 # =============================================================================================
+
+
+def _shared_base(shared: dict | None, key: tuple, h, sigma: float, mean) -> BaseEstimate:
+    """The S-side estimate of a query's draws, computed once per query and σ (the draws
+    depend only on the query's column, so every added point on it shares them)."""
+    if shared is None:
+        return base_estimate(h, sigma, mean)
+    if key not in shared:
+        shared[key] = base_estimate(h, sigma, mean)
+    return shared[key]
 
 
 def _label_law(labels: IntArray, weights: FloatArray, num_classes: int) -> FloatArray:
@@ -234,6 +274,7 @@ class KNNHistogramModel(_KNNModelBase):
     draws: int
     seed: Any
     estimation: ModelEstimation | None = None
+    shared: dict | None = dataclasses.field(default=None, repr=False)
 
     @property
     def num_classes(self) -> int:
@@ -268,7 +309,8 @@ class KNNHistogramModel(_KNNModelBase):
         h_alt = h.copy()
         h_alt[:, y] += 1
         h_alt[np.arange(self.draws), last] -= 1
-        return rao_blackwell_output(h, h_alt, np.full(self.draws, nu), s, self.k * p)
+        base = _shared_base(self.shared, ("paper", s), h, s, self.k * p)
+        return rao_blackwell_output(h, h_alt, np.full(self.draws, nu), s, base=base)
 
     def sampler(self, *, neighbour: bool = False) -> KNNMultinomialSampler:
         """A picklable ``histogram_sampler(gen, size)`` for H_S (or H_S′)."""
@@ -348,6 +390,7 @@ class KNNSubsampleModel(_KNNModelBase):
     draws: int
     seed: Any
     estimation: ModelEstimation | None = None
+    shared: dict | None = dataclasses.field(default=None, repr=False)
 
     @property
     def inclusion(self) -> float:
@@ -376,7 +419,8 @@ class KNNSubsampleModel(_KNNModelBase):
                 num_classes=self.num_classes, gen=gen, sampling=self.sampling,
                 num_points=self.num_points, point_rank=self.rank, point_label=self.label,
             )  # fmt: skip
-            return rao_blackwell_output(h, h2, np.ones(self.draws), s, None)
+            base = _shared_base(self.shared, ("replacement", s), h, s, None)
+            return rao_blackwell_output(h, h2, np.ones(self.draws), s, base=base)
         ranks = poisson_topk_ranks(self.draws, self.k, self.sampling_rate, lab.size, gen)
         voters = lab[ranks - 1]
         h = histograms(voters, self.num_classes)
@@ -386,7 +430,8 @@ class KNNSubsampleModel(_KNNModelBase):
         h_alt[rows, self.label] += 1
         np.add.at(h_alt, (rows, voters[rows, -1]), -1)
         w = self.sampling_rate * could.astype(np.float64)
-        return rao_blackwell_output(h, h_alt, w, s, self.expected_votes())
+        base = _shared_base(self.shared, ("poisson", s), h, s, self.expected_votes())
+        return rao_blackwell_output(h, h_alt, w, s, base=base)
 
     def sampler(self, *, neighbour: bool = False) -> KNNSubsampleSampler:
         """A picklable ``histogram_sampler(gen, size)``: the system's own draws."""
@@ -456,18 +501,23 @@ def _estimation(inputs: ModelInputs, method: str, draws: int) -> ModelEstimation
     )
 
 
-def _query(inputs: ModelInputs) -> tuple[Any, Any, IntArray, int, Any]:
+def _query(inputs: ModelInputs) -> tuple[Any, Any, IntArray, int, Any, dict]:
+    """The column's ranked labels, the point's rank, and the column's seed and shared cache:
+    the draws depend only on the query (its column of the training phase), so every added
+    point evaluated on it reuses them (common random numbers across adversaries)."""
     inst, nb = inputs.instantiations, inputs.paired
     labels = np.asarray(nb.neighbour_labels[inputs.position])
     rank = int(nb.ranks[inputs.position])
-    seed = np.random.SeedSequence(nb.seed.entropy, spawn_key=(*nb.seed.spawn_key, inputs.position))
-    return inst, nb, labels, rank, seed
+    col = int(inputs.column)
+    seed = np.random.SeedSequence(inst.seed.entropy, spawn_key=(*inst.seed.spawn_key, col))
+    shared = inst.model_cache.setdefault(("column", col, inst.model_draws), {})
+    return inst, nb, labels, rank, seed, shared
 
 
 def model_knn_multinomial(inputs: ModelInputs) -> KNNHistogramModel:
     """The paper's model for one audited column (``P_q``, ``P_q^k``, ν in closed form)."""
 
-    inst, nb, labels, rank, seed = _query(inputs)
+    inst, nb, labels, rank, seed, shared = _query(inputs)
     r = np.arange(1, labels.size + 1)
     p = _label_law(
         labels, topk_inclusion_probability(r, inst.k, inst.sampling_rate), inst.num_classes
@@ -481,16 +531,16 @@ def model_knn_multinomial(inputs: ModelInputs) -> KNNHistogramModel:
     est = _estimation(
         inputs, "closed form from the ranked labels (Chadha et al. 2024 sec. 6)", inst.model_draws
     )
-    return KNNHistogramModel(p, pk, nu, int(nb.label), inst.k, inst.model_draws, seed, est)
+    return KNNHistogramModel(p, pk, nu, int(nb.label), inst.k, inst.model_draws, seed, est, shared)
 
 
 def model_knn_subsample(inputs: ModelInputs) -> KNNSubsampleModel:
     """The exact subsampling model for one audited column."""
-    inst, nb, labels, rank, seed = _query(inputs)
+    inst, nb, labels, rank, seed, shared = _query(inputs)
     est = _estimation(inputs, "exact law of the subsampled votes", inst.model_draws)
     return KNNSubsampleModel(
         labels, rank, int(nb.label), inst.k, inst.sampling_rate, inst.sampling,
-        inst.num_points, inst.num_classes, inst.model_draws, seed, est,
+        inst.num_points, inst.num_classes, inst.model_draws, seed, est, shared,
     )  # fmt: skip
 
 

@@ -212,7 +212,9 @@ class KNNInstantiations:
         sampling: ``"poisson"`` or ``"with-replacement"``.
         transform: the fitted :class:`AffineFeatures`.
         model_draws: subsample draws per query of the histogram models.
-        seed: the seed the models' draws derive from.
+        seed: the seed the models' draws derive from (one stream per query column).
+        model_cache: what the histogram models share per query column (the S-side output
+            estimate, the same for every added point).
     """
 
     features: FloatArray
@@ -229,6 +231,7 @@ class KNNInstantiations:
     transform: AffineFeatures
     model_draws: int
     seed: np.random.SeedSequence
+    model_cache: dict = dataclasses.field(default_factory=dict, repr=False)
 
     @property
     def num_points(self) -> int:
@@ -251,7 +254,6 @@ class KNNNeighbourhood(ResultMixin):
         ranks: its rank r_q among the training points for each evaluation query, ``(n_eval,)``.
         neighbour_labels: the evaluation queries' ranked neighbour labels ``(n_eval, R)``.
         changed: ``(R_draws, n_eval)`` whether it changed the votes in each simulated draw.
-        seed: seed of the histogram models' draws for this point.
     """
 
     point: FloatArray
@@ -259,7 +261,6 @@ class KNNNeighbourhood(ResultMixin):
     ranks: IntArray
     neighbour_labels: IntArray
     changed: np.ndarray
-    seed: np.random.SeedSequence
 
 
 # =============================================================================================
@@ -512,7 +513,7 @@ class PrivateKNN:
             )
         if eval_rows is not None and len(eval_rows) != pts.shape[0]:
             raise ValueError(f"eval_rows must have one entry per point ({pts.shape[0]})")
-        seeds = block_seeds(rng, 2 * pts.shape[0])
+        seeds = block_seeds(rng, pts.shape[0])
         out = []
         for i in range(pts.shape[0]):
             rows = np.atleast_2d(
@@ -521,18 +522,14 @@ class PrivateKNN:
             ranked, rows_f = _ranked_for(trained, rows)
             point = trained.transform(pts[i : i + 1])[0]
             ranks = poison_ranks(ranked, rows_f, point)
-            gen = as_generator(seeds[2 * i])
+            gen = as_generator(seeds[i])
             changed = np.stack(
                 [
                     self._changed(trained, ranked.labels, ranks, int(labs[i]), gen)
                     for _ in range(r_count)
                 ]
             )
-            out.append(
-                KNNNeighbourhood(
-                    point, int(labs[i]), ranks, ranked.labels, changed, seeds[2 * i + 1]
-                )
-            )
+            out.append(KNNNeighbourhood(point, int(labs[i]), ranks, ranked.labels, changed))
         return out
 
     def _changed(self, trained, labels, ranks, label, gen) -> np.ndarray:
