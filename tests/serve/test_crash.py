@@ -76,7 +76,7 @@ def test_kill_9_during_load_then_restart(tmp_path):
     statuses = load.statuses()
     assert set(statuses) <= {0, 200}, statuses  # no 5xx, no overspend refusals
     answered = load.answered
-    assert len(answered) > CLIENTS and 0 < len(load.in_flight) <= CLIENTS
+    assert len(answered) > 0 and 0 < len(load.in_flight) <= CLIENTS
 
     proc2, url2 = _start(path)  # restart on the same ledger
     try:
