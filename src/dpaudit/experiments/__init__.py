@@ -12,6 +12,8 @@
   arXiv:2106.03408).
 - :mod:`dpaudit.experiments.lidp`: the Lifted-DP Gaussian experiment (Pillutla et al. 2023,
   arXiv:2305.18447).
+- :mod:`dpaudit.experiments.lidp_dpsgd`: the Lifted-DP audit of DP-SGD, k random canaries per
+  training run, runs as engine tasks (processes or Ray) over :mod:`~dpaudit.experiments.lidp_runs`.
 - :mod:`dpaudit.experiments.vote_leakage`: vote extraction and attribute inference (Wang et al.
   2022, arXiv:2209.10732), one module per part: :mod:`~dpaudit.experiments.vote_extraction`,
   :mod:`~dpaudit.experiments.budget_limited`, :mod:`~dpaudit.experiments.noise_sweep`,
@@ -30,6 +32,7 @@ from dpaudit.experiments.dpsgd_settings import DPSGDAuditSettings
 from dpaudit.experiments.label_dp import run_label_dp
 from dpaudit.experiments.label_dp_settings import LabelDPSettings
 from dpaudit.experiments.lidp import LiDPExperimentResult, run_lidp_gaussian
+from dpaudit.experiments.lidp_dpsgd import run_lidp_dpsgd
 from dpaudit.experiments.private_prediction import (
     AdversaryAudit,
     PrivatePredictionSettings,
@@ -63,6 +66,7 @@ __all__ = [
     "parse_config",
     "run_blocks",
     "run_label_dp",
+    "run_lidp_dpsgd",
     "run_lidp_gaussian",
     "run_vote_leakage",
 ]
