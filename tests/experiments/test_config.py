@@ -63,7 +63,7 @@ def test_overrides_by_leaf_name_or_path():
 @pytest.mark.parametrize(
     ("data", "match"),
     [
-        ({"data": {"dataset": "cifar10"}}, "dataset"),
+        ({"data": {"dataset": "no-such-dataset"}}, "dataset"),
         ({"system": {"teachers": 10, "teachers_per_query": 20}}, "teachers_per_query"),
         ({"system": {"sigma": 0}}, "sigma"),
         ({"system": {"sigma": -40}}, "sigma"),
