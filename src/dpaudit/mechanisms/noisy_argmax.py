@@ -148,6 +148,7 @@ def _log_q_standardised(
 def _offsets(v: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     """d[m, :] = v_i − v_j over j ≠ i for the (row, class) pairs given."""
     c = v.shape[1]
+    quad.check_offsets_memory(rows.size, c)
     vi = v[rows, cols]
     others = np.ones((rows.size, c), dtype=bool)
     others[np.arange(rows.size), cols] = False
