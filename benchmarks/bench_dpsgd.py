@@ -129,7 +129,7 @@ def end_to_end() -> dict:
         "scores_and_qmia_seconds": rep.timings["scores+qmia"],
         "qmia_fit_seconds": rep.scores.qmia_seconds,
         "bounds_seconds": rep.timings["bounds"],
-        "holdout_accuracy": rep.scores.holdout_accuracy,
+        "test_accuracy": rep.scores.test_accuracy,
         "examples_per_second": rep.examples_per_second,
         "target_total_seconds": 600,
         "target_qmia_seconds": 60,

@@ -105,6 +105,7 @@ def test_small_audit_with_qmia_and_report(tmp_path):
     assert rep.num_members == 150 + rep.num_included
     assert rep.scores.values["qmia"].shape == (300,)
     assert rep.scores.qmia_num_train == 240
+    assert 0 <= rep.scores.test_accuracy <= 1 and rep.scores.holdout_accuracy is not None
     summ = d.summary("qmia", "max")
     assert summ.valid_mean == pytest.approx(np.mean(summ.valid))
     for e in res.entries:

@@ -118,12 +118,15 @@ class RunLayout:
         game: the canaries and which were included.
         canaries: the canaries as :class:`~dpaudit.systems.LabelledData` (training labels).
         holdout: non-members for the quantile regressor (never trained on, never canaries).
+        holdout_true_labels: the holdout's labels before any flipping (= ``holdout.y`` for
+            data canaries; None for synthetic inputs, which have no true class).
     """
 
     members: LabelledData
     game: CanaryGame
     canaries: LabelledData
     holdout: LabelledData
+    holdout_true_labels: np.ndarray | None = None
 
 
 def check_layout(settings: DPSGDAuditSettings, pool: LabelledData) -> None:
@@ -169,12 +172,13 @@ def draw_layout(
     )  # fmt: skip
     canaries = dataclasses.replace(pool, X=game.canaries.X, y=game.canaries.labels)
     holdout = pool.subset(parts["holdout"])
+    true_labels = None if synthetic else holdout.y
     if h > 0 and kind != "data":
         hold_source = pool if synthetic else holdout
         made = draw_canaries(hold_source.X, hold_source.y, h, num_classes=pool.num_classes,
                              kind=kind, rng=holdout_seq)  # fmt: skip
         holdout = dataclasses.replace(pool, X=made.X, y=made.labels)
-    return RunLayout(pool.subset(parts["members"]), game, canaries, holdout)
+    return RunLayout(pool.subset(parts["members"]), game, canaries, holdout, true_labels)
 
 
 def build_system(settings: DPSGDAuditSettings) -> DPSGD:
@@ -194,7 +198,10 @@ class CanaryScores(ResultMixin):
     Attributes:
         base_score: the base score's name (``"margin"``, ``"logit-sum"``, ``"neg-loss"``).
         values: attack name (``"baseline"``, ``"qmia"``) → (m,) scores, larger = member.
-        holdout_accuracy: the model's accuracy on the holdout (None without holdout).
+        holdout_accuracy: the model's accuracy on the holdout's labels as scored (flipped
+            for flipped canaries; None without holdout).
+        test_accuracy: the model's accuracy on the holdout's true labels (None without
+            holdout or for synthetic canaries): the accuracy of the DP model.
         qmia_regressor: the regressor (None without QMIA).
         qmia_best_epoch: the early-stopping epoch kept.
         qmia_validation_losses: validation loss per epoch.
@@ -205,6 +212,7 @@ class CanaryScores(ResultMixin):
     base_score: str
     values: dict[str, np.ndarray]
     holdout_accuracy: float | None = None
+    test_accuracy: float | None = None
     qmia_regressor: str | None = None
     qmia_best_epoch: int | None = None
     qmia_validation_losses: tuple[float, ...] = ()
@@ -235,12 +243,17 @@ def score_canaries(
         attack.score,
         values,
         holdout_accuracy=float(np.mean(np.argmax(hold_logits, axis=1) == hold.y)),
+        test_accuracy=_accuracy(hold_logits, layout.holdout_true_labels),
         qmia_regressor=fit.regressor,
         qmia_best_epoch=fit.best_epoch,
         qmia_validation_losses=fit.validation_losses,
         qmia_num_train=fit.num_train,
         qmia_seconds=fit.seconds,
     )
+
+
+def _accuracy(logits: np.ndarray, labels: np.ndarray | None) -> float | None:
+    return None if labels is None else float(np.mean(np.argmax(logits, axis=1) == labels))
 
 
 def bound_scores(

@@ -80,7 +80,7 @@ def render_dpsgd(console: Any, result: Any) -> None:
     console.print(dpsgd_table(result))
     for r in result.detail.repetitions:
         sc = r.scores
-        acc = "—" if sc.holdout_accuracy is None else f"{sc.holdout_accuracy:.3f}"
+        acc = "—" if sc.test_accuracy is None else f"{sc.test_accuracy:.3f}"
         qmia = ""
         if sc.qmia_regressor is not None:
             qmia = (
@@ -89,7 +89,7 @@ def render_dpsgd(console: Any, result: Any) -> None:
             )
         console.print(
             f"run {r.index}: {r.num_members} trained examples ({r.num_included} canaries), "
-            f"holdout accuracy {acc}, {r.training_seconds:.1f} s of DP-SGD "
+            f"test accuracy {acc}, {r.training_seconds:.1f} s of DP-SGD "
             f"({r.examples_per_second:.0f} examples/s){qmia}"
         )
 
