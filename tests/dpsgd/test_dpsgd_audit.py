@@ -118,6 +118,10 @@ def test_small_audit_with_qmia_and_report(tmp_path):
 
     paths = write_dpsgd_report(res, tmp_path)
     assert paths["sweep_plot"].stat().st_size > 0
+    from dpaudit.report.html import render_html
+
+    page = render_html(json.loads(res.to_json()))  # the workflow's figure from the JSON
+    assert page.count("<img") == 1 and "guesses" in page
 
 
 def test_settings_from_shipped_configs():

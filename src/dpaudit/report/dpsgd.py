@@ -21,8 +21,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from dpaudit.errors import require
 from dpaudit.report._figures import figure, save
+from dpaudit.report.html import register_figures
 
 __all__ = [
     "dpsgd_table",
@@ -94,10 +97,17 @@ def render_dpsgd(console: Any, result: Any) -> None:
         )
 
 
+def _grid(sweep: Any) -> Any:
+    """A sweep's grid (``values``, which a JSON view would read as the dict method)."""
+    if isinstance(sweep, dict):
+        return np.asarray(sweep["values"], dtype=float)
+    return sweep.values
+
+
 def _sweep_panel(ax: Any, bounds: Any, title: str, claim: float | None) -> None:
     st, fdp = bounds.steinke, bounds.fdp
-    ax.plot(st.values, st.epsilons, color="tab:blue", lw=1.2, label="ε_or per k (uncorrected)")
-    ax.plot(fdp.values, fdp.epsilons, color="tab:orange", lw=1.2,
+    ax.plot(_grid(st), st.epsilons, color="tab:blue", lw=1.2, label="ε_or per k (uncorrected)")
+    ax.plot(_grid(fdp), fdp.epsilons, color="tab:orange", lw=1.2,
             label="ε_or-fdp per k (uncorrected)")  # fmt: skip
     for value, color, label in (
         (st.epsilon, "tab:blue", f"ε_or valid ({st.selection.strategy})"),
@@ -116,19 +126,26 @@ def _sweep_panel(ax: Any, bounds: Any, title: str, claim: float | None) -> None:
     ax.legend(fontsize=7, loc="best")
 
 
+def _member(mapping: Any, key: str) -> Any:
+    """``mapping[key]``, read through the JSON view of :mod:`dpaudit.report.html` if it is one."""
+    return mapping[key] if type(mapping) is dict else getattr(mapping, key)
+
+
 def plot_guess_sweep(result: Any, path: str | Path) -> Path:
     """ε vs number of guesses per attack (repetition 0), valid and uncorrected, and the claim.
 
     Works for the DP-SGD audit (one panel per attack) and the canary-scores audit (one
-    panel).
+    panel), from the result or its JSON view (:func:`dpaudit.report.html.result_view`).
 
     Raises:
         MissingDependencyError: matplotlib is not installed.
     """
-    claim = result.entries[0].claim
-    claim_eps = None if claim is None else claim.epsilon
-    if hasattr(result.detail, "repetitions"):
-        panels = list(result.detail.repetitions[0].bounds.items())
+    claims = result.entries[0].claims
+    claim_eps = claims[0].epsilon if len(claims) else None
+    reps = getattr(result.detail, "repetitions", None)
+    if reps is not None:
+        bmap = reps[0].bounds
+        panels = [(name, _member(bmap, name)) for name in bmap]
     else:
         panels = [("scores", result.detail.one_run)]
     fig, axes = figure(1, len(panels), 5.0, 3.8)
@@ -179,3 +196,21 @@ def write_dpsgd_report(result: Any, out_dir: str | Path, *, plots: bool = True) 
 
 #: The canary-scores audit writes the same files (``results.json``, ``guess_sweep.png``).
 write_scores_report = write_dpsgd_report
+
+_SWEEP_CAPTION = (
+    "ε lower bound against the number of guesses k (repetition 0): per-k bounds of Steinke et "
+    "al. 2023 (arXiv:2305.08846) and of the f-DP audit of Mahloujifar et al. 2024 "
+    "(arXiv:2410.22235) at the nominal level are uncorrected; the dashed lines are the valid "
+    "bounds with the choice of k (and, for ε_max, of the procedure) paid for; the black line "
+    "is the primary claim."
+)
+
+
+@register_figures("dp-sgd-one-run")
+def _dpsgd_figures(view: Any, d: Path) -> list[tuple[str, Path]]:
+    return [(_SWEEP_CAPTION, plot_guess_sweep(view, d / "guess_sweep.png"))]
+
+
+@register_figures("canary-scores")
+def _scores_figures(view: Any, d: Path) -> list[tuple[str, Path]]:
+    return [(_SWEEP_CAPTION, plot_guess_sweep(view, d / "guess_sweep.png"))]
