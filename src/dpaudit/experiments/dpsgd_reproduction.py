@@ -17,9 +17,11 @@ Layouts (n = r + m/2 examples trained on, on average):
 * Table 1: r = 45,000, m = 5,000 (n = 47,500) with 10,000 holdout non-members.
 
 :func:`run_layouts` writes ``DIR/<layout>/results.json`` per layout (a finished layout is
-skipped, so an interrupted reproduction resumes) and :func:`reproduction_markdown` puts the
-measured means beside the paper's. Run ``python -m dpaudit.experiments.dpsgd_reproduction
---out DIR [--layouts ...] [--repetitions 5]``.
+skipped, so an interrupted reproduction resumes; ``dpaudit report`` or
+:func:`dpaudit.report.dpsgd.plot_guess_sweep` draws any of them) and
+:func:`reproduction_markdown` puts the measured means beside the paper's. Run
+``python -m dpaudit.experiments.dpsgd_reproduction --out DIR [--layouts ...]
+[--repetitions 5]``.
 
 Example:
     >>> LAYOUTS["table2-n5000-r0"]
@@ -124,7 +126,6 @@ def run_layouts(
         layout → the results file.
     """
     from dpaudit.experiments.dpsgd import audit_dpsgd
-    from dpaudit.report.dpsgd import write_dpsgd_report
 
     unknown = [name for name in layouts if name not in LAYOUTS]
     if unknown:
@@ -136,7 +137,7 @@ def run_layouts(
         if not target.is_file():
             start = time.perf_counter()
             settings = layout_settings(base, name, repetitions=repetitions)
-            write_dpsgd_report(audit_dpsgd(settings), out / name)
+            audit_dpsgd(settings).write_json(target)
             log(f"{name}: done in {time.perf_counter() - start:.0f} s")
         paths[name] = target
     return paths
