@@ -478,7 +478,7 @@ def _loader(base: str, extractor: str, name: str, defaults: dict[str, Any]) -> C
 WORDNET_FEATURE_CATEGORIES = ("noun.animal", "noun.artifact", "noun.person", "noun.plant")
 
 #: Feature datasets by name (registered in :func:`dpaudit.systems.data.load_dataset`).
-#: ``fashion-mnist-vit`` defaults to a seeded 5,000 / 1,200 subset (ViT-S/14 costs about
+#: ``fashion-mnist-vit`` defaults to a seeded 3,000 / 1,100 subset (ViT-S/14 costs about
 #: 0.1–0.2 CPU-seconds per image; pass ``n_train=None, n_test=None`` for all 70,000).
 FEATURE_LOADERS: dict[str, Callable[..., Any]] = {
     name: _loader(base, extractor, name, defaults)
@@ -492,7 +492,7 @@ FEATURE_LOADERS: dict[str, Callable[..., Any]] = {
         ),
         ("sst2-minilm", "sst2", "minilm-int8", {}),
         ("ag-news-minilm", "ag-news", "minilm-int8", {}),
-        ("fashion-mnist-vit", "fashion-mnist", "vit-s14", {"n_train": 5_000, "n_test": 1_200}),
+        ("fashion-mnist-vit", "fashion-mnist", "vit-s14", {"n_train": 3_000, "n_test": 1_100}),
         ("cifar10-vit", "cifar10", "vit-s14", {}),
     )
 }
