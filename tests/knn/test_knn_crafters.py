@@ -93,6 +93,8 @@ def test_crafter_finds_the_training_phase_through_the_source_row(trained):
     assert pt.x.shape == (2,) and pt.source_index == -1
     with pytest.raises(ValueError, match="--system private-knn"):
         crafter.craft(np.array([123.0, 4.0]), 0, np.zeros(3, np.int64))
+    explicit = crafter.craft(np.array([123.0, 4.0]), 0, np.zeros(3), context=trained[3])
+    np.testing.assert_array_equal(explicit.x, pt.x)
     with pytest.raises(ValueError, match="pool"):
         KNNPoisonSearch("everything")
     for name in ("pois-natq-test", "pois-natq-train", "pois-natq-embedding"):

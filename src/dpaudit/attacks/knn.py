@@ -595,17 +595,31 @@ class KNNPoisonSearch:
             object.__setattr__(self, "name", f"knn-poison-{self.pool}")
 
     def craft(
-        self, x: ArrayLike, true_label: int, votes: ArrayLike, *, source_index: int = -1
+        self,
+        x: ArrayLike,
+        true_label: int,
+        votes: ArrayLike,
+        *,
+        source_index: int = -1,
+        context: Any = None,
     ) -> CraftedPoint:
-        """The poison for the natural queries of the Private-kNN training phase that ``x``
-        (the poisoning source row) belongs to (:func:`dpaudit.systems.knn.knn_context`).
+        """The poison for the natural queries of a Private-kNN training phase.
+
+        Args:
+            x: the poisoning source row (the last query row of the training phase).
+            true_label: its label (unused: the poison is searched for).
+            votes: its votes (unused).
+            source_index: its index in the test set.
+            context: the training phase (:class:`dpaudit.systems.knn.KNNInstantiations`);
+                default: the one whose last query row is ``x``
+                (:func:`dpaudit.systems.knn.knn_context`), since the pipeline passes
+                crafters only the source query.
 
         Raises:
             ValueError: no Private-kNN training phase on these queries (audit it with
                 ``--system private-knn``).
         """
-
-        ctx = knn_context(x)
+        ctx = knn_context(x) if context is None else context
         if ctx is None:
             raise ValueError(
                 f"crafter {self.name!r} needs the Private-kNN training phase of these queries "
