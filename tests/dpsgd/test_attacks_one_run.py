@@ -211,3 +211,23 @@ def test_qmia_bad_inputs():
                  settings=QMIASettings(regressor="cnn"))  # fmt: skip
     with pytest.raises(ValueError, match="head='pinball'"):
         fit_qmia(X, np.zeros(20, int), np.zeros(20), num_classes=2, estimator=object())
+
+
+def test_torch_pinball_head_and_cnn_regressor():
+    pytest.importorskip("torch")
+    from dpaudit.attacks import fit_qmia
+
+    X, y, s, _, _ = _heteroscedastic(2000, 4)
+    st_pin = QMIASettings(head="pinball", hidden=(64, 64), epochs=40, learning_rate=3e-3,
+                          patience=10)  # fmt: skip
+    fit = fit_qmia(X, y, s, num_classes=2, rng=0, settings=st_pin)
+    Xt, yt, st, _, _ = _heteroscedastic(2000, 5)
+    q = fit.predict(Xt, yt)
+    assert q.shape == (2000, 40) and np.all(np.diff(q, axis=1) >= 0)
+    below = (st[:, None] <= q).mean(axis=0)  # empirical coverage of each predicted quantile
+    assert np.max(np.abs(below - fit.levels)) < 0.06
+    g = np.random.default_rng(0)
+    imgs = g.random((200, 64)).astype(np.float32)
+    cnn = fit_qmia(imgs, g.integers(0, 3, 200), imgs[:, 0] + g.normal(size=200), num_classes=3,
+                   image_shape=(8, 8), settings=QMIASettings(epochs=2), rng=0)  # fmt: skip
+    assert cnn.regressor == "cnn" and cnn.predict(imgs[:3], [0, 1, 2]).shape == (3, 2)
