@@ -630,7 +630,6 @@ class KNNPoisonSearch:
 
 def _pool_candidates(ctx: Any, pool: str, natural: int) -> tuple[np.ndarray, np.ndarray]:
     """(E(x) per candidate, candidate rows in feature space) of a pool."""
-
     ranked = ctx.neighbours.rows(np.arange(natural))
     queries = ctx.queries[:natural]
     if pool == "train":
@@ -654,7 +653,6 @@ def _pool_candidates(ctx: Any, pool: str, natural: int) -> tuple[np.ndarray, np.
 
 def _embedding_candidates(ctx: Any, natural: int) -> tuple[np.ndarray, np.ndarray]:
     """Per predicted class: the counts-weighted average of its queries' k nearest points."""
-
     ranked = ctx.neighbours.rows(np.arange(natural))
     ev = expected_votes(ranked.labels, ctx.k, ctx.sampling_rate, ctx.num_classes)
     pred = ev.argmax(axis=1)
@@ -663,7 +661,8 @@ def _embedding_candidates(ctx: Any, natural: int) -> tuple[np.ndarray, np.ndarra
         idx = ranked.index[pred == c, : ctx.k].ravel()
         w = np.bincount(idx, minlength=ctx.num_points).astype(np.float64)
         sel = np.flatnonzero(w)
-        point_in = (w[sel, None] * np.asarray(ctx.inputs, dtype=np.float64)[sel]).sum(0) / w.sum()
+        rows_sel = np.asarray(ctx.inputs)[sel].astype(np.float64)
+        point_in = (w[sel, None] * rows_sel).sum(axis=0) / w.sum()
         point = ctx.transform(point_in[None, :])[0]
         ranks = poison_ranks(ranked, ctx.queries[:natural], point)
         rows.append(point_in)
@@ -683,7 +682,6 @@ def craft_knn_poison(
         (``votes``, rounded); ``true_label`` is the training label (train pool) or the most
         common class of those votes.
     """
-
     check_choice("pool", pool, KNN_POISON_POOLS)
     natural = ctx.queries.shape[0] - 1
     if pool == "embedding":
