@@ -572,7 +572,6 @@ def expected_topk_count(ranks: ArrayLike, k: int, sampling_rate: float) -> Float
         >>> round(float(expected_topk_count([1, 5, 10_000], 10, 0.2)), 6)
         0.4
     """
-
     return topk_inclusion_probability(np.asarray(ranks), k, sampling_rate).sum(axis=-1)
 
 
