@@ -194,6 +194,9 @@ def _dequantised_copy(gguf: Path, target: Path) -> None:
 
 
 _LOAD_LOCK = threading.Lock()
+#: Fewer (teacher, query) pairs than this are voted in-process: starting a worker costs an
+#: import of torch and transformers and a model load (seconds each).
+_MIN_PARALLEL_PAIRS = 256
 
 
 @functools.lru_cache(maxsize=2)
@@ -449,7 +452,8 @@ class PromptVoter:
         cache: a :class:`VoteCache`, or None for no disk cache.
         threads: torch intra-op threads during voting (None: torch's setting; 1 in workers).
         workers: processes voting in parallel (teachers are split between them; each loads
-            the model once per call and uses ``threads`` or 1 thread).
+            the model once per call and uses ``threads`` or 1 thread); calls with fewer than
+            256 pairs to compute run in this process.
 
     Example:
         >>> voter = PromptVoter(load_language_model(), ["0", "1"], "Answer: ")  # doctest: +SKIP
@@ -556,7 +560,8 @@ class PromptVoter:
 
     def _run_jobs(self, jobs: list[tuple[int, str, list[str]]]) -> Iterator[tuple[int, np.ndarray]]:
         """Yield ``(teacher, logits)`` per job: here, or split between worker processes."""
-        if self.workers == 1 or len(jobs) < 2:
+        pairs = sum(len(sufs) for _, _, sufs in jobs)
+        if self.workers == 1 or len(jobs) < 2 or pairs < _MIN_PARALLEL_PAIRS:
             for p, pre, sufs in jobs:
                 yield p, self.teacher_logits([(pre, sufs)])[0]
             return
@@ -572,16 +577,11 @@ class PromptVoter:
             "batch_size": self.batch_size,
             "threads": self.threads or 1,
         }
-        chunks = [jobs[i :: 4 * self.workers] for i in range(min(len(jobs), 4 * self.workers))]
         ctx = mp.get_context("spawn")
         with cf.ProcessPoolExecutor(self.workers, mp_context=ctx) as pool:
-            futures = [
-                pool.submit(_worker_logits, spec, [(pre, sufs) for _, pre, sufs in ch])
-                for ch in chunks
-            ]
-            for fut, ch in zip(futures, chunks, strict=True):
-                for (p, _, _), out in zip(ch, fut.result(), strict=True):
-                    yield p, out
+            futures = {pool.submit(_worker_logits, spec, [(pre, sufs)]): p for p, pre, sufs in jobs}
+            for fut in cf.as_completed(futures):  # cached as soon as each teacher is done
+                yield futures[fut], fut.result()[0]
 
     def votes_plain(self, prefixes: Sequence[str], suffixes: Sequence[str]) -> VoteTable:
         """The reference: one full forward pass of the causal LM per (prefix, suffix), no KV

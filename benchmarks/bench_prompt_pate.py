@@ -1,0 +1,308 @@
+"""Benchmark PromptPATE (issue 19): teacher votes per second and the paper-scale audit.
+
+1. **Votes per second**, same run, same (teacher, query) pairs, vote cache off: the KV-cached
+   batched path (each teacher's prompt prefix computed once, queries in batches of 32, label
+   logits only) in one process with one torch thread, and split between two worker
+   processes; against the plain loop (one full forward pass of the causal LM per pair, one
+   thread). The answers of the two paths are compared on every pair (target: all equal on
+   ≥ 200 pairs). Target: KV-cached ≥ 5× the plain loop (same threads).
+2. **The paper-scale audit** (Chadha et al. 2024, arXiv:2402.09403, §5.3, App. D.2): the
+   shipped configs ``prompt-pate-rotten-tomatoes`` and ``prompt-pate-wordnet-nouns-4``
+   (200 teachers × 200 queries, all six PromptPATE adversaries, 10^8 experiments per query)
+   with a cold vote cache (a fresh directory), its wall time per stage (target ≤ 30 min per
+   dataset on 2 cores); then the four Pois-NatQ prompts again at level 1 − β/4 (votes from
+   the now warm cache) for the valid best-of-four bound (:func:`dpaudit.attacks.best_of`).
+   Writes the results and plots under ``docs/results/prompt-pate/<dataset>/``.
+
+The machine's load average is recorded at the start and end of every part: on a shared
+machine the wall times are upper bounds of what a quiet one gives (CPU seconds are recorded
+for the single-process parts).
+
+Usage: ``python benchmarks/bench_prompt_pate.py [--quick] [--skip-audit]
+[--datasets rotten-tomatoes,wordnet-nouns-4]``. Quick: 4 teachers × 10 queries for part 1 and
+no paper-scale audit. Writes ``benchmarks/results/prompt_pate.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import pathlib
+import platform
+import tempfile
+import time
+
+import numpy as np
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent
+OUT = HERE / "results" / "prompt_pate.json"
+DOCS = ROOT / "docs" / "results" / "prompt-pate"
+NATQ = (
+    "prompt-pois-natq-confident",
+    "prompt-pois-natq-unconfident",
+    "prompt-pois-natq-all-same",
+    "prompt-pois-natq-mapping",
+)
+SUMMARY_ORDERS = (2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
+
+
+def load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+# ----------------------------------------------------------------------------- throughput
+
+
+def throughput(quick: bool) -> dict:
+    from dpaudit.mechanisms import GNMax
+    from dpaudit.systems._llm import PromptVoter, load_language_model
+    from dpaudit.systems.data import load_dataset
+    from dpaudit.systems.prompt_pate import PromptPATE, PromptPATEOptions, TeacherPrompt
+
+    ds = load_dataset("rotten-tomatoes")
+    pp = PromptPATE(2, GNMax(1.0), PromptPATEOptions(task="rotten-tomatoes", max_words=16))
+    t = pp.template
+    m, q = (4, 10) if quick else (8, 25)
+    prompts = [TeacherPrompt(((pp._text(ds.X_train[i]), int(ds.y_train[i])),)) for i in range(m)]
+    prefixes = [t.prefix(p) for p in prompts]
+    suffixes = [t.query(pp._text(x)) for x in ds.X_test[:q].tolist()]
+    start = time.perf_counter()
+    lm = load_language_model()
+    load_s = time.perf_counter() - start
+    tokens = float(np.mean([len(lm.encode(s)) for s in suffixes]))
+    prefix_tokens = float(np.mean([len(lm.encode(p)) for p in prefixes]))
+    out: dict = {"teachers": m, "queries": q, "pairs": m * q, "load_average_start": load()}
+    out["model_load_seconds"] = load_s
+    out["query_tokens_mean"] = tokens
+    out["prefix_tokens_mean"] = prefix_tokens
+
+    def run(label, fn):
+        c0, w0 = time.process_time(), time.perf_counter()
+        table = fn()
+        wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+        out[label] = {
+            "seconds": wall,
+            "cpu_seconds": cpu,
+            "votes_per_second": m * q / wall,
+            "votes_per_cpu_second": m * q / cpu if cpu > 0 else None,
+        }
+        return table
+
+    kw = {"label_tokens": "single", "batch_size": 32, "threads": 1}
+    voter = PromptVoter(lm, t.label_words, t.answer_prefix, **kw)
+    plain = run("plain_loop_1_thread", lambda: voter.votes_plain(prefixes, suffixes))
+    kv = run("kv_cached_batched_1_thread", lambda: voter.votes(prefixes, suffixes))
+    two = PromptVoter(lm, t.label_words, t.answer_prefix, workers=2, **kw)
+    kv2 = run("kv_cached_batched_2_workers", lambda: two.votes(prefixes, suffixes))
+    out["kv_cached_batched_2_workers"]["cpu_seconds"] = None  # in the workers
+    out["kv_cached_batched_2_workers"]["votes_per_cpu_second"] = None
+    out["speedup_1_thread"] = (
+        out["kv_cached_batched_1_thread"]["votes_per_second"]
+        / out["plain_loop_1_thread"]["votes_per_second"]
+    )
+    out["speedup_2_workers_vs_plain_1_thread"] = (
+        out["kv_cached_batched_2_workers"]["votes_per_second"]
+        / out["plain_loop_1_thread"]["votes_per_second"]
+    )
+    out["answers_equal"] = int(np.sum(kv.votes == plain.votes))
+    out["answers_equal_2_workers"] = int(np.sum(kv2.votes == plain.votes))
+    out["max_abs_logit_difference"] = float(np.max(np.abs(kv.logits - plain.logits)))
+    out["min_margin"] = float(np.min(plain.margins))
+    out["load_average_end"] = load()
+    return out
+
+
+# ----------------------------------------------------------------------------- the audit
+
+
+def settings_for(name: str, cache_dir: str, **audit):
+    """The shipped config ``prompt-pate-<name>`` with the vote cache in ``cache_dir``, and the
+    dataset to pass (``wordnet-nouns-4`` is passed as a Dataset until it is registered)."""
+    import tomllib
+
+    from dpaudit.experiments.config import find_config, parse_config
+    from dpaudit.systems.data import DATASET_NAMES
+
+    raw = tomllib.loads(find_config(f"prompt-pate-{name}").read_text())
+    raw["system"]["options"]["prompt-pate"]["cache_dir"] = cache_dir
+    dataset = None
+    if name == "wordnet-nouns-4" and name not in DATASET_NAMES:
+        from dpaudit.systems._text_files import load_wordnet_nouns_4
+
+        raw["data"]["dataset"] = "wordnet-nouns"
+        dataset = dataclasses.replace(load_wordnet_nouns_4(), name="wordnet-nouns")
+    for key, value in audit.items():
+        section, leaf = key.split(".")
+        raw.setdefault(section, {})[leaf] = value
+    return parse_config(raw), dataset
+
+
+def _at(orders, curve, order):
+    return float(np.asarray(curve)[int(np.argmin(np.abs(np.asarray(orders) - order)))])
+
+
+def entry_summary(e) -> dict:
+    d = e.detail
+    return {
+        "adversary": e.adversary,
+        "confidence_level": float(e.lower_bound.confidence_level),
+        "epsilon_at_delta": {
+            "delta": d.epsilon.delta,
+            "audit (display only)": d.epsilon.audit,
+            "exact": d.epsilon.exact,
+            "data_dependent": d.epsilon.data_dependent,
+            "data_independent": d.epsilon.data_independent,
+        },
+        "rdp": {
+            str(a): {
+                "audit": _at(d.orders, d.audit, a),
+                "exact": _at(d.orders, d.exact, a),
+                "data_dependent": _at(d.orders, d.data_dependent, a),
+                "data_independent": _at(d.orders, d.data_independent, a),
+            }
+            for a in SUMMARY_ORDERS
+        },
+        "audit_over_exact_at_10": (
+            _at(d.orders, d.audit, 10.0) / _at(d.orders, d.exact, 10.0)
+            if _at(d.orders, d.exact, 10.0) > 0
+            else None
+        ),
+        "flips": int(np.sum(d.queries.flips)),
+        "worst_query_test_index": d.worst_query_test_index,
+        "ordering": d.ordering.to_dict(),
+    }
+
+
+def teacher_stats(system_result_votes) -> dict:
+    """How the teachers vote: the copy bias of one-shot prompts."""
+    v = system_result_votes
+    preds = v.predictions[0]
+    labels = np.array([p.examples[0][1] for p in v.prompts])
+    return {
+        "vote_share_per_class": (np.bincount(preds.ravel(), minlength=v.num_classes) / preds.size)
+        .round(4)
+        .tolist(),
+        "example_share_per_class": (np.bincount(labels, minlength=v.num_classes) / labels.size)
+        .round(4)
+        .tolist(),
+        "share_of_votes_equal_to_own_example_label": float(np.mean(preds == labels[None, :])),
+    }
+
+
+def paper_audit(name: str, tiny: bool = False, vote_cache: str | None = None) -> dict:
+    from dpaudit.attacks import best_of
+    from dpaudit.experiments.private_prediction import audit_private_prediction, stages
+    from dpaudit.report.private_prediction import write_private_prediction_report
+    from dpaudit.systems import SYSTEMS
+
+    cache = vote_cache or tempfile.mkdtemp(prefix="prompt-pate-votes-")
+    pathlib.Path(cache).mkdir(parents=True, exist_ok=True)
+    cold = not any(pathlib.Path(cache).iterdir())
+    shrink = (
+        {"system.teachers": 6, "adversary.queries": 4, "engine.experiments": 10**6} if tiny else {}
+    )
+    s, dataset = settings_for(name, cache, **shrink)
+    out: dict = {"config": f"prompt-pate-{name}", "vote_cache": cache, "load_average_start": load()}
+    t0 = time.perf_counter()
+    res = audit_private_prediction(s, dataset=dataset)
+    out["wall_seconds_cold_cache" if cold else "wall_seconds_warm_or_partial_cache"] = (
+        time.perf_counter() - t0
+    )
+    out["timings"] = res.timings
+    out["load_average_after_cold"] = load()
+    out["accuracy_noiseless_plurality"] = res.detail.plurality_accuracy["prompt-pate"]
+    out["entries"] = [entry_summary(e) for e in res.entries]
+    write_private_prediction_report(res, (DOCS / name) if not tiny else pathlib.Path(cache))
+    # teacher statistics (votes come back from the warm cache)
+    system = SYSTEMS.get("prompt-pate")(s.system)
+    data = stages.load_data(s, dataset)
+    queries = stages.choose_queries(
+        data, s.adversary.queries, rng=np.random.SeedSequence(s.seed).spawn(3)[0]
+    )
+    trained = system.train(
+        data.X_train,
+        data.y_train,
+        queries.X,
+        num_classes=data.num_classes,
+        rng=stages.child_seed(np.random.SeedSequence(s.seed).spawn(3)[1], 3),
+    )
+    out["teachers"] = teacher_stats(trained)
+    out["teachers"]["votes_recomputed_for_stats"] = trained.computed
+    # the valid best of the four Pois-NatQ prompts: each at 1 - beta/4 (warm cache)
+    level = 1.0 - (1.0 - s.audit.confidence_level) / len(NATQ)
+    s4, _ = settings_for(
+        name,
+        cache,
+        **shrink,
+        **{"audit.confidence_level": level, "adversary.adversaries": list(NATQ)},
+    )
+    t1 = time.perf_counter()
+    res4 = audit_private_prediction(s4, dataset=dataset)
+    out["wall_seconds_bonferroni_rerun_warm"] = time.perf_counter() - t1
+    natq = [e for e in res.entries if e.adversary in NATQ]
+    out["best_of_four"] = {
+        "none (paper, not valid)": best_of(natq, strategy="none").to_dict(),
+        "exact (chosen before sampling, valid at 0.95)": best_of(natq, strategy="exact").to_dict(),
+        "bonferroni (valid at 0.95)": best_of(
+            res4.entries, strategy="bonferroni", confidence_level=s.audit.confidence_level
+        ).to_dict(),
+    }
+    out["bonferroni_entries"] = [entry_summary(e) for e in res4.entries]
+    out["load_average_end"] = load()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--skip-audit", action="store_true")
+    ap.add_argument("--skip-throughput", action="store_true")
+    ap.add_argument("--datasets", default="rotten-tomatoes,wordnet-nouns-4")
+    ap.add_argument("--tiny", action="store_true", help="smoke test of part 2 (not results)")
+    ap.add_argument("--vote-cache", default=None, help="vote cache dir (default: a fresh one)")
+    args = ap.parse_args()
+    quick = args.quick or os.environ.get("DPAUDIT_BENCH_QUICK") == "1"
+    result: dict = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform()}}
+    if OUT.exists():
+        previous = json.loads(OUT.read_text())
+        result.update({k: v for k, v in previous.items() if k in ("throughput", "audits")})
+    if not args.skip_throughput:
+        tp = throughput(quick)
+        result["throughput"] = tp
+        print(
+            f"votes/s: plain {tp['plain_loop_1_thread']['votes_per_second']:.2f}, "
+            f"KV-cached {tp['kv_cached_batched_1_thread']['votes_per_second']:.2f} "
+            f"(x{tp['speedup_1_thread']:.1f}), 2 workers "
+            f"{tp['kv_cached_batched_2_workers']['votes_per_second']:.2f}; answers equal on "
+            f"{tp['answers_equal']}/{tp['pairs']} pairs; load {tp['load_average_start']}"
+        )
+
+    def save() -> None:
+        if not args.tiny:
+            OUT.parent.mkdir(parents=True, exist_ok=True)
+            OUT.write_text(json.dumps(result, indent=2, default=str))
+
+    save()
+    if not (args.skip_audit or quick):
+        audits = result.setdefault("audits", {})
+        for name in args.datasets.split(","):
+            cache = None if args.vote_cache is None else f"{args.vote_cache}/{name}"
+            audits[name] = paper_audit(name, tiny=args.tiny, vote_cache=cache)
+            if args.tiny:
+                print(json.dumps(audits.pop(name)["best_of_four"], default=str)[:2000])
+                continue
+            save()
+            a = audits[name]
+            print(
+                f"{name}: {a.get('wall_seconds_cold_cache', float('nan')) / 60:.1f} min cold "
+                f"(training {a['timings']['prompt-pate/training'] / 60:.1f} min), "
+                f"accuracy {a['accuracy_noiseless_plurality']:.3f}"
+            )
+    save()
+
+
+if __name__ == "__main__":
+    main()

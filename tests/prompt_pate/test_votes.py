@@ -1,0 +1,107 @@
+"""The LLM teacher's votes with the real model: the KV-cached batched path agrees with a plain
+full-prompt forward pass, votes are deterministic across runs, from the disk cache and after a
+restart, and every shipped task's label words are one token."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from dpaudit.mechanisms import GNMax
+from dpaudit.systems._llm import PromptVoter, label_token_ids
+from dpaudit.systems.prompt_pate import (
+    PROMPT_TASKS,
+    PromptPATE,
+    PromptPATEOptions,
+    PromptTemplate,
+    TeacherPrompt,
+)
+
+SHORT = PromptTemplate(
+    "short",
+    "Sentiment of the movie review: 0 (negative) or 1 (positive).",
+    ("negative", "positive"),
+    ("0", "1"),
+)
+
+
+def test_kv_cached_batched_votes_match_plain_forward_passes(language_model, reviews):
+    ds, texts = reviews
+    prompts = [TeacherPrompt(((texts[i], int(ds.y_test[i])),)) for i in range(8)]
+    prefixes = [SHORT.prefix(p) for p in prompts]
+    suffixes = [SHORT.query(t) for t in texts[20:45]]
+    voter = PromptVoter(language_model, SHORT.label_words, SHORT.answer_prefix, batch_size=10)
+    kv = voter.votes(prefixes, suffixes)
+    plain = voter.votes_plain(prefixes, suffixes)
+    assert kv.votes.shape == (25, 8) and kv.votes.size >= 200 and kv.computed == 200
+    np.testing.assert_array_equal(kv.votes, plain.votes)
+    np.testing.assert_allclose(kv.logits, plain.logits, atol=2e-3, rtol=0)
+    assert set(np.unique(kv.votes)) <= {0, 1}
+
+
+_RESTART = """
+import json, sys
+from dpaudit.mechanisms import GNMax
+from dpaudit.systems.data import load_dataset
+from dpaudit.systems.prompt_pate import PromptPATE, PromptPATEOptions
+ds = load_dataset("rotten-tomatoes")
+texts = [" ".join(t.split()[:12]) for t in ds.X_test[:60].tolist()]
+out = {}
+for cache in (False, True):
+    o = PromptPATEOptions(task="rotten-tomatoes", max_words=12, cache_dir=sys.argv[1],
+                          vote_cache=cache)
+    t = PromptPATE(5, GNMax(1.0), o).train(ds.X_train[:50], ds.y_train[:50], texts[:6], rng=3)
+    out[str(cache)] = [t.predictions[0].tolist(), t.computed]
+print(json.dumps(out))
+"""
+
+
+def test_votes_are_deterministic_across_runs_cache_and_restart(language_model, reviews, tmp_path):
+    ds, texts = reviews
+    X, y, queries = ds.X_train[:50], ds.y_train[:50], texts[:6]
+
+    def system(cache: bool) -> PromptPATE:
+        o = PromptPATEOptions(
+            task="rotten-tomatoes", max_words=12, cache_dir=str(tmp_path), vote_cache=cache
+        )
+        return PromptPATE(5, GNMax(1.0), o)
+
+    first = system(True).train(X, y, queries, instantiations=2, rng=3)
+    assert first.computed == 30 and first.predictions.shape == (2, 6, 5)
+    np.testing.assert_array_equal(first.predictions[0], first.predictions[1])
+    cached = system(True).train(X, y, queries, rng=3)
+    assert cached.computed == 0
+    again = system(False).train(X, y, queries, rng=3)
+    assert again.computed == 30
+    for other in (cached, again):
+        np.testing.assert_array_equal(other.predictions[0], first.predictions[0])
+        np.testing.assert_array_equal(other.histograms, first.histograms)
+    np.testing.assert_array_equal(again.logits, first.logits)
+    proc = subprocess.run(
+        [sys.executable, "-c", _RESTART, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["False"][0] == first.predictions[0].tolist()  # recomputed after a restart
+    assert out["True"] == [first.predictions[0].tolist(), 0]  # read back from the cache
+
+
+def test_shipped_tasks_have_one_token_label_words(language_model):
+    for name in PROMPT_TASKS.names():
+        t = PROMPT_TASKS.get(name)
+        ids = label_token_ids(language_model.encode, t.label_words, answer_prefix=t.answer_prefix)
+        assert len(set(ids)) == t.num_classes
+    assert PromptPATE(2, GNMax(1.0), PromptPATEOptions(task="dbpedia")).check_task()[0] == 330
+    with pytest.raises(ValueError, match="label word '10' is 2 tokens"):
+        label_token_ids(language_model.encode, ["10", "2"], answer_prefix="Answer: ")
+    first = label_token_ids(
+        language_model.encode, ["10", "2"], answer_prefix="Answer: ", rule="first"
+    )
+    assert first == tuple(language_model.encode("12")[:1] + language_model.encode("2"))
