@@ -44,6 +44,7 @@ from dpaudit.systems.prompt_pate import (
     "module",
     [
         "dpaudit.systems.prompt_pate",
+        "dpaudit.systems._prompts",
         "dpaudit.systems._llm",
         "dpaudit.attacks.prompt_pate",
         "dpaudit.systems._text_files",
