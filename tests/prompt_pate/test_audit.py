@@ -89,7 +89,9 @@ def test_planted_bug_half_noise_is_caught_by_the_audit(language_model, tmp_path)
     sigma = 4.0
     s = _settings(tmp_path, system={"sigma": sigma})
     s = dataclasses.replace(s, engine=dataclasses.replace(s.engine, experiments=10**7))
-    opts = PromptPATEOptions(task="rotten-tomatoes", max_words=16, cache_dir=str(tmp_path))
+    opts = PromptPATEOptions(
+        task="rotten-tomatoes", max_words=16, cache_dir=str(tmp_path), threads=1
+    )
     honest = PromptPATE(6, GNMax(sigma), opts)
     planted = HalfNoisePromptPATE(6, GNMax(sigma / 2), opts, claimed_sigma=sigma)
     data = stages.load_data(s)

@@ -34,7 +34,9 @@ def test_kv_cached_batched_votes_match_plain_forward_passes(language_model, revi
     prompts = [TeacherPrompt(((texts[i], int(ds.y_test[i])),)) for i in range(8)]
     prefixes = [SHORT.prefix(p) for p in prompts]
     suffixes = [SHORT.query(t) for t in texts[20:45]]
-    voter = PromptVoter(language_model, SHORT.label_words, SHORT.answer_prefix, batch_size=10)
+    voter = PromptVoter(
+        language_model, SHORT.label_words, SHORT.answer_prefix, batch_size=10, threads=1
+    )
     kv = voter.votes(prefixes, suffixes)
     plain = voter.votes_plain(prefixes, suffixes)
     assert kv.votes.shape == (25, 8) and kv.votes.size >= 200 and kv.computed == 200
@@ -53,7 +55,7 @@ texts = [" ".join(t.split()[:12]) for t in ds.X_test[:60].tolist()]
 out = {}
 for cache in (False, True):
     o = PromptPATEOptions(task="rotten-tomatoes", max_words=12, cache_dir=sys.argv[1],
-                          vote_cache=cache)
+                          vote_cache=cache, threads=1)
     t = PromptPATE(5, GNMax(1.0), o).train(ds.X_train[:50], ds.y_train[:50], texts[:6], rng=3)
     out[str(cache)] = [t.predictions[0].tolist(), t.computed]
 print(json.dumps(out))
@@ -66,7 +68,11 @@ def test_votes_are_deterministic_across_runs_cache_and_restart(language_model, r
 
     def system(cache: bool) -> PromptPATE:
         o = PromptPATEOptions(
-            task="rotten-tomatoes", max_words=12, cache_dir=str(tmp_path), vote_cache=cache
+            task="rotten-tomatoes",
+            max_words=12,
+            cache_dir=str(tmp_path),
+            vote_cache=cache,
+            threads=1,
         )
         return PromptPATE(5, GNMax(1.0), o)
 
