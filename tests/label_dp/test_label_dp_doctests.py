@@ -24,4 +24,4 @@ def test_docstring_examples(name):
 def test_docs_section_examples():
     from doctest_support import run_examples, section_examples
 
-    assert run_examples(section_examples("80-label-dp.md")) == 0
+    assert run_examples(section_examples("85-label-dp.md")) == 0
