@@ -17,6 +17,9 @@ random-sign canaries per run):
 The machine's load average is recorded before and after each measurement: this machine is
 shared, and timings scale with the CPU left over.
 
+``--summarise DIR/results.json "LOAD"`` turns a finished ``dpaudit audit lidp-dp-sgd --config
+lidp-dp-sgd-gain.toml --out DIR`` run into ``benchmarks/results/lidp_dpsgd_gain.json``.
+
 Run: ``python benchmarks/bench_lidp_dpsgd.py [--gain DIR]`` →
 ``benchmarks/results/lidp_dpsgd.json`` (``DPAUDIT_BENCH_QUICK=1``: 24 runs per measurement
 instead of 96).
@@ -118,7 +121,48 @@ def _gain(gain_dir: str | None) -> dict | None:
     return None
 
 
+def summarise_gain(results_json: str, load: str) -> dict:
+    """A finished gain run's ``results.json`` (``dpaudit audit lidp-dp-sgd --out``) as the
+    summary the README and this benchmark read: curves, gains, wall time and load."""
+    res = json.loads(Path(results_json).read_text())
+    a, t = res["detail"]["audit"], res["timings"]
+    out = {
+        "settings": res["settings"],
+        "claim": res["entries"][0]["claims"][0],
+        "run_grid": a["run_grid"],
+        "curves": {
+            str(c["num_canaries"]): {
+                "method": c["curve_method"],
+                "mean": c["curve_mean"],
+                "std": c["curve_std"],
+                "by_repetition": c["curve_by_repetition"],
+                "bounds_repetition_0": {m: c["bounds"][m][0]["epsilon"] for m in c["methods"]},
+                "final_loss": c["extras"].get("final_loss"),
+            }
+            for c in a["audits"]
+        },
+        "gains": a["gains"],
+        "timing": {
+            "wall_seconds": round(t["setup+claims"] + t["runs+bounds"], 1),
+            "runs_seconds": round(t["runs"], 1),
+            "runs": a["num_tasks"],
+            "computed_runs": a["computed_runs"],
+            "runs_per_minute": round(res["detail"]["runs_per_minute"], 1),
+            "executor": f"{a['executor']} x {a['workers']}",
+            "load_average": load,
+        },
+    }
+    path = RESULTS / "lidp_dpsgd_gain.json"
+    path.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"wrote {path}")
+    return out
+
+
 def main() -> int:
+    if "--summarise" in sys.argv:
+        i = sys.argv.index("--summarise")
+        summarise_gain(sys.argv[i + 1], sys.argv[i + 2] if len(sys.argv) > i + 2 else "")
+        return 0
     gain_dir = sys.argv[sys.argv.index("--gain") + 1] if "--gain" in sys.argv else None
     runs = _setup()
     n = RUNS // 4

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from doctest_support import module_examples
+from doctest_support import module_examples, run_examples, section_examples
 from dpaudit.conversions import gdp_epsilon
 from dpaudit.experiments.lidp_runs import (
     GaussianSumQueryRuns,
@@ -108,3 +108,9 @@ def test_bad_input():
 
 def test_module_examples():
     assert module_examples("dpaudit.experiments.lidp_runs").failed == 0
+
+
+def test_readme_section_examples():
+    test = section_examples("57-lidp-dp-sgd.md")
+    assert test.examples
+    assert run_examples(test) == 0
