@@ -1,13 +1,16 @@
 """Run a paper-scale private-prediction audit and regenerate the README's tables from it.
 
     python scripts/pp_paper_run.py run paper-fashion-mnist [--n-jobs N] [--out runs/NAME]
+    python scripts/pp_paper_run.py store runs/NAME/results.json --load-before 1.2 --load-after 1.5
     python scripts/pp_paper_run.py render            # rewrite docs/sections/05-… from docs/results
     python scripts/pp_paper_run.py render --check    # exit 1 when the section is out of date
 
 ``run`` audits the shipped config NAME (as ``dpaudit audit private-prediction --config NAME``
 does), records the machine's load average before and after, writes the full result to
 ``runs/NAME/results.json`` and its summary (:func:`dpaudit.report.pp_readme.summarise`) to
-``docs/results/NAME.json``, then renders. ``render`` replaces, in
+``docs/results/NAME.json``, then renders. ``store`` summarises a ``results.json`` written by
+such a run (``--out``) with the 1-minute load averages observed before and after it.
+``render`` replaces, in
 ``docs/sections/05-private-prediction-audit.md``, the block between the
 ``<!-- pp-tables:NAME:start/end -->`` markers of every stored summary; run ``make readme``
 afterwards. A test (``tests/experiments/test_pp_readme.py``) fails when README and the
@@ -49,6 +52,18 @@ def run(name: str, n_jobs: int | None, out: Path) -> None:
     print(f"wrote {out / 'results.json'} and {RESULTS / (name + '.json')}")
 
 
+def store(path: Path, before: float, after: float) -> None:
+    from dpaudit.report.pp_readme import summarise
+
+    result = json.loads(path.read_text())
+    load = {"before": [before], "after": [after], "cpus": os.cpu_count()}
+    summary = summarise(result, load=load)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = RESULTS / f"{summary['name']}.json"
+    out.write_text(json.dumps(summary, indent=1) + "\n")
+    print(f"wrote {out}")
+
+
 def render(check: bool) -> int:
     from dpaudit.report.pp_readme import render_tables, rewrite_section
 
@@ -74,11 +89,18 @@ def main() -> int:
     r.add_argument("name")
     r.add_argument("--n-jobs", type=int, default=None)
     r.add_argument("--out", type=Path, default=None)
+    st = sub.add_parser("store")
+    st.add_argument("results", type=Path)
+    st.add_argument("--load-before", type=float, required=True)
+    st.add_argument("--load-after", type=float, required=True)
     c = sub.add_parser("render")
     c.add_argument("--check", action="store_true")
     args = ap.parse_args()
     if args.cmd == "run":
         run(args.name, args.n_jobs, args.out or ROOT / "runs" / args.name)
+        return render(check=False)
+    if args.cmd == "store":
+        store(args.results, args.load_before, args.load_after)
         return render(check=False)
     return render(args.check)
 
