@@ -126,7 +126,9 @@ class DPSGDSettings:
     learning_rate: float = option(3.0, help="learning rate", flag="--lr")
     optimizer: str = option("sgd", help="sgd | adam")
     momentum: float = option(0.5, help="SGD momentum")
-    accountant: str = option("prv", help="the claim's accountant: prv | rdp (Opacus)")
+    accountant: str = option(
+        "prv", help="the claim's accountant: prv | rdp (Opacus; PRV needs GBs beyond ε ≈ 300)"
+    )
     num_threads: int = option(1, help="torch intra-op threads", flag="--train-threads")
     device: str = option("cpu", help="cpu | cuda[:N]")
 
