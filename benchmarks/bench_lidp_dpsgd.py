@@ -5,11 +5,13 @@ regression on 2×2-pooled Fashion-MNIST, |D| = 128, 9 full-batch DP-SGD steps, k
 random-sign canaries per run):
 
 * training runs per minute with local processes (1 worker = in this process; 2 workers =
-  spawned processes, their start-up included: a pool is started per audit);
-* runs per minute with a local Ray instance of 1 and 2 workers: "cold" (``ray.init`` and the
-  workers' first imports included) and "warm" (the same instance, second call);
-* the overhead of Ray vs plain processes on the same runs (2 workers; target ≤ 10 %), and
-  that the statistics are bit-identical;
+  spawned processes) and with a local Ray instance of 1 and 2 workers. Each executor runs
+  the same n and 2n runs; ``t(n) = start-up + n · s`` separates the start-up (a process pool
+  is started per audit, its workers import torch and opacus; Ray's instance and workers once:
+  the first "cold" call) from the steady time per run s;
+* the overhead of Ray vs plain processes on the same runs (2 workers; target ≤ 10 %): steady
+  state, and for the whole gain experiment (15,360 runs) with start-ups; and that the
+  statistics are bit-identical whatever the executor;
 * the wall time of the gain experiment (``lidp-dp-sgd-gain.toml``, the README figure; target
   ≤ 45 min on 2 cores): with ``--gain DIR`` it is run here (resumable in ``DIR``), otherwise
   read from ``benchmarks/results/lidp_dpsgd_gain.json`` if a run recorded it.
@@ -76,25 +78,35 @@ def _measure(runs, executor, plan, label: str) -> dict:
         "load_before": load0,
         "load_after": _load(),
     }
-    print(f"{label:>28}: {row['runs']} runs in {wall:7.2f} s = {row['runs_per_minute']:7.1f} "
+    print(f"{label:>30}: {row['runs']:4d} runs in {wall:7.2f} s = {row['runs_per_minute']:7.1f} "
           f"runs/min (load {load0[0]} → {row['load_after'][0]})", flush=True)  # fmt: skip
     return row | {"_stats": stats}
 
 
-def _ray_rows(runs, plan) -> list[dict]:
+def _steady(rows: list[dict], name: str) -> dict:
+    """Start-up and steady throughput of one executor from calls of n and 2n runs:
+    ``t(n) = start + n·s`` (a process pool starts per call; a warm Ray instance does not)."""
+    a, b = (r for r in rows if r["label"].startswith(name))
+    per_run = (b["wall_seconds"] - a["wall_seconds"]) / (b["runs"] - a["runs"])
+    start = a["wall_seconds"] - a["runs"] * per_run
+    return {"executor": name, "seconds_per_run": round(per_run, 4),
+            "runs_per_minute": round(60.0 / per_run, 1) if per_run > 0 else None,
+            "startup_seconds": round(start, 2)}  # fmt: skip
+
+
+def _ray_rows(runs, small, large) -> tuple[list[dict], dict]:
     import ray
 
-    rows = []
+    rows, init = [], {}
     for workers in (1, 2):
         t0 = time.perf_counter()
         ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
-        init = time.perf_counter() - t0
-        cold = _measure(runs, RayExecutor(workers), plan, f"ray × {workers} (cold)")
-        cold["init_seconds"] = round(init, 3)
-        warm = _measure(runs, RayExecutor(workers), plan, f"ray × {workers} (warm)")
+        init[workers] = round(time.perf_counter() - t0, 2)
+        rows.append(_measure(runs, RayExecutor(workers), small, f"cold ray × {workers}"))
+        rows.append(_measure(runs, RayExecutor(workers), small, f"ray × {workers} (warm)"))
+        rows.append(_measure(runs, RayExecutor(workers), large, f"ray × {workers} (warm)"))
         ray.shutdown()
-        rows += [cold, warm]
-    return rows
+    return rows, init
 
 
 def _gain(gain_dir: str | None) -> dict | None:
@@ -166,31 +178,45 @@ def main() -> int:
     gain_dir = sys.argv[sys.argv.index("--gain") + 1] if "--gain" in sys.argv else None
     runs = _setup()
     n = RUNS // 4
-    plan = RunPlan((K,), 1, n, n)
-    warm = RunPlan((K,), 1, 2, 2)
-    collect_statistics(runs, warm, rng=0)  # imports and first-call costs out of the way
+    small, large = RunPlan((K,), 1, n, n), RunPlan((K,), 1, 2 * n, 2 * n)
+    collect_statistics(runs, RunPlan((K,), 1, 2, 2), rng=0)  # imports, first-call costs
     procs = EXECUTORS.get("processes")
-    rows = [_measure(runs, procs(1), plan, "processes × 1 (in-process)"),
-            _measure(runs, procs(2), plan, "processes × 2 (spawned)")]  # fmt: skip
+    rows = []
+    for workers in (1, 2):
+        label = f"processes × {workers}"
+        rows += [_measure(runs, procs(workers), small, label),
+                 _measure(runs, procs(workers), large, label)]  # fmt: skip
+    init = {}
     try:
-        rows += _ray_rows(runs, plan)
+        ray_rows, init = _ray_rows(runs, small, large)
+        rows += ray_rows
     except ImportError:
         print("ray is not installed: Ray rows skipped")
-    ref = rows[0]["_stats"]
-    identical = all(np.array_equal(r["_stats"], ref) for r in rows)
-    by = {r["label"]: r for r in rows}
-    proc2 = by["processes × 2 (spawned)"]["wall_seconds"]
-    overhead = {
-        label: round(by[label]["wall_seconds"] / proc2 - 1.0, 3)
-        for label in ("ray × 2 (cold)", "ray × 2 (warm)")
-        if label in by
-    }
+    ref = {}  # the same runs must give the same statistics on every executor
+    for r in rows:
+        ref.setdefault(r["runs"], r["_stats"])
+    identical = all(np.array_equal(r["_stats"], ref[r["runs"]]) for r in rows)
+    steady = {name: _steady(rows, name) for name in
+              ("processes × 1", "processes × 2", "ray × 1", "ray × 2")
+              if sum(r["label"].startswith(name) for r in rows) == 2}  # fmt: skip
+    overhead = None
+    if "ray × 2" in steady:
+        p2, r2 = steady["processes × 2"], steady["ray × 2"]
+        total = 15_360  # the gain experiment
+        overhead = {
+            "steady_state": round(r2["seconds_per_run"] / p2["seconds_per_run"] - 1.0, 3),
+            "gain_experiment_incl_startup": round(
+                (init[2] + r2["startup_seconds"] + total * r2["seconds_per_run"])
+                / (p2["startup_seconds"] + total * p2["seconds_per_run"]) - 1.0, 3),
+        }  # fmt: skip
     out = {
         "benchmark": "lidp_dpsgd",
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
         "model": "softmax regression, 196 features (2×2-pooled Fashion-MNIST), |D| = 128, "
         "T = 9 full-batch DP-SGD steps, σ = 3, k = 16 random-sign canaries",
         "rows": [{k: v for k, v in r.items() if k != "_stats"} for r in rows],
+        "steady_state": steady,
+        "ray_init_seconds": init,
         "ray_overhead_vs_processes_2_workers": overhead,
         "target_ray_overhead": 0.10,
         "statistics_bit_identical": identical,
@@ -199,8 +225,11 @@ def main() -> int:
     }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "lidp_dpsgd.json").write_text(json.dumps(out, indent=2) + "\n")
-    print(f"Ray overhead vs 2 processes: {overhead} (target ≤ 10 %); statistics bit-identical: "
-          f"{identical}")  # fmt: skip
+    for name, st in steady.items():
+        print(f"{name:>14}: steady {st['runs_per_minute']} runs/min, start-up "
+              f"{st['startup_seconds']} s")  # fmt: skip
+    print(f"Ray init: {init} s; Ray overhead vs 2 processes: {overhead} (target ≤ 10 %); "
+          f"statistics bit-identical: {identical}")  # fmt: skip
     if out["gain_experiment"]:
         g = out["gain_experiment"]
         print(f"gain experiment: {g['wall_seconds'] / 60:.1f} min for {g['runs']} runs "
