@@ -21,10 +21,8 @@ from dpaudit.experiments.private_prediction import PrivatePredictionSettings
 
 def test_demo_config_is_shipped_inside_the_package():
     s = demo_settings()
-    assert (
-        ("demo" in shipped_configs()
-        and "site-packages" in str(find_config("demo")))
-        or ("src/dpaudit/configs" in str(find_config("demo")))
+    assert ("demo" in shipped_configs() and "site-packages" in str(find_config("demo"))) or (
+        "src/dpaudit/configs" in str(find_config("demo"))
     )
     assert s.system.systems == ("pate", "capc")
     assert s.adversary.adversaries == ("nat-advq", "pois-advq", "pois-natq")

@@ -36,11 +36,14 @@ def _compare(old, new, path: str, problems: list[str]) -> None:
     elif isinstance(old, bool) or old is None or isinstance(old, str):
         if old != new:
             problems.append(f"{path}: {old!r} != {new!r}")
-    elif isinstance(old, (int, float)):
-        if not isinstance(new, (int, float)) or isinstance(new, bool):
-            problems.append(f"{path}: {old!r} != {new!r}")
-        elif not math.isclose(old, new, rel_tol=1e-12, abs_tol=1e-300):
-            problems.append(f"{path}: {old!r} != {new!r}")
+    elif isinstance(old, (int, float)) and not _same_number(old, new):
+        problems.append(f"{path}: {old!r} != {new!r}")
+
+
+def _same_number(old: float, new: object) -> bool:
+    if not isinstance(new, (int, float)) or isinstance(new, bool):
+        return False
+    return math.isclose(old, new, rel_tol=1e-12, abs_tol=1e-300)
 
 
 @pytest.fixture(scope="module")
