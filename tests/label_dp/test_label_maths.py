@@ -214,6 +214,13 @@ def test_pate_fm_claim_before_training_is_data_independent():
         (lambda: PATEFM(5, ConfidentGNMax(1, 1, 1), 10, student_steps=-1), "student_steps"),
         (lambda: PATEFM(5, ConfidentGNMax(1, 0.0, 1), 10), "sigma1 must be a positive"),
         (lambda: PATEFM(5, ConfidentGNMax(1, 1, 1), 10, order=1.0), "order must be > 1"),
+        (
+            lambda: PATEFM(2, ConfidentGNMax(1, 1, 1), 2).check_data(
+                np.zeros((4, 3)), [0, 1, 0, 1], 2, images=False
+            ),
+            "consistency.enabled needs image data",
+        ),
+        (lambda: ALIBI(1.0).check_data(np.zeros((2, 3)), [0, 5], 2), "class labels in"),
     ],
 )
 def test_systems_reject_bad_parameters(make, match):

@@ -18,10 +18,13 @@ Layouts (n = r + m/2 examples trained on, on average):
 
 :func:`run_layouts` writes ``DIR/<layout>/results.json`` per layout (a finished layout is
 skipped, so an interrupted reproduction resumes; ``dpaudit report`` or
-:func:`dpaudit.report.dpsgd.plot_guess_sweep` draws any of them) and
-:func:`reproduction_markdown` puts the measured means beside the paper's. Run
+:func:`dpaudit.report.dpsgd.plot_guess_sweep` draws any of them),
+:func:`reproduction_markdown` puts the measured means beside the paper's and
+:func:`reproduction_summary` condenses the results files (megabytes of per-canary scores) into
+a small JSON-ready mapping: per layout the mechanism, the claims, wall times, training
+diagnostics, the per-run bounds and the rank AUC of each score. Run
 ``python -m dpaudit.experiments.dpsgd_reproduction --out DIR [--layouts ...]
-[--repetitions 5]``.
+[--repetitions 5] [--summary FILE]``.
 
 Example:
     >>> LAYOUTS["table2-n5000-r0"]
@@ -49,6 +52,7 @@ __all__ = [
     "layout_settings",
     "main",
     "reproduction_markdown",
+    "reproduction_summary",
     "run_layouts",
 ]
 
@@ -183,6 +187,99 @@ def reproduction_markdown(out_dir: str | Path, layouts: Sequence[str] | None = N
     return head + "\n".join(rows) + "\n"
 
 
+def rank_auc(scores: Any, included: Any) -> float:
+    """Area under the ROC curve of ``scores`` for ``included`` (Mann–Whitney U / (n₁ n₀)).
+
+    Ties count ½ (mid-ranks). 0.5 means the score carries no membership signal.
+
+    Example:
+        >>> rank_auc([0.1, 0.4, 0.35, 0.8], [False, True, False, True])
+        0.75
+    """
+    import numpy as np
+    from scipy.stats import rankdata
+
+    s = np.asarray(scores, dtype=float)
+    inc = np.asarray(included, dtype=bool)
+    n1, n0 = int(inc.sum()), int((~inc).sum())
+    if s.shape != inc.shape or n1 == 0 or n0 == 0:
+        raise ValueError(f"need matching scores and a mask with both classes; got {s.shape}")
+    ranks = rankdata(s)
+    return float((ranks[inc].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
+
+
+def _run_summary(rep: dict[str, Any]) -> dict[str, Any]:
+    scores = rep["scores"]
+    return {
+        "num_members": rep["num_members"],
+        "training_seconds": rep["training_seconds"],
+        "examples_per_second": rep["examples_per_second"],
+        "final_loss": rep["final_loss"],
+        "holdout_accuracy_as_scored": scores.get("holdout_accuracy"),
+        "test_accuracy": scores.get("test_accuracy"),
+        "qmia_seconds": scores.get("qmia_seconds"),
+        "timings": rep["timings"],
+        "auc": {a: rank_auc(v, rep["included"]) for a, v in scores["values"].items()},
+    }
+
+
+def _layout_summary(name: str, path: Path) -> dict[str, Any]:
+    data = json.loads(Path(path).read_text())
+    detail = data["detail"]
+    runs = [_run_summary(rep) for rep in detail["repetitions"]]
+    attacks: dict[str, Any] = {}
+    for summ in detail["summaries"]:
+        entry = attacks.setdefault(summ["attack"], {"paper": {}, "measured": {}})
+        if summ["attack"] in PAPER[name]:
+            paper = dict(zip(("or", "or-fdp", "max"), PAPER[name][summ["attack"]], strict=True))
+            entry["paper"] = paper
+        entry["measured"][summ["bound"]] = {
+            k: summ[k] for k in summ if k not in ("attack", "bound")
+        }
+    for attack, entry in attacks.items():
+        aucs = [run["auc"][attack] for run in runs]
+        entry["auc_mean"] = sum(aucs) / len(aucs)
+    return {
+        "layout": dataclasses.asdict(LAYOUTS[name]),
+        "mechanism": detail["mechanism"],
+        "claims": {c["source"]: c["epsilon"] for c in data["entries"][0]["claims"]},
+        "timings": data["timings"],
+        "wall_seconds": sum(data["timings"].values()),
+        "attacks": attacks,
+        "runs": runs,
+    }
+
+
+def reproduction_summary(
+    out_dir: str | Path, layouts: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """A compact, JSON-ready summary of the stored results of the reproduction.
+
+    Per layout found under ``out_dir``: its n, r, m and holdout, the mechanism (q, σ, steps),
+    the claims (ε at δ of each accountant), wall times, and per attack the paper's triple, the
+    measured uncorrected and valid ε_or / ε_or-fdp / ε_max (per run, mean, sd) and the rank
+    AUC of the score per run (0.5: no membership signal); per run the training diagnostics.
+
+    Returns:
+        ``{"settings": ..., "settings_note": ..., "layouts": {name: ...}, "not_run": [...]}``.
+    """
+    out = Path(out_dir)
+    names = [n for n in (layouts or LAYOUTS) if (out / n / "results.json").is_file()]
+    summaries = {name: _layout_summary(name, out / name / "results.json") for name in names}
+    settings = None
+    if names:
+        settings = json.loads((out / names[0] / "results.json").read_text())["settings"]
+    return {
+        "settings": settings,
+        "settings_note": (
+            "the settings of the first layout; every layout overrides name, "
+            "data.num_non_canaries, data.num_holdout and canaries.num_canaries"
+        ),
+        "layouts": summaries,
+        "not_run": [n for n in LAYOUTS if n not in summaries],
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Command line: run the layouts (resumable) and print the comparison table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -190,11 +287,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--config", default=None, help="base TOML (default: shipped config)")
     parser.add_argument("--layouts", nargs="*", default=list(LAYOUTS), help="layouts to run")
     parser.add_argument("--repetitions", type=int, default=None, help="runs per layout")
+    parser.add_argument("--summary", default=None, help="also write a compact summary JSON")
+    parser.add_argument("--no-run", action="store_true", help="only tabulate stored results")
     args = parser.parse_args(argv)
-    config = args.config or find_config("dp-sgd-fashion-mnist")
-    base = _settings.load_toml(config, DPSGDAuditSettings)
-    run_layouts(base, args.layouts, args.out, repetitions=args.repetitions)
+    if not args.no_run:
+        config = args.config or find_config("dp-sgd-fashion-mnist")
+        base = _settings.load_toml(config, DPSGDAuditSettings)
+        run_layouts(base, args.layouts, args.out, repetitions=args.repetitions)
     print(reproduction_markdown(args.out, args.layouts))
+    if args.summary:
+        summary = reproduction_summary(args.out, args.layouts)
+        Path(args.summary).write_text(json.dumps(summary, indent=1) + "\n")
 
 
 if __name__ == "__main__":  # pragma: no cover - command line

@@ -213,10 +213,10 @@ def check_before_training(settings: LabelDPSettings, data: LabelDPData, systems:
     if data.image_shape is None and settings.training.model == "cnn":
         raise ValueError(f"training.model='cnn' needs images; {data.dataset.name} has none")
     for system in systems:
-        if system.name == "pate-fm":
-            if settings.consistency.enabled and data.image_shape is None:
-                raise ValueError("consistency.enabled needs image data; set it to false")
-            system.check_data(data.dataset.X_train, data.y_train, data.num_classes)
+        system.check_data(
+            data.dataset.X_train, data.y_train, data.num_classes,
+            images=data.image_shape is not None,
+        )  # fmt: skip
 
 
 def train_cell(
@@ -231,7 +231,7 @@ def train_cell(
     """Train one system on the canaried data (PATE-FM: teachers from ``teachers`` by m)."""
     X = data.dataset.X_train
     common = {"num_classes": data.num_classes, "image_shape": data.image_shape}
-    if system.name != "pate-fm":
+    if not hasattr(system, "train_teachers"):  # one network, no teacher ensemble
         return system.fit(X, data.y_train, rng=rng, progress=progress, **common)
     cache = {} if teachers is None else teachers
     m = system.num_teachers

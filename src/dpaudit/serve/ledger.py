@@ -32,6 +32,7 @@ recomputes bit for bit.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import hashlib
 import json
@@ -406,7 +407,7 @@ class _Settlement:
     epsilons: tuple[float, float] | None = None  # (client, global) after, when known
 
 
-class LedgerBase:
+class LedgerBase(abc.ABC):
     """Shared logic of the ledgers: settle a charge against the accounts, check budgets.
 
     Subclasses store clients, accounts, the journal and the cache (:class:`MemoryLedger`,
@@ -490,42 +491,40 @@ class LedgerBase:
         )
 
     # -- the interface each store implements ------------------------------------------------
-    def settle(self, client: Client, charge: Charge) -> Receipt:  # pragma: no cover - abstract
+    @abc.abstractmethod
+    def settle(self, client: Client, charge: Charge) -> Receipt:
         """Settle a request's answers atomically (see the module notes).
 
         Raises:
             BudgetRefused: the worst case exceeds the client's or the global budget.
             UnknownClientError: the client does not exist or was revoked.
         """
-        raise NotImplementedError
 
-    def account(self, client_id: int) -> Account:  # pragma: no cover - abstract
+    @abc.abstractmethod
+    def account(self, client_id: int) -> Account:
         """The account of a client (``GLOBAL_ACCOUNT``: the whole service)."""
-        raise NotImplementedError
 
-    def journal(self) -> list[tuple[int, int, FloatArray]]:  # pragma: no cover - abstract
+    @abc.abstractmethod
+    def journal(self) -> list[tuple[int, int, FloatArray]]:
         """Every charge as ``(charge_id, client_id, rdp)``, in commit order."""
-        raise NotImplementedError
 
-    def clients(self) -> list[Client]:  # pragma: no cover - abstract
+    @abc.abstractmethod
+    def clients(self) -> list[Client]:
         """Every client, revoked ones included."""
-        raise NotImplementedError
 
-    def authenticate(self, api_key: str) -> Client | None:  # pragma: no cover - abstract
+    @abc.abstractmethod
+    def authenticate(self, api_key: str) -> Client | None:
         """The client whose key this is (None: unknown key)."""
-        raise NotImplementedError
 
-    def add_client(
-        self, name: str, epsilon_budget: float, *, api_key: str | None = None
-    ) -> str:  # pragma: no cover - abstract
+    @abc.abstractmethod
+    def add_client(self, name: str, epsilon_budget: float, *, api_key: str | None = None) -> str:
         """Register a client; return its API key (shown once; only its hash is kept)."""
-        raise NotImplementedError
 
-    def revoke(self, name: str) -> None:  # pragma: no cover - abstract
+    @abc.abstractmethod
+    def revoke(self, name: str) -> None:
         """Revoke a client's key (its account is kept)."""
-        raise NotImplementedError
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook, not abstract
         """Release resources (a no-op in memory)."""
 
     # -- derived -----------------------------------------------------------------------------

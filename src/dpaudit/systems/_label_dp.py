@@ -34,6 +34,7 @@ Example:
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -124,7 +125,7 @@ def check_label_data(X: ArrayLike, y: ArrayLike, num_classes: int) -> tuple[np.n
 
 
 @dataclasses.dataclass(frozen=True)
-class LabelNoiseSystem:
+class LabelNoiseSystem(abc.ABC):
     """Base of the systems that noise each label once and train on the post-processed labels.
 
     Subclasses define ``name``, ``mechanism``, :meth:`claim` and :meth:`targets`.
@@ -136,25 +137,29 @@ class LabelNoiseSystem:
     name: ClassVar[str] = "label-noise"
 
     @property
+    @abc.abstractmethod
     def mechanism(self) -> Any:
         """The mechanism value whose claim the system states."""
-        raise NotImplementedError
 
     def noise_mechanism(self) -> Any:
         """The mechanism value that actually noises the labels (the claimed one)."""
         return self.mechanism
 
+    @abc.abstractmethod
     def claim(self, orders: ArrayLike | None = None, *, delta: float | None = None) -> Claim:
         """The claimed label-DP guarantee of one training run."""
-        raise NotImplementedError
 
     def release(self, labels: ArrayLike, num_classes: int, *, rng: RngLike = None) -> np.ndarray:
         """Each label through :meth:`noise_mechanism`, once."""
         return noise_labels(self.noise_mechanism(), labels, num_classes, rng=rng)
 
+    @abc.abstractmethod
     def targets(self, released: np.ndarray, num_classes: int) -> LabelTargets:
         """The training targets post-processed from the released labels."""
-        raise NotImplementedError
+
+    def check_data(self, X: ArrayLike, y: ArrayLike, num_classes: int, *, images: bool = True):
+        """Rows and labels checked before training (``images``: whether the data are images)."""
+        return check_label_data(X, y, num_classes)
 
     @property
     def training_settings(self) -> TrainingSettings:

@@ -267,8 +267,21 @@ class PATEFM:
 
     # ------------------------------------------------------------------ stages
 
-    def check_data(self, X: ArrayLike, y: ArrayLike, num_classes: int):
-        """Rows and labels, with m and the query budget checked against n (before training)."""
+    def check_data(
+        self,
+        X: ArrayLike,
+        y: ArrayLike,
+        num_classes: int,
+        *,
+        images: bool = True,
+    ):
+        """Rows and labels, with m and the query budget checked against n (before training).
+
+        ``images=False`` says the data has no image shape: the consistency objective (weak
+        and strong augmentations of images) then must be disabled.
+        """
+        if self.consistency.enabled and not images:
+            raise ValueError("consistency.enabled needs image data; set it to false")
         x, labels = check_label_data(X, y, num_classes)
         n = labels.size
         if self.num_teachers > n:
