@@ -193,7 +193,7 @@ def rank_auc(scores: Any, included: Any) -> float:
     Ties count ½ (mid-ranks). 0.5 means the score carries no membership signal.
 
     Example:
-        >>> rank_auc([0.1, 0.4, 0.35, 0.8], [False, True, False, True])
+        >>> rank_auc([0.1, 0.4, 0.5, 0.8], [False, True, False, True])
         0.75
     """
     import numpy as np
