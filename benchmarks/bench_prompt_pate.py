@@ -56,7 +56,7 @@ def load() -> list[float]:
 # ----------------------------------------------------------------------------- throughput
 
 
-def throughput(quick: bool) -> dict:
+def throughput(quick: bool, one_process: bool = False) -> dict:
     from dpaudit.mechanisms import GNMax
     from dpaudit.systems._llm import PromptVoter, load_language_model
     from dpaudit.systems.data import load_dataset
@@ -95,20 +95,21 @@ def throughput(quick: bool) -> dict:
     voter = PromptVoter(lm, t.label_words, t.answer_prefix, **kw)
     plain = run("plain_loop_1_thread", lambda: voter.votes_plain(prefixes, suffixes))
     kv = run("kv_cached_batched_1_thread", lambda: voter.votes(prefixes, suffixes))
-    two = PromptVoter(lm, t.label_words, t.answer_prefix, workers=2, **kw)
-    kv2 = run("kv_cached_batched_2_workers", lambda: two.votes(prefixes, suffixes))
-    out["kv_cached_batched_2_workers"]["cpu_seconds"] = None  # in the workers
-    out["kv_cached_batched_2_workers"]["votes_per_cpu_second"] = None
     out["speedup_1_thread"] = (
         out["kv_cached_batched_1_thread"]["votes_per_second"]
         / out["plain_loop_1_thread"]["votes_per_second"]
     )
-    out["speedup_2_workers_vs_plain_1_thread"] = (
-        out["kv_cached_batched_2_workers"]["votes_per_second"]
-        / out["plain_loop_1_thread"]["votes_per_second"]
-    )
     out["answers_equal"] = int(np.sum(kv.votes == plain.votes))
-    out["answers_equal_2_workers"] = int(np.sum(kv2.votes == plain.votes))
+    if not one_process:
+        two = PromptVoter(lm, t.label_words, t.answer_prefix, workers=2, **kw)
+        kv2 = run("kv_cached_batched_2_workers", lambda: two.votes(prefixes, suffixes))
+        out["kv_cached_batched_2_workers"]["cpu_seconds"] = None  # in the workers
+        out["kv_cached_batched_2_workers"]["votes_per_cpu_second"] = None
+        out["speedup_2_workers_vs_plain_1_thread"] = (
+            out["kv_cached_batched_2_workers"]["votes_per_second"]
+            / out["plain_loop_1_thread"]["votes_per_second"]
+        )
+        out["answers_equal_2_workers"] = int(np.sum(kv2.votes == plain.votes))
     out["max_abs_logit_difference"] = float(np.max(np.abs(kv.logits - plain.logits)))
     out["min_margin"] = float(np.min(plain.margins))
     out["load_average_end"] = load()
@@ -118,9 +119,10 @@ def throughput(quick: bool) -> dict:
 # ----------------------------------------------------------------------------- the audit
 
 
-def settings_for(name: str, cache_dir: str, **audit):
-    """The shipped config ``prompt-pate-<name>`` with the vote cache in ``cache_dir``, and the
-    dataset to pass (``wordnet-nouns-4`` is passed as a Dataset until it is registered)."""
+def settings_for(name: str, cache_dir: str, workers: int | None = None, **audit):
+    """The shipped config ``prompt-pate-<name>`` with the vote cache in ``cache_dir`` (and
+    ``workers`` voting processes when given), and the dataset to pass (``wordnet-nouns-4`` is
+    passed as a Dataset until it is registered)."""
     import tomllib
 
     from dpaudit.experiments.config import find_config, parse_config
@@ -128,6 +130,8 @@ def settings_for(name: str, cache_dir: str, **audit):
 
     raw = tomllib.loads(find_config(f"prompt-pate-{name}").read_text())
     raw["system"]["options"]["prompt-pate"]["cache_dir"] = cache_dir
+    if workers is not None:
+        raw["system"]["options"]["prompt-pate"]["workers"] = workers
     dataset = None
     if name == "wordnet-nouns-4" and name not in DATASET_NAMES:
         from dpaudit.systems._text_files import load_wordnet_nouns_4
@@ -192,7 +196,16 @@ def teacher_stats(system_result_votes) -> dict:
     }
 
 
-def paper_audit(name: str, tiny: bool = False, vote_cache: str | None = None) -> dict:
+def paper_audit(
+    name: str,
+    tiny: bool = False,
+    vote_cache: str | None = None,
+    reduced: tuple[int, int, float] | None = None,
+    workers: int | None = None,
+    report_dir: pathlib.Path | None = None,
+) -> dict:
+    """The audit of ``prompt-pate-<name>``: at the paper's scale, ``tiny`` (a smoke test), or
+    ``reduced = (teachers, queries, sigma)`` (a reproduction that fits a small machine)."""
     from dpaudit.attacks import best_of
     from dpaudit.experiments.private_prediction import audit_private_prediction, stages
     from dpaudit.report.private_prediction import write_private_prediction_report
@@ -201,11 +214,24 @@ def paper_audit(name: str, tiny: bool = False, vote_cache: str | None = None) ->
     cache = vote_cache or tempfile.mkdtemp(prefix="prompt-pate-votes-")
     pathlib.Path(cache).mkdir(parents=True, exist_ok=True)
     cold = not any(pathlib.Path(cache).iterdir())
-    shrink = (
+    shrink: dict = (
         {"system.teachers": 6, "adversary.queries": 4, "engine.experiments": 10**6} if tiny else {}
     )
-    s, dataset = settings_for(name, cache, **shrink)
+    if reduced is not None:
+        m, nq, sigma = reduced
+        shrink = {"system.teachers": m, "adversary.queries": nq, "system.sigma": sigma}
+    s, dataset = settings_for(name, cache, workers, **shrink)
     out: dict = {"config": f"prompt-pate-{name}", "vote_cache": cache, "load_average_start": load()}
+    out["overrides"] = {**shrink, **({} if workers is None else {"workers": workers})}
+    out["settings"] = {
+        "teachers": s.system.teachers,
+        "queries": s.adversary.queries,
+        "sigma": s.system.sigma,
+        "experiments": s.engine.experiments,
+        "confidence_level": s.audit.confidence_level,
+        "delta": s.audit.delta,
+        "seed": s.seed,
+    }
     t0 = time.perf_counter()
     res = audit_private_prediction(s, dataset=dataset)
     out["wall_seconds_cold_cache" if cold else "wall_seconds_warm_or_partial_cache"] = (
@@ -215,7 +241,10 @@ def paper_audit(name: str, tiny: bool = False, vote_cache: str | None = None) ->
     out["load_average_after_cold"] = load()
     out["accuracy_noiseless_plurality"] = res.detail.plurality_accuracy["prompt-pate"]
     out["entries"] = [entry_summary(e) for e in res.entries]
-    write_private_prediction_report(res, (DOCS / name) if not tiny else pathlib.Path(cache))
+    if report_dir is None:
+        report_dir = (DOCS / name) if not tiny else pathlib.Path(cache)
+    write_private_prediction_report(res, report_dir)
+    out["report_dir"] = str(report_dir)
     # teacher statistics (votes come back from the warm cache)
     system = SYSTEMS.get("prompt-pate")(s.system)
     data = stages.load_data(s, dataset)
@@ -236,6 +265,7 @@ def paper_audit(name: str, tiny: bool = False, vote_cache: str | None = None) ->
     s4, _ = settings_for(
         name,
         cache,
+        workers,
         **shrink,
         **{"audit.confidence_level": level, "adversary.adversaries": list(NATQ)},
     )
@@ -255,28 +285,74 @@ def paper_audit(name: str, tiny: bool = False, vote_cache: str | None = None) ->
     return out
 
 
+def reproduce(args: argparse.Namespace) -> None:
+    """A reduced reproduction of the paper's PromptPATE audit (one file per run, merged by
+    dataset into ``prompt_pate_reproduction.json``)."""
+    m, nq, sigma = args.reduced.split(",")
+    reduced = (int(m), int(nq), float(sigma))
+    out = HERE / "results" / "prompt_pate_reproduction.json"
+    result = json.loads(out.read_text()) if out.exists() else {}
+    result["machine"] = {"cpus": os.cpu_count(), "platform": platform.platform()}
+    runs = result.setdefault("runs", {})
+    for name in args.datasets.split(","):
+        cache = None if args.vote_cache is None else f"{args.vote_cache}/{name}"
+        report = ROOT / "runs" / f"prompt-pate-{name}-m{m}-q{nq}"
+        t0 = time.perf_counter()
+        a = paper_audit(
+            name, vote_cache=cache, reduced=reduced, workers=args.workers, report_dir=report
+        )
+        a["wall_seconds_total"] = time.perf_counter() - t0
+        runs[f"{name}-m{m}-q{nq}"] = a
+        out.write_text(json.dumps(result, indent=2, default=str))
+        print(f"{name} m={m} n_Q={nq} sigma={sigma}: {a['wall_seconds_total'] / 60:.1f} min")
+        for e in a["entries"]:
+            r = e["rdp"]["10.0"]
+            print(
+                f"  {e['adversary']:30s} RDP@10 audit {r['audit']:.4g} exact {r['exact']:.4g} "
+                f"dd {r['data_dependent']:.4g} di {r['data_independent']:.4g}"
+            )
+        for k, v in a["best_of_four"].items():
+            print(f"  best of four, {k}: {v['adversary']} valid={v['valid']} {v['candidates']}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--skip-audit", action="store_true")
     ap.add_argument("--skip-throughput", action="store_true")
+    ap.add_argument(
+        "--one-process",
+        action="store_true",
+        help="part 1 without the two-worker measurement (a machine shared with other jobs)",
+    )
     ap.add_argument("--datasets", default="rotten-tomatoes,wordnet-nouns-4")
     ap.add_argument("--tiny", action="store_true", help="smoke test of part 2 (not results)")
     ap.add_argument("--vote-cache", default=None, help="vote cache dir (default: a fresh one)")
+    ap.add_argument(
+        "--reduced",
+        default=None,
+        metavar="TEACHERS,QUERIES,SIGMA",
+        help="a reduced reproduction (written to prompt_pate_reproduction.json, report to runs/)",
+    )
+    ap.add_argument("--workers", type=int, default=None, help="voting processes (config's)")
     args = ap.parse_args()
+    if args.reduced is not None:
+        reproduce(args)
+        return
     quick = args.quick or os.environ.get("DPAUDIT_BENCH_QUICK") == "1"
     result: dict = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform()}}
     if OUT.exists():
         previous = json.loads(OUT.read_text())
         result.update({k: v for k, v in previous.items() if k in ("throughput", "audits")})
     if not args.skip_throughput:
-        tp = throughput(quick)
+        tp = throughput(quick, one_process=args.one_process)
         result["throughput"] = tp
+        two = tp.get("kv_cached_batched_2_workers", {}).get("votes_per_second")
         print(
             f"votes/s: plain {tp['plain_loop_1_thread']['votes_per_second']:.2f}, "
             f"KV-cached {tp['kv_cached_batched_1_thread']['votes_per_second']:.2f} "
             f"(x{tp['speedup_1_thread']:.1f}), 2 workers "
-            f"{tp['kv_cached_batched_2_workers']['votes_per_second']:.2f}; answers equal on "
+            f"{'not run' if two is None else f'{two:.2f}'}; answers equal on "
             f"{tp['answers_equal']}/{tp['pairs']} pairs; load {tp['load_average_start']}"
         )
 
