@@ -13,7 +13,9 @@
    images/s of the ViT-S/14 ONNX backbone (Fashion-MNIST), cache off.
 3. **Paper-scale audit wall time**: read from the ``results.json`` of the reproduction runs
    (``dpaudit audit private-prediction --config private-knn-… --out DIR``) given with
-   ``--audit DIR`` (repeatable); target ≤ 30 min per dataset on 2 cores, embeddings cached.
+   ``--audit DIR`` (repeatable), with the load average from ``DIR/load.json`` when the
+   wrapper that ran the audit wrote one; target ≤ 30 min per dataset on 2 cores, embeddings
+   cached.
 4. **The reproduction table and the Fig. 5-style plot** of those runs (``--figure PNG``): per
    dataset and adversary, ε at δ = 1e-6 of the claim, of the exact RDP and of the audit as the
    pipeline computes them (direction D(M(S) ‖ M(S′))), and of the reverse direction
@@ -135,14 +137,16 @@ def audit_times(dirs: list[str]) -> list[dict]:
             continue
         res = json.loads(f.read_text())
         timings = res.get("timings", {})
-        rows.append(
-            {
-                "dir": d,
-                "name": res.get("settings", {}).get("name"),
-                "total_seconds": timings.get("total"),
-                "stages": {k: round(v, 1) for k, v in timings.items()},
-            }
-        )
+        row = {
+            "dir": d,
+            "name": res.get("settings", {}).get("name"),
+            "queries": res.get("settings", {}).get("adversary", {}).get("queries"),
+            "total_seconds": timings.get("total"),
+            "stages": {k: round(v, 1) for k, v in timings.items()},
+        }
+        load = pathlib.Path(d) / "load.json"  # written by the wrapper that ran the audit
+        row["load"] = json.loads(load.read_text()) if load.is_file() else "not recorded"
+        rows.append(row)
     return rows
 
 
@@ -182,10 +186,16 @@ def reproduction(dirs: list[str]) -> list[dict]:
         for e in res["entries"]:
             eps = e["detail"]["epsilon"]
             rev = _reverse(e, settings)
+            opts = settings.system.options.get("private-knn", {})
             rows.append(
                 {
                     "run": settings.name,
                     "dataset": settings.data.dataset,
+                    "queries": settings.adversary.queries,
+                    "sigma": settings.system.sigma,
+                    "k": opts.get("k"),
+                    "sampling_rate": opts.get("sampling_rate"),
+                    "experiments": settings.engine.experiments,
                     "adversary": e["adversary"],
                     "claim": eps["data_independent"],
                     "exact": eps["exact"],
@@ -220,7 +230,8 @@ def figure(rows: list[dict], path: str) -> None:
         ax.set_yscale("log")
         ax.set_xticks(x, [r["adversary"].replace("pois-natq-", "natq-") for r in sub],
                       rotation=30, ha="right", fontsize=8)  # fmt: skip
-        ax.set_title(run.replace("private-knn-", ""), fontsize=10)
+        title = run.replace("private-knn-", "")
+        ax.set_title(f"{title} (n_Q = {sub[0]['queries']}, σ = {sub[0]['sigma']:g})", fontsize=10)
         ax.set_ylabel("ε at δ = 1e-6")
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=5, fontsize=8)
