@@ -78,3 +78,30 @@ def test_rdp_to_dp_reference_values():
         rdp_to_dp(orders, rdp, 0.0)
     with pytest.raises(ValueError, match="rdp"):
         rdp_to_dp(orders, rdp[:-1], 1e-5)
+
+
+def test_check_sections_validates_a_settings_root():
+
+    from dpaudit import _settings
+    from dpaudit._settings import option
+
+    @dataclasses.dataclass(frozen=True)
+    class Inner:
+        x: int = option(1, help="x")
+
+    @dataclasses.dataclass(frozen=True)
+    class Root:
+        name: str = option("run", help="name")
+        seed: int = option(0, help="seed")
+        inner: Inner = option(default_factory=Inner, help="a section")
+
+        def __post_init__(self) -> None:
+            _settings.check_sections(self)
+
+    assert Root(seed=np.int64(3)).seed == 3 and type(Root(seed=np.int64(3)).seed) is int
+    with pytest.raises(ValueError, match="name must be a non-empty string, got ' '"):
+        Root(name=" ")
+    with pytest.raises(ValueError, match="seed"):
+        Root(seed=-1)
+    with pytest.raises(TypeError, match=r"inner must be Inner, got \{'x': 2\}"):
+        Root(inner={"x": 2})

@@ -673,6 +673,10 @@ ROLE_OVERRIDES: dict[tuple[str, str], str] = {
     ("bounds.one_run_sweep", "included"): "mask",
     ("attacks.evaluate_attribute_inference", "is_member"): "mask",
     ("accounting.pate_accounting", "answered"): "mask",
+    # 0/1 test outcomes of Lifted-DP audits: booleans are the natural type
+    ("bounds.lidp_epsilon", "outcomes_alternative"): "mask",
+    ("bounds.lidp_epsilon", "outcomes_null"): "mask",
+    ("bounds.lidp_moments", "outcomes"): "mask",
     ("bounds.Explicit", "value"): "skip",  # any value is a valid explicit choice
     ("bounds.Bonferroni", "candidates"): "skip",  # any tuple of candidates
     ("mechanisms.check_labels", "name"): "skip",  # the name used in messages

@@ -48,6 +48,7 @@ from typing import Any, Union
 __all__ = [
     "SettingsField",
     "apply_overrides",
+    "check_sections",
     "fields",
     "from_mapping",
     "load_toml",
@@ -145,6 +146,32 @@ def _hints(cls: type) -> dict[str, Any]:
             else:
                 out[f.name] = f.type
         return out
+
+
+def check_sections(settings: Any) -> None:
+    """Check a settings root built in Python: a non-empty ``name``, a seed ≥ 0 (normalised to
+    ``int``) and every nested section of its declared type.
+
+    Call it from ``__post_init__`` of a workflow's root settings (TOML input is checked by
+    :func:`from_mapping` already).
+
+    Raises:
+        ValueError: an empty name or a negative seed.
+        TypeError: a section that is not an instance of its settings class.
+    """
+    from dpaudit._validate import check_nonneg_int
+
+    name = getattr(settings, "name", "x")
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"name must be a non-empty string, got {name!r}")
+    if hasattr(settings, "seed"):
+        object.__setattr__(settings, "seed", check_nonneg_int("seed", settings.seed))
+    hints = _hints(type(settings))
+    for f in dataclasses.fields(settings):
+        section, _ = _strip_optional(hints.get(f.name, f.type))
+        value = getattr(settings, f.name)
+        if _is_settings(section) and not isinstance(value, section):
+            raise TypeError(f"{f.name} must be {section.__name__}, got {value!r}")
 
 
 def _strip_optional(tp: Any) -> tuple[Any, bool]:

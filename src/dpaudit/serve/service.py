@@ -22,15 +22,15 @@ layer (:mod:`dpaudit.serve.app`) returns.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import threading
 from typing import Any
 
 import numpy as np
 
-from dpaudit._results import ResultMixin
 from dpaudit._typing import IntArray
+from dpaudit.attacks.remote import RemoteBudget as BudgetStatus
+from dpaudit.attacks.remote import RemoteInfo as ServiceInfo
 from dpaudit.errors import DPAuditError
 from dpaudit.mechanisms.values import ABSTAIN, ConfidentGNMax, GNMax
 from dpaudit.serve.fastvotes import fast_votes
@@ -70,82 +70,6 @@ class RequestError(DPAuditError):
 def query_key(row: np.ndarray) -> bytes:
     """Cache key of one query: SHA-256 of its features as contiguous float64 bytes."""
     return hashlib.sha256(np.ascontiguousarray(row, dtype=np.float64).tobytes()).digest()
-
-
-@dataclasses.dataclass(frozen=True)
-class ServiceInfo(ResultMixin):
-    """The service's public parameters (what an attacker of Wang et al. 2022 assumes known).
-
-    Attributes:
-        name: service name.
-        system: the registered system served.
-        mechanism: the aggregator (``"gnmax"`` or ``"confident-gnmax"``).
-        sigma: GNMax σ (σ2 of Confident GNMax).
-        threshold: Confident-GNMax T (None for GNMax).
-        sigma1: Confident-GNMax σ1 (None for GNMax).
-        num_teachers: teachers voting per query (k, or m when all vote).
-        num_classes: C.
-        num_features: d, the length of every query.
-        max_batch: most queries per request.
-        cache: whether repeated queries get their first answer, free.
-        delta: δ of every budget.
-        analysis: accounting analysis of the answers.
-        conversion: RDP→(ε, δ) conversion.
-        global_epsilon_budget: the service's ε budget.
-        durable: whether the ledger is on disk.
-    """
-
-    name: str
-    system: str
-    mechanism: str
-    sigma: float
-    threshold: float | None
-    sigma1: float | None
-    num_teachers: int
-    num_classes: int
-    num_features: int
-    max_batch: int
-    cache: bool
-    delta: float
-    analysis: str
-    conversion: str
-    global_epsilon_budget: float
-    durable: bool
-
-
-@dataclasses.dataclass(frozen=True)
-class BudgetStatus(ResultMixin):
-    """A client's budget and the service's (never the key).
-
-    Attributes:
-        client: the client's name.
-        epsilon_spent: its ε(δ) so far.
-        epsilon_budget: its budget.
-        epsilon_remaining: ``max(budget − spent, 0)``.
-        num_queries: its charged queries.
-        num_answered: of which answered with a label.
-        num_cached: its queries answered from the cache (free).
-        num_requests: its answered requests.
-        global_epsilon_spent: the service's ε(δ) so far.
-        global_epsilon_budget: the service's budget.
-        delta: δ.
-        analysis: accounting analysis.
-        conversion: RDP→(ε, δ) conversion.
-    """
-
-    client: str
-    epsilon_spent: float
-    epsilon_budget: float
-    epsilon_remaining: float
-    num_queries: int
-    num_answered: int
-    num_cached: int
-    num_requests: int
-    global_epsilon_spent: float
-    global_epsilon_budget: float
-    delta: float
-    analysis: str
-    conversion: str
 
 
 def _check_interface(interface: Any) -> None:

@@ -192,18 +192,7 @@ class ServeSettings:
     canary: CanarySettings = option(default_factory=CanarySettings, help="the point S' adds")
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name.strip():
-            raise ValueError(f"name must be a non-empty string, got {self.name!r}")
-        object.__setattr__(self, "seed", check_nonneg_int("seed", self.seed))
-        for field, cls in (
-            ("data", DataSettings),
-            ("system", SystemSettings),
-            ("budget", BudgetSettings),
-            ("server", ServerSettings),
-            ("canary", CanarySettings),
-        ):
-            if not isinstance(getattr(self, field), cls):
-                raise TypeError(f"{field} must be {cls.__name__}, got {getattr(self, field)!r}")
+        _settings.check_sections(self)
         if len(self.system.systems) != 1:
             raise ValueError(
                 f"system.systems must name exactly one system to serve, got {self.system.systems}"

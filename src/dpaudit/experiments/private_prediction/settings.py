@@ -258,18 +258,7 @@ class PrivatePredictionSettings:
     audit: AuditSettings = option(default_factory=AuditSettings, help="bound and claim")
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name.strip():
-            raise ValueError(f"name must be a non-empty string, got {self.name!r}")
-        object.__setattr__(self, "seed", check_nonneg_int("seed", self.seed))
-        for field, cls in (
-            ("data", DataSettings),
-            ("system", SystemSettings),
-            ("adversary", AdversarySettings),
-            ("engine", EngineSettings),
-            ("audit", AuditSettings),
-        ):
-            if not isinstance(getattr(self, field), cls):
-                raise TypeError(f"{field} must be {cls.__name__}, got {getattr(self, field)!r}")
+        _settings.check_sections(self)
 
     @classmethod
     def of(cls, **values: Any) -> PrivatePredictionSettings:
