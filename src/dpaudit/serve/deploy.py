@@ -48,21 +48,11 @@ def load_training_data(settings: ServeSettings) -> TrainingData:
         MissingDatasetError: the dataset is not installed (the message says what to do).
         ValueError: fewer training rows than teachers.
     """
-    from dpaudit.systems.data import load_dataset
+    from dpaudit.systems.data import load_subset
 
     d = settings.data
-    kwargs: dict[str, Any] = {}
-    if d.dataset in ("digits", "mnist-5k"):
-        kwargs["seed"] = settings.seed
-    if d.dataset == "fashion-mnist":
-        kwargs.update(n_train=d.n_train, n_test=d.n_test, seed=settings.seed)
-    ds = load_dataset(d.dataset, **kwargs)
+    ds = load_subset(d.dataset, n_train=d.n_train, n_test=d.n_test, seed=settings.seed)
     X, y = ds.X_train, ds.y_train
-    if d.dataset != "fashion-mnist" and d.n_train and d.n_train < ds.num_train:
-        rows = np.sort(
-            np.random.default_rng(settings.seed).choice(ds.num_train, d.n_train, replace=False)
-        )
-        X, y = X[rows], y[rows]
     if settings.system.teachers > X.shape[0]:
         raise ValueError(
             f"teachers must be at most the {X.shape[0]} training rows of {ds.name}, got "

@@ -79,6 +79,7 @@ __all__ = [
     "load_mnist_vote_histograms",
     "load_rotten_tomatoes",
     "load_sst2",
+    "load_subset",
     "load_wordnet_nouns",
     "read_idx",
 ]
@@ -722,3 +723,52 @@ def load_dataset(name: str, **kwargs: Any) -> Dataset:
     """
     check_choice("name", name, DATASET_NAMES)
     return _LOADERS[name](**kwargs)
+
+
+def load_subset(
+    name: str, *, n_train: int | None = None, n_test: int | None = None, seed: int = 0
+) -> Dataset:
+    """Load a dataset by name, keeping a seeded subset of ``n_train`` / ``n_test`` rows.
+
+    The one loader of the private-prediction audit and the prediction service, so that a
+    service deployed with the audit's data settings and seed trains on the same rows.
+    ``digits`` and ``mnist-5k`` are split with ``seed``; Fashion-MNIST subsets itself
+    (:func:`load_fashion_mnist`); other datasets keep the rows chosen by
+    ``default_rng(seed)`` (training rows drawn first, then test rows).
+
+    Raises:
+        ValueError: unknown ``name`` or a bad subset size.
+        MissingDatasetError: the dataset is not installed.
+
+    Example:
+        >>> load_subset("digits", n_train=100, n_test=20, seed=1).num_train
+        100
+    """
+    kwargs: dict[str, Any] = {}
+    if name in ("digits", "mnist-5k"):
+        kwargs["seed"] = seed
+    if name == "fashion-mnist":
+        kwargs.update(n_train=n_train, n_test=n_test, seed=seed)
+    ds = load_dataset(name, **kwargs)
+    if name == "fashion-mnist" or not (n_train or n_test):
+        return ds
+    gen = np.random.default_rng(seed)
+    tr = np.arange(ds.num_train)
+    te = np.arange(ds.num_test)
+    if n_train and n_train < ds.num_train:
+        tr = np.sort(gen.choice(ds.num_train, n_train, replace=False))
+    if n_test and n_test < ds.num_test:
+        te = np.sort(gen.choice(ds.num_test, n_test, replace=False))
+    return Dataset(
+        name=ds.name,
+        X_train=ds.X_train[tr],
+        y_train=ds.y_train[tr],
+        X_test=ds.X_test[te],
+        y_test=ds.y_test[te],
+        num_classes=ds.num_classes,
+        class_names=ds.class_names,
+        feature_names=ds.feature_names,
+        image_shape=ds.image_shape,
+        source=ds.source,
+        split=ds.split + f", subsampled(n_train={n_train}, n_test={n_test})",
+    )

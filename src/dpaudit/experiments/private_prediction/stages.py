@@ -74,9 +74,11 @@ def load_data(settings: PrivatePredictionSettings, dataset: Any = None) -> Any:
         ValueError: a dataset of another name, or too few rows for the teachers or queries.
         MissingDatasetError: the dataset is not installed (the message says what to do).
     """
+    from dpaudit.systems.data import load_subset
+
     d = settings.data
     ds = (
-        _load(d.dataset, n_train=d.n_train, n_test=d.n_test, seed=settings.seed)
+        load_subset(d.dataset, n_train=d.n_train, n_test=d.n_test, seed=settings.seed)
         if (dataset is None)
         else dataset
     )
@@ -93,40 +95,6 @@ def load_data(settings: PrivatePredictionSettings, dataset: Any = None) -> Any:
             f"for the poisoning source), got {settings.adversary.queries}"
         )
     return ds
-
-
-def _load(name: str, *, n_train: int | None, n_test: int | None, seed: int) -> Any:
-    """Load a dataset by name; keep a seeded subset of ``n_train``/``n_test`` rows."""
-    from dpaudit.systems.data import Dataset, load_dataset
-
-    kwargs: dict[str, Any] = {}
-    if name in ("digits", "mnist-5k"):
-        kwargs["seed"] = seed
-    if name == "fashion-mnist":
-        kwargs.update(n_train=n_train, n_test=n_test, seed=seed)
-    ds = load_dataset(name, **kwargs)
-    if name == "fashion-mnist" or not (n_train or n_test):
-        return ds
-    gen = np.random.default_rng(seed)
-    tr = np.arange(ds.num_train)
-    te = np.arange(ds.num_test)
-    if n_train and n_train < ds.num_train:
-        tr = np.sort(gen.choice(ds.num_train, n_train, replace=False))
-    if n_test and n_test < ds.num_test:
-        te = np.sort(gen.choice(ds.num_test, n_test, replace=False))
-    return Dataset(
-        name=ds.name,
-        X_train=ds.X_train[tr],
-        y_train=ds.y_train[tr],
-        X_test=ds.X_test[te],
-        y_test=ds.y_test[te],
-        num_classes=ds.num_classes,
-        class_names=ds.class_names,
-        feature_names=ds.feature_names,
-        image_shape=ds.image_shape,
-        source=ds.source,
-        split=ds.split + f", subsampled(n_train={n_train}, n_test={n_test})",
-    )
 
 
 @dataclasses.dataclass(frozen=True)
