@@ -190,6 +190,9 @@ def reproduction(dirs: list[str]) -> list[dict]:
             rows.append(
                 {
                     "run": settings.name,
+                    "dir": pathlib.Path(dd).name,
+                    "seed": settings.seed,
+                    "selection_order": settings.audit.selection_order,
                     "dataset": settings.data.dataset,
                     "queries": settings.adversary.queries,
                     "sigma": settings.system.sigma,
@@ -216,13 +219,13 @@ def figure(rows: list[dict], path: str) -> None:
     from dpaudit.errors import require
 
     plt = require("matplotlib.pyplot", "plot")
-    runs = list(dict.fromkeys(r["run"] for r in rows))
+    runs = list(dict.fromkeys(r["dir"] for r in rows))
     fig, axes = plt.subplots(1, len(runs), figsize=(4.2 * len(runs), 4.2), squeeze=False)
     keys = [("claim", "claim (subsampled Gaussian)"), ("exact", "exact D(S‖S′)"),
             ("audit", "audit D(S‖S′)"), ("exact_reverse", "exact D(S′‖S)"),
             ("audit_reverse", "audit D(S′‖S)")]  # fmt: skip
     for ax, run in zip(axes[0], runs, strict=True):
-        sub = [r for r in rows if r["run"] == run]
+        sub = [r for r in rows if r["dir"] == run]
         x = np.arange(len(sub))
         for j, (key, label) in enumerate(keys):
             vals = [max(r[key], 1e-4) for r in sub]
@@ -230,8 +233,12 @@ def figure(rows: list[dict], path: str) -> None:
         ax.set_yscale("log")
         ax.set_xticks(x, [r["adversary"].replace("pois-natq-", "natq-") for r in sub],
                       rotation=30, ha="right", fontsize=8)  # fmt: skip
-        title = run.replace("private-knn-", "")
-        ax.set_title(f"{title} (n_Q = {sub[0]['queries']}, σ = {sub[0]['sigma']:g})", fontsize=10)
+        head = sub[0]
+        title = head["run"].replace("private-knn-", "")
+        title += f", n_Q = {head['queries']}, σ = {head['sigma']:g}"
+        if head["selection_order"] != 10.0 or head["seed"] != 0:
+            title += f"\nselection order {head['selection_order']:g}, seed {head['seed']}"
+        ax.set_title(title, fontsize=9)
         ax.set_ylabel("ε at δ = 1e-6")
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=5, fontsize=8)
