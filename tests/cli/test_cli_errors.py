@@ -108,6 +108,7 @@ def _cases() -> list[tuple[str, list[str]]]:
         out.append((name, ["--no-such-option"]))
         if "--out" in opts:
             out.append((name, ["--out", "{existing}"]))
+            out.append((name, ["--out", "{existing}/sub"]))  # cannot be created
         if "--config" in opts:
             out.append((name, ["--config", "{missing}"]))
         out += [(name, args) for args in CASES.get(name, [])]

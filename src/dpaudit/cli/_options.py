@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import os
 import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -300,4 +301,11 @@ def check_out(out: str | None) -> Path | None:
     p = Path(out)
     if p.exists() and not p.is_dir():
         raise ValueError(f"--out must be a directory, but {str(p)!r} is an existing file")
+    try:  # created now, so that an unwritable place fails before the run, not after it
+        p.mkdir(parents=True, exist_ok=True)
+        probe = p / f".dpaudit-write-check-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ValueError(f"--out {str(p)!r} is not a writable directory: {exc.strerror}") from None
     return p
