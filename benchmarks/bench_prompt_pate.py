@@ -296,13 +296,13 @@ def reproduce(args: argparse.Namespace) -> None:
     runs = result.setdefault("runs", {})
     for name in args.datasets.split(","):
         cache = None if args.vote_cache is None else f"{args.vote_cache}/{name}"
-        report = ROOT / "runs" / f"prompt-pate-{name}-m{m}-q{nq}"
+        report = ROOT / "runs" / f"prompt-pate-{name}-m{m}-q{nq}-s{sigma}"
         t0 = time.perf_counter()
         a = paper_audit(
             name, vote_cache=cache, reduced=reduced, workers=args.workers, report_dir=report
         )
         a["wall_seconds_total"] = time.perf_counter() - t0
-        runs[f"{name}-m{m}-q{nq}"] = a
+        runs[f"{name}-m{m}-q{nq}-s{sigma}"] = a
         out.write_text(json.dumps(result, indent=2, default=str))
         print(f"{name} m={m} n_Q={nq} sigma={sigma}: {a['wall_seconds_total'] / 60:.1f} min")
         for e in a["entries"]:
