@@ -45,19 +45,24 @@ class Registry(Generic[T]):
     def __init__(self, kind: str) -> None:
         self._kind = kind
         self._items: dict[str, T] = {}
+        self._tags: dict[str, frozenset[str]] = {}
 
     @property
     def kind(self) -> str:
         """What this registry holds."""
         return self._kind
 
-    def register(self, name: str, obj: T | None = None, *, replace: bool = False):
+    def register(
+        self, name: str, obj: T | None = None, *, replace: bool = False, tags: tuple[str, ...] = ()
+    ):
         """Register ``obj`` under ``name``; without ``obj``, return a decorator.
 
         Args:
             name: the name users type (case-insensitive).
             obj: the object; omit to use ``@registry.register(name)`` as a decorator.
             replace: allow replacing an existing entry (tests, user overrides).
+            tags: what the entry is for (e.g. the workflows that audit a system:
+                ``("private-prediction",)``); see :meth:`tags` and :meth:`names`.
 
         Raises:
             ValueError: ``name`` is taken and ``replace`` is False.
@@ -70,6 +75,7 @@ class Registry(Generic[T]):
                     f"{self._kind} {key!r} is already registered; pass replace=True to replace it"
                 )
             self._items[key] = item
+            self._tags[key] = frozenset(str(t) for t in tags)
             return item
 
         if obj is None:
@@ -78,7 +84,9 @@ class Registry(Generic[T]):
 
     def unregister(self, name: str) -> T:
         """Remove and return the entry ``name`` (KeyError if absent)."""
-        return self._items.pop(_key(self._kind, name))
+        key = _key(self._kind, name)
+        self._tags.pop(key, None)
+        return self._items.pop(key)
 
     def get(self, name: str) -> T:
         """The entry registered as ``name``.
@@ -93,9 +101,20 @@ class Registry(Generic[T]):
         except KeyError:
             raise ValueError(f"unknown {self._kind} {name!r}; registered: {self.names()}") from None
 
-    def names(self) -> tuple[str, ...]:
-        """Registered names in registration order."""
-        return tuple(self._items)
+    def names(self, tag: str | None = None) -> tuple[str, ...]:
+        """Registered names in registration order (with ``tag``: those tagged with it)."""
+        if tag is None:
+            return tuple(self._items)
+        return tuple(k for k in self._items if tag in self._tags.get(k, ()))
+
+    def tags(self, name: str) -> frozenset[str]:
+        """The tags ``name`` was registered with (empty: untagged).
+
+        Raises:
+            ValueError: nothing is registered under ``name``.
+        """
+        self.get(name)
+        return self._tags.get(_key(self._kind, name), frozenset())
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and name.strip().lower() in self._items

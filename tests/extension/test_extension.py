@@ -164,6 +164,29 @@ def test_unknown_names_are_clear_errors():
         PrivatePredictionSettings.of(adversaries=("zero-first",))
 
 
+def test_systems_of_other_workflows_are_refused_by_name():
+    """Registry tags say which workflow audits a system; untagged ones count as private
+    prediction (a user's own system)."""
+    from dpaudit._registry import Registry
+
+    assert set(SYSTEMS.names("private-prediction")) >= {"pate", "capc", "private-knn"}
+    assert "dp-sgd" not in SYSTEMS.names("private-prediction")
+    assert SYSTEMS.tags("alibi") == frozenset({"label-dp"})
+    with pytest.raises(ValueError, match=r"'dp-sgd' is not a private-prediction system .*"
+                       r"`dpaudit audit dp-sgd`"):  # fmt: skip
+        PrivatePredictionSettings.of(systems=("dp-sgd",))
+    with pytest.raises(ValueError, match="`dpaudit audit label-dp`"):
+        PrivatePredictionSettings.of(systems=("pate", "alibi"))
+    reg = Registry("thing")
+    reg.register("a", 1, tags=("x",))
+    reg.register("b", 2)
+    assert reg.names("x") == ("a",) and reg.tags("b") == frozenset() and reg.names() == ("a", "b")
+    reg.unregister("a")
+    assert reg.names("x") == ()
+    with pytest.raises(ValueError, match="unknown thing 'a'"):
+        reg.tags("a")
+
+
 def test_readme_add_a_system_example():
     assert run_examples(section_examples("01-architecture.md")) == 0
     SYSTEMS.unregister("nn-pate")

@@ -744,4 +744,4 @@ def dpsgd_system(settings: DPSGDSettings, *, dataset_size: int) -> DPSGD:
     return DPSGD(settings, dataset_size)
 
 
-SYSTEMS.register("dp-sgd", dpsgd_system)
+SYSTEMS.register("dp-sgd", dpsgd_system, tags=("dp-sgd", "lidp-dp-sgd"))

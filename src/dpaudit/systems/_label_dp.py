@@ -396,7 +396,7 @@ def label_dp_factory(cls: type) -> Any:
     return factory
 
 
-SYSTEMS.register("alibi", label_dp_factory(ALIBI))
-SYSTEMS.register("agibi", label_dp_factory(AGIBI))
-SYSTEMS.register("rr", label_dp_factory(RandomizedResponseLabels))
-SYSTEMS.register("soft-rr", label_dp_factory(SoftRR))
+SYSTEMS.register("alibi", label_dp_factory(ALIBI), tags=("label-dp",))
+SYSTEMS.register("agibi", label_dp_factory(AGIBI), tags=("label-dp",))
+SYSTEMS.register("rr", label_dp_factory(RandomizedResponseLabels), tags=("label-dp",))
+SYSTEMS.register("soft-rr", label_dp_factory(SoftRR), tags=("label-dp",))

@@ -413,4 +413,4 @@ def _pate_factory(settings: Mapping[str, Any] | None = None, /, **params: Any) -
     return PATEFM(**merged)
 
 
-SYSTEMS.register("pate-fm", _pate_factory)
+SYSTEMS.register("pate-fm", _pate_factory, tags=("label-dp",))

@@ -569,5 +569,5 @@ def _from_settings(cls: type[TeacherEnsembleSystem]):
     return factory
 
 
-SYSTEMS.register("pate", _from_settings(PATE))
-SYSTEMS.register("capc", _from_settings(CaPC))
+SYSTEMS.register("pate", _from_settings(PATE), tags=("private-prediction",))
+SYSTEMS.register("capc", _from_settings(CaPC), tags=("private-prediction",))

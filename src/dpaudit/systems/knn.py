@@ -707,4 +707,4 @@ def _from_settings(settings: Any) -> PrivateKNN:
     return PrivateKNN(GNMax(settings.sigma), opts)
 
 
-SYSTEMS.register("private-knn", _from_settings)
+SYSTEMS.register("private-knn", _from_settings, tags=("private-prediction",))

@@ -621,4 +621,4 @@ def _factory(settings: Any) -> PromptPATE:
     return PromptPATE(settings.teachers, mech, opts, settings.teachers_per_query)
 
 
-SYSTEMS.register("prompt-pate", _factory)
+SYSTEMS.register("prompt-pate", _factory, tags=("private-prediction",))

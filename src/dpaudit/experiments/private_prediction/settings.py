@@ -47,6 +47,10 @@ SAMPLERS: tuple[str, ...] = ("exact", "monte-carlo")
 Q_BOUNDS: tuple[str, ...] = ("union", "exact")
 
 
+#: The tag of the systems this workflow audits (``SYSTEMS.register(..., tags=...)``).
+WORKFLOW = "private-prediction"
+
+
 def _names(field: str, value: Any, allowed: tuple[str, ...]) -> tuple[str, ...]:
     items = value.split(",") if isinstance(value, str) else list(value)
     names = tuple(str(v).strip().lower() for v in items if str(v).strip())
@@ -102,7 +106,16 @@ class SystemSettings:
     def __post_init__(self) -> None:
         from dpaudit.systems import ESTIMATOR_NAMES, SYSTEMS
 
-        object.__setattr__(self, "systems", _names("systems", self.systems, SYSTEMS.names()))
+        names = _names("systems", self.systems, SYSTEMS.names())
+        for name in names:  # untagged systems (a user's own) are taken as private prediction
+            tags = SYSTEMS.tags(name)
+            if tags and WORKFLOW not in tags:
+                raise ValueError(
+                    f"systems: {name!r} is not a private-prediction system (it is audited by "
+                    f"`dpaudit audit {sorted(tags)[0]}`); private-prediction systems: "
+                    f"{SYSTEMS.names(WORKFLOW)}"
+                )
+        object.__setattr__(self, "systems", names)
         m = check_positive_int("teachers", self.teachers)
         if m < 2:
             raise ValueError(f"teachers must be at least 2, got {m}")
