@@ -23,7 +23,6 @@ start: the noise stream of each start is distinct).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sqlite3
 import threading
@@ -33,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit._sqlite import SQLiteConnections
 from dpaudit._typing import FloatArray
 from dpaudit._validate import check_choice, check_positive
 from dpaudit.serve.ledger import (
@@ -125,9 +125,7 @@ class KeyStore:
         p.parent.mkdir(parents=True, exist_ok=True)
         self._path = p
         self._synchronous = check_choice("synchronous", synchronous, ("full", "normal")).upper()
-        self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
-        self._all_lock = threading.Lock()
+        self._db = SQLiteConnections(p, synchronous=self._synchronous)
         self._write_lock = threading.Lock()
         conn = self._conn()
         with self._write_lock:
@@ -152,31 +150,12 @@ class KeyStore:
         return self._path
 
     def _conn(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(
-                self._path, isolation_level=None, check_same_thread=False, timeout=60.0
-            )
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(f"PRAGMA synchronous={self._synchronous}")
-            conn.execute("PRAGMA busy_timeout=60000")
-            self._local.conn = conn
-            with self._all_lock:
-                self._all.append(conn)
-        return conn
+        return self._db.get()
 
     def _write(self, fn: Any) -> Any:
         """Run ``fn(conn)`` in one immediate write transaction (process lock held)."""
-        conn = self._conn()
         with self._write_lock:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                out = fn(conn)
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-        return out
+            return self._db.write(fn)
 
     # -- clients -------------------------------------------------------------------------------
     def add_client(self, name: str, epsilon_budget: float, *, api_key: str | None = None) -> str:
@@ -242,12 +221,7 @@ class KeyStore:
 
     def close(self) -> None:
         """Close every connection this object opened."""
-        with self._all_lock:
-            conns, self._all = self._all, []
-        for conn in conns:
-            with contextlib.suppress(sqlite3.Error):
-                conn.close()
-        self._local = threading.local()
+        self._db.close()
 
     def __enter__(self) -> Any:
         return self

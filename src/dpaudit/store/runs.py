@@ -35,13 +35,13 @@ import os
 import secrets
 import socket
 import sqlite3
-import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from dpaudit._results import ResultMixin, package_versions, to_jsonable
+from dpaudit._sqlite import SQLiteConnections
 from dpaudit.errors import DPAuditError
 
 __all__ = [
@@ -277,9 +277,7 @@ class RunStore:
             raise ValueError(f"store must be a file, but {str(p)!r} is a directory")
         p.parent.mkdir(parents=True, exist_ok=True)
         self._path = p
-        self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
-        self._lock = threading.Lock()
+        self._db = SQLiteConnections(p, foreign_keys=True)
 
         def setup(conn: sqlite3.Connection) -> None:
             for stmt in _SCHEMA.split(";"):
@@ -299,39 +297,14 @@ class RunStore:
         return self._path
 
     def _conn(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(
-                self._path, isolation_level=None, check_same_thread=False, timeout=60.0
-            )
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=FULL")
-            conn.execute("PRAGMA busy_timeout=60000")
-            conn.execute("PRAGMA foreign_keys=ON")
-            self._local.conn = conn
-            with self._lock:
-                self._all.append(conn)
-        return conn
+        return self._db.get()
 
     def _write(self, fn: Any) -> Any:
-        conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            out = fn(conn)
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
-        return out
+        return self._db.write(fn)
 
     def close(self) -> None:
         """Close every connection this object opened."""
-        with self._lock:
-            conns, self._all = self._all, []
-        for conn in conns:
-            with contextlib.suppress(sqlite3.Error):
-                conn.close()
-        self._local = threading.local()
+        self._db.close()
 
     def __enter__(self) -> RunStore:
         return self
