@@ -315,6 +315,52 @@ def reproduce(args: argparse.Namespace) -> None:
             print(f"  best of four, {k}: {v['adversary']} valid={v['valid']} {v['candidates']}")
 
 
+LABELS = {
+    "prompt-nat-advq": "Nat-AdvQ",
+    "prompt-pois-advq": "Pois-AdvQ",
+    "prompt-pois-natq-confident": "Pois-NatQ Confident",
+    "prompt-pois-natq-unconfident": "Pois-NatQ Unconfident",
+    "prompt-pois-natq-all-same": "Pois-NatQ All same",
+    "prompt-pois-natq-mapping": "Pois-NatQ Mapping",
+}
+
+
+def markdown_tables(path: pathlib.Path = HERE / "results" / "prompt_pate_reproduction.json") -> str:
+    """The README tables of the reduced reproduction, from its stored JSON."""
+    runs = json.loads(path.read_text())["runs"]
+    lines = []
+    for key, a in runs.items():
+        st = a["settings"]
+        lines += [
+            f"**{key}** (m = {st['teachers']}, n_Q = {st['queries']}, σ = {st['sigma']:g}; "
+            f"noiseless plurality accuracy {a['accuracy_noiseless_plurality']:.3f}):",
+            "",
+            "| adversary | flips | RDP α=10: audit | exact | data-dep. | data-indep. "
+            "| ε audit* | ε exact | ε data-dep. | ε data-indep. |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for e in a["entries"]:
+            r, x = e["rdp"]["10.0"], e["epsilon_at_delta"]
+            n = st["queries"]
+            lines.append(
+                f"| {LABELS.get(e['adversary'], e['adversary'])} | {e['flips']}/{n} "
+                f"| {r['audit']:.3g} | {r['exact']:.3g} | {r['data_dependent']:.3g} "
+                f"| {r['data_independent']:.3g} | {x['audit (display only)']:.3g} "
+                f"| {x['exact']:.3g} | {x['data_dependent']:.3g} | {x['data_independent']:.3g} |"
+            )
+        b = a["best_of_four"]
+        rows = []
+        for label, v in b.items():
+            rdp = dict(zip(v["audit"]["orders"], v["audit"]["epsilons"], strict=True))
+            at10 = min(rdp, key=lambda o: abs(float(o) - 10.0))
+            rows.append(
+                f"{label.split(' ')[0]}: {LABELS[v['adversary']]}, RDP lower bound at α = 10 "
+                f"{rdp[at10]:.3g} ({'valid at 95 %' if v['valid'] else 'not valid'})"
+            )
+        lines += ["", "Best of the four Pois-NatQ prompts: " + "; ".join(rows) + ".", ""]
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
@@ -335,7 +381,11 @@ def main() -> None:
         help="a reduced reproduction (written to prompt_pate_reproduction.json, report to runs/)",
     )
     ap.add_argument("--workers", type=int, default=None, help="voting processes (config's)")
+    ap.add_argument("--table", action="store_true", help="print the reproduction's tables")
     args = ap.parse_args()
+    if args.table:
+        print(markdown_tables())
+        return
     if args.reduced is not None:
         reproduce(args)
         return
