@@ -26,7 +26,9 @@
 The machine is shared: the load average during the run is recorded next to the timings.
 
 Usage: ``python benchmarks/bench_knn.py [--quick] [--audit DIR ...]`` (quick: 200 queries,
-fewer texts and images). Writes ``benchmarks/results/knn.json``.
+fewer texts and images). Writes ``benchmarks/results/knn.json``. ``--audits-only`` refreshes
+only its audit wall times; ``--skip-timing [--figure PNG]`` writes the reproduction table
+``benchmarks/results/knn_reproduction.json`` (item 4) instead.
 """
 
 from __future__ import annotations
@@ -253,7 +255,16 @@ def main() -> None:
     ap.add_argument("--audit", action="append", default=[])
     ap.add_argument("--figure", default=None)
     ap.add_argument("--skip-timing", action="store_true")
+    ap.add_argument("--audits-only", action="store_true")
     args = ap.parse_args()
+    if args.audits_only:  # refresh the audit wall times of an existing knn.json only
+        out = pathlib.Path(__file__).parent / "results" / "knn.json"
+        result = json.loads(out.read_text())
+        result["audits"] = audit_times(args.audit)
+        out.write_text(json.dumps(result, indent=2) + "\n")
+        for row in result["audits"]:
+            print(f"  audit {row.get('name') or row['dir']}: {row.get('total_seconds')} s")
+        return
     if args.skip_timing:
         rows = reproduction(args.audit)
         out = pathlib.Path(__file__).parent / "results" / "knn_reproduction.json"
