@@ -86,7 +86,9 @@ def _audit(system, settings, name, data, queries, trained):
 
 @pytest.mark.slow
 def test_planted_bug_half_noise_is_caught_by_the_audit(language_model, tmp_path):
-    sigma = 4.0
+    # σ large against the m = 6 votes (gaps ≤ 6 ≪ σ/2·√2), so that a flipped vote moves the
+    # output distribution whatever the (near-unanimous) histograms of the drawn queries are
+    sigma = 16.0
     s = _settings(tmp_path, system={"sigma": sigma})
     s = dataclasses.replace(s, engine=dataclasses.replace(s.engine, experiments=10**7))
     opts = PromptPATEOptions(

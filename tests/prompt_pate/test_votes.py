@@ -31,6 +31,8 @@ SHORT = PromptTemplate(
 
 def test_kv_cached_batched_votes_match_plain_forward_passes(language_model, reviews):
     ds, texts = reviews
+    # 6-word texts: the 200 plain forward passes are the cost of this test (≈ 40 tokens each)
+    texts = [" ".join(t.split()[:6]) for t in texts]
     prompts = [TeacherPrompt(((texts[i], int(ds.y_test[i])),)) for i in range(8)]
     prefixes = [SHORT.prefix(p) for p in prompts]
     suffixes = [SHORT.query(t) for t in texts[20:45]]
