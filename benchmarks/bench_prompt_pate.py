@@ -361,6 +361,59 @@ def markdown_tables(path: pathlib.Path = HERE / "results" / "prompt_pate_reprodu
     return "\n".join(lines)
 
 
+SHORT = {
+    "prompt-nat-advq": "Nat-AdvQ",
+    "prompt-pois-advq": "Pois-AdvQ",
+    "prompt-pois-natq-confident": "Confident",
+    "prompt-pois-natq-unconfident": "Unconfident",
+    "prompt-pois-natq-all-same": "All same",
+    "prompt-pois-natq-mapping": "Mapping",
+}
+FIGURE = ROOT / "docs" / "figures" / "prompt-pate-reproduction.png"
+
+
+def figure(
+    path: pathlib.Path = HERE / "results" / "prompt_pate_reproduction.json",
+    out: pathlib.Path = FIGURE,
+) -> pathlib.Path:
+    """One panel per reduced run: RDP at α = 10 of the audit (95 % lower bound), the exact
+    curve and both claims, per adversary (the paper's Fig. 3-4 layout, in RDP)."""
+    from dpaudit.errors import require
+
+    require("matplotlib", "plot")
+    from matplotlib.figure import Figure
+
+    runs = json.loads(path.read_text())["runs"]
+    fig = Figure(figsize=(11, 7.5), layout="constrained")
+    axes = fig.subplots(2, 2).ravel()
+    curves = (
+        ("audit", "audit (95 % lower bound)", "#c0392b"),
+        ("exact", "exact", "#2e86c1"),
+        ("data_dependent", "data-dependent claim", "#27ae60"),
+        ("data_independent", "data-independent claim", "#7f8c8d"),
+    )
+    for ax, (key, a) in zip(axes, runs.items(), strict=False):
+        names = [e["adversary"] for e in a["entries"]]
+        x = np.arange(len(names))
+        for i, (curve, label, colour) in enumerate(curves):
+            values = [e["rdp"]["10.0"][curve] for e in a["entries"]]
+            ax.bar(x + (i - 1.5) * 0.2, values, 0.2, label=label, color=colour)
+        st = a["settings"]
+        ax.set_title(
+            f"{key.split('-m')[0]}: m = {st['teachers']}, n_Q = {st['queries']}, "
+            f"σ = {st['sigma']:g}"
+        )
+        ax.set_xticks(x, [SHORT.get(n, n) for n in names], rotation=20, fontsize=8)
+        ax.set_ylabel("RDP at α = 10")
+        ax.set_yscale("symlog", linthresh=0.01)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=4, fontsize=9)
+    fig.suptitle("PromptPATE (SmolLM2-135M teachers): audit vs exact vs claims")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=90)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
@@ -385,6 +438,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.table:
         print(markdown_tables())
+        print(f"figure: {figure()}")
         return
     if args.reduced is not None:
         reproduce(args)
