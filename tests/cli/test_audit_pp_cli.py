@@ -117,6 +117,19 @@ def test_missing_config_file(tmp_path):
     assert res.exit_code == 2 and "does not exist" in " ".join(res.output.split())
 
 
+def test_config_by_shipped_name(tmp_path, monkeypatch):
+    """``--config paper-mnist`` (README) reads the shipped file; a local file wins."""
+    from dpaudit.cli._options import config_path
+
+    assert config_path("paper-mnist").name == "paper-mnist.toml"
+    assert config_path("paper-mnist.toml").parent.name == "configs"
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "paper-mnist").write_text('name = "mine"\n')
+    assert config_path("paper-mnist") == tmp_path / "paper-mnist"
+    with pytest.raises(FileNotFoundError, match=r"not a shipped config .*paper-fashion-mnist"):
+        config_path("no-such-config")
+
+
 def test_demo_command(monkeypatch, tmp_path):
     import dpaudit.experiments.config as config
 

@@ -18,6 +18,7 @@ import math
 import os
 import typing
 from collections.abc import Callable, Mapping
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from dpaudit.cli._app import typer
 from dpaudit.cli._common import fail
 from dpaudit.cli._record import RunRecorder, command_line, record_options
 
-__all__ = ["check_out", "parse_cli_value", "resolve_settings", "settings_command"]
+__all__ = ["check_out", "config_path", "parse_cli_value", "resolve_settings", "settings_command"]
 
 _RESERVED = ("ctx", "config", "out", "as_json", "progress", "store", "no_store", "resume")
 
@@ -127,6 +128,25 @@ def _parameters(settings_cls: type) -> list[tuple[inspect.Parameter, _settings.S
     return out
 
 
+def config_path(config: str) -> Path:
+    """``--config``: a TOML file, or else the name of a config shipped inside the package
+    (``dpaudit/configs/NAME.toml``, e.g. ``paper-fashion-mnist``)."""
+    p = Path(config).expanduser()
+    if p.exists():
+        return p
+    stem = config[:-5] if config.endswith(".toml") else config
+    shipped = resources.files("dpaudit") / "configs" / f"{stem}.toml"
+    if "/" not in stem and shipped.is_file():
+        return Path(str(shipped))
+    names = sorted(
+        f.name[:-5] for f in (resources.files("dpaudit") / "configs").iterdir()
+        if f.name.endswith(".toml")
+    )  # fmt: skip
+    raise FileNotFoundError(
+        f"config file {config!r} does not exist and is not a shipped config ({', '.join(names)})"
+    )
+
+
 def resolve_settings(
     settings_cls: type,
     *,
@@ -138,7 +158,7 @@ def resolve_settings(
 
     Args:
         settings_cls: the workflow's settings dataclass.
-        config: path of a TOML file, or None.
+        config: path of a TOML file, the name of a shipped config, or None.
         options: ``{settings field path: raw option value}`` (None = not given).
         base: settings to start from when no config is given (default: ``settings_cls()``).
 
@@ -148,7 +168,7 @@ def resolve_settings(
     by_path = {f.path: f for f in _settings.fields(settings_cls)}
     overrides = {p: parse_cli_value(by_path[p], v) for p, v in options.items() if v is not None}
     if config is not None:
-        start = _settings.load_toml(config, settings_cls)
+        start = _settings.load_toml(config_path(config), settings_cls)
     else:
         start = settings_cls() if base is None else base
     return _settings.apply_overrides(start, overrides)
