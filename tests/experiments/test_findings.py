@@ -206,3 +206,18 @@ def test_unconfirmed_worst_query_pays_for_its_selection():
     lo, hi = comp.larger.flip_interval
     ref = stats.beta.ppf(0.05 / 4000, 300, 101)
     assert lo == pytest.approx(ref, rel=1e-9) and hi < 1
+
+
+def test_worst_query_tie_break_is_finite_and_close_to_the_plug_in():
+    """The tie-break of the worst-query choice (selection halves only) stays finite where a
+    side has no count in the output set, and is the plug-in divergence for large counts."""
+    from dpaudit.bounds import two_cut_plug_in
+    from dpaudit.experiments.private_prediction.bound import _smoothed_plug_in
+
+    c1, c2 = np.array([50_000, 30_000, 20_000]), np.array([45_000, 35_000, 20_000])
+    plug = two_cut_plug_in(c1, c2, np.array([10.0]), output_set=[0])[0]
+    np.testing.assert_allclose(_smoothed_plug_in(c1, c2, (0,), 10.0), plug, rtol=1e-3)
+    assert np.isinf(two_cut_plug_in([3, 7, 0], [0, 10, 0], np.array([10.0]), output_set=[0])[0])
+    small = _smoothed_plug_in(np.array([3, 7, 0]), np.array([0, 10, 0]), (0,), 10.0)
+    assert 0 < small < np.inf
+    assert _smoothed_plug_in(np.array([0, 10, 0]), np.array([0, 10, 0]), (0,), 10.0) == 0.0

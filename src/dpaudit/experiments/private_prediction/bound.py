@@ -68,8 +68,8 @@ def audit_distributions(
     ``selection_order`` and bounded on the other half at every order.
     ``composition="repetitions"``: each query at ``confidence_level``; the worst query is the
     one with the largest selection-half 2-cut bound at ``selection_order`` and level
-    ``1 − β/n`` (plug-in divergence, then the lowest index, break ties); its held-out bound
-    times ``num_composed``. ``"queries"``: each query at
+    ``1 − β/n`` (a Jeffreys-smoothed plug-in divergence, then the lowest index, break
+    ties); its held-out bound times ``num_composed``. ``"queries"``: each query at
     ``1 − β/n`` and the held-out bounds summed (union bound).
     """
     from dpaudit.bounds import (
@@ -136,7 +136,7 @@ def _audit_chunk(
 ) -> tuple[Any, list[tuple[int, ...]], FloatArray, FloatArray]:
     """One chunk of queries: the held-out audit, the chosen output sets, and each query's
     selection-half score and plug-in divergence at the selection order."""
-    from dpaudit.bounds import Split, rdp_audit, rdp_two_cut, two_cut_plug_in
+    from dpaudit.bounds import Split, rdp_audit, rdp_two_cut
 
     res = rdp_audit(
         counts[:, 0],
@@ -157,8 +157,26 @@ def _audit_chunk(
         sets.append(o)
         two = rdp_two_cut(sel1[r], sel2[r], sel_orders, output_set=o, confidence_level=score_level)
         score[r] = float(two.epsilons[0])
-        plug[r] = float(two_cut_plug_in(sel1[r], sel2[r], sel_orders, output_set=o)[0])
+        plug[r] = _smoothed_plug_in(sel1[r], sel2[r], o, selection_order)
     return res, sets, score, plug
+
+
+def _smoothed_plug_in(c1: np.ndarray, c2: np.ndarray, output_set: Any, order: float) -> float:
+    """Tie-break of the worst-query choice: the 2-cut Rényi divergence of order ``order`` at
+    the selection halves' frequencies with half a count added to each cell (Jeffreys).
+
+    The raw plug-in is infinite wherever one side has no count in the output set, so a query
+    whose selection bound is 0 but which saw few outputs of O would win every tie; the
+    smoothed value stays finite and orders such queries by how far apart their halves are.
+    It reads the selection halves only, so the held-out bound stays valid.
+    """
+    from dpaudit.divergence import renyi_divergence
+
+    mask = np.zeros(c1.size, dtype=bool)
+    mask[list(output_set)] = True
+    p = np.array([c1[mask].sum(), c1[~mask].sum()], dtype=float) + 0.5
+    q = np.array([c2[mask].sum(), c2[~mask].sum()], dtype=float) + 0.5
+    return float(renyi_divergence(p / p.sum(), q / q.sum(), [order])[0])
 
 
 def _map_chunks(jobs: list[tuple[Any, Any]], args: tuple[Any, ...], n_jobs: int) -> list[Any]:
