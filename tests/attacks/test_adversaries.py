@@ -123,6 +123,6 @@ def test_distinguisher_targets_and_registry():
     assert [(t.source, t.columns) for t in adv.targets(5, 3)] == [(0, (0,)), (1, (1,)), (2, (2,))]
     nat = get_adversary("pois-natq")
     assert [(t.source, t.columns) for t in nat.targets(3, 3)] == [(3, (0, 1, 2))]
-    assert ADVERSARIES.names() == ADVERSARY_NAMES
+    assert ADVERSARIES.names()[: len(ADVERSARY_NAMES)] == ADVERSARY_NAMES  # others add more
     with pytest.raises(ValueError, match="already registered"):
         ADVERSARIES.register("nat-advq", nat)
