@@ -1054,11 +1054,6 @@ KNOWN_ELSEWHERE: dict[str, str] = {
     "attacks.best_of": _reported(
         "dpaudit.attacks.prompt_pate", "entries not checked (AttributeError, unnamed errors)"
     ),
-    "attacks.binary_logit_score": _reported(_MIA, _STR + "; complex labels accepted"),
-    "attacks.logit_margin": _reported(_MIA, _STR),
-    "attacks.logit_minus_others": _reported(_MIA, _STR),
-    "attacks.membership_score": _reported(_MIA, _STR),
-    "attacks.negative_loss": _reported(_MIA, _STR),
     "attacks.gaussian_member_score": _reported(_QMIA, "arrays cast with np.asarray"),
     "attacks.gaussian_nll": _reported(_QMIA, "arrays cast with np.asarray; NaN accepted"),
     "attacks.gaussian_quantile": _reported(_QMIA, "arrays cast with np.asarray; NaN accepted"),

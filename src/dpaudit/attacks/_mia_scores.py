@@ -40,11 +40,12 @@ def _check(logits: ArrayLike, labels: ArrayLike) -> tuple[np.ndarray, np.ndarray
     z = check_array("logits", logits, ndim=2, allow_empty=True)
     if z.shape[1] < 2:
         raise ValueError(f"logits must have at least 2 classes, got shape {z.shape}")
-    y = np.asarray(labels)
+    y = check_array("labels", labels, allow_empty=True)
     if y.shape != (z.shape[0],):
         raise ValueError(f"labels must have shape ({z.shape[0]},), got {y.shape}")
-    if y.size and (not np.issubdtype(y.dtype, np.integer) or y.min() < 0 or y.max() >= z.shape[1]):
-        raise ValueError(f"labels must be integers in [0, {z.shape[1] - 1}]")
+    bad = (y != np.round(y)) | (y < 0) | (y >= z.shape[1])
+    if np.any(bad):
+        raise ValueError(f"labels must be integers in [0, {z.shape[1] - 1}], got {y[bad][0]:g}")
     return z, y.astype(np.int64)
 
 
@@ -95,13 +96,14 @@ def binary_logit_score(probabilities: ArrayLike, labels: ArrayLike) -> FloatArra
         ValueError: probabilities outside (0, 1), labels not 0/1, shapes that disagree.
     """
     p = check_array("probabilities", probabilities, ndim=1, allow_empty=True)
-    y = np.asarray(labels)
+    y = check_array("labels", labels, allow_empty=True)
     if y.shape != p.shape:
         raise ValueError(f"labels must have the shape of probabilities {p.shape}, got {y.shape}")
-    if np.any((p <= 0) | (p >= 1)):
-        raise ValueError("probabilities must lie in (0, 1)")
+    outside = (p <= 0) | (p >= 1)
+    if np.any(outside):
+        raise ValueError(f"probabilities must lie in (0, 1), got {p[outside][0]:g}")
     if not np.all((y == 0) | (y == 1)):
-        raise ValueError("labels must be 0 or 1")
+        raise ValueError(f"labels must be 0 or 1, got {y[(y != 0) & (y != 1)][0]:g}")
     return (2.0 * y - 1.0) * special.logit(p)
 
 
