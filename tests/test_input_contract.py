@@ -1054,11 +1054,6 @@ KNOWN_ELSEWHERE: dict[str, str] = {
     "attacks.best_of": _reported(
         "dpaudit.attacks.prompt_pate", "entries not checked (AttributeError, unnamed errors)"
     ),
-    "attacks.gaussian_member_score": _reported(_QMIA, "arrays cast with np.asarray"),
-    "attacks.gaussian_nll": _reported(_QMIA, "arrays cast with np.asarray; NaN accepted"),
-    "attacks.gaussian_quantile": _reported(_QMIA, "arrays cast with np.asarray; NaN accepted"),
-    "attacks.pinball_loss": _reported(_QMIA, "arrays cast with np.asarray; NaN accepted"),
-    "attacks.default_quantile_levels": _reported(_QMIA, "no memory cap on num_levels"),
     "attacks.draw_canaries": _reported(_CAN, _STR + "; huge X overflows a cast"),
     "attacks.one_run_game": _reported(_CAN, _STR + "; huge X overflows a cast"),
     "attacks.draw_inclusions": _reported(_CAN, "no memory cap on num_canaries"),

@@ -55,6 +55,7 @@ from dpaudit._validate import (
     check_array,
     check_choice,
     check_in_range,
+    check_memory,
     check_positive,
     check_positive_int,
 )
@@ -89,6 +90,7 @@ def default_quantile_levels(num_levels: int = 41) -> FloatArray:
         (40, 1.0, 0.9999)
     """
     n = check_positive_int("num_levels", num_levels)
+    check_memory(3 * 8 * n, f"default_quantile_levels with num_levels={n}")
     levels = np.sort(1.0 - np.logspace(-4, 0, n))
     return levels[(levels > 0) & (levels < 1)]
 
@@ -98,38 +100,104 @@ def default_quantile_levels(num_levels: int = 41) -> FloatArray:
 # ---------------------------------------------------------------------------------------------
 
 
-def gaussian_nll(mu: ArrayLike, log_sigma: ArrayLike, score: ArrayLike) -> Any:
-    """``log σ + (s − μ)²/(2σ²)``: the Gaussian negative log-likelihood without ``½log 2π``."""
-    mu, ls, s = (np.asarray(a, dtype=np.float64) for a in (mu, log_sigma, score))
-    out = ls + 0.5 * (s - mu) ** 2 * np.exp(-2.0 * ls)
+def _real_arrays(**arrays: ArrayLike) -> tuple[np.ndarray, ...]:
+    """Each argument checked by :func:`check_array` (finite reals), then broadcast together."""
+    out = tuple(check_array(name, a, allow_empty=True) for name, a in arrays.items())
+    try:
+        np.broadcast_shapes(*(a.shape for a in out))
+    except ValueError:
+        shapes = ", ".join(f"{name} {a.shape}" for name, a in zip(arrays, out, strict=True))
+        raise ValueError(f"{' and '.join(arrays)} must broadcast together, got {shapes}") from None
+    return out
+
+
+def _scaled_difference(a: np.ndarray, b: np.ndarray, log_scale: np.ndarray) -> np.ndarray:
+    """``(a − b)·exp(log_scale)`` without overflow on the way: ``±inf`` only if it is ±inf-large.
+
+    ``0`` where ``a = b`` whatever the scale (no ``0·inf``).
+    """
+    half = a / 2 - b / 2  # never overflows
+    with np.errstate(over="ignore", divide="ignore"):
+        magnitude = np.exp(np.log(np.abs(half)) + math.log(2.0) + log_scale)
+    return np.where(half == 0, 0.0, np.sign(half) * magnitude)
+
+
+def _ret(out: np.ndarray) -> Any:
     return float(out) if out.ndim == 0 else out
+
+
+def gaussian_nll(mu: ArrayLike, log_sigma: ArrayLike, score: ArrayLike) -> Any:
+    """``log σ + (s − μ)²/(2σ²)``: the Gaussian negative log-likelihood without ``½log 2π``.
+
+    Finite (or +inf where the true value exceeds the float range) for all finite inputs.
+
+    Raises:
+        TypeError: non-real input (strings, bools, complex, None).
+        ValueError: non-finite values, or shapes that do not broadcast.
+    """
+    mu, ls, s = _real_arrays(mu=mu, log_sigma=log_sigma, score=score)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = ls + 0.5 * (s - mu) ** 2 * np.exp(-2.0 * ls)
+    bad = ~np.isfinite(out)
+    if np.any(bad):  # overflow or 0·inf on the way: the same value term by term
+        with np.errstate(over="ignore"):
+            z = _scaled_difference(s, mu, -ls)
+            out = np.where(bad, ls + 0.5 * z * z, out)
+    return _ret(out)
 
 
 def gaussian_member_score(score: ArrayLike, mu: ArrayLike, log_sigma: ArrayLike) -> Any:
-    """``q = Φ((s − μ)/σ)``: the membership score of Liu et al. (§3, Fig. 1)."""
-    s, m, ls = (np.asarray(a, dtype=np.float64) for a in (score, mu, log_sigma))
-    out = special.ndtr((s - m) * np.exp(-ls))
-    return float(out) if out.ndim == 0 else out
+    """``q = Φ((s − μ)/σ)``: the membership score of Liu et al. (§3, Fig. 1).
+
+    Raises:
+        TypeError: non-real input (strings, bools, complex, None).
+        ValueError: non-finite values, or shapes that do not broadcast.
+    """
+    s, m, ls = _real_arrays(score=score, mu=mu, log_sigma=log_sigma)
+    with np.errstate(over="ignore", invalid="ignore"):
+        z = (s - m) * np.exp(-ls)
+    bad = np.isnan(z)
+    if np.any(bad):
+        z = np.where(bad, _scaled_difference(s, m, -ls), z)
+    return _ret(special.ndtr(z))
 
 
 def gaussian_quantile(mu: ArrayLike, log_sigma: ArrayLike, level: float) -> Any:
     """``μ + σ·Φ⁻¹(τ)``: the τ-quantile of the Gaussian head.
+
+    Raises:
+        TypeError: non-real input (strings, bools, complex, None).
+        ValueError: non-finite values, shapes that do not broadcast, ``level`` outside (0, 1).
 
     Example:
         >>> round(gaussian_quantile(0.5, -0.3, 0.99), 10)
         2.2234008927
     """
     tau = check_in_range("level", level, 0.0, 1.0)
-    m, ls = (np.asarray(a, dtype=np.float64) for a in (mu, log_sigma))
-    out = m + np.exp(ls) * special.ndtri(tau)
-    return float(out) if out.ndim == 0 else out
+    m, ls = _real_arrays(mu=mu, log_sigma=log_sigma)
+    z = float(special.ndtri(tau))
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = m + np.exp(ls) * z
+    bad = np.isnan(out)
+    if np.any(bad):  # σ overflows while Φ⁻¹(τ) = 0: the quantile is μ
+        out = np.where(bad, m, out)
+    return _ret(out)
 
 
 def pinball_loss(prediction: ArrayLike, target: ArrayLike, level: ArrayLike) -> Any:
-    """``τ·max(s − q, 0) + (1 − τ)·max(q − s, 0)`` (Koenker & Bassett 1978), elementwise."""
-    q, s, tau = (np.asarray(a, dtype=np.float64) for a in (prediction, target, level))
-    out = tau * np.maximum(s - q, 0.0) + (1.0 - tau) * np.maximum(q - s, 0.0)
-    return float(out) if out.ndim == 0 else out
+    """``τ·max(s − q, 0) + (1 − τ)·max(q − s, 0)`` (Koenker & Bassett 1978), elementwise.
+
+    Raises:
+        TypeError: non-real input (strings, bools, complex, None).
+        ValueError: non-finite values, shapes that do not broadcast, a level outside (0, 1).
+    """
+    q, s, tau = _real_arrays(prediction=prediction, target=target, level=level)
+    outside = (tau <= 0) | (tau >= 1)
+    if np.any(outside):
+        raise ValueError(f"level must lie in (0, 1), got {tau[outside][0]:g}")
+    with np.errstate(over="ignore"):  # |s − q| beyond the float range: the loss is +inf
+        out = tau * np.maximum(s - q, 0.0) + (1.0 - tau) * np.maximum(q - s, 0.0)
+    return _ret(out)
 
 
 @dataclasses.dataclass(frozen=True)
