@@ -1054,10 +1054,6 @@ KNOWN_ELSEWHERE: dict[str, str] = {
     "attacks.best_of": _reported(
         "dpaudit.attacks.prompt_pate", "entries not checked (AttributeError, unnamed errors)"
     ),
-    "attacks.draw_canaries": _reported(_CAN, _STR + "; huge X overflows a cast"),
-    "attacks.one_run_game": _reported(_CAN, _STR + "; huge X overflows a cast"),
-    "attacks.draw_inclusions": _reported(_CAN, "no memory cap on num_canaries"),
-    "attacks.split_pool": _reported(_CAN, "no memory cap on pool_size; sizes not checked"),
     "attacks.canary_confidences": _reported(_LAB, "canaries not checked (AttributeError)"),
     "attacks.label_memorization_attack": _reported(_LAB, "canaries not checked"),
     "attacks.plant_label_canaries": _reported(_LAB, "an empty y is reported without naming y"),

@@ -38,6 +38,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -47,6 +48,7 @@ from dpaudit._validate import (
     check_array,
     check_choice,
     check_in_range,
+    check_memory,
     check_nonneg_int,
     check_positive_int,
 )
@@ -114,14 +116,46 @@ class CanaryGame:
         return int(np.count_nonzero(self.included))
 
 
+#: The largest magnitude a float32 holds: canaries are float32 inputs.
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
 def _check_pool(X: ArrayLike, y: ArrayLike, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
     Xa = check_array("X", X, ndim=2)
-    ya = np.asarray(y)
+    if Xa.size and float(np.abs(Xa).max()) > _FLOAT32_MAX:
+        raise ValueError(
+            f"X must hold values that fit a float32 (|x| <= {_FLOAT32_MAX:.4g}), "
+            f"got {float(np.abs(Xa).max()):g}"
+        )
+    ya = check_array("y", y, allow_empty=True)
     if ya.shape != (Xa.shape[0],):
         raise ValueError(f"y must have shape ({Xa.shape[0]},), got {ya.shape}")
-    if not np.issubdtype(ya.dtype, np.integer) or ya.min() < 0 or ya.max() >= num_classes:
-        raise ValueError(f"y must hold integer labels in [0, {num_classes - 1}]")
+    bad = (ya != np.round(ya)) | (ya < 0) | (ya >= num_classes)
+    if np.any(bad):
+        raise ValueError(
+            f"y must hold integer labels in [0, {num_classes - 1}], got {ya[bad][0]:g}"
+        )
     return Xa, ya.astype(np.int64)
+
+
+def _check_draw(
+    X: ArrayLike, y: ArrayLike, num_canaries: int, num_classes: int, kind: str
+) -> tuple[int, int, str, np.ndarray, np.ndarray]:
+    m = check_positive_int("num_canaries", num_canaries)
+    k = check_positive_int("num_classes", num_classes)
+    if k < 2:
+        raise ValueError(f"num_classes must be at least 2, got {k}")
+    kind = check_choice("kind", kind, CANARY_KINDS)
+    Xa, ya = _check_pool(X, y, k)
+    if kind in SYNTHETIC_KINDS:
+        # m × d float64 uniforms and their float32 copy
+        check_memory(
+            12.0 * m * Xa.shape[1],
+            f"{kind!r} canaries with num_canaries={m} and {Xa.shape[1]} features",
+        )
+    elif m > Xa.shape[0]:
+        raise ValueError(f"num_canaries={m} exceeds the pool of {Xa.shape[0]} examples")
+    return m, k, kind, Xa, ya
 
 
 def draw_canaries(
@@ -149,12 +183,7 @@ def draw_canaries(
     Raises:
         TypeError, ValueError: m ≤ 0, m > N, bad kind or labels.
     """
-    m = check_positive_int("num_canaries", num_canaries)
-    k = check_positive_int("num_classes", num_classes)
-    if k < 2:
-        raise ValueError(f"num_classes must be at least 2, got {k}")
-    kind = check_choice("kind", kind, CANARY_KINDS)
-    Xa, ya = _check_pool(X, y, k)
+    m, k, kind, Xa, ya = _check_draw(X, y, num_canaries, num_classes, kind)
     gen = as_generator(rng)
     if kind in SYNTHETIC_KINDS:
         d = Xa.shape[1]
@@ -164,8 +193,6 @@ def draw_canaries(
             inputs = np.where(gen.random((m, d)) < 0.5, -1.0, 1.0).astype(np.float32)
         labels = gen.integers(0, k, size=m).astype(np.int64)
         return Canaries(inputs, labels, labels.copy(), np.full(m, -1, dtype=np.int64), kind)
-    if m > Xa.shape[0]:
-        raise ValueError(f"num_canaries={m} exceeds the pool of {Xa.shape[0]} examples")
     src = np.sort(gen.choice(Xa.shape[0], size=m, replace=False)).astype(np.int64)
     true = ya[src]
     labels = true.copy()
@@ -184,6 +211,7 @@ def draw_inclusions(
     """
     m = check_positive_int("num_canaries", num_canaries)
     p = check_in_range("inclusion_probability", inclusion_probability, 0.0, 1.0)
+    check_memory(9.0 * m, f"draw_inclusions with num_canaries={m}")  # float64 uniforms + booleans
     return as_generator(rng).random(m) < p
 
 
@@ -204,7 +232,8 @@ def one_run_game(
             anything is drawn.
     """
     p = check_in_range("inclusion_probability", inclusion_probability, 0.0, 1.0)
-    m = check_positive_int("num_canaries", num_canaries)
+    m, _, _, _, _ = _check_draw(X, y, num_canaries, num_classes, kind)
+    check_memory(9.0 * m, f"draw_inclusions with num_canaries={m}")
     streams = np.random.SeedSequence(as_generator(rng).integers(0, 2**63, size=2).tolist())
     s_canaries, s_inclusion = streams.spawn(2)
     canaries = draw_canaries(X, y, m, num_classes=num_classes, kind=kind, rng=s_canaries)
@@ -233,9 +262,18 @@ def split_pool(
         {'a': 3, 'b': 5}
     """
     n = check_positive_int("pool_size", pool_size)
+    if not isinstance(sizes, Mapping):
+        raise TypeError(f"sizes must be a mapping of part name to size, got {sizes!r:.80}")
+    for name in sizes:
+        if not isinstance(name, str):
+            raise TypeError(f"sizes must have string part names, got {name!r:.80}")
     need = {name: check_nonneg_int(f"sizes[{name!r}]", s) for name, s in sizes.items()}
     if sum(need.values()) > n:
-        raise ValueError(f"the parts {need} need {sum(need.values())} examples; the pool has {n}")
+        raise ValueError(
+            f"sizes: the parts {need} need {sum(need.values())} examples; "
+            f"the pool has {n} (pool_size={n})"
+        )
+    check_memory(8.0 * n, f"split_pool with pool_size={n}")  # the int64 permutation
     perm = as_generator(rng).permutation(n)
     out, start = {}, 0
     for name, size in need.items():
