@@ -1054,9 +1054,6 @@ KNOWN_ELSEWHERE: dict[str, str] = {
     "attacks.best_of": _reported(
         "dpaudit.attacks.prompt_pate", "entries not checked (AttributeError, unnamed errors)"
     ),
-    "attacks.canary_confidences": _reported(_LAB, "canaries not checked (AttributeError)"),
-    "attacks.label_memorization_attack": _reported(_LAB, "canaries not checked"),
-    "attacks.plant_label_canaries": _reported(_LAB, "an empty y is reported without naming y"),
     "mechanisms.gaussian_label_log_likelihood": _reported(
         _MLAB, "sigma ~ 1e-300 divides by σ² = 0 (warning, ±inf and NaN)"
     ),

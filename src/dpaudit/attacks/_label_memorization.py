@@ -52,6 +52,7 @@ from dpaudit._validate import (
     check_array,
     check_confidence_level,
     check_positive_int,
+    check_rng,
 )
 from dpaudit.bounds import (
     DEFAULT_MEMORIZATION_THRESHOLDS,
@@ -149,7 +150,7 @@ def plant_label_canaries(
     n_can = check_positive_int("num_canaries", num_canaries)
     if n_can > labels.size:
         raise ValueError(
-            f"num_canaries={n_can} is larger than the training set ({labels.size} rows)"
+            f"num_canaries={n_can} is larger than the training set y ({labels.size} rows)"
         )
     gen = as_generator(rng)
     idx = np.sort(gen.choice(labels.size, size=n_can, replace=False))
@@ -199,6 +200,14 @@ class CanaryConfidences(ResultMixin):
         )
 
 
+def _check_canaries(canaries: object) -> LabelCanaries:
+    if not isinstance(canaries, LabelCanaries):
+        raise TypeError(
+            f"canaries must be LabelCanaries (from plant_label_canaries), got {canaries!r:.80}"
+        )
+    return canaries
+
+
 def canary_confidences(probabilities: ArrayLike, canaries: LabelCanaries) -> CanaryConfidences:
     """The model's confidences on y′, y″ and the other wrong labels of each canary.
 
@@ -212,8 +221,10 @@ def canary_confidences(probabilities: ArrayLike, canaries: LabelCanaries) -> Can
         increasing order).
 
     Raises:
+        TypeError: ``canaries`` is not a :class:`LabelCanaries`.
         ValueError: the shape is not ``(N, C)``.
     """
+    _check_canaries(canaries)
     p = check_array("probabilities", probabilities, ndim=2)
     n, c = canaries.num_canaries, canaries.num_classes
     if p.shape != (n, c):
@@ -444,17 +455,20 @@ def label_memorization_attack(
         ValueError: bad shapes, thresholds outside [0, 1], bad level or selection, a split
             that leaves a part empty.
     """
+    level = check_confidence_level(confidence_level)
+    grid = _check_grid(thresholds)
+    sel = _check_selection(selection)
+    if isinstance(sel, Bonferroni) and sel.candidates is not None:
+        grid = _check_grid(sel.candidates)
+    check_rng(rng)
+    if canaries is not None:
+        _check_canaries(canaries)
     if isinstance(probabilities, CanaryConfidences):
         conf = probabilities
     else:
         if canaries is None:
             raise ValueError("canaries are needed to read confidences from probabilities")
         conf = canary_confidences(probabilities, canaries)
-    level = check_confidence_level(confidence_level)
-    grid = _check_grid(thresholds)
-    sel = _check_selection(selection)
-    if isinstance(sel, Bonferroni) and sel.candidates is not None:
-        grid = _check_grid(sel.candidates)
     parts, seed = None, None
     if isinstance(sel, Split):
         seed = int_seed(rng)
