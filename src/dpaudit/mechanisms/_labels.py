@@ -29,13 +29,14 @@ Example:
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 from scipy import special
 
 from dpaudit._rng import as_generator
 from dpaudit._typing import ArrayLike, FloatArray, IntArray, RngLike
-from dpaudit._validate import check_array, check_positive, check_positive_int
+from dpaudit._validate import check_array, check_positive, check_positive_int, check_scale
 from dpaudit.mechanisms.values import GaussianLabels, LaplaceLabels, RandomizedResponse
 
 __all__ = [
@@ -95,14 +96,17 @@ def laplace_label_log_likelihood(outputs: ArrayLike, scale: float) -> FloatArray
         ``(..., C)`` log-likelihoods.
 
     Raises:
-        ValueError: non-finite outputs, fewer than 2 classes, b ≤ 0.
+        TypeError: non-real outputs or scale.
+        ValueError: non-finite outputs, fewer than 2 classes, b outside the supported range
+            ``[1e-100, 1e100]`` (:data:`dpaudit._validate.SCALE_RANGE`; since
+            ``|o_c| − |o_c − 1|`` lies in [−1, 1], the result is then finite).
 
     Example:
         >>> laplace_label_log_likelihood([1.5, -0.5], 0.5).tolist()
         [2.0, -2.0]
     """
     o = _outputs(outputs)
-    b = check_positive("scale", scale)
+    b = check_scale("scale", scale)
     return (np.abs(o) - np.abs(o - 1.0)) / b
 
 
@@ -119,14 +123,23 @@ def gaussian_label_log_likelihood(outputs: ArrayLike, sigma: float) -> FloatArra
         ``(..., C)`` log-likelihoods.
 
     Raises:
-        ValueError: non-finite outputs, fewer than 2 classes, σ ≤ 0.
+        TypeError: non-real outputs or sigma.
+        ValueError: non-finite outputs, fewer than 2 classes, σ outside the supported range
+            ``[1e-100, 1e100]`` (:data:`dpaudit._validate.SCALE_RANGE`), or outputs so large
+            that ``o_c/σ²`` exceeds the float64 range.
 
     Example:
         >>> gaussian_label_log_likelihood([0.5, 0.0], 0.5).tolist()
         [2.0, 0.0]
     """
     o = _outputs(outputs)
-    s = check_positive("sigma", sigma)
+    s = check_scale("sigma", sigma)
+    largest = float(np.abs(o).max())
+    if largest > sys.float_info.max * (s * s):  # Python floats: no overflow warning
+        raise ValueError(
+            f"outputs / sigma**2 exceeds the float64 range: |outputs| reaches {largest:g} "
+            f"with sigma={s:g}"
+        )
     return o / (s * s)
 
 
