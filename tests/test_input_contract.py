@@ -1023,14 +1023,6 @@ _REM = "dpaudit.attacks.remote"
 #: here: ``callable → reason``. Their tests are marked xfail without being run (some of the
 #: violations allocate gigabytes or run for minutes); delete an entry once it is fixed.
 KNOWN_ELSEWHERE: dict[str, str] = {
-    "attacks.AdversarialQueries": _reported(_ADV, "composition not checked"),
-    "attacks.NaturalQueries": _reported(_ADV, "composition not checked"),
-    "attacks.Adversary": _reported(_ADV, "crafter, distinguisher and stream_id not checked"),
-    "attacks.adversarial_queries": _reported(_ADV, "no memory cap on repetitions"),
-    "attacks.choose_party": _reported(_ADV, "point not checked (AttributeError)"),
-    "attacks.get_adversary": _reported(_ADV, "errors do not name the argument"),
-    "attacks.parse_adversaries": _reported(_ADV, "errors do not name spec; raw TypeError"),
-    "attacks.natural_queries": _reported(_ADV, "exclude cast with int() (strings accepted)"),
     "attacks.CaPCHistogramSampler": _reported(_PAR, "no argument is checked"),
     "attacks.PATEHistogramSampler": _reported(_PAR, "no argument is checked"),
     "attacks.estimate_capc_model": _reported(_PAR, "no memory cap on num_classes"),

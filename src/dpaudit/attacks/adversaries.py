@@ -43,9 +43,12 @@ from dpaudit._rng import as_generator
 from dpaudit._typing import ArrayLike, FloatArray, IntArray, RngLike
 from dpaudit._validate import (
     check_array,
+    check_choice,
     check_counts,
+    check_memory,
     check_nonneg_int,
     check_positive_int,
+    check_rng,
 )
 
 __all__ = [
@@ -72,6 +75,11 @@ __all__ = [
 
 
 # ------------------------------------------------------------------------------- protocols
+
+
+#: How a distinguisher's per-query bounds compose: over repetitions of one query, or over
+#: distinct queries.
+_COMPOSITIONS: tuple[str, ...] = ("repetitions", "queries")
 
 
 @runtime_checkable
@@ -270,7 +278,11 @@ def choose_party(teacher_votes: ArrayLike, point: CraftedPoint) -> int:
     v = check_counts("teacher_votes", teacher_votes)
     if v.ndim != 1 or v.size == 0:
         raise ValueError(f"teacher_votes must be a non-empty 1-d array, got shape {v.shape}")
-    cand = np.flatnonzero(v != point.label)
+    label = getattr(point, "label", None)
+    if label is None:
+        raise TypeError(f"point must be a CraftedPoint (with a label), got {point!r:.80}")
+    label = check_nonneg_int("point.label", label)
+    cand = np.flatnonzero(v != label)
     if cand.size == 0:
         return 0
     counts = np.bincount(v, minlength=int(v.max()) + 1)
@@ -304,7 +316,12 @@ def natural_queries(
     """
     n = check_positive_int("num_test", num_test)
     q = check_positive_int("num_queries", num_queries)
-    excl = np.unique(np.asarray(exclude, dtype=np.int64))
+    ex = check_array("exclude", exclude, allow_empty=True, nonneg=True).ravel()
+    if np.any(ex != np.round(ex)):
+        raise ValueError(f"exclude must hold integer indices, got {ex[ex != np.round(ex)][0]:g}")
+    check_rng(rng)
+    check_memory(24.0 * n, f"natural_queries with num_test={n}")  # the index pool, twice
+    excl = np.unique(ex[ex < n].astype(np.int64))  # indices beyond the test set exclude nothing
     pool = np.setdiff1d(np.arange(n), excl)
     if q > pool.size:
         raise ValueError(
@@ -322,6 +339,7 @@ def adversarial_queries(query_index: int, repetitions: int) -> IntArray:
     """
     i = check_nonneg_int("query_index", query_index)
     r = check_positive_int("repetitions", repetitions)
+    check_memory(8.0 * r, f"adversarial_queries with repetitions={r}")
     return np.full(r, i, dtype=np.int64)
 
 
@@ -332,6 +350,9 @@ class AdversarialQueries:
 
     name: str = "adversarial"
     composition: str = "repetitions"
+
+    def __post_init__(self) -> None:
+        check_choice("composition", self.composition, _COMPOSITIONS)
 
     def targets(self, num_queries: int, num_candidates: int) -> tuple[Target, ...]:
         """``Target(q, (q,))`` for each of the first ``num_candidates`` queries."""
@@ -348,6 +369,9 @@ class NaturalQueries:
 
     name: str = "natural"
     composition: str = "queries"
+
+    def __post_init__(self) -> None:
+        check_choice("composition", self.composition, _COMPOSITIONS)
 
     def targets(self, num_queries: int, num_candidates: int) -> tuple[Target, ...]:
         """One ``Target(num_queries, (0, …, num_queries − 1))``."""
@@ -375,6 +399,20 @@ class Adversary:
     description: str = ""
     label: str = ""
     stream_id: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.crafter, Crafter):
+            raise TypeError(
+                f"crafter must be a Crafter (a .name and a .craft method), got {self.crafter!r:.80}"
+            )
+        if not isinstance(self.distinguisher, Distinguisher):
+            raise TypeError(
+                "distinguisher must be a Distinguisher (.name, .composition and a .targets "
+                f"method), got {self.distinguisher!r:.80}"
+            )
+        check_choice("distinguisher.composition", self.distinguisher.composition, _COMPOSITIONS)
+        if self.stream_id is not None:
+            object.__setattr__(self, "stream_id", check_nonneg_int("stream_id", self.stream_id))
 
     @property
     def composition(self) -> str:
@@ -458,8 +496,11 @@ def get_adversary(name: str) -> Adversary:
         'natural'
     """
     if not isinstance(name, str):
-        raise TypeError(f"adversary must be a string, got {type(name).__name__}")
-    return ADVERSARIES.get(name)
+        raise TypeError(f"name must be an adversary name (a string), got {name!r:.80}")
+    try:
+        return ADVERSARIES.get(name)
+    except ValueError as exc:
+        raise ValueError(f"name: {exc}") from None
 
 
 def parse_adversaries(spec: str | Sequence[str]) -> tuple[Adversary, ...]:
@@ -472,15 +513,23 @@ def parse_adversaries(spec: str | Sequence[str]) -> tuple[Adversary, ...]:
         >>> [a.name for a in parse_adversaries("pois-natq, nat-advq")]
         ['pois-natq', 'nat-advq']
     """
-    names = spec.split(",") if isinstance(spec, str) else list(spec)
-    names = [n.strip() for n in names if isinstance(n, str) and n.strip()] if names else []
+    if isinstance(spec, str):
+        names = spec.split(",")
+    elif isinstance(spec, Sequence) and all(isinstance(n, str) for n in spec):
+        names = list(spec)
+    else:
+        raise TypeError(f"spec must be a string or a sequence of strings, got {spec!r:.80}")
+    names = [n.strip() for n in names if n.strip()]
     if not names:
         raise ValueError(
-            f"adversaries must name at least one of {ADVERSARIES.names()}, got {spec!r}"
+            f"spec must name at least one adversary of {ADVERSARIES.names()}, got {spec!r}"
         )
     out: list[Adversary] = []
     for n in names:
-        adv = get_adversary(n)
+        try:
+            adv = ADVERSARIES.get(n)
+        except ValueError as exc:
+            raise ValueError(f"spec: {exc}") from None
         if adv not in out:
             out.append(adv)
     return tuple(out)
