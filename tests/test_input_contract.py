@@ -1023,14 +1023,6 @@ _REM = "dpaudit.attacks.remote"
 #: here: ``callable → reason``. Their tests are marked xfail without being run (some of the
 #: violations allocate gigabytes or run for minutes); delete an entry once it is fixed.
 KNOWN_ELSEWHERE: dict[str, str] = {
-    "attacks.CaPCHistogramSampler": _reported(_PAR, "no argument is checked"),
-    "attacks.PATEHistogramSampler": _reported(_PAR, "no argument is checked"),
-    "attacks.estimate_capc_model": _reported(_PAR, "no memory cap on num_classes"),
-    "attacks.estimate_pate_model": _reported(_PAR, "no memory cap on num_classes"),
-    "attacks.multinomial_output_probabilities": _reported(
-        _PAR, "no memory cap on num_votes; sigma = 1e-300 gives numpy's size error"
-    ),
-    "attacks.transition_matrix": _reported(_PAR, "no memory cap on num_classes"),
     "attacks.RemoteInterface": _reported(_REM, "split_refused not checked as a bool"),
     "attacks.audit_remote_extraction": _reported(
         _REM, "arguments checked only after contacting the service (ConnectError first)"

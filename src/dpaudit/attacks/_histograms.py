@@ -37,7 +37,14 @@ from scipy import special, stats
 
 from dpaudit._results import ResultMixin
 from dpaudit._typing import ArrayLike, FloatArray, IntArray
-from dpaudit._validate import check_array, check_nonneg_int, check_positive
+from dpaudit._validate import (
+    check_array,
+    check_flag,
+    check_memory,
+    check_nonneg_int,
+    check_positive_int,
+    check_scale,
+)
 from dpaudit.errors import FallbackWarning
 
 __all__ = [
@@ -157,7 +164,7 @@ def multinomial_output_probabilities(
     """
     p = _check_distribution("probabilities", probabilities)
     k = check_nonneg_int("num_votes", num_votes)
-    s = check_positive("sigma", sigma)
+    s = check_scale("sigma", sigma)
     c = p.size
     if offset is None:
         off = np.zeros(c)
@@ -165,7 +172,30 @@ def multinomial_output_probabilities(
         off = check_array("offset", offset, ndim=1, nonneg=True)
         if off.size != c:
             raise ValueError(f"offset must have {c} entries, got shape {off.shape}")
+    _check_output_memory(p, k, s, off)
     return _multinomial_output(tuple(p.tolist()), k, s, tuple(off.tolist())).copy()
+
+
+def _check_output_memory(p: np.ndarray, k: int, sigma: float, off: np.ndarray) -> None:
+    """Refuse, before any work, a call of :func:`_multinomial_output` beyond the memory cap.
+
+    The count ranges need three ``(K + 1)`` arrays; the power series are ``(u, W)`` arrays
+    (u grid points, W the summed count ranges), about ``2·C + 4`` of them alive at once.
+    """
+    what = f"multinomial_output_probabilities with num_votes={k}, sigma={sigma:g}"
+    nz = np.flatnonzero(p > 0)
+    if k == 0 or nz.size == 1:
+        return
+    check_memory(24.0 * (k + 1), what)
+    ranges = [_count_range(float(p[i]), k) for i in nz]
+    v_lo = max(max((lo + off[i]) / sigma for (lo, _), i in zip(ranges, nz, strict=True)),
+               float(off.max()) / sigma)  # fmt: skip
+    v_hi = max(max((hi + off[i]) / sigma for (_, hi), i in zip(ranges, nz, strict=True)),
+               float(off.max()) / sigma)  # fmt: skip
+    step = min(0.1, 0.25 / math.sqrt(p.size))
+    u = math.ceil(((v_hi + _HALF_WIDTH + step) - (v_lo - _HALF_WIDTH)) / step)
+    width = sum(hi - lo + 1 for lo, hi in ranges)
+    check_memory(8.0 * u * width * (2 * p.size + 4), f"{what} and {p.size} classes")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -442,6 +472,21 @@ class PATEHistogramSampler:
     teachers_per_query: int
     neighbour: bool = False
 
+    def __post_init__(self) -> None:
+        _check_distribution("probabilities", self.probabilities)
+        p = check_array("probabilities", self.probabilities)
+        _check_distribution("neighbour_probabilities", self.neighbour_probabilities, p.size)
+        q = check_array("neighbour_probabilities", self.neighbour_probabilities)
+        m = check_positive_int("num_teachers", self.num_teachers)
+        k = check_positive_int("teachers_per_query", self.teachers_per_query)
+        if k > m:
+            raise ValueError(f"teachers_per_query must be at most num_teachers={m}, got {k}")
+        for name, value in (("probabilities", p), ("neighbour_probabilities", q)):
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "num_teachers", m)
+        object.__setattr__(self, "teachers_per_query", k)
+        object.__setattr__(self, "neighbour", check_flag("neighbour", self.neighbour))
+
     def __call__(self, gen: np.random.Generator, size: int) -> IntArray:
         k, m = self.teachers_per_query, self.num_teachers
         if not self.neighbour:
@@ -478,6 +523,35 @@ class CaPCHistogramSampler:
     teachers_per_query: int
     neighbour: bool = False
     chunk: int = 4096
+
+    def __post_init__(self) -> None:
+        tp = check_array("teacher_probabilities", self.teacher_probabilities, ndim=2, nonneg=True)
+        m, c = tp.shape
+        if c < 2:
+            raise ValueError(f"teacher_probabilities must have at least 2 classes, got {tp.shape}")
+        sums = tp.sum(axis=1)
+        if np.any(np.abs(sums - 1.0) > 1e-9):
+            bad = sums[np.abs(sums - 1.0) > 1e-9][0]
+            raise ValueError(
+                f"teacher_probabilities rows must sum to 1, got a row summing to {bad!r}"
+            )
+        _check_distribution("neighbour_probabilities", self.neighbour_probabilities, c)
+        q = check_array("neighbour_probabilities", self.neighbour_probabilities)
+        j = check_nonneg_int("affected_teacher", self.affected_teacher)
+        if j >= m:
+            raise ValueError(f"affected_teacher must be in [0, {m}), got {j}")
+        k = check_positive_int("teachers_per_query", self.teachers_per_query)
+        if k > m:
+            raise ValueError(f"teachers_per_query must be at most {m} teachers, got {k}")
+        n = check_positive_int("chunk", self.chunk)
+        # per chunk: uniforms and keys (n, m) float64, comparisons (n, m, C) booleans
+        check_memory(n * m * (24.0 + c), f"CaPCHistogramSampler with chunk={n}, {m} teachers")
+        object.__setattr__(self, "teacher_probabilities", tp)
+        object.__setattr__(self, "neighbour_probabilities", q)
+        object.__setattr__(self, "affected_teacher", j)
+        object.__setattr__(self, "teachers_per_query", k)
+        object.__setattr__(self, "neighbour", check_flag("neighbour", self.neighbour))
+        object.__setattr__(self, "chunk", n)
 
     def __call__(self, gen: np.random.Generator, size: int) -> IntArray:
         probs = np.array(self.teacher_probabilities, dtype=np.float64, copy=True)

@@ -68,6 +68,7 @@ from dpaudit._validate import (
     check_choice,
     check_confidence_level,
     check_counts,
+    check_memory,
     check_nonneg_int,
     check_positive,
     check_positive_int,
@@ -207,12 +208,13 @@ def transition_matrix(before: ArrayLike, after: ArrayLike, num_classes: int) -> 
         [[0.5, 0.5], [0.0, 1.0]]
     """
     c = check_positive_int("num_classes", num_classes)
+    _check_class_memory(c, "paired", "transition_matrix")
     b = check_counts("before", before, ndim_min=0).ravel()
     a = check_counts("after", after, ndim_min=0).ravel()
     if a.shape != b.shape:
         raise ValueError(f"after must have the shape of before {b.shape}, got {a.shape}")
     if b.size and (b.max() >= c or a.max() >= c):
-        raise ValueError(f"before/after must hold labels in 0..{c - 1}")
+        raise ValueError(f"before/after must hold labels in 0..{c - 1} (num_classes={c})")
     counts = np.zeros((c, c))
     np.add.at(counts, (b, a), 1.0)
     rows = counts.sum(axis=1)
@@ -220,6 +222,13 @@ def transition_matrix(before: ArrayLike, after: ArrayLike, num_classes: int) -> 
     seen = rows > 0
     out[seen] = counts[seen] / rows[seen, None]
     return out
+
+
+def _check_class_memory(c: int, estimator: str, what: str) -> None:
+    """Refuse a number of classes whose (C, C) transition matrices (3 of them, paired
+    estimator) or frequency vectors would exceed the memory cap."""
+    need = 24.0 * c * c if estimator == "paired" else 16.0 * c
+    check_memory(need, f"{what} with num_classes={c}")
 
 
 def _frequencies(votes: np.ndarray, num_classes: int) -> np.ndarray:
@@ -496,7 +505,7 @@ def _check_pairs(before: ArrayLike, after: ArrayLike, c: int) -> tuple[np.ndarra
     if b.size == 0:
         raise ValueError("before must hold at least one retraining (paired vote)")
     if b.max() >= c or a.max() >= c:
-        raise ValueError(f"before/after must hold labels in 0..{c - 1}")
+        raise ValueError(f"before/after must hold labels in 0..{c - 1} (num_classes={c})")
     return b, a
 
 
@@ -507,7 +516,9 @@ def _check_predictions(predictions: ArrayLike, c: int) -> np.ndarray:
             f"predictions must have shape (instantiations, teachers), got {preds.shape}"
         )
     if preds.max() >= c:
-        raise ValueError(f"predictions must hold labels in 0..{c - 1}, got {preds.max()}")
+        raise ValueError(
+            f"predictions must hold labels in 0..{c - 1} (num_classes={c}), got {preds.max()}"
+        )
     return preds
 
 
@@ -546,9 +557,10 @@ def estimate_pate_model(
         ([0.625, 0.375], [0.0, 1.0])
     """
     c = check_positive_int("num_classes", num_classes)
+    check_choice("neighbour_estimator", neighbour_estimator, NEIGHBOUR_ESTIMATORS)
+    _check_class_memory(c, neighbour_estimator, "estimate_pate_model")
     preds = _check_predictions(predictions, c)
     b, a = _check_pairs(before, after, c)
-    check_choice("neighbour_estimator", neighbour_estimator, NEIGHBOUR_ESTIMATORS)
     m = preds.shape[1]
     k = m if teachers_per_query is None else teachers_per_query
     p = _frequencies(preds, c)
@@ -602,10 +614,12 @@ def estimate_capc_model(
         [0.0, 1.0]
     """
     c = check_positive_int("num_classes", num_classes)
+    check_choice("neighbour_estimator", neighbour_estimator, NEIGHBOUR_ESTIMATORS)
+    _check_class_memory(c, neighbour_estimator, "estimate_capc_model")
     preds = _check_predictions(predictions, c)
     b, a = _check_pairs(before, after, c)
-    check_choice("neighbour_estimator", neighbour_estimator, NEIGHBOUR_ESTIMATORS)
     m = preds.shape[1]
+    check_memory(8.0 * m * c, f"estimate_capc_model with num_classes={c} and {m} teachers")
     j = check_nonneg_int("affected_teacher", affected_teacher)
     if j >= m:
         raise ValueError(f"affected_teacher must be in [0, {m}), got {j}")
