@@ -43,7 +43,18 @@ from dpaudit._results import (
     package_versions,
 )
 from dpaudit._typing import ArrayLike, IntArray, RngLike
-from dpaudit._validate import check_array, check_positive
+from dpaudit._validate import (
+    check_array,
+    check_choice,
+    check_confidence_level,
+    check_flag,
+    check_memory,
+    check_nonneg_int,
+    check_orders,
+    check_positive,
+    check_positive_int,
+    check_rng,
+)
 from dpaudit.errors import DPAuditError, require
 
 __all__ = [
@@ -202,6 +213,7 @@ class RemoteInterface:
         if not key:
             raise ValueError(f"api_key must be given (or set {API_KEY_ENV})")
         check_positive("timeout", timeout)
+        split = check_flag("split_refused", split_refused)
         self._url = url.rstrip("/")
         self._client = httpx.Client(
             base_url=self._url,
@@ -209,7 +221,7 @@ class RemoteInterface:
             timeout=timeout,
             transport=transport,
         )
-        self._split = bool(split_refused)
+        self._split = split
         self._info: RemoteInfo | None = None
         self.num_requests = 0
         self.num_refused_requests = 0
@@ -374,6 +386,28 @@ def _extraction_entry(
     )
 
 
+def _check_interface(name: str, value: object) -> RemoteInterface:
+    if not isinstance(value, RemoteInterface):
+        raise TypeError(
+            f"{name} must be a RemoteInterface (remote_interface(url)), got {value!r:.80}"
+        )
+    return value
+
+
+def _check_row(query: ArrayLike) -> np.ndarray:
+    row = np.atleast_1d(check_array("query", query, ndim_min=0))
+    if row.ndim != 1:
+        raise ValueError(f"query must be one feature row (d,), got shape {row.shape}")
+    return row
+
+
+def _check_batch(batch_size: int, row: np.ndarray) -> int:
+    """A batch size whose request body (``batch_size`` copies of the row) fits the memory cap."""
+    batch = check_positive_int("batch_size", batch_size)
+    check_memory(8.0 * batch * row.size, f"a batch of batch_size={batch} rows of {row.size}")
+    return batch
+
+
 def audit_remote_extraction(
     interface: RemoteInterface,
     query: ArrayLike,
@@ -405,8 +439,21 @@ def audit_remote_extraction(
         ValueError: bad attack arguments.
     """
     from dpaudit._rng import seed_entropy
-    from dpaudit.attacks.extraction import extract_histogram
+    from dpaudit.attacks.extraction import INTERVAL_METHODS, OBJECTIVES, extract_histogram
 
+    # every argument is checked before the service is contacted
+    _check_interface("interface", interface)
+    row = _check_row(query)
+    cap = check_positive_int("max_queries", max_queries)
+    if num_queries is not None:
+        n = check_positive_int("num_queries", num_queries)
+        if n > cap:
+            raise ValueError(f"num_queries must be at most max_queries={cap}, got {n}")
+    _check_batch(batch_size, row)
+    check_choice("objective", objective, OBJECTIVES)
+    check_choice("intervals", intervals, INTERVAL_METHODS)
+    check_confidence_level(confidence_level)
+    check_rng(rng)
     info = interface.info
     t0 = time.perf_counter()
     before = interface.budget()
@@ -485,12 +532,17 @@ def craft_remote(
     Raises:
         ValueError: unknown crafter, bad query or label.
     """
-    from dpaudit._validate import check_choice
     from dpaudit.attacks.adversaries import craft_natural, craft_poison
     from dpaudit.attacks.extraction import extract_histogram
 
+    # every argument is checked before the service is contacted
+    _check_interface("interface", interface)
     check_choice("crafter", crafter, ("natural", "poisoning"))
     x = np.asarray(check_array("query", query, ndim=1), dtype=np.float64)
+    check_nonneg_int("true_label", true_label)
+    check_positive_int("num_queries", num_queries)
+    _check_batch(batch_size, x)
+    check_rng(rng)
     if crafter == "natural":
         return craft_natural(x, true_label)
     ext = extract_histogram(
@@ -596,10 +648,20 @@ def distinguish_remote(
             bad arguments.
     """
     from dpaudit._rng import seed_entropy
-    from dpaudit._validate import check_positive_int
     from dpaudit.accounting import DEFAULT_ORDERS
     from dpaudit.bounds import rdp_audit
 
+    # every argument is checked before the services are contacted
+    _check_interface("interface", interface)
+    _check_interface("neighbour", neighbour)
+    reps = check_positive_int("repetitions", repetitions)
+    row = np.asarray(check_array("query", query, ndim=1), dtype=np.float64)
+    batch = _check_batch(batch_size, row)
+    lam = check_orders(DEFAULT_ORDERS if orders is None else orders)
+    check_confidence_level(confidence_level)
+    if not isinstance(adversary, str):
+        raise TypeError(f"adversary must be a string (a label), got {adversary!r:.80}")
+    check_rng(rng)
     a, b = interface.info, neighbour.info
     if (a.aggregator, a.num_classes, a.num_features) != (
         b.aggregator,
@@ -610,10 +672,6 @@ def distinguish_remote(
             f"the two services differ in their public parameters: {a.aggregator!r}, "
             f"C={a.num_classes} vs {b.aggregator!r}, C={b.num_classes}"
         )
-    reps = check_positive_int("repetitions", repetitions)
-    batch = check_positive_int("batch_size", batch_size)
-    row = np.asarray(check_array("query", query, ndim=1), dtype=np.float64)
-    lam = np.asarray(DEFAULT_ORDERS if orders is None else orders, dtype=np.float64)
     t0 = time.perf_counter()
     counts = _answer_counts(interface, row, reps, batch, a.num_classes)
     counts2 = _answer_counts(neighbour, row, reps, batch, a.num_classes)
