@@ -444,11 +444,9 @@ def audit_remote_extraction(
     # every argument is checked before the service is contacted
     _check_interface("interface", interface)
     row = _check_row(query)
-    cap = check_positive_int("max_queries", max_queries)
+    check_positive_int("max_queries", max_queries)
     if num_queries is not None:
-        n = check_positive_int("num_queries", num_queries)
-        if n > cap:
-            raise ValueError(f"num_queries must be at most max_queries={cap}, got {n}")
+        check_positive_int("num_queries", num_queries)
     _check_batch(batch_size, row)
     check_choice("objective", objective, OBJECTIVES)
     check_choice("intervals", intervals, INTERVAL_METHODS)
