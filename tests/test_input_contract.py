@@ -1050,9 +1050,6 @@ _REM = "dpaudit.attacks.remote"
 #: here: ``callable → reason``. Their tests are marked xfail without being run (some of the
 #: violations allocate gigabytes or run for minutes); delete an entry once it is fixed.
 KNOWN_ELSEWHERE: dict[str, str] = {
-    "attacks.best_of": _reported(
-        "dpaudit.attacks.prompt_pate", "entries not checked (AttributeError, unnamed errors)"
-    ),
     "mechanisms.sample_argmax_block": _reported(
         "dpaudit.mechanisms.noisy_argmax",
         "the per-block kernel checks nothing (v, size, seed, backend, device); its callers "

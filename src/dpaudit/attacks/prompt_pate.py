@@ -44,6 +44,7 @@ retrainings, and the "before" votes against the training phase.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -51,7 +52,7 @@ import numpy as np
 
 from dpaudit._results import AuditEntry, Curve, ResultMixin, SelectionRecord
 from dpaudit._typing import ArrayLike, IntArray
-from dpaudit._validate import check_choice, check_confidence_level, check_counts
+from dpaudit._validate import check_choice, check_confidence_level, check_counts, check_in_range
 from dpaudit.attacks.adversaries import (
     ADVERSARIES,
     AdversarialQueries,
@@ -413,17 +414,22 @@ def best_of(
     """
     check_choice("strategy", strategy, BEST_OF_STRATEGIES)
     level = check_confidence_level(confidence_level)
+    order = check_in_range("order", order, 1.0, math.inf)
+    if isinstance(entries, (str, bytes)) or not isinstance(entries, Sequence):
+        raise TypeError(f"entries must be a sequence of AuditEntry, got {entries!r:.80}")
     items = list(entries)
     if not items:
         raise ValueError("entries must hold at least one audit entry")
     for e in items:
+        if not isinstance(e, AuditEntry):
+            raise TypeError(f"entries must hold AuditEntry objects, got {e!r:.80}")
         if e.lower_bound.rdp is None:
-            raise ValueError(f"entry {e.adversary!r} has no RDP lower bound")
+            raise ValueError(f"entries: entry {e.adversary!r} has no RDP lower bound")
     k = len(items)
     audits = {str(e.adversary): _at(e.lower_bound.rdp, order) for e in items}
     if strategy == "exact":
         if any(e.exact is None or e.exact.rdp is None for e in items):
-            raise ValueError("strategy='exact' needs the exact RDP of every entry")
+            raise ValueError("strategy='exact' needs the exact RDP of every entry of entries")
         scores = {str(e.adversary): _at(e.exact.rdp, order) for e in items}
     else:
         scores = audits
@@ -433,7 +439,8 @@ def best_of(
         low = min(e.lower_bound.confidence_level for e in items)
         if low < need - 1e-12:
             raise ValueError(
-                f"Bonferroni over {k} audits needs each at level >= {need:.6g}, got {low:.6g}; "
+                f"entries: Bonferroni over {k} audits at confidence_level={level:g} needs each "
+                f"at level >= {need:.6g}, got {low:.6g}; "
                 "rerun them at confidence_level = 1 - (1 - level)/K"
             )
         valid, out_level = True, level
