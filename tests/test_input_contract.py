@@ -1042,10 +1042,6 @@ def _reported(module: str, problem: str) -> str:
     return f"{module} (owned by other work in progress, reported to its owner): {problem}"
 
 
-_ADV = "dpaudit.attacks.adversaries"
-_PAR = "dpaudit.attacks.parametric"
-_REM = "dpaudit.attacks.remote"
-
 #: Known violations in modules owned by other work in progress, reported rather than fixed
 #: here: ``callable → reason``. Their tests are marked xfail without being run (some of the
 #: violations allocate gigabytes or run for minutes); delete an entry once it is fixed.
