@@ -279,9 +279,8 @@ def choose_party(teacher_votes: ArrayLike, point: CraftedPoint) -> int:
     if v.ndim != 1 or v.size == 0:
         raise ValueError(f"teacher_votes must be a non-empty 1-d array, got shape {v.shape}")
     label = getattr(point, "label", None)
-    if label is None:
-        raise TypeError(f"point must be a CraftedPoint (with a label), got {point!r:.80}")
-    label = check_nonneg_int("point.label", label)
+    if isinstance(label, (bool, np.bool_)) or not isinstance(label, (int, np.integer)):
+        raise TypeError(f"point must be a CraftedPoint (with an integer label), got {point!r:.80}")
     cand = np.flatnonzero(v != label)
     if cand.size == 0:
         return 0
