@@ -1045,13 +1045,7 @@ def _reported(module: str, problem: str) -> str:
 #: Known violations in modules owned by other work in progress, reported rather than fixed
 #: here: ``callable → reason``. Their tests are marked xfail without being run (some of the
 #: violations allocate gigabytes or run for minutes); delete an entry once it is fixed.
-KNOWN_ELSEWHERE: dict[str, str] = {
-    "mechanisms.sample_argmax_block": _reported(
-        "dpaudit.mechanisms.noisy_argmax",
-        "the per-block kernel checks nothing (v, size, seed, backend, device); its callers "
-        "(ArgmaxBlock, sample_argmax_counts) do",
-    ),
-}
+KNOWN_ELSEWHERE: dict[str, str] = {}
 
 
 def test_every_public_callable_is_covered():

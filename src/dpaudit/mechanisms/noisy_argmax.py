@@ -62,7 +62,14 @@ from scipy import special
 
 from dpaudit._rng import as_generator, as_seed_sequence, child_seed
 from dpaudit._typing import ArrayLike, FloatArray, IntArray, RngLike
-from dpaudit._validate import check_nonneg_int, check_positive, check_positive_int, check_votes
+from dpaudit._validate import (
+    check_array,
+    check_memory,
+    check_nonneg_int,
+    check_positive,
+    check_positive_int,
+    check_votes,
+)
 from dpaudit.engine import DEFAULT_ENGINE_BLOCK_SIZE, run_blocks
 from dpaudit.mechanisms import _quadrature as quad
 from dpaudit.mechanisms._kernels import (
@@ -335,7 +342,14 @@ def sample_argmax_block(
     explicitly sampled class plus about three ``size``-long work arrays, at most
     ``8·size·(C + 3)`` bytes (≈ 109 MB for the default block and C = 10, when every class
     is explicit); with thinning (see :func:`_numpy_block`) only the explicit classes count.
+
+    Raises:
+        TypeError: ``v`` not real numbers, ``size`` not an integer, ``seed`` not a
+            ``SeedSequence``.
+        ValueError: ``v`` not 2-d or with NaN / +inf (−inf marks a class that cannot win),
+            ``size`` negative, an unknown ``backend``, or a block beyond the memory cap.
     """
+    v = _check_block_args(v, size, seed, backend, device)
     b, c = v.shape
     out = np.zeros((b, c), dtype=np.int64)
     if size == 0:
@@ -345,6 +359,21 @@ def sample_argmax_block(
     for row in range(b):
         out[row] = _numpy_block(v[row], size, _row_generator(seed, row, b))
     return out
+
+
+def _check_block_args(
+    v: object, size: object, seed: object, backend: object, device: object
+) -> np.ndarray:
+    """The block kernel's arguments, checked (cheap next to a block's draws)."""
+    arr = check_array("v", v, ndim=2, finite=False)
+    if np.isnan(arr).any() or np.isposinf(arr).any():
+        raise ValueError("v must hold finite standardised votes (or -inf), got NaN or +inf")
+    check_nonneg_int("size", size)
+    if not isinstance(seed, np.random.SeedSequence):
+        raise TypeError(f"seed must be a numpy SeedSequence, got {type(seed).__name__}")
+    check_backend(backend, device)  # type: ignore[arg-type]
+    check_memory(8.0 * float(size) * (arr.shape[1] + 3), f"a block of {size} draws")
+    return arr
 
 
 def _row_generator(seed: np.random.SeedSequence, row: int, num_rows: int) -> np.random.Generator:
