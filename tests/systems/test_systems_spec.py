@@ -80,3 +80,26 @@ def test_systems_are_registered_and_state_their_claim():
     assert c.analysis == "data-independent" and c.epsilon > 0
     cg = PATE(20, ConfidentGNMax(200, 150, 40))
     np.testing.assert_allclose(cg.query_rdp([2.0]), [2 / (2 * 150**2) + 2 / 40**2], rtol=1e-15)
+
+
+@pytest.mark.parametrize(
+    ("args", "exc", "match"),
+    [
+        ((1, "gnmax"), ValueError, "num_teachers must be at least 2, got 1"),
+        ((2.5, "gnmax"), TypeError, "num_teachers"),
+        ((5, "laplace"), TypeError, "mechanism must be GNMax or ConfidentGNMax, got str"),
+        ((5, "gnmax", 6), ValueError, r"teachers_per_query \(k\) must be at most num_teachers"),
+        ((5, "gnmax", 0), ValueError, "teachers_per_query"),
+    ],
+)
+def test_teacher_ensembles_share_one_check(args, exc, match):
+    """PATE, CaPC and PromptPATE validate m, the aggregator and k through one function."""
+    from dpaudit.systems._protocols import check_teacher_ensemble
+
+    m, mech, *k = args
+    mech = GNMax(4.0) if mech == "gnmax" else mech
+    with pytest.raises(exc, match=match):
+        check_teacher_ensemble(m, mech, *k)
+    with pytest.raises(exc, match=match):
+        PATE(num_teachers=m, mechanism=mech, teachers_per_query=k[0] if k else None)
+    assert check_teacher_ensemble(np.int64(5), GNMax(4.0), 3) == (5, 3)

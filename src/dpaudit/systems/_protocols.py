@@ -32,10 +32,40 @@ __all__ = [
     "Instantiations",
     "PrivatePredictionSystem",
     "System",
+    "check_teacher_ensemble",
 ]
 
 SYSTEMS: Registry[Any] = Registry("system")
 """Registered systems: name → factory ``(settings) -> System``."""
+
+
+def check_teacher_ensemble(
+    num_teachers: object, mechanism: object, teachers_per_query: object = None
+) -> tuple[int, int | None]:
+    """``(m, k)`` of a teacher-ensemble system (PATE, CaPC, PromptPATE), checked: m ≥ 2
+    teachers, a GNMax or Confident-GNMax aggregator, and 1 ≤ k ≤ m teachers per query (None:
+    all of them).
+
+    Raises:
+        ValueError: m < 2 or k > m.
+        TypeError: another mechanism, or non-integer m / k.
+    """
+    from dpaudit._validate import check_positive_int
+    from dpaudit.mechanisms.values import ConfidentGNMax, GNMax
+
+    m = check_positive_int("num_teachers", num_teachers)
+    if m < 2:
+        raise ValueError(f"num_teachers must be at least 2, got {m}")
+    if not isinstance(mechanism, (GNMax, ConfidentGNMax)):
+        raise TypeError(
+            f"mechanism must be GNMax or ConfidentGNMax, got {type(mechanism).__name__}"
+        )
+    if teachers_per_query is None:
+        return m, None
+    k = check_positive_int("teachers_per_query", teachers_per_query)
+    if k > m:
+        raise ValueError(f"teachers_per_query (k) must be at most num_teachers (m={m}), got k={k}")
+    return m, k
 
 
 @runtime_checkable

@@ -47,7 +47,7 @@ from dpaudit.systems._ensemble import (
     make_partition,
 )
 from dpaudit.systems._predictor import Ledger, PrivatePredictor
-from dpaudit.systems._protocols import SYSTEMS
+from dpaudit.systems._protocols import SYSTEMS, check_teacher_ensemble
 from dpaudit.systems._retrain import run_retrainings
 
 PARTITIONS: tuple[str, ...] = ("random", "fixed")
@@ -332,21 +332,9 @@ class TeacherEnsembleSystem:
     claim_analysis: ClassVar[str] = "data-dependent"
 
     def __post_init__(self) -> None:
-        m = check_positive_int("num_teachers", self.num_teachers)
-        if m < 2:
-            raise ValueError(f"num_teachers must be at least 2, got {m}")
+        m, k = check_teacher_ensemble(self.num_teachers, self.mechanism, self.teachers_per_query)
         object.__setattr__(self, "num_teachers", m)
-        if not isinstance(self.mechanism, (GNMax, ConfidentGNMax)):
-            raise TypeError(
-                f"mechanism must be GNMax or ConfidentGNMax, got {type(self.mechanism).__name__}"
-            )
-        if self.teachers_per_query is not None:
-            k = check_positive_int("teachers_per_query", self.teachers_per_query)
-            if k > m:
-                raise ValueError(
-                    f"teachers_per_query (k) must be at most num_teachers (m={m}), got k={k}"
-                )
-            object.__setattr__(self, "teachers_per_query", k)
+        object.__setattr__(self, "teachers_per_query", k)
         if isinstance(self.estimator, str):
             check_choice("estimator", self.estimator, ESTIMATOR_NAMES)
         if isinstance(self.n_jobs, bool) or not isinstance(self.n_jobs, int) or self.n_jobs == 0:

@@ -70,7 +70,7 @@ from dpaudit.systems._prompts import (
     check_texts,
     make_template,
 )
-from dpaudit.systems._protocols import SYSTEMS
+from dpaudit.systems._protocols import SYSTEMS, check_teacher_ensemble
 from dpaudit.systems._teachers import PairedVotes
 
 __all__ = [
@@ -241,22 +241,10 @@ class PromptPATE:
     claim_analysis: ClassVar[str] = "data-dependent"
 
     def __post_init__(self) -> None:
-        m = check_positive_int("num_teachers", self.num_teachers)
-        if m < 2:
-            raise ValueError(f"num_teachers must be at least 2, got {m}")
+        m, _ = check_teacher_ensemble(self.num_teachers, self.mechanism, self.teachers_per_query)
         object.__setattr__(self, "num_teachers", m)
-        if not isinstance(self.mechanism, (GNMax, ConfidentGNMax)):
-            raise TypeError(
-                f"mechanism must be GNMax or ConfidentGNMax, got {type(self.mechanism).__name__}"
-            )
         if not isinstance(self.options, PromptPATEOptions):
             raise TypeError(f"options must be PromptPATEOptions, got {self.options!r}")
-        if self.teachers_per_query is not None:
-            k = check_positive_int("teachers_per_query", self.teachers_per_query)
-            if k > m:
-                raise ValueError(
-                    f"teachers_per_query (k) must be at most num_teachers (m={m}), got k={k}"
-                )
 
     @property
     def k(self) -> int:
