@@ -18,7 +18,6 @@ import math
 import os
 import typing
 from collections.abc import Callable, Mapping
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -131,20 +130,15 @@ def _parameters(settings_cls: type) -> list[tuple[inspect.Parameter, _settings.S
 def config_path(config: str) -> Path:
     """``--config``: a TOML file, or else the name of a config shipped inside the package
     (``dpaudit/configs/NAME.toml``, e.g. ``paper-fashion-mnist``)."""
+    from dpaudit.experiments.config import find_config
+
     p = Path(config).expanduser()
     if p.exists():
         return p
-    stem = config[:-5] if config.endswith(".toml") else config
-    shipped = resources.files("dpaudit") / "configs" / f"{stem}.toml"
-    if "/" not in stem and shipped.is_file():
-        return Path(str(shipped))
-    names = sorted(
-        f.name[:-5] for f in (resources.files("dpaudit") / "configs").iterdir()
-        if f.name.endswith(".toml")
-    )  # fmt: skip
-    raise FileNotFoundError(
-        f"config file {config!r} does not exist and is not a shipped config ({', '.join(names)})"
-    )
+    try:
+        return find_config(config)
+    except FileNotFoundError as exc:
+        raise FileNotFoundError(f"config file {config!r} does not exist, and {exc}") from None
 
 
 def resolve_settings(
