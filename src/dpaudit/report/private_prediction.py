@@ -262,7 +262,13 @@ def plot_epsilon_bars(audit: Any, path: str | Path) -> Path:
                 edgecolor="black",
                 linewidth=0.4,
             )
-        ax.set_xticks(np.arange(len(advs)), [_ADV_LABEL.get(a, a) for a in advs])
+        labels = [_ADV_LABEL.get(a, a) for a in advs]
+        long = len(advs) > 3 or max(len(t) for t in labels) > 10  # e.g. kNN / PromptPATE names
+        ax.set_xticks(np.arange(len(advs)), labels)
+        if long:
+            ax.tick_params(axis="x", labelrotation=30)
+            for tick in ax.get_xticklabels():
+                tick.set_horizontalalignment("right")
         ax.set_ylabel(f"ε at δ = {audit.settings.audit.delta:g}")
         ax.set_title(_ALG_LABEL.get(alg, alg))
         ax.grid(True, axis="y", alpha=0.3)
