@@ -34,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
+from dpaudit import _settings
 from dpaudit._settings import option
 from dpaudit._validate import (
     check_choice,
@@ -178,7 +179,7 @@ class LiDPDPSGDSettings:
     execution: ExecutionSettings = option(default_factory=ExecutionSettings, help="execution")
 
     def __post_init__(self) -> None:
-        check_nonneg_int("seed", self.seed)
+        _settings.check_sections(self)
         counts = self.canaries.counts
         self.audit.check_counts(counts)
         kmax = max(counts)

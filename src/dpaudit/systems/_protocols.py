@@ -33,10 +33,43 @@ __all__ = [
     "PrivatePredictionSystem",
     "System",
     "check_teacher_ensemble",
+    "noisy_argmax_query_rdp",
 ]
 
 SYSTEMS: Registry[Any] = Registry("system")
 """Registered systems: name → factory ``(settings) -> System``."""
+
+
+def noisy_argmax_query_rdp(
+    mechanism: Any,
+    orders: ArrayLike,
+    *,
+    analysis: str = "data-independent",
+    votes: np.ndarray | None = None,
+    probabilities: np.ndarray | None = None,
+    dropped_mass: float = 0.0,
+    q: str = "union",
+) -> FloatArray:
+    """Claimed RDP of one answered query of a noisy-argmax ensemble (PATE, CaPC, PromptPATE).
+
+    ``"data-independent"``: :func:`dpaudit.accounting.mechanism_rdp` of the mechanism
+    (Papernot et al. 2018, arXiv:1802.08908, Prop. 8 for GNMax). ``"data-dependent"``: its
+    Thm 6 in expectation over the histograms ``votes`` with ``probabilities`` (and
+    ``dropped_mass`` charged data-independently),
+    :func:`dpaudit.accounting.expected_data_dependent_rdp`.
+
+    Raises:
+        ValueError: an unknown ``analysis``, or the data-dependent one without histograms.
+    """
+    from dpaudit._validate import check_choice
+    from dpaudit.accounting import expected_data_dependent_rdp, mechanism_rdp
+
+    check_choice("analysis", analysis, ("data-independent", "data-dependent"))
+    if analysis == "data-independent":
+        return mechanism_rdp(mechanism, orders)
+    if votes is None or probabilities is None:
+        raise ValueError("the data-dependent claim needs histograms and their probabilities")
+    return expected_data_dependent_rdp(mechanism, votes, probabilities, dropped_mass, orders, q=q)
 
 
 def check_teacher_ensemble(

@@ -47,7 +47,7 @@ from dpaudit.systems._ensemble import (
     make_partition,
 )
 from dpaudit.systems._predictor import Ledger, PrivatePredictor
-from dpaudit.systems._protocols import SYSTEMS, check_teacher_ensemble
+from dpaudit.systems._protocols import SYSTEMS, check_teacher_ensemble, noisy_argmax_query_rdp
 from dpaudit.systems._retrain import run_retrainings
 
 PARTITIONS: tuple[str, ...] = ("random", "fixed")
@@ -428,16 +428,10 @@ class TeacherEnsembleSystem:
         ``dropped_mass`` charged data-independently),
         :func:`dpaudit.accounting.expected_data_dependent_rdp`.
         """
-        from dpaudit.accounting import expected_data_dependent_rdp, mechanism_rdp
-
-        check_choice("analysis", analysis, ("data-independent", "data-dependent"))
-        if analysis == "data-independent":
-            return mechanism_rdp(self.mechanism, orders)
-        if votes is None or probabilities is None:
-            raise ValueError("the data-dependent claim needs histograms and their probabilities")
-        return expected_data_dependent_rdp(
-            self.mechanism, votes, probabilities, dropped_mass, orders, q=q
-        )
+        return noisy_argmax_query_rdp(
+            self.mechanism, orders, analysis=analysis, votes=votes,
+            probabilities=probabilities, dropped_mass=dropped_mass, q=q,
+        )  # fmt: skip
 
     def claim(self, orders: ArrayLike | None = None, *, delta: float | None = None) -> Claim:
         """The data-independent claim of one answered query (RDP curve, ε at ``delta``).

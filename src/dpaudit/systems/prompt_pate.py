@@ -70,7 +70,7 @@ from dpaudit.systems._prompts import (
     check_texts,
     make_template,
 )
-from dpaudit.systems._protocols import SYSTEMS, check_teacher_ensemble
+from dpaudit.systems._protocols import SYSTEMS, check_teacher_ensemble, noisy_argmax_query_rdp
 from dpaudit.systems._teachers import PairedVotes
 
 __all__ = [
@@ -566,16 +566,10 @@ class PromptPATE:
         (Papernot et al. 2018, arXiv:1802.08908, Prop. 8) or its data-dependent Thm 6 in
         expectation over ``votes`` with ``probabilities``
         (:func:`dpaudit.accounting.expected_data_dependent_rdp`)."""
-        from dpaudit.accounting import expected_data_dependent_rdp, mechanism_rdp
-
-        check_choice("analysis", analysis, ("data-independent", "data-dependent"))
-        if analysis == "data-independent":
-            return mechanism_rdp(self.mechanism, orders)
-        if votes is None or probabilities is None:
-            raise ValueError("the data-dependent claim needs histograms and their probabilities")
-        return expected_data_dependent_rdp(
-            self.mechanism, votes, probabilities, dropped_mass, orders, q=q
-        )
+        return noisy_argmax_query_rdp(
+            self.mechanism, orders, analysis=analysis, votes=votes,
+            probabilities=probabilities, dropped_mass=dropped_mass, q=q,
+        )  # fmt: skip
 
     def claim(self, orders: ArrayLike | None = None, *, delta: float | None = None) -> Claim:
         """The data-independent claim of one answered query (RDP curve, ε at ``delta``)."""
