@@ -1,5 +1,11 @@
-"""Every number of the demo stays the same through the redesign: the demo's results are
-compared with a golden file written by the code before it (commit 2b9df24), to 1e-12."""
+"""Every number of the demo stays the same through refactoring: the demo's results are
+compared with a golden file, to 1e-12.
+
+The file was first written by the code before the redesign (commit 2b9df24) and rewritten
+once, when the exact PATE output distributions moved to the one-pass dual-number computation
+(``_multinomial_pair_output``): the two agree to 6.7e-16 absolute on every output
+probability, 1.4e-12 relative on the composed exact RDP and 1.4e-14 on the composed audits;
+15 of 4,800 sampled counts moved, since the exact sampler's draws follow p̄ to the last bit."""
 
 from __future__ import annotations
 

@@ -81,6 +81,7 @@ from dpaudit.attacks._histograms import (
     _categorical_sum_support,
     _check_distribution,
     _multinomial_output,
+    _multinomial_pair_output,
     _multinomial_support,
     _support_output,
     _warn_truncation,
@@ -303,8 +304,11 @@ class PATEHistogramModel(ResultMixin):
         With ``A_y = E[Q(M + e_y)]``, ``M ~ Mult(k−1, P)``
         (:func:`multinomial_output_probabilities`): ``p̄ = Σ_y P(y) A_y`` and
         ``p̄′ = (k/m) Σ_y P′(y) A_y + (1 − k/m) p̄``; both use the same ``A_y``, so their
-        difference carries no rounding from two separate computations. When ``P′ = P``,
-        ``p̄ = p̄′ = E[Q(Mult(k, P))]`` (one evaluation).
+        difference carries no rounding from two separate computations. For ``k ≥ 2`` both
+        ``Σ_y P(y) A_y`` and ``Σ_y P′(y) A_y`` come from one dual-number pass over the
+        Poissonised product (:func:`~dpaudit.attacks._histograms._multinomial_pair_output`;
+        equal to the per-offset sums within 1e-12 absolute, about 10× faster at C = 10,
+        k = 250). When ``P′ = P``, ``p̄ = p̄′ = E[Q(Mult(k, P))]`` (one evaluation).
 
         Args:
             sigma: noise standard deviation σ > 0.
@@ -319,6 +323,9 @@ class PATEHistogramModel(ResultMixin):
         if np.array_equal(p, q):  # no vote changes: one multinomial, H_S′ = H_S
             pbar = _multinomial_output(tuple(p.tolist()), k, s, (0.0,) * c)
             return np.stack([pbar, pbar])
+        if k >= 2 and np.count_nonzero(p) >= 2:  # both rows in one pass (same law)
+            both = _multinomial_pair_output(tuple(p.tolist()), tuple(q.tolist()), k - 1, s)
+            return np.stack([both[0], (k / m) * both[1] + (1.0 - k / m) * both[0]])
         ys = np.flatnonzero((p > 0) | (q > 0))
         a = np.zeros((c, c))
         for y in ys:
