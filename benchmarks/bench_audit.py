@@ -22,6 +22,10 @@ The torch backend (``NoisyArgmaxBlock(backend="torch", device="cuda")`` through 
 and the mechanisms layer's fixed-histogram torch sampler) is measured only when a CUDA GPU is
 present (``torch.cuda.is_available()``); otherwise the JSON says why it was not.
 
+5. with ``--models`` (issue 14): the models stage's kernels next to their baselines in the
+   same run (exact PATE output distributions: one dual-number pass vs one product per added
+   vote; the claim's multinomial support: only kept histograms built vs every candidate).
+
 4. with ``--paper`` (issue 14): the wall time of the paper-scale Fashion-MNIST audit with the
    shipped resolving config (``paper-fashion-mnist``: ridge teachers, N_g = 4, R = 100,
    shortlist 50, R_c = 400), next to the named baseline in the same run: the config the
@@ -404,9 +408,127 @@ def retraining_rates() -> dict:
     }
 
 
+def _support_all_candidates(p: np.ndarray, k: int, max_support: int) -> tuple:
+    """The baseline of :func:`models_stage`: the multinomial support's binomial chain as it
+    was before (every candidate histogram built, then the beam), returning the same
+    ``(votes, probabilities, dropped)``."""
+    from scipy import stats
+
+    c = p.size
+    order = [int(i) for i in np.argsort(-p, kind="stable") if p[i] > 0]
+    hist, prob = np.zeros((1, c), dtype=np.int64), np.ones(1)
+    left, dropped, mass_left = np.full(1, k, dtype=np.int64), 0.0, 1.0
+    for pos, i in enumerate(order):
+        if pos == len(order) - 1:
+            hist[:, i] = left
+            break
+        cond = min(1.0, p[i] / mass_left) if mass_left > 0 else 1.0
+        mass_left -= p[i]
+        lefts = np.unique(left)
+        mean = lefts * cond
+        half = 10.0 * np.sqrt(lefts * cond * (1.0 - cond)) + 10.0
+        lo = np.maximum(np.floor(mean - half), 0).astype(np.int64)
+        hi = np.minimum(np.ceil(mean + half), lefts).astype(np.int64)
+        width = int((hi - lo).max()) + 1
+        h_tab = lo[:, None] + np.arange(width)[None, :]
+        pmf = np.where(h_tab <= lefts[:, None], stats.binom.pmf(h_tab, lefts[:, None], cond), 0)
+        row = np.searchsorted(lefts, left)
+        cand = prob[:, None] * pmf[row]
+        rows, cols = np.nonzero(cand > 0)
+        new_prob = cand[rows, cols]
+        dropped += float(prob.sum() - new_prob.sum())
+        new_hist = hist[rows].copy()
+        new_hist[:, i] = h_tab[row[rows], cols]
+        keep = new_prob > 0
+        if new_prob.size > max_support:
+            cut = np.argpartition(-new_prob, max_support - 1)[:max_support]
+            mask = np.zeros(new_prob.size, dtype=bool)
+            mask[cut] = True
+            keep &= mask
+        dropped += float(new_prob[~keep].sum())
+        hist, prob = new_hist[keep], new_prob[keep]
+        left = k - hist.sum(axis=1)
+    return hist, prob, dropped
+
+
+def models_stage() -> dict:
+    """The models stage's two kernels (issue 14), each next to its baseline in the same run:
+
+    * exact PATE output distributions of an adversarial query (P′ = the affected teacher's
+      vote on one class): the one-pass dual computation vs one Poissonised product per added
+      vote (``multinomial_output_probabilities`` for every class y, then ``p·A`` and ``q·A``);
+    * the data-dependent claim's multinomial support (2^14 histograms): building only the
+      kept histograms vs building every candidate before the beam (the code before).
+    """
+    from dpaudit.attacks import multinomial_output_probabilities
+    from dpaudit.attacks._histograms import _multinomial_pair_output, _multinomial_support
+
+    reps = 1 if QUICK else 3
+    rows = []
+    for p in [*P_QUERIES, np.array([19, 7, 31, 7, 78, 4, 90, 10, 3, 1]) / 250]:
+        if np.count_nonzero(p) < 2:
+            continue
+        q = np.eye(p.size)[int(np.argsort(-p, kind="stable")[1])]
+
+        def one_pass(p=p, q=q):
+            _multinomial_pair_output.cache_clear()
+            return _multinomial_pair_output(tuple(p), tuple(q), TEACHERS - 1, SIGMA)
+
+        def per_offset(p=p, q=q):
+            a = np.stack(
+                [
+                    multinomial_output_probabilities(p, TEACHERS - 1, SIGMA, offset=np.eye(10)[y])
+                    if p[y] > 0 or q[y] > 0
+                    else np.zeros(10)
+                    for y in range(10)
+                ]
+            )
+            clear_output_cache()
+            return np.stack([p @ a, q @ a])
+
+        gap = float(np.abs(one_pass() - per_offset()).max())
+        t_new, t_old = timed(one_pass, reps), timed(per_offset, reps)
+        new_s = _multinomial_support(p, TEACHERS, 2**14)
+        old_s = _support_all_candidates(p, TEACHERS, 2**14)
+        same = bool(
+            np.array_equal(new_s.votes, old_s[0]) and np.array_equal(new_s.probabilities, old_s[1])
+        )
+        t_sup = timed(lambda p=p: _multinomial_support(p, TEACHERS, 2**14), reps)
+        t_sup_old = timed(lambda p=p: _support_all_candidates(p, TEACHERS, 2**14), reps)
+        rows.append(
+            {
+                "votes": (p * TEACHERS).round().astype(int).tolist(),
+                "one_pass_seconds": t_new,
+                "per_offset_seconds": t_old,
+                "speedup": t_old / t_new,
+                "max_abs_difference": gap,
+                "support_seconds": t_sup,
+                "support_all_candidates_seconds": t_sup_old,
+                "support_speedup": t_sup_old / t_sup,
+                "support_identical": same,
+            }
+        )
+    return {"queries": rows, "load_average": list(os.getloadavg()), "k": TEACHERS, "sigma": SIGMA}
+
+
 def main() -> None:
     import sys
 
+    if "--models" in sys.argv:
+        res = models_stage()
+        old = json.loads(OUT.read_text()) if OUT.exists() else {}
+        old["models_stage"] = res
+        OUT.write_text(json.dumps(old, indent=2) + "\n")
+        for r in res["queries"]:
+            print(
+                f"votes {r['votes']}: exact p̄ {r['one_pass_seconds'] * 1e3:.0f} ms one pass vs "
+                f"{r['per_offset_seconds'] * 1e3:.0f} ms per offset ({r['speedup']:.1f}×, "
+                f"|Δ| ≤ {r['max_abs_difference']:.1e}); support {r['support_seconds'] * 1e3:.0f}"
+                f" vs {r['support_all_candidates_seconds'] * 1e3:.0f} ms "
+                f"({r['support_speedup']:.1f}×, identical {r['support_identical']})"
+            )
+        print(f"load average {res['load_average']}")
+        return
     if "--retraining" in sys.argv:
         rates = retraining_rates()
         old = json.loads(OUT.read_text()) if OUT.exists() else {}

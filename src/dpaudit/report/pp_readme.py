@@ -94,10 +94,25 @@ def summarise(result: dict[str, Any], *, load: dict[str, Any] | None = None) -> 
         "retrainings": det.get("retrainings", {}),
         "entries": [_entry(e) for e in result["entries"]],
         "findings": det.get("findings"),
-        "timings": {"total": result["timings"]["total"]},
+        "timings": {"total": result["timings"]["total"], "stages": _stage_totals(result)},
         "load": load or {},
         "versions": result.get("versions", {}),
     }
+
+
+#: Stage names of the pipeline's clock (``system/adversary/stage`` or ``system/stage``),
+#: in the order the run line reports them.
+_STAGES = ("load", "training", "retraining", "models", "sampling", "audit", "confirmation")
+
+
+def _stage_totals(result: dict[str, Any]) -> dict[str, float]:
+    """Wall seconds per pipeline stage, summed over systems and adversaries."""
+    out: dict[str, float] = {}
+    for key, seconds in result["timings"].items():
+        stage = key.rsplit("/", 1)[-1]
+        if stage in _STAGES:
+            out[stage] = out.get(stage, 0.0) + float(seconds)
+    return {k: out[k] for k in _STAGES if k in out}
 
 
 def _g(x: float, digits: int = 3) -> str:
@@ -191,6 +206,9 @@ def _run_line(summary: dict[str, Any]) -> str:
             f" on {load.get('cpus', '?')} cores, load average "
             f"{_g(load['before'][0], 2)} before and {_g(load['after'][0], 2)} after the run"
         )
+    stages = summary["timings"].get("stages")
+    if stages:
+        text += " (" + ", ".join(f"{k} {v:.0f} s" for k, v in stages.items()) + ")"
     return text + "."
 
 
