@@ -765,3 +765,4 @@ class CaPCHistogramSampler:
 def clear_output_cache() -> None:
     """Forget the cached exact output distributions (for benchmarks that time them cold)."""
     _multinomial_output.cache_clear()
+    _multinomial_pair_output.cache_clear()
