@@ -1,11 +1,17 @@
 """Benchmark PromptPATE (issue 19): teacher votes per second and the paper-scale audit.
 
-1. **Votes per second**, same run, same (teacher, query) pairs, vote cache off: the KV-cached
-   batched path (each teacher's prompt prefix computed once, queries in batches of 32, label
-   logits only) in one process with one torch thread, and split between two worker
-   processes; against the plain loop (one full forward pass of the causal LM per pair, one
-   thread). The answers of the two paths are compared on every pair (target: all equal on
-   ≥ 200 pairs). Target: KV-cached ≥ 5× the plain loop (same threads).
+1. **Votes per second**, vote cache off, rotten-tomatoes prompts cut to 16 words. (a) The same
+   (teacher, query) pairs through the plain loop (one full forward pass of the causal LM per
+   pair) and the KV-cached path (:class:`dpaudit.systems._llm.PromptVoter`: prefix keys and
+   values once per teacher, several teachers' queries pooled into length batches, label
+   logits only), one torch thread each; the answers are compared on every pair (target: all
+   equal on ≥ 200 pairs) and the speed-up is the target's ≥ 5×. (b) The KV-cached path on a
+   block of every teacher × 200 queries, as in the training phase: one thread, two threads
+   in one process (on a quarter of the block: OpenMP threads stall when the other core is
+   busy), two worker processes of one thread; the projected wall time of the paper's
+   40,000 training votes per dataset from the best two-core rate (target ≤ 30 min). (c) The
+   opt-in ``dtype="bfloat16"`` path on the same block: its speed and the fraction of answers
+   that differ from float32's (the reference).
 2. **The paper-scale audit** (Chadha et al. 2024, arXiv:2402.09403, §5.3, App. D.2): the
    shipped configs ``prompt-pate-rotten-tomatoes`` and ``prompt-pate-wordnet-nouns-4``
    (200 teachers × 200 queries, all six PromptPATE adversaries, 10^8 experiments per query)
@@ -16,11 +22,11 @@
 
 The machine's load average is recorded at the start and end of every part: on a shared
 machine the wall times are upper bounds of what a quiet one gives (CPU seconds are recorded
-for the single-process parts).
+too: this process's, or the finished worker processes').
 
-Usage: ``python benchmarks/bench_prompt_pate.py [--quick] [--skip-audit]
-[--datasets rotten-tomatoes,wordnet-nouns-4]``. Quick: 4 teachers × 10 queries for part 1 and
-no paper-scale audit. Writes ``benchmarks/results/prompt_pate.json``.
+Usage: ``python benchmarks/bench_prompt_pate.py [--quick] [--skip-audit] [--one-process]
+[--no-bf16] [--datasets rotten-tomatoes,wordnet-nouns-4]``. Quick: 4 teachers × 10 queries
+(block: × 40) for part 1 and no paper-scale audit. Writes ``benchmarks/results/prompt_pate.json``.
 """
 
 from __future__ import annotations
@@ -56,7 +62,41 @@ def load() -> list[float]:
 # ----------------------------------------------------------------------------- throughput
 
 
-def throughput(quick: bool, one_process: bool = False) -> dict:
+#: The paper's training phase per dataset: 200 teachers × 200 queries (Chadha et al. 2024).
+PAPER_VOTES = 40_000
+#: Its target wall time per dataset on this 2-core machine, minutes.
+TARGET_MINUTES = 30.0
+
+
+def _timed(out: dict, label: str, pairs: int, fn, *, children: bool = False):
+    """Run ``fn``; record wall and CPU seconds (this process, or its finished worker
+    processes with ``children``), votes per second and the load average around it."""
+    import resource
+
+    who = resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF
+    r0, l0, w0 = resource.getrusage(who), load(), time.perf_counter()
+    table = fn()
+    wall, r1 = time.perf_counter() - w0, resource.getrusage(who)
+    cpu = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
+    out[label] = {
+        "pairs": pairs,
+        "seconds": wall,
+        "cpu_seconds": cpu,
+        "votes_per_second": pairs / wall,
+        "votes_per_cpu_second": pairs / cpu if cpu > 0 else None,
+        "load_average_start": l0,
+        "load_average_end": load(),
+    }
+    return table
+
+
+def throughput(quick: bool, one_process: bool = False, bf16: bool = True) -> dict:
+    """Part 1: the plain loop and the KV-cached path on the same pairs (answers compared),
+    then the KV-cached path on a training-phase-sized block (``teachers × queries_rate``)
+    with 1 thread, 2 threads in one process and 2 worker processes of 1 thread, and the
+    opt-in bfloat16 path (speed, and its answers against float32's)."""
+    import torch
+
     from dpaudit.mechanisms import GNMax
     from dpaudit.systems._llm import PromptVoter, load_language_model
     from dpaudit.systems.data import load_dataset
@@ -65,53 +105,108 @@ def throughput(quick: bool, one_process: bool = False) -> dict:
     ds = load_dataset("rotten-tomatoes")
     pp = PromptPATE(2, GNMax(1.0), PromptPATEOptions(task="rotten-tomatoes", max_words=16))
     t = pp.template
-    m, q = (4, 10) if quick else (8, 25)
+    m, q, q_rate = (4, 10, 40) if quick else (8, 25, 200)
     prompts = [TeacherPrompt(((pp._text(ds.X_train[i]), int(ds.y_train[i])),)) for i in range(m)]
     prefixes = [t.prefix(p) for p in prompts]
-    suffixes = [t.query(pp._text(x)) for x in ds.X_test[:q].tolist()]
+    all_suffixes = [t.query(pp._text(x)) for x in ds.X_test[:q_rate].tolist()]
+    suffixes = all_suffixes[:q]
     start = time.perf_counter()
     lm = load_language_model()
     load_s = time.perf_counter() - start
-    tokens = float(np.mean([len(lm.encode(s)) for s in suffixes]))
-    prefix_tokens = float(np.mean([len(lm.encode(p)) for p in prefixes]))
-    out: dict = {"teachers": m, "queries": q, "pairs": m * q, "load_average_start": load()}
-    out["model_load_seconds"] = load_s
-    out["query_tokens_mean"] = tokens
-    out["prefix_tokens_mean"] = prefix_tokens
+    out: dict = {
+        "teachers": m,
+        "queries": q,
+        "pairs": m * q,
+        "queries_rate": q_rate,
+        "pairs_rate": m * q_rate,
+        "load_average_start": load(),
+        "torch_threads_default": torch.get_num_threads(),
+        "model_load_seconds": load_s,
+        "query_tokens_mean": float(np.mean([len(lm.encode(s)) for s in all_suffixes])),
+        "prefix_tokens_mean": float(np.mean([len(lm.encode(p)) for p in prefixes])),
+    }
 
-    def run(label, fn):
-        c0, w0 = time.process_time(), time.perf_counter()
-        table = fn()
-        wall, cpu = time.perf_counter() - w0, time.process_time() - c0
-        out[label] = {
-            "seconds": wall,
-            "cpu_seconds": cpu,
-            "votes_per_second": m * q / wall,
-            "votes_per_cpu_second": m * q / cpu if cpu > 0 else None,
-        }
-        return table
+    def voter(threads: int, workers: int = 1, dtype: str = "float32") -> PromptVoter:
+        return PromptVoter(
+            lm,
+            t.label_words,
+            t.answer_prefix,
+            label_tokens="single",
+            batch_size=32,
+            threads=threads,
+            workers=workers,
+            dtype=dtype,
+        )
 
-    kw = {"label_tokens": "single", "batch_size": 32, "threads": 1}
-    voter = PromptVoter(lm, t.label_words, t.answer_prefix, **kw)
-    plain = run("plain_loop_1_thread", lambda: voter.votes_plain(prefixes, suffixes))
-    kv = run("kv_cached_batched_1_thread", lambda: voter.votes(prefixes, suffixes))
+    one, two = voter(1), voter(2)
+    one.votes(prefixes[:1], suffixes[:4])  # warm-up (first calls allocate)
+    # (a) the same pairs: plain loop vs KV-cached, one thread each, answers compared
+    plain = _timed(out, "plain_loop_1_thread", m * q, lambda: one.votes_plain(prefixes, suffixes))
+    kv = _timed(out, "kv_cached_1_thread", m * q, lambda: one.votes(prefixes, suffixes))
     out["speedup_1_thread"] = (
-        out["kv_cached_batched_1_thread"]["votes_per_second"]
+        out["kv_cached_1_thread"]["votes_per_second"]
         / out["plain_loop_1_thread"]["votes_per_second"]
     )
     out["answers_equal"] = int(np.sum(kv.votes == plain.votes))
-    if not one_process:
-        two = PromptVoter(lm, t.label_words, t.answer_prefix, workers=2, **kw)
-        kv2 = run("kv_cached_batched_2_workers", lambda: two.votes(prefixes, suffixes))
-        out["kv_cached_batched_2_workers"]["cpu_seconds"] = None  # in the workers
-        out["kv_cached_batched_2_workers"]["votes_per_cpu_second"] = None
-        out["speedup_2_workers_vs_plain_1_thread"] = (
-            out["kv_cached_batched_2_workers"]["votes_per_second"]
-            / out["plain_loop_1_thread"]["votes_per_second"]
-        )
-        out["answers_equal_2_workers"] = int(np.sum(kv2.votes == plain.votes))
     out["max_abs_logit_difference"] = float(np.max(np.abs(kv.logits - plain.logits)))
     out["min_margin"] = float(np.min(plain.margins))
+    # (b) a training-phase block: every teacher on q_rate queries
+    n = m * q_rate
+    ref = _timed(out, "kv_rate_1_thread", n, lambda: one.votes(prefixes, all_suffixes))
+    # two OpenMP threads stall when the other core is busy: a quarter of the block bounds it
+    m2 = max(1, m // 4)
+    two_t = _timed(
+        out, "kv_rate_2_threads", m2 * q_rate, lambda: two.votes(prefixes[:m2], all_suffixes)
+    )
+    out["answers_equal_2_threads"] = int(np.sum(two_t.votes == ref.votes[:, :m2]))
+    if not one_process:
+        w2 = voter(1, workers=2)
+        two_w = _timed(
+            out,
+            "kv_rate_2_workers",
+            n,
+            lambda: w2.votes(prefixes, all_suffixes),
+            children=True,
+        )
+        out["answers_equal_2_workers"] = int(np.sum(two_w.votes == ref.votes))
+    best = max(
+        (k for k in ("kv_rate_2_threads", "kv_rate_2_workers") if k in out),
+        key=lambda k: out[k]["votes_per_second"],
+    )
+    rate = out[best]["votes_per_second"]
+    out["projected_paper_training_phase"] = {
+        "votes": PAPER_VOTES,
+        "from": best,
+        "votes_per_second": rate,
+        "minutes": PAPER_VOTES / rate / 60,
+        "target_minutes": TARGET_MINUTES,
+        "votes_per_second_needed": PAPER_VOTES / (TARGET_MINUTES * 60),
+        "load_average_during": out[best]["load_average_end"],
+    }
+    if bf16:  # opt-in reduced precision: its speed and how often its answer differs
+        b1 = voter(1, dtype="bfloat16")
+        b1.votes(prefixes[:1], suffixes[:4])  # builds the bfloat16 copy of the weights
+        bt = _timed(out, "kv_rate_1_thread_bfloat16", n, lambda: b1.votes(prefixes, all_suffixes))
+        bp = b1.votes(prefixes, suffixes)
+        out["bfloat16"] = {
+            "pairs": n,
+            "answers_differing_from_float32": int(np.sum(bt.votes != ref.votes)),
+            "fraction_differing": float(np.mean(bt.votes != ref.votes)),
+            "max_abs_logit_difference": float(np.max(np.abs(bt.logits - ref.logits))),
+            "answers_differing_from_plain_loop": int(np.sum(bp.votes != plain.votes)),
+            "pairs_plain_loop": m * q,
+            "speedup_vs_float32_1_thread": out["kv_rate_1_thread_bfloat16"]["votes_per_second"]
+            / out["kv_rate_1_thread"]["votes_per_second"],
+        }
+        if not one_process:
+            bw = voter(1, workers=2, dtype="bfloat16")
+            _timed(
+                out,
+                "kv_rate_2_workers_bfloat16",
+                n,
+                lambda: bw.votes(prefixes, all_suffixes),
+                children=True,
+            )
     out["load_average_end"] = load()
     return out
 
@@ -424,6 +519,7 @@ def main() -> None:
         action="store_true",
         help="part 1 without the two-worker measurement (a machine shared with other jobs)",
     )
+    ap.add_argument("--no-bf16", action="store_true", help="part 1 without the bfloat16 path")
     ap.add_argument("--datasets", default="rotten-tomatoes,wordnet-nouns-4")
     ap.add_argument("--tiny", action="store_true", help="smoke test of part 2 (not results)")
     ap.add_argument("--vote-cache", default=None, help="vote cache dir (default: a fresh one)")
@@ -449,15 +545,36 @@ def main() -> None:
         previous = json.loads(OUT.read_text())
         result.update({k: v for k, v in previous.items() if k in ("throughput", "audits")})
     if not args.skip_throughput:
-        tp = throughput(quick, one_process=args.one_process)
+        tp = throughput(quick, one_process=args.one_process, bf16=not args.no_bf16)
         result["throughput"] = tp
-        two = tp.get("kv_cached_batched_2_workers", {}).get("votes_per_second")
+        pr = tp["projected_paper_training_phase"]
         print(
-            f"votes/s: plain {tp['plain_loop_1_thread']['votes_per_second']:.2f}, "
-            f"KV-cached {tp['kv_cached_batched_1_thread']['votes_per_second']:.2f} "
-            f"(x{tp['speedup_1_thread']:.1f}), 2 workers "
-            f"{'not run' if two is None else f'{two:.2f}'}; answers equal on "
-            f"{tp['answers_equal']}/{tp['pairs']} pairs; load {tp['load_average_start']}"
+            f"votes/s, same {tp['pairs']} pairs, 1 thread: plain "
+            f"{tp['plain_loop_1_thread']['votes_per_second']:.2f}, KV-cached "
+            f"{tp['kv_cached_1_thread']['votes_per_second']:.2f} (x{tp['speedup_1_thread']:.1f}); "
+            f"answers equal on {tp['answers_equal']}/{tp['pairs']}"
+        )
+        for key in (
+            "kv_rate_1_thread",
+            "kv_rate_2_threads",
+            "kv_rate_2_workers",
+            "kv_rate_1_thread_bfloat16",
+            "kv_rate_2_workers_bfloat16",
+        ):
+            if key in tp:
+                r = tp[key]
+                print(
+                    f"  {key}: {r['votes_per_second']:.2f} votes/s on {r['pairs']} pairs, "
+                    f"load {r['load_average_start']} -> {r['load_average_end']}"
+                )
+        if "bfloat16" in tp:
+            print(
+                f"  bfloat16 answers differing from float32: "
+                f"{tp['bfloat16']['answers_differing_from_float32']}/{tp['bfloat16']['pairs']}"
+            )
+        print(
+            f"projected {pr['votes']} votes at {pr['votes_per_second']:.2f} votes/s "
+            f"({pr['from']}): {pr['minutes']:.1f} min (target {pr['target_minutes']:.0f} min)"
         )
 
     def save() -> None:

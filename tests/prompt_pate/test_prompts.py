@@ -4,6 +4,8 @@ best-of selection, and the TREC / DBPedia file loaders."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -110,6 +112,30 @@ def test_options_are_parsed_strictly():
         PromptPATEOptions(threshold=150.0)
     with pytest.raises(ValueError, match="sigma_threshold must be"):
         PromptPATEOptions(threshold=150.0, sigma_threshold=0.0)
+    assert PromptPATEOptions().dtype == "float32"  # the reference; bfloat16 is opt-in
+    assert from_mapping(PromptPATEOptions, {"dtype": "bfloat16"}).dtype == "bfloat16"
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        PromptPATEOptions(dtype="float16")
+
+
+def test_length_batches_minimise_padding_and_common_head_keeps_a_token():
+    from dpaudit.systems._llm import _common_head, _job_groups, _length_batches
+
+    lengths = sorted([5] * 7 + [6] * 30 + [9] * 3 + [20])
+    cuts = _length_batches(lengths, 32, overhead=16)
+    assert cuts[0][0] == 0 and cuts[-1][1] == len(lengths)
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(cuts))
+    assert all(0 < hi - lo <= 32 for lo, hi in cuts)
+    padded = sum((hi - lo) * lengths[hi - 1] for lo, hi in cuts)
+    fixed = sum(len(lengths[i : i + 32]) * lengths[min(i + 31, len(lengths) - 1)] for i in (0, 32))
+    assert padded < fixed  # the 20-token row gets its own batch
+    assert (lo := cuts[-1][0]) == len(lengths) - 1 and lengths[lo] == 20
+    assert _length_batches([], 4) == []
+    assert _common_head([[1, 2, 3, 4], [1, 2, 5]]) == 2
+    assert _common_head([[1, 2, 3], [1, 2, 3]]) == 2  # the last token stays in the suffix
+    assert _common_head([[7]]) == 0 and _common_head([]) == 0
+    jobs = [(p, "x", ["q"] * n) for p, n in enumerate([300, 300, 10, 600, 1])]
+    assert [[j[0] for j in g] for g in _job_groups(jobs)] == [[0, 1], [2, 3], [4]]
 
 
 def test_factory_reads_the_system_options_table():

@@ -47,6 +47,31 @@ def test_kv_cached_batched_votes_match_plain_forward_passes(language_model, revi
     assert set(np.unique(kv.votes)) <= {0, 1}
 
 
+def test_pooled_single_query_jobs_and_bfloat16_opt_in(language_model, reviews):
+    ds, texts = reviews
+    texts = [" ".join(t.split()[:6]) for t in texts]
+    prefixes = [SHORT.prefix(TeacherPrompt(((texts[i], int(ds.y_test[i])),))) for i in range(6)]
+    suffixes = [SHORT.query(t) for t in texts[20:26]]
+    # one query per teacher (a crafted prompt's job): all but the suffix's last token join
+    # the prefix; prefixes of different lengths share one masked batch
+    pairs = np.eye(6, dtype=bool)
+    voter = PromptVoter(language_model, SHORT.label_words, SHORT.answer_prefix, threads=1)
+    kv = voter.votes(prefixes, suffixes, pairs=pairs)
+    plain = voter.votes_plain(prefixes, suffixes)
+    assert kv.computed == 6 and np.all(kv.votes[~pairs] == -1)
+    np.testing.assert_array_equal(kv.votes[pairs], plain.votes[pairs])
+    np.testing.assert_allclose(kv.logits[pairs], plain.logits[pairs], atol=2e-3, rtol=0)
+    bf = PromptVoter(
+        language_model, SHORT.label_words, SHORT.answer_prefix, threads=1, dtype="bfloat16"
+    )
+    assert voter.dtype == "float32" and bf.model_key != voter.model_key  # cached apart
+    low = bf.votes(prefixes, suffixes)
+    assert low.votes.shape == (6, 6) and set(np.unique(low.votes)) <= {0, 1}
+    assert np.mean(low.votes != plain.votes) <= 0.25  # close to float32, not the reference
+    assert language_model.model.dtype == language_model.model.model.embed_tokens.weight.dtype
+    assert str(language_model.model.dtype) == "torch.float32"  # the shared model untouched
+
+
 _RESTART = """
 import json, sys
 from dpaudit.mechanisms import GNMax

@@ -573,8 +573,11 @@ class PromptVoter:
     def _run_jobs(self, jobs: list[tuple[int, str, list[str]]]) -> Iterator[tuple[int, np.ndarray]]:
         """Yield ``(teacher, logits)`` per job: here, or split between worker processes."""
         pairs = sum(len(sufs) for _, _, sufs in jobs)
-        groups = _job_groups(jobs)
-        if self.workers == 1 or len(jobs) < 2 or pairs < _MIN_PARALLEL_PAIRS:
+        parallel = not (self.workers == 1 or len(jobs) < 2 or pairs < _MIN_PARALLEL_PAIRS)
+        # in parallel, at least 4 groups per worker keep the workers equally busy
+        most = min(_GROUP_PAIRS, -(-pairs // (4 * self.workers))) if parallel else _GROUP_PAIRS
+        groups = _job_groups(jobs, most)
+        if not parallel:
             for group in groups:
                 outs = self.teacher_logits([(pre, sufs) for _, pre, sufs in group])
                 yield from zip([p for p, _, _ in group], outs, strict=True)
@@ -665,13 +668,20 @@ class PromptVoter:
 
     def _llama(self, torch: Any) -> _Llama:
         if self._fast is None:
-            model = self.lm.model
-            if self.dtype != "float32":
-                import copy
-
-                model = copy.deepcopy(model).to(getattr(torch, self.dtype))
-            self._fast = _Llama(torch, model)
+            self._fast = _Llama(torch, _model_as(self.lm, self.dtype))
         return self._fast
+
+
+@functools.lru_cache(maxsize=2)
+def _model_as(lm: LanguageModel, dtype: str) -> Any:
+    """The model with its weights in ``dtype``: the model itself for float32, else a copy
+    (made once per process and model; the float32 model stays the reference)."""
+    if dtype == "float32":
+        return lm.model
+    import copy
+
+    torch = require("torch", "torch")
+    return copy.deepcopy(lm.model).to(getattr(torch, dtype))
 
 
 def _common_head(encoded: Sequence[list[int]]) -> int:
@@ -855,13 +865,13 @@ class _Llama:
 
 
 def _job_groups(
-    jobs: Sequence[tuple[int, str, list[str]]],
+    jobs: Sequence[tuple[int, str, list[str]]], most: int = _GROUP_PAIRS
 ) -> list[list[tuple[int, str, list[str]]]]:
-    """Consecutive jobs pooled until ``_GROUP_PAIRS`` pairs or ``_GROUP_TEACHERS`` jobs."""
+    """Consecutive jobs pooled until ``most`` pairs or ``_GROUP_TEACHERS`` jobs."""
     groups: list[list[tuple[int, str, list[str]]]] = []
     pairs = 0
     for job in jobs:
-        if not groups or pairs >= _GROUP_PAIRS or len(groups[-1]) >= _GROUP_TEACHERS:
+        if not groups or pairs >= most or len(groups[-1]) >= _GROUP_TEACHERS:
             groups.append([])
             pairs = 0
         groups[-1].append(job)

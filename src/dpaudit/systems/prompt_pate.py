@@ -61,7 +61,7 @@ from dpaudit._settings import from_mapping, option
 from dpaudit._typing import ArrayLike, FloatArray, IntArray, RngLike
 from dpaudit._validate import check_choice, check_positive, check_positive_int
 from dpaudit.mechanisms.values import ConfidentGNMax, GNMax
-from dpaudit.systems._llm import LABEL_TOKEN_RULES
+from dpaudit.systems._llm import LABEL_TOKEN_RULES, VOTE_DTYPES
 from dpaudit.systems._prompts import (
     PROMPT_TASKS,
     PromptTemplate,
@@ -110,6 +110,11 @@ class PromptPATEOptions:
     )
     threads: int | None = option(None, help="torch threads while voting (torch default)")
     workers: int = option(1, help="processes voting in parallel (1 torch thread each)")
+    dtype: str = option(
+        "float32",
+        help="precision of the KV-cached votes: float32 (the reference) or bfloat16 (opt-in, "
+        "faster; answers can differ near ties)",
+    )
     threshold: float | None = option(None, help="Confident GNMax threshold T (GNMax if unset)")
     sigma_threshold: float | None = option(None, help="Confident GNMax threshold noise sigma1")
 
@@ -128,6 +133,7 @@ class PromptPATEOptions:
         if self.threads is not None:
             check_positive_int("threads", self.threads)
         check_positive_int("workers", self.workers)
+        check_choice("dtype", self.dtype, VOTE_DTYPES)
         if (self.threshold is None) != (self.sigma_threshold is None):
             raise ValueError(
                 "threshold and sigma_threshold go together (Confident GNMax), got "
@@ -305,6 +311,7 @@ class PromptPATE:
             cache=cache,
             threads=o.threads,
             workers=o.workers,
+            dtype=o.dtype,
         )
 
     def _text(self, text: str) -> str:
