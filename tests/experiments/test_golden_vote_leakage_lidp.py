@@ -30,6 +30,20 @@ SMALL = {
 #: Not numbers of the experiment: wall-clock time, the config echo, files written.
 IGNORED = {"seconds", "config", "files"}
 RTOL = 1e-12
+#: The released-code baseline of Wang et al. 2022 (``reconstruct_histogram_paper``) stops
+#: when a floating-point loss increases, so a last-bit difference in the BLAS/SIMD kernels of
+#: another CPU can move its stopping step (seen: 1.1e-3 relative on an AVX-512 AMD EPYC,
+#: with bit-identical counts). Its errors in the budget-limited part are compared to 1e-2;
+#: every other number to :data:`RTOL`.
+CHAOTIC = ("budget_limited.records", "budget_limited.mean_error")
+CHAOTIC_KEYS = ("error_paper", ".paper.paper", ".live.paper")
+CHAOTIC_RTOL = 1e-2
+
+
+def _rtol(path: str) -> float:
+    if any(c in path for c in CHAOTIC) and any(path.endswith(k) for k in CHAOTIC_KEYS):
+        return CHAOTIC_RTOL
+    return RTOL
 
 
 def _compare(old: Any, new: Any, path: str, out: list[str]) -> int:
@@ -62,7 +76,7 @@ def _compare(old: Any, new: Any, path: str, out: list[str]) -> int:
     if isinstance(old, (int, float)):
         if isinstance(new, bool) or not isinstance(new, (int, float)):
             out.append(f"{path}: {old!r} != {new!r}")
-        elif not math.isclose(old, new, rel_tol=RTOL, abs_tol=0.0) and old != new:
+        elif not math.isclose(old, new, rel_tol=_rtol(path), abs_tol=0.0) and old != new:
             out.append(f"{path}: {old!r} != {new!r} (rel. diff {abs(new - old) / abs(old):.3g})")
         return 1
     if isinstance(old, str) and old in ("inf", "-inf", "nan") and new != old:
