@@ -585,16 +585,7 @@ class PromptVoter:
         import concurrent.futures as cf
         import multiprocessing as mp
 
-        spec = {
-            "gguf": self.lm.source,
-            "cache_dir": str(Path(self.lm.cached_copy).parent.parent),
-            "label_words": self.label_words,
-            "answer_prefix": self.answer_prefix,
-            "label_tokens": self.label_tokens,
-            "batch_size": self.batch_size,
-            "threads": self.threads or 1,
-            "dtype": self.dtype,
-        }
+        spec = self._worker_spec()
         ctx = mp.get_context("spawn")
         with cf.ProcessPoolExecutor(self.workers, mp_context=ctx) as pool:
             futures = {
@@ -605,6 +596,19 @@ class PromptVoter:
             }
             for fut in cf.as_completed(futures):  # cached as soon as each group is done
                 yield from zip(futures[fut], fut.result(), strict=True)
+
+    def _worker_spec(self) -> dict[str, Any]:
+        """What a worker process needs to rebuild this voter (:func:`_worker_logits`)."""
+        return {
+            "gguf": self.lm.source,
+            "cache_dir": str(Path(self.lm.cached_copy).parent.parent),
+            "label_words": self.label_words,
+            "answer_prefix": self.answer_prefix,
+            "label_tokens": self.label_tokens,
+            "batch_size": self.batch_size,
+            "threads": self.threads or 1,
+            "dtype": self.dtype,
+        }
 
     def votes_plain(self, prefixes: Sequence[str], suffixes: Sequence[str]) -> VoteTable:
         """The reference: one full forward pass of the causal LM per (prefix, suffix), no KV
