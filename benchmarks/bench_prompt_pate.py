@@ -26,7 +26,7 @@ too: this process's, or the finished worker processes').
 
 Usage: ``python benchmarks/bench_prompt_pate.py [--quick] [--skip-audit] [--one-process]
 [--no-bf16] [--datasets rotten-tomatoes,wordnet-nouns-4]``. Quick: 4 teachers × 10 queries
-(block: × 40) for part 1 and no paper-scale audit. Writes ``benchmarks/results/prompt_pate.json``.
+(block: × 80) for part 1 and no paper-scale audit. Writes ``benchmarks/results/prompt_pate.json``.
 """
 
 from __future__ import annotations
@@ -114,14 +114,14 @@ def throughput(quick: bool, one_process: bool = False, bf16: bool = True) -> dic
     import torch
 
     from dpaudit.mechanisms import GNMax
-    from dpaudit.systems._llm import PromptVoter, load_language_model
+    from dpaudit.systems._llm import _MIN_PARALLEL_PAIRS, PromptVoter, load_language_model
     from dpaudit.systems.data import load_dataset
     from dpaudit.systems.prompt_pate import PromptPATE, PromptPATEOptions, TeacherPrompt
 
     ds = load_dataset("rotten-tomatoes")
     pp = PromptPATE(2, GNMax(1.0), PromptPATEOptions(task="rotten-tomatoes", max_words=16))
     t = pp.template
-    m, q, q_rate = (4, 10, 40) if quick else (8, 25, 200)
+    m, q, q_rate = (4, 10, 80) if quick else (8, 25, 200)
     prompts = [TeacherPrompt(((pp._text(ds.X_train[i]), int(ds.y_train[i])),)) for i in range(m)]
     prefixes = [t.prefix(p) for p in prompts]
     all_suffixes = [t.query(pp._text(x)) for x in ds.X_test[:q_rate].tolist()]
@@ -186,10 +186,13 @@ def throughput(quick: bool, one_process: bool = False, bf16: bool = True) -> dic
         )
         out["answers_equal_2_workers"] = int(np.sum(two_w.votes == ref.votes))
         # the workers' start-up is paid once per call: the rate of a long call excludes it
-        start_s = worker_start_seconds(w2)
+        # (a call of fewer than _MIN_PARALLEL_PAIRS pairs runs in this process instead)
         w = out["kv_rate_2_workers"]
-        w["worker_start_seconds"] = start_s
-        w["votes_per_second_after_start"] = n / max(w["seconds"] - start_s, 1e-9)
+        w["in_workers"] = n >= _MIN_PARALLEL_PAIRS
+        if w["in_workers"]:
+            start_s = worker_start_seconds(w2)
+            w["worker_start_seconds"] = start_s
+            w["votes_per_second_after_start"] = n / max(w["seconds"] - start_s, 1e-9)
     # the shipped configs' setting (2 workers of 1 thread) where measured
     best = "kv_rate_2_workers" if "kv_rate_2_workers" in out else "kv_rate_2_threads"
     rate = out[best].get("votes_per_second_after_start", out[best]["votes_per_second"])
