@@ -444,9 +444,12 @@ LABELS = {
 }
 
 
-def markdown_tables(path: pathlib.Path = HERE / "results" / "prompt_pate_reproduction.json") -> str:
-    """The README tables of the reduced reproduction, from its stored JSON."""
-    runs = json.loads(path.read_text())["runs"]
+def markdown_tables(
+    path: pathlib.Path = HERE / "results" / "prompt_pate_reproduction.json", key: str = "runs"
+) -> str:
+    """The README tables of the reduced reproduction (``key="runs"``) or of the paper-scale
+    audits (``path=OUT, key="audits"``), from their stored JSON."""
+    runs = json.loads(path.read_text())[key]
     lines = []
     for key, a in runs.items():
         st = a["settings"]
@@ -555,7 +558,13 @@ def main() -> None:
     )
     ap.add_argument("--workers", type=int, default=None, help="voting processes (config's)")
     ap.add_argument("--table", action="store_true", help="print the reproduction's tables")
+    ap.add_argument(
+        "--table-paper", action="store_true", help="print the paper-scale audits' tables"
+    )
     args = ap.parse_args()
+    if args.table_paper:
+        print(markdown_tables(OUT, key="audits"))
+        return
     if args.table:
         print(markdown_tables())
         print(f"figure: {figure()}")
