@@ -334,6 +334,111 @@ def _dual_pair(a: _Dual, off_a: int, b: _Dual, off_b: int, total: int) -> tuple[
     return v, d
 
 
+def _pair_grid(
+    p: np.ndarray, k1: int, sigma: float, nz: list[int]
+) -> tuple[dict[int, tuple[int, int]], np.ndarray, float]:
+    """Count box per voted class (Bin(k1, p_i) within 1e-20 tails, one more for the added
+    vote) and the x-grid of the integral (step :data:`_PAIR_STEP_SCALE`/√C)."""
+    ranges = {}
+    for i in nz:
+        lo, hi = _count_range(float(p[i]), k1)
+        ranges[i] = (lo, hi + 1)
+    v_lo = max(ranges[i][0] / sigma for i in nz)
+    v_hi = max(ranges[i][1] / sigma for i in nz)
+    step = min(_PAIR_STEP_CAP, _PAIR_STEP_SCALE / math.sqrt(p.size))
+    return ranges, np.arange(v_lo - _HALF_WIDTH, v_hi + _HALF_WIDTH + step, step), step
+
+
+def _dual_class_series(
+    p: np.ndarray,
+    q: np.ndarray,
+    k1: int,
+    sigma: float,
+    ranges: dict[int, tuple[int, int]],
+    x: np.ndarray,
+) -> tuple[dict[int, _Dual], dict[int, _Dual], dict[int, _Dual]]:
+    """Per voted class i, the dual series ``(G_i, q_i·G̃_i)`` with Φ (``big``), with φ
+    (``small``) and of the bare weights (``norm``): weights ``Poi(h; k1·p_i)`` and
+    ``Poi(h − 1; k1·p_i)`` over the class's count box."""
+    big: dict[int, _Dual] = {}
+    small: dict[int, _Dual] = {}
+    norm: dict[int, _Dual] = {}
+    for i, (lo, hi) in ranges.items():
+        h = np.arange(lo, hi + 1)
+        lam = k1 * p[i]
+        w = stats.poisson.pmf(h, lam)
+        wt = q[i] * stats.poisson.pmf(h - 1, lam) if q[i] > 0 else None
+        z = x[:, None] - h[None, :] / sigma
+        cdf = special.ndtr(z)
+        pdf = np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
+        big[i] = (w[None, :] * cdf, None if wt is None else wt[None, :] * cdf)
+        small[i] = (w[None, :] * pdf, None if wt is None else wt[None, :] * pdf)
+        norm[i] = (w[None, :], None if wt is None else wt[None, :])
+    return big, small, norm
+
+
+def _dual_normalisers(
+    norm: dict[int, _Dual], ranges: dict[int, tuple[int, int]], k: int
+) -> tuple[float, float]:
+    """Poisson mass of the count box at total k: of the weights (row 0) and of the ε-term
+    (row 1)."""
+    tot: _Dual = (np.ones((1, 1)), None)
+    off = 0
+    for i in ranges:
+        tot = _dual_conv(tot, norm[i])
+        off += ranges[i][0]
+    z_v, z_d = (float(t[0]) for t in _dual_pair(tot, off, (np.ones((1, 1)), None), 0, k))
+    return z_v, z_d
+
+
+def _dual_targets(
+    big: dict[int, _Dual],
+    small: dict[int, _Dual],
+    ranges: dict[int, tuple[int, int]],
+    others: list[int],
+    top: int,
+    k: int,
+    c: int,
+) -> tuple[np.ndarray, _Dual, int]:
+    """The integrands ``(2, C, U)`` of every voted class as target (zero-order and ε rows),
+    and the product over all voted classes but the top (with its offset).
+
+    ``prefix[j]`` is the product over ``others[:j]``, ``suffix[j]`` that over
+    ``others[j + 1:]`` and the top; target ``others[j]`` pairs its φ-series with their
+    product on the band of coefficients that reaches total k (:func:`_band`).
+    """
+    u = big[top][0].shape[0]
+    prefix: list[tuple[_Dual, int]] = [((np.ones((u, 1)), None), 0)]
+    for i in others[:-1]:
+        a, o = prefix[-1]
+        prefix.append((_dual_conv(a, big[i]), o + ranges[i][0]))
+    suffix: list[tuple[_Dual, int]] = [(big[top], ranges[top][0])]
+    for i in reversed(others[1:]):
+        a, o = suffix[-1]
+        suffix.append((_dual_conv(a, big[i]), o + ranges[i][0]))
+    suffix = suffix[::-1]
+    vals = np.zeros((2, c, u))
+    for j, i in enumerate(others):
+        (a, oa), (b, ob) = prefix[j], suffix[j]
+        g = small[i]
+        t = k - ranges[i][0] - oa - ob  # the band's last index, paired with g[:, 0]
+        lo_b = t - (g[0].shape[1] - 1)
+        band_v = _band(a[0], b[0], lo_b, t)[:, ::-1]
+        band_d = np.zeros_like(band_v)
+        if b[1] is not None:
+            band_d += _band(a[0], b[1], lo_b, t)[:, ::-1]
+        if a[1] is not None:
+            band_d += _band(a[1], b[0], lo_b, t)[:, ::-1]
+        vals[0, i] = np.einsum("us,us->u", g[0], band_v)
+        vals[1, i] = np.einsum("us,us->u", g[0], band_d)
+        if g[1] is not None:
+            vals[1, i] += np.einsum("us,us->u", g[1], band_v)
+    rest = _dual_conv(prefix[-1][0], big[others[-1]])
+    rest_off = prefix[-1][1] + ranges[others[-1]][0]
+    vals[:, top] = _dual_pair(small[top], ranges[top][0], rest, rest_off, k)
+    return vals, rest, rest_off
+
+
 @functools.lru_cache(maxsize=1024)
 def _multinomial_pair_output(
     p_t: tuple[float, ...], q_t: tuple[float, ...], k1: int, sigma: float
@@ -361,80 +466,20 @@ def _multinomial_pair_output(
     zero = [int(i) for i in np.flatnonzero(p <= 0)]
     top = max(nz, key=lambda i: (p[i], -i))
     others = [i for i in nz if i != top]
-    # Count box per class: Bin(k1, p_i) within 1e-20 tails, one more for the added vote.
-    ranges = {}
-    for i in nz:
-        lo, hi = _count_range(float(p[i]), k1)
-        ranges[i] = (lo, hi + 1)
-    v_lo = max(ranges[i][0] / sigma for i in nz)
-    v_hi = max(ranges[i][1] / sigma for i in nz)
-    step = min(_PAIR_STEP_CAP, _PAIR_STEP_SCALE / math.sqrt(c))
-    x = np.arange(v_lo - _HALF_WIDTH, v_hi + _HALF_WIDTH + step, step)
-    u = x.size
-    big: dict[int, _Dual] = {}
-    small: dict[int, _Dual] = {}
-    norm: dict[int, _Dual] = {}
-    for i in nz:
-        lo, hi = ranges[i]
-        h = np.arange(lo, hi + 1)
-        lam = k1 * p[i]
-        w = stats.poisson.pmf(h, lam)
-        wt = q[i] * stats.poisson.pmf(h - 1, lam) if q[i] > 0 else None
-        z = x[:, None] - h[None, :] / sigma
-        cdf = special.ndtr(z)
-        pdf = np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
-        big[i] = (w[None, :] * cdf, None if wt is None else wt[None, :] * cdf)
-        small[i] = (w[None, :] * pdf, None if wt is None else wt[None, :] * pdf)
-        norm[i] = (w[None, :], None if wt is None else wt[None, :])
-    log_phi_zero = special.log_ndtr(x)
-    log_z = len(zero) * log_phi_zero
-    # Normalisers: Poisson mass of the box at total k (row 0) and of the ε-term (row 1).
-    tot: _Dual = (np.ones((1, 1)), None)
-    off = 0
-    for i in nz:
-        tot = _dual_conv(tot, norm[i])
-        off += ranges[i][0]
-    z_v, z_d = (float(t[0]) for t in _dual_pair(tot, off, (np.ones((1, 1)), None), 0, k))
+    ranges, x, step = _pair_grid(p, k1, sigma, nz)
+    big, small, norm = _dual_class_series(p, q, k1, sigma, ranges, x)
+    z_v, z_d = _dual_normalisers(norm, ranges, k)
     if not (z_v > 0 and (z_d > 0 or not q[nz].any())):  # pragma: no cover - box has the mode
         raise FloatingPointError("multinomial normaliser underflowed")
-    # prefix[j] = product over others[:j]; suffix[j] = product over others[j:] and the top.
-    prefix: list[tuple[_Dual, int]] = [((np.ones((u, 1)), None), 0)]
-    for i in others[:-1]:
-        a, o = prefix[-1]
-        prefix.append((_dual_conv(a, big[i]), o + ranges[i][0]))
-    suffix: list[tuple[_Dual, int]] = [(big[top], ranges[top][0])]
-    for i in reversed(others[1:]):
-        a, o = suffix[-1]
-        suffix.append((_dual_conv(a, big[i]), o + ranges[i][0]))
-    suffix = suffix[::-1]  # suffix[j] = product over others[j + 1:] and the top
-    vals = np.zeros((2, c, u))
-    for j, i in enumerate(others):
-        (a, oa), (b, ob) = prefix[j], suffix[j]
-        g = small[i]
-        t = k - ranges[i][0] - oa - ob  # the band's last index, paired with g[:, 0]
-        lo_b = t - (g[0].shape[1] - 1)
-        band_v = _band(a[0], b[0], lo_b, t)[:, ::-1]
-        band_d = np.zeros_like(band_v)
-        if b[1] is not None:
-            band_d += _band(a[0], b[1], lo_b, t)[:, ::-1]
-        if a[1] is not None:
-            band_d += _band(a[1], b[0], lo_b, t)[:, ::-1]
-        vals[0, i] = np.einsum("us,us->u", g[0], band_v)
-        vals[1, i] = np.einsum("us,us->u", g[0], band_d)
-        if g[1] is not None:
-            vals[1, i] += np.einsum("us,us->u", g[1], band_v)
-    # The top class, and the zero classes (φ/Φ at count 0 times the product of all).
-    rest, rest_off = (
-        _dual_conv(prefix[-1][0], big[others[-1]]),
-        prefix[-1][1] + ranges[others[-1]][0],
-    )
-    vals[:, top] = _dual_pair(small[top], ranges[top][0], rest, rest_off, k)
+    vals, rest, rest_off = _dual_targets(big, small, ranges, others, top, k, c)
+    # The zero classes: φ/Φ at count 0 times the product of all the others.
+    log_phi_zero = special.log_ndtr(x)
     if zero:
         base = np.stack(_dual_pair(big[top], ranges[top][0], rest, rest_off, k))
         ratio = np.exp(-0.5 * x * x - 0.5 * math.log(2.0 * math.pi) - log_phi_zero)
         for i in zero:
             vals[:, i] = base * ratio
-    out = step * np.einsum("rcu,u->rc", vals, np.exp(log_z))
+    out = step * np.einsum("rcu,u->rc", vals, np.exp(len(zero) * log_phi_zero))
     out[0] /= z_v
     mass = float(q[nz].sum())
     out[1] = out[1] * (mass / z_d) if mass > 0 else 0.0
