@@ -1,7 +1,8 @@
 """Benchmark the noisy-argmax core (issue "Foundation"): exact Q(H), Monte Carlo, exact sampler.
 
 Targets: exact Q(H), C = 10, batch of 10^4 histograms ≤ 20 µs per histogram on one core;
-Monte Carlo, C = 10, σ = 40, n = 10^8, throughput ≥ 2× the naive baseline
+Monte Carlo, C = 10, σ = 40, n = 10^8, throughput ≥ 2× the naive baseline (≥ 5× at low
+consensus since the paper-scale audit issue)
 ``np.argmax(H + rng.normal(0, σ, (b, C)), axis=1)`` in blocks of 10^6 (same run, same memory
 cap: blocks of 10^6 draws for both); exact sampler n = 10^8 < 1 ms; torch CUDA if present.
 
@@ -106,6 +107,7 @@ def main() -> None:
 
     # 2. Monte Carlo throughput vs the naive baseline, blocks of 10^6 draws for both.
     mc = {}
+    targets = {"high-consensus": 2.0, "low-consensus": 5.0}
     for name, votes in (("high-consensus", HIGH), ("low-consensus", LOW)):
         t_naive, t_ours = [], []
         counts = None
@@ -125,6 +127,7 @@ def main() -> None:
             "naive_samples_per_s": n_mc / min(t_naive),
             "dpaudit_samples_per_s": n_mc / min(t_ours),
             "speedup": min(t_naive) / min(t_ours),
+            "target_speedup": targets[name],
             "chi2_pvalue_vs_exact_q": chi2_pvalue(counts, q),
             "chi2_draws": int(counts.sum()),
         }
@@ -166,7 +169,8 @@ def main() -> None:
     for k, v in mc.items():
         print(
             f"  Monte Carlo {k}, n={v['n']:.0e}: {v['dpaudit_samples_per_s'] / 1e6:.1f} M/s vs "
-            f"naive {v['naive_samples_per_s'] / 1e6:.1f} M/s -> {v['speedup']:.2f}x (target ≥ 2x)"
+            f"naive {v['naive_samples_per_s'] / 1e6:.1f} M/s -> {v['speedup']:.2f}x "
+            f"(target ≥ {v['target_speedup']:g}x)"
             f", χ² p = {v['chi2_pvalue_vs_exact_q']:.3f}"
         )
     print(f"  exact sampler n=1e8: {out['exact_sampler_n1e8_ms']:.3f} ms (target < 1 ms)")

@@ -71,6 +71,7 @@ from dpaudit._validate import (
     check_votes,
 )
 from dpaudit.engine import DEFAULT_ENGINE_BLOCK_SIZE, run_blocks
+from dpaudit.mechanisms import _joint
 from dpaudit.mechanisms import _quadrature as quad
 from dpaudit.mechanisms._kernels import (
     NoisyArgmaxBlock,
@@ -265,6 +266,14 @@ _COST_BUCKET = 8.0
 _COST_CROSS = 40.0
 _COST_FILL = 35.0
 _COST_STEP = 12_000.0
+# The joint-law sampler (dpaudit.mechanisms._joint): one alias-table draw ~_COST_JOINT; a
+# "maybe" draw (≲ 1 % of them, _JOINT_MAYBE) ~_COST_MAYBE + _COST_MAYBE_CLASS·C; building
+# its table ~_COST_CELL per cell, charged to every block (the table cache is small).
+_COST_JOINT = 11.0
+_JOINT_MAYBE = 0.01
+_COST_MAYBE = 70.0
+_COST_MAYBE_CLASS = 20.0
+_COST_CELL = 100.0
 # Thresholds τ_k = max v − 3 + k/4 (k < 25): a draw whose explicit maximum b lies in
 # [τ_k, τ_{k+1}) is tested against τ_k, so a thinned class crosses τ_k not much more often
 # than it beats b (roughly e^{(b − v_j)/4} times). A single threshold max v − gap is the
@@ -283,6 +292,7 @@ class _Plan(NamedTuple):
     taus: np.ndarray  # (K,) thresholds, increasing, evenly spaced when K > 1
     p_cross: np.ndarray  # (K, |R|) P(Y_j > τ_k)
     p_below: np.ndarray  # (|R|,) P(Y_j ≤ τ_0)
+    joint: bool = False  # sample from the joint law of (max, argmax) instead
 
 
 def _thinning_plan(v: np.ndarray, size: int) -> _Plan:
@@ -298,7 +308,7 @@ def _plan_for(key: bytes, size: int) -> _Plan:
     empty = np.empty(0)
     plain = _Plan(order, order[:0], empty, np.empty((0, 0)), empty)
     m_max = min(c - 1, _MAX_EXPLICIT)
-    if m_max < 1 or size * c <= 4096:
+    if m_max < 1 or size * c <= 4096 or not np.isfinite(v.max()):
         return plain
     vs = v[order]
     grids = [vs[0] + _BUCKET_LOW + _BUCKET_WIDTH * np.arange(_N_BUCKETS)]
@@ -324,6 +334,14 @@ def _plan_for(key: bytes, size: int) -> _Plan:
         i = int(np.argmin(cost))
         if cost[i] < best_cost:
             best_cost, best = float(cost[i]), (int(m[i]), taus)
+    cells = _joint.cells_estimate(v)
+    joint_cost = (
+        _COST_JOINT
+        + _JOINT_MAYBE * (_COST_MAYBE + _COST_MAYBE_CLASS * c)
+        + _COST_CELL * cells / size
+    )
+    if joint_cost < best_cost and cells <= _joint.MAX_CELLS:
+        return plain._replace(joint=True)
     if best is None:
         return plain
     m_best, taus = best
@@ -341,7 +359,8 @@ def sample_argmax_block(
     Peak memory (numpy), one histogram at a time: ``size`` float64 noise values per
     explicitly sampled class plus about three ``size``-long work arrays, at most
     ``8·size·(C + 3)`` bytes (≈ 109 MB for the default block and C = 10, when every class
-    is explicit); with thinning (see :func:`_numpy_block`) only the explicit classes count.
+    is explicit); with thinning (see :func:`_numpy_block`) only the explicit classes count,
+    and the joint-law sampler needs ``24·size`` bytes plus its table (≤ 13 MB).
 
     Raises:
         TypeError: ``v`` not real numbers, ``size`` not an integer, ``seed`` not a
@@ -402,9 +421,16 @@ def _numpy_block(v: np.ndarray, size: int, gen: np.random.Generator) -> np.ndarr
     two-component mixture), independently, so the counts are exact in distribution; values
     that cannot change the argmax are simply not generated. When R is empty this is the
     plain ``argmax(v + Z)``.
+
+    Where the cost model says it pays (low consensus, large blocks; ``plan.joint``), the
+    block is drawn instead from the joint law of (max, argmax) by the ziggurat-style
+    rejection sampler of :mod:`dpaudit.mechanisms._joint`: about one uniform per draw,
+    exact in distribution as well.
     """
     c = v.size
     plan = _thinning_plan(v, size)
+    if plan.joint:
+        return _joint.sample_joint(_joint.joint_table(v), size, gen)
     e_idx, r_idx, taus = plan.explicit, plan.thinned, plan.taus
     # Explicit classes, one row each (a running maximum over rows is several times faster
     # than argmax along a short last axis). Exact ties (probability ~0) keep the earlier row.
@@ -513,7 +539,8 @@ class ArgmaxBlock:
     Attributes:
         votes: a histogram ``(C,)`` or a batch ``(..., C)``, C ≥ 2, finite.
         sigma: noise standard deviation σ > 0.
-        backend: ``"numpy"`` (exact thinning sampler) or ``"torch"`` (CPU or CUDA).
+        backend: ``"numpy"`` (exact: thinning, or the joint-law sampler where it pays) or
+            ``"torch"`` (CPU or CUDA).
         device: torch device string (e.g. ``"cuda"``); torch backend only.
 
     Example:
