@@ -8,6 +8,13 @@ before the engine moved to ``dpaudit.engine`` (``dpaudit.experiments.engine.run_
 the block loop of ``dpaudit.mechanisms.noisy_argmax``), by calling ``reference_cases`` with
 that API; the tests call it with today's. The histogram samplers live here (module level) so
 that worker processes can unpickle them.
+
+One deliberate change since: the nine fixed-histogram cases where the Monte-Carlo kernel now
+draws from the joint law of (max, argmax) instead of thinning (``LOW`` and the batch's
+second row at blocks of 50,000 and more, and ``sample/default``; see
+``dpaudit.mechanisms._joint``) were re-recorded once, with the kernel of that change. Their
+law is unchanged (χ² tests against Q(H) in tests/mechanisms/); every other case still holds
+the counts of the loops the engine replaced.
 """
 
 from __future__ import annotations

@@ -101,7 +101,9 @@ def _manual(n: int, block_size: int, seed: int) -> np.ndarray:
 
 
 def test_every_reference_count_is_unchanged():
-    """Bit-identical to the two sampling loops this engine replaced (recorded before)."""
+    """Bit-identical to the two sampling loops this engine replaced (recorded before; nine
+    low-consensus cases re-recorded when the kernel gained its joint-law route, see
+    tests/engine_cases.py)."""
     pytest.importorskip("torch")
     expected = json.loads(REFERENCE.read_text())
     cases = reference_cases(API)

@@ -5,11 +5,11 @@ For standardised votes ``v`` (noise ``N(0, 1)`` per class) the noisy maximum
 
     g_j(t) = φ(t − v_j) · ∏_{i≠j} Φ(t − v_i),          Σ_j ∫ g_j = 1
 
-(the integrand of Q_j(H); Chadha et al. 2024, arXiv:2402.09403, Eq. 4; Yuan et al. 2024,
-Thm 1), so one draw of the mechanism's output is one draw of ``J`` under this law. This
-module samples it by rejection from a piecewise-constant envelope, the way the ziggurat
-method samples a single normal (Marsaglia & Tsang 2000, J. Stat. Softw. 5(8)) — the naive
-simulation spends one ziggurat normal per class, this spends about one uniform per draw.
+(the integrand of Q_j(H); Chadha et al. 2024, arXiv:2402.09403, Eq. 4; Wang et al. 2022,
+arXiv:2209.10732, Thm 1), so one draw of the mechanism's output is one draw of ``J`` under
+this law. This module samples it by rejection from a piecewise-constant envelope, the way
+the ziggurat method samples a single normal (Marsaglia & Tsang 2000, J. Stat. Softw. 5(8)):
+the naive simulation spends one ziggurat normal per class, this about one uniform per draw.
 
 **Cells.** ``t ∈ [lo, hi)`` is cut into bins of width ``w = 2⁻⁸``; on bin ``[a, b]`` every
 ``g_j`` is bracketed *rigorously*, because ``∏_{i≠j} Φ(t − v_i)`` increases in t and
@@ -149,9 +149,9 @@ def _widen(log_u: np.ndarray, log_l: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 def _alias(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Walker's alias table (Vose's construction) for weights ``p``, padded with zero
-    weights to ``K = 2^k`` entries: with ``x = u·K``, outcome ``i = ⌊x⌋`` if
-    ``x − i < threshold[i]`` else ``alias[i]``."""
+    """Walker's alias table (Walker 1977, ACM TOMS 3(3); built as in Vose 1991, IEEE TSE
+    17(9)) for weights ``p``, padded with zero weights to ``K = 2^k`` entries: with
+    ``x = u·K``, outcome ``i = ⌊x⌋`` if ``x − i < threshold[i]`` else ``alias[i]``."""
     k = 1 << max(1, (p.size - 1).bit_length())
     q = np.zeros(k)
     q[: p.size] = p * (k / p.sum())
