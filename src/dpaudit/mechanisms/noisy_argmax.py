@@ -296,7 +296,8 @@ class _Plan(NamedTuple):
 
 
 def _thinning_plan(v: np.ndarray, size: int) -> _Plan:
-    """Explicit classes and thresholds minimising the modelled cost per draw (cached)."""
+    """Explicit classes and thresholds minimising the modelled cost per draw, or the
+    joint-law route when that is cheaper (cached)."""
     return _plan_for(v.tobytes(), size)
 
 
