@@ -9,20 +9,10 @@ from scipy import stats
 
 from dpaudit.mechanisms import _joint, argmax_probabilities, sample_argmax_counts
 from dpaudit.mechanisms import noisy_argmax as na
+from stats_support import chi2_pvalue
 
 LOW = [19, 7, 31, 7, 78, 4, 90, 10, 3, 1]
 HIGH = [4, 7, 6, 8, 4, 2, 0, 214, 4, 1]
-
-
-def chi2_pvalue(counts, probs):
-    e = counts.sum() * probs
-    keep = e >= 5
-    obs = np.r_[counts[keep], counts[~keep].sum()]
-    exp = np.r_[e[keep], e[~keep].sum()]
-    if exp[-1] < 5:
-        obs, exp = obs[:-1], exp[:-1]
-        exp = exp * obs.sum() / exp.sum()
-    return stats.chisquare(obs, exp).pvalue
 
 
 def standardised(votes, sigma):

@@ -21,6 +21,7 @@ from dpaudit.mechanisms import (
     sample_argmax_counts_exact,
     sample_argmax_counts_from,
 )
+from stats_support import chi2_pvalue
 
 HISTS = [
     ([4, 7, 6, 8, 4, 2, 0, 214, 4, 1], 40.0),  # high consensus: thinning path
@@ -28,18 +29,6 @@ HISTS = [
     ([100, 0, 0], 20.0),
     ([14, 12, 10, 8, 6], 2.0),
 ]
-
-
-def chi2_pvalue(counts, probs):
-    n = counts.sum()
-    e = n * probs
-    keep = e >= 5
-    obs = np.r_[counts[keep], counts[~keep].sum()]
-    exp = np.r_[e[keep], e[~keep].sum()]
-    if exp[-1] < 5:
-        obs, exp = obs[:-1], exp[:-1]
-        exp = exp * obs.sum() / exp.sum()
-    return stats.chisquare(obs, exp).pvalue
 
 
 @pytest.mark.parametrize(("votes", "sigma"), HISTS)

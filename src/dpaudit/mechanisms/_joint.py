@@ -181,9 +181,8 @@ def sample_joint(table: JointTable, size: int, gen: np.random.Generator) -> np.n
         key = i * 2
         key += x >= table.threshold[i]
         pairs = np.bincount(key, minlength=2 * k).reshape(k, 2)
-        outcome = np.bincount(np.arange(k), weights=pairs[:, 0], minlength=k)
-        outcome += np.bincount(table.alias, weights=pairs[:, 1], minlength=k)
-        outcome = outcome.astype(np.int64)
+        outcome = pairs[:, 0].astype(np.int64)
+        np.add.at(outcome, table.alias, pairs[:, 1])
         counts += outcome[:c]
         n_maybe = int(outcome[c])
         accepted = _maybe(table, n_maybe, gen)
