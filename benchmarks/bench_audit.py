@@ -214,8 +214,9 @@ def per_query_costs() -> dict:
 
 
 def training_costs() -> dict:
-    from dpaudit.systems import TeacherEnsemble
     from dpaudit.systems.data import load_dataset
+
+    from dpaudit.systems import TeacherEnsemble
 
     try:
         ds = load_dataset("fashion-mnist")
@@ -334,8 +335,8 @@ BASELINE_OVERRIDES = {
 
 def paper_scale_runs() -> dict:
     """Wall time of the resolving paper-scale audit and of the baseline config, same run."""
-    from dpaudit.experiments.config import find_config, load_config
     from dpaudit.experiments.private_prediction import audit_private_prediction
+    from dpaudit.experiments.private_prediction.config import find_config, load_config
 
     out = {}
     for label, overrides in (("resolving", {}), ("baseline_R4_logistic", BASELINE_OVERRIDES)):
@@ -362,11 +363,11 @@ def retraining_rates() -> dict:
     the ridge teacher's exact update (``RidgeTeacher.with_rows``) vs a cold ridge refit vs a
     cold refit of the default logistic teacher, same run, one BLAS thread; and how far the
     update's coefficients are from the cold refit's."""
+    from dpaudit.systems.data import load_dataset
     from threadpoolctl import threadpool_limits
 
     from dpaudit.systems._estimators import make_estimator
     from dpaudit.systems._ridge import RidgeTeacher
-    from dpaudit.systems.data import load_dataset
 
     try:
         ds = load_dataset("fashion-mnist")

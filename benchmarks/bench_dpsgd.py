@@ -38,7 +38,7 @@ SIGMA = 1.0
 
 
 def _data(n: int) -> LabelledData:
-    from dpaudit.experiments.dpsgd import load_pool
+    from dpaudit.experiments.dpsgd.pipeline import load_pool
 
     pool = load_pool("fashion-mnist")
     return pool.subset(np.arange(n))
@@ -110,9 +110,9 @@ def throughput(n: int, steps: int, repeats: int) -> dict:
 
 def end_to_end() -> dict:
     from dpaudit import _settings
-    from dpaudit.experiments.config import find_config
-    from dpaudit.experiments.dpsgd import audit_dpsgd
-    from dpaudit.experiments.dpsgd_settings import DPSGDAuditSettings
+    from dpaudit.experiments.dpsgd.pipeline import audit_dpsgd
+    from dpaudit.experiments.dpsgd.settings import DPSGDAuditSettings
+    from dpaudit.experiments.private_prediction.config import find_config
 
     s = _settings.load_toml(find_config("dp-sgd-fashion-mnist"), DPSGDAuditSettings)
     start = time.perf_counter()

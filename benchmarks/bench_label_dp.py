@@ -31,9 +31,9 @@ import statistics
 import time
 
 import numpy as np
+from dpaudit.systems.data import load_dataset
 
 from dpaudit.errors import MissingDatasetError
-from dpaudit.systems.data import load_dataset
 from dpaudit.systems.label_dp import LabelTargets, TrainingSettings, train_network
 
 
@@ -111,8 +111,8 @@ def throughput(ds, pairs: int, epochs: int) -> dict:
 
 
 def demo_wall_time() -> dict:
-    from dpaudit.experiments.label_dp import run_label_dp
-    from dpaudit.experiments.label_dp_settings import load_label_dp_config
+    from dpaudit.experiments.label_dp.pipeline import run_label_dp
+    from dpaudit.experiments.label_dp.settings import load_label_dp_config
 
     start = time.perf_counter()
     res = run_label_dp(load_label_dp_config("label-dp-demo"))

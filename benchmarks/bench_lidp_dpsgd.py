@@ -41,10 +41,10 @@ import numpy as np
 from dpaudit import _settings
 from dpaudit._rng import child_seed
 from dpaudit.engine import EXECUTORS, RayExecutor
-from dpaudit.experiments.config import find_config
-from dpaudit.experiments.lidp_dpsgd import build_runs, build_system, draw_layout, load_data
-from dpaudit.experiments.lidp_dpsgd_settings import LiDPDPSGDSettings
-from dpaudit.experiments.lidp_runs import RunPlan, collect_statistics
+from dpaudit.experiments.lidp_dpsgd.pipeline import build_runs, build_system, draw_layout, load_data
+from dpaudit.experiments.lidp_dpsgd.runs import RunPlan, collect_statistics
+from dpaudit.experiments.lidp_dpsgd.settings import LiDPDPSGDSettings
+from dpaudit.experiments.private_prediction.config import find_config
 
 RESULTS = Path(__file__).parent / "results"
 QUICK = os.environ.get("DPAUDIT_BENCH_QUICK") == "1"
@@ -111,13 +111,13 @@ def _ray_rows(runs, small, large) -> tuple[list[dict], dict]:
 
 def _gain(gain_dir: str | None) -> dict | None:
     if gain_dir is not None:
-        from dpaudit.experiments.lidp_dpsgd import run_lidp_dpsgd
+        from dpaudit.experiments.lidp_dpsgd.pipeline import run_lidp_dpsgd
 
         settings = _settings.load_toml(find_config("lidp-dp-sgd-gain"), LiDPDPSGDSettings)
         settings = _settings.apply_overrides(settings, {"execution.workers": 2})
         load0 = _load()
         t0 = time.perf_counter()
-        res = run_lidp_dpsgd(settings, checkpoint=Path(gain_dir) / "runs.tasks")
+        res = run_lidp_dpsgd(settings, checkpoint=Path(gain_dir))
         a = res.detail.audit
         return {
             "wall_seconds": round(time.perf_counter() - t0, 1),

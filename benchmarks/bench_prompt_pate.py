@@ -112,10 +112,10 @@ def throughput(quick: bool, one_process: bool = False, bf16: bool = True) -> dic
     with 1 thread, 2 threads in one process and 2 worker processes of 1 thread, and the
     opt-in bfloat16 path (speed, and its answers against float32's)."""
     import torch
+    from dpaudit.systems.data import load_dataset
 
     from dpaudit.mechanisms import GNMax
     from dpaudit.systems._llm import _MIN_PARALLEL_PAIRS, PromptVoter, load_language_model
-    from dpaudit.systems.data import load_dataset
     from dpaudit.systems.prompt_pate import PromptPATE, PromptPATEOptions, TeacherPrompt
 
     ds = load_dataset("rotten-tomatoes")
@@ -243,9 +243,9 @@ def settings_for(name: str, cache_dir: str, workers: int | None = None, **audit)
     ``workers`` voting processes when given), and the dataset to pass (``wordnet-nouns-4`` is
     passed as a Dataset until it is registered)."""
     import tomllib
-
-    from dpaudit.experiments.config import find_config, parse_config
     from dpaudit.systems.data import DATASET_NAMES
+
+    from dpaudit.experiments.private_prediction.config import find_config, parse_config
 
     raw = tomllib.loads(find_config(f"prompt-pate-{name}").read_text())
     raw["system"]["options"]["prompt-pate"]["cache_dir"] = cache_dir
@@ -352,7 +352,7 @@ def paper_audit(
         "seed": s.seed,
     }
     t0 = time.perf_counter()
-    res = audit_private_prediction(s, dataset=dataset)
+    res = audit_private_prediction(s, data=dataset)
     out["wall_seconds_cold_cache" if cold else "wall_seconds_warm_or_partial_cache"] = (
         time.perf_counter() - t0
     )
@@ -389,7 +389,7 @@ def paper_audit(
         **{"audit.confidence_level": level, "adversary.adversaries": list(NATQ)},
     )
     t1 = time.perf_counter()
-    res4 = audit_private_prediction(s4, dataset=dataset)
+    res4 = audit_private_prediction(s4, data=dataset)
     out["wall_seconds_bonferroni_rerun_warm"] = time.perf_counter() - t1
     natq = [e for e in res.entries if e.adversary in NATQ]
     out["best_of_four"] = {

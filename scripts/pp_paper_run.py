@@ -32,8 +32,8 @@ SECTION = ROOT / "docs" / "sections" / "05-private-prediction-audit.md"
 
 
 def run(name: str, n_jobs: int | None, out: Path) -> None:
-    from dpaudit.experiments.config import find_config, load_config
     from dpaudit.experiments.private_prediction import audit_private_prediction
+    from dpaudit.experiments.private_prediction.config import find_config, load_config
     from dpaudit.report.pp_readme import summarise
 
     overrides = {} if n_jobs is None else {"n_jobs": n_jobs}

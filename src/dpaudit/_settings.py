@@ -50,11 +50,14 @@ __all__ = [
     "apply_overrides",
     "check_sections",
     "fields",
+    "find_config",
     "from_mapping",
+    "load_config",
     "load_toml",
     "option",
     "parse_toml",
     "schema",
+    "shipped_configs",
     "to_mapping",
     "to_toml",
 ]
@@ -348,6 +351,55 @@ def load_toml(path: str | Path, cls: type) -> Any:
     if not p.is_file():
         raise FileNotFoundError(f"config file {str(p)!r} does not exist")
     return parse_toml(p.read_text(), cls, source=f"config file {str(p)!r}")
+
+
+def shipped_configs() -> tuple[str, ...]:
+    """Names of the configs shipped inside the package (``dpaudit/configs/*.toml``)."""
+    from importlib import resources
+
+    folder = resources.files("dpaudit") / "configs"
+    return tuple(sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".toml")))
+
+
+def find_config(name: str | Path) -> Path:
+    """A config file: ``name`` itself when it is an existing file, else the config shipped
+    inside the package under that name (``"demo"``, ``"paper-mnist.toml"``,
+    ``"configs/label-dp-demo.toml"`` …; the folder part is ignored for shipped configs).
+
+    This is the one place a config is found by name (the command line's ``--config`` and
+    every workflow's loader call it).
+
+    Raises:
+        FileNotFoundError: neither an existing file nor a shipped config (the message lists
+            the shipped configs).
+
+    Example:
+        >>> find_config("demo").name
+        'demo.toml'
+    """
+    from importlib import resources
+
+    path = Path(name).expanduser()
+    if path.is_file():
+        return path
+    stem = path.name[:-5] if path.name.endswith(".toml") else path.name
+    shipped = resources.files("dpaudit") / "configs" / f"{stem}.toml"
+    if stem and shipped.is_file():
+        return Path(str(shipped))
+    raise FileNotFoundError(
+        f"config {str(name)!r} is neither a file nor a config shipped with dpaudit "
+        f"(shipped: {', '.join(shipped_configs())})"
+    )
+
+
+def load_config(name: str | Path, cls: type) -> Any:
+    """Settings ``cls`` from a TOML file or a shipped config's name (:func:`find_config`).
+
+    Raises:
+        FileNotFoundError: no such file nor shipped config.
+        ValueError: not valid TOML, or invalid settings (the message names the key).
+    """
+    return load_toml(find_config(name), cls)
 
 
 # ---------------------------------------------------------------------------- derivations

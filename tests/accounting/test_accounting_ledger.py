@@ -670,3 +670,38 @@ def test_from_json_accepts_reachable_edge_states():
         doc = _doc(mech, analysis, charges=charges)
         back = PrivacyLedger.from_json(json.dumps(doc))
         assert back.to_json() == json.dumps(doc, indent=2)
+
+
+# -- one ledger arithmetic: LedgerRules, which PrivacyLedger and the service both run ----------
+def test_privacy_ledger_runs_the_ledger_rules():
+    """The ledger's curve is the left fold of its charges under LedgerRules.compose, its ε is
+    LedgerRules.epsilon and its budget test LedgerRules.fits: bit for bit."""
+    from dpaudit.accounting._ledger import LedgerRules
+
+    mech = ConfidentGNMax(150.0, 40.0, 15.0)
+    led = PrivacyLedger(mech, delta=1e-5, epsilon_budget=3.0, conversion="standard")
+    rules = led.rules
+    assert rules == LedgerRules(mech, tuple(DEFAULT_ORDERS), 1e-5, "data-dependent", "standard")
+    rng = np.random.default_rng(5)
+    total = np.zeros(len(DEFAULT_ORDERS))
+    for v, a in zip(_queries(rng, 300), rng.random(300) < 0.6, strict=True):
+        cost = rules.cost(v)
+        after = rules.compose(total, cost.threshold_rdp, cost.answer_rdp if a else 0.0)
+        if rules.fits(rules.epsilon(after), 3.0):
+            led.charge(v, answered=bool(a))
+            total = after
+        else:
+            with pytest.raises(BudgetExhaustedError):
+                led.charge(v, answered=bool(a))
+    np.testing.assert_array_equal(_bits(led.rdp.epsilons), _bits(total))
+    assert led.epsilon() == rules.epsilon(total) and led.epsilon(1e-3) == rules.epsilon(total, 1e-3)
+
+
+def test_ledger_rules_compose_is_a_left_fold_and_fits_is_at_most():
+    from dpaudit.accounting._ledger import LedgerRules
+
+    a, b, c = np.array([0.1]), np.array([0.2]), np.array([0.3])
+    assert LedgerRules.compose(a, b, c)[0] == (0.1 + 0.2) + 0.3 != 0.1 + (0.2 + 0.3)
+    assert LedgerRules.compose(np.array([1e308]), np.array([1e308]))[0] == np.inf  # no warning
+    assert LedgerRules.fits(1.0, 1.0) and LedgerRules.fits(5.0, None)
+    assert not LedgerRules.fits(1.0 + 2**-52, 1.0) and not LedgerRules.fits(np.inf, 1.0)

@@ -298,7 +298,7 @@ ISSUE5_MODULES = [
     "dpaudit.bounds._memorization",
     "dpaudit.bounds._sweep",
     "dpaudit.conversions._gdp",
-    "dpaudit.experiments.lidp",
+    "dpaudit.experiments.lidp_gaussian.pipeline",
 ]
 
 

@@ -131,7 +131,7 @@ def test_config_by_shipped_name(tmp_path, monkeypatch):
 
 
 def test_demo_command(monkeypatch, tmp_path):
-    import dpaudit.experiments.config as config
+    import dpaudit.experiments.private_prediction.config as config
 
     tiny = config.parse_config(
         {"data": {"dataset": "digits"},

@@ -10,7 +10,7 @@ from scipy import special
 
 from dpaudit.bounds import epsilon_from_scores
 from dpaudit.conversions import gdp_epsilon
-from dpaudit.experiments.canary_scores import (
+from dpaudit.experiments.canary_scores.pipeline import (
     ScoresAuditSettings,
     audit_canary_scores,
     audit_scores,
@@ -163,11 +163,11 @@ def test_docstring_examples():
     from doctest_support import module_examples
 
     for name in (
-        "dpaudit.experiments.canary_scores",
-        "dpaudit.experiments.one_run_audit",
-        "dpaudit.experiments.dpsgd_settings",
-        "dpaudit.experiments.dpsgd_reproduction",
-        "dpaudit.experiments.dpsgd",
+        "dpaudit.experiments.canary_scores.pipeline",
+        "dpaudit.bounds._one_run_max",
+        "dpaudit.experiments.dpsgd.settings",
+        "dpaudit.experiments.dpsgd.reproduction",
+        "dpaudit.experiments.dpsgd.pipeline",
         "dpaudit.attacks._canaries",
         "dpaudit.attacks._mia_scores",
         "dpaudit.attacks._qmia",

@@ -14,15 +14,15 @@ pytest.importorskip("opacus")
 from dpaudit import _settings
 from dpaudit.attacks import QMIASettings
 from dpaudit.errors import MissingDatasetError
-from dpaudit.experiments.config import find_config
-from dpaudit.experiments.dpsgd import audit_dpsgd, build_system, load_pool
-from dpaudit.experiments.dpsgd_settings import (
+from dpaudit.experiments.dpsgd.pipeline import audit_dpsgd, build_system, load_pool
+from dpaudit.experiments.dpsgd.settings import (
     AttackSettings,
     AuditBoundSettings,
     CanarySettings,
     DataSettings,
     DPSGDAuditSettings,
 )
+from dpaudit.experiments.private_prediction.config import find_config
 from dpaudit.systems import DPSGD, DPSGDSettings, LabelledData, train_dpsgd
 
 
@@ -65,8 +65,8 @@ def fashion_pool():
 @pytest.mark.slow
 def test_planted_bug_is_caught_and_the_honest_system_is_not(fashion_pool):
     s = BUG_SETTINGS
-    buggy = audit_dpsgd(s, system=QuietDPSGD(s.training, s.nominal_size), pool=fashion_pool)
-    honest = audit_dpsgd(s, pool=fashion_pool)
+    buggy = audit_dpsgd(s, system=QuietDPSGD(s.training, s.nominal_size), data=fashion_pool)
+    honest = audit_dpsgd(s, data=fashion_pool)
     claim = buggy.entries[0].claim
     assert claim.analysis == "opacus (RDP)" and 1.7 < claim.epsilon < 1.8
     caught = buggy.entry("dp-sgd", "baseline:max")
@@ -183,7 +183,7 @@ def test_layout_errors_before_training():
 
 @pytest.mark.parametrize("kind", ["data", "flipped", "signs"])
 def test_layout_parts_are_disjoint_and_holdout_is_canary_like(kind):
-    from dpaudit.experiments.dpsgd import draw_layout
+    from dpaudit.experiments.dpsgd.pipeline import draw_layout
 
     g = np.random.default_rng(0)
     X = np.arange(400, dtype=float)[:, None] * np.ones((1, 4))  # row i holds the value i

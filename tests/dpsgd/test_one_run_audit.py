@@ -7,8 +7,8 @@ import pytest
 from scipy import special
 
 from dpaudit.bounds import fdp_one_run_sweep, one_run_sweep
+from dpaudit.bounds._one_run_max import guess_grid, membership_slots, one_run_bounds
 from dpaudit.conversions import gdp_epsilon
-from dpaudit.experiments.one_run_audit import guess_grid, membership_slots, one_run_bounds
 
 REPS = 200
 BETA = 0.05

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpaudit.experiments.dpsgd_reproduction import LAYOUTS, rank_auc, reproduction_summary
+from dpaudit.experiments.dpsgd.reproduction import LAYOUTS, rank_auc, reproduction_summary
 
 
 def _naive_auc(scores: np.ndarray, included: np.ndarray) -> float:

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from dpaudit import _settings
-from dpaudit.experiments.config import (
+from dpaudit.experiments.private_prediction import PrivatePredictionSettings
+from dpaudit.experiments.private_prediction.config import (
     config_schema,
     demo_settings,
     find_config,
@@ -16,7 +17,6 @@ from dpaudit.experiments.config import (
     parse_config,
     shipped_configs,
 )
-from dpaudit.experiments.private_prediction import PrivatePredictionSettings
 
 
 def test_demo_config_is_shipped_inside_the_package():

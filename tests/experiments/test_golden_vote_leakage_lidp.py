@@ -15,8 +15,8 @@ import pathlib
 from typing import Any
 
 from dpaudit._results import AuditResult
-from dpaudit.experiments.lidp import run_lidp_gaussian
-from dpaudit.experiments.vote_leakage import VoteLeakageConfig, run_vote_leakage
+from dpaudit.experiments.lidp_gaussian.pipeline import run_lidp_gaussian
+from dpaudit.experiments.vote_leakage.pipeline import VoteLeakageConfig, run_vote_leakage
 
 GOLDEN = pathlib.Path(__file__).resolve().parents[1] / "data" / "golden"
 SMALL = {

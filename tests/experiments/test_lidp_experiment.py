@@ -10,7 +10,7 @@ from scipy import stats
 
 from dpaudit.bounds import lidp_epsilon
 from dpaudit.conversions._gdp import gdp_epsilon
-from dpaudit.experiments.lidp import (
+from dpaudit.experiments.lidp_gaussian.pipeline import (
     LiDPGaussianSettings,
     _runs_needed,
     lidp_gaussian_statistics,

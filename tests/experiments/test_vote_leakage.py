@@ -8,20 +8,20 @@ import pathlib
 
 import numpy as np
 import pytest
+from dpaudit.systems.data import load_mnist_vote_histograms
 
 from doctest_support import module_examples, run_examples, section_examples
 from dpaudit._rng import child_seed, int_seed
-from dpaudit.experiments.attribute_inference import run_attribute_inference
-from dpaudit.experiments.budget_limited import run_budget_limited
-from dpaudit.experiments.noise_sweep import run_noise_sweep
-from dpaudit.experiments.vote_extraction import run_query_limited, simulate_extraction
-from dpaudit.experiments.vote_leakage import (
+from dpaudit.experiments.vote_leakage.attribute_inference import run_attribute_inference
+from dpaudit.experiments.vote_leakage.budget_limited import run_budget_limited
+from dpaudit.experiments.vote_leakage.extraction import run_query_limited, simulate_extraction
+from dpaudit.experiments.vote_leakage.noise_sweep import run_noise_sweep
+from dpaudit.experiments.vote_leakage.pipeline import (
     VoteLeakageConfig,
     load_vote_leakage_config,
     run_vote_leakage,
 )
 from dpaudit.report import plot_noise_sweep, write_vote_leakage_report
-from dpaudit.systems.data import load_mnist_vote_histograms
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -125,7 +125,7 @@ def test_budget_limited_live_and_paper_models():
 
 
 def test_paper_budget_model_returns_only_checked_counts():
-    from dpaudit.experiments.budget_limited import _paper_max_queries
+    from dpaudit.experiments.vote_leakage.budget_limited import _paper_max_queries
 
     votes = np.array([250.0] + [0.0] * 9)  # unanimous: a tiny expected cost per query
     # a budget that no count up to the limit exhausts: the limit itself, checked
@@ -473,11 +473,11 @@ def test_cli_extract_histogram_config_and_errors(tmp_path):
 VOTE_MODULES = [
     "dpaudit._rng",
     "dpaudit.systems._vote_data",
-    "dpaudit.experiments.vote_extraction",
-    "dpaudit.experiments.budget_limited",
-    "dpaudit.experiments.noise_sweep",
-    "dpaudit.experiments.vote_leakage_settings",
-    "dpaudit.experiments.vote_leakage",
+    "dpaudit.experiments.vote_leakage.extraction",
+    "dpaudit.experiments.vote_leakage.budget_limited",
+    "dpaudit.experiments.vote_leakage.noise_sweep",
+    "dpaudit.experiments.vote_leakage.settings",
+    "dpaudit.experiments.vote_leakage.pipeline",
 ]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dpaudit.experiments.config import find_config, load_config, shipped_configs
+from dpaudit.experiments.private_prediction.config import find_config, load_config, shipped_configs
 from dpaudit.systems import SYSTEMS
 
 CONFIGS = {

@@ -12,7 +12,7 @@ MODULES = [
     "dpaudit.systems._pate_fm",
     "dpaudit.systems.label_dp",
     "dpaudit.attacks._label_memorization",
-    "dpaudit.experiments.label_dp_settings",
+    "dpaudit.experiments.label_dp.settings",
 ]
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from dpaudit._settings import fields, from_mapping, to_mapping, to_toml
-from dpaudit.experiments.label_dp_settings import LabelDPSettings, load_label_dp_config
+from dpaudit.experiments.label_dp.settings import LabelDPSettings, load_label_dp_config
 
 TINY = {
     "seed": 1,
@@ -76,7 +76,7 @@ def test_bad_settings_are_rejected_with_the_key(patch, match):
 
 def test_bad_data_rejected_before_training(monkeypatch):
     pytest.importorskip("torch")
-    import dpaudit.experiments.label_dp as wf
+    import dpaudit.experiments.label_dp.pipeline as wf
 
     def no_training(*args, **kwargs):
         raise AssertionError("training started before validation")
@@ -98,7 +98,7 @@ def test_bad_data_rejected_before_training(monkeypatch):
 @pytest.fixture(scope="module")
 def result():
     pytest.importorskip("torch")
-    from dpaudit.experiments.label_dp import run_label_dp
+    from dpaudit.experiments.label_dp.pipeline import run_label_dp
 
     return run_label_dp(from_mapping(LabelDPSettings, TINY))
 
@@ -126,7 +126,7 @@ def test_one_entry_per_mechanism_and_level(result):
 
 
 def test_json_and_determinism(result):
-    from dpaudit.experiments.label_dp import run_label_dp
+    from dpaudit.experiments.label_dp.pipeline import run_label_dp
 
     data = json.loads(result.to_json())
     assert data["settings"]["levels"]["names"] == ["high"]
@@ -176,7 +176,7 @@ FASHION = "/usr/share/datasets/fashion-mnist"
 @pytest.mark.skipif(not os.path.isdir(FASHION), reason="dataset-fashion-mnist not installed")
 def test_alibi_on_real_fashion_mnist_images():
     pytest.importorskip("torch")
-    from dpaudit.experiments.label_dp import run_label_dp
+    from dpaudit.experiments.label_dp.pipeline import run_label_dp
 
     s = from_mapping(LabelDPSettings, {
         "data": {"dataset": "fashion-mnist", "n_train": 1500, "n_test": 500},

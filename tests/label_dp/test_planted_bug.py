@@ -18,8 +18,8 @@ import pytest
 pytest.importorskip("torch")
 
 from dpaudit.attacks import label_memorization_attack, plant_label_canaries
-from dpaudit.experiments.label_dp import make_entry
-from dpaudit.experiments.label_dp_settings import LabelDPSettings
+from dpaudit.experiments.label_dp.pipeline import make_entry
+from dpaudit.experiments.label_dp.settings import LabelDPSettings
 from dpaudit.mechanisms import LaplaceLabels
 from dpaudit.systems.label_dp import ALIBI, TrainingSettings
 

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 from dpaudit import _settings
 from dpaudit.cli import build_app
-from dpaudit.experiments.config import find_config
-from dpaudit.experiments.lidp_dpsgd_settings import LiDPDPSGDSettings
+from dpaudit.experiments.lidp_dpsgd.settings import LiDPDPSGDSettings
+from dpaudit.experiments.private_prediction.config import find_config
 
 TINY = ["--dataset", "digits", "--pooling", "1", "--train-examples", "32", "--canaries", "2",
         "--num-runs", "2", "--tuning-runs", "2", "--curve-method", "wilson2", "--steps", "3",

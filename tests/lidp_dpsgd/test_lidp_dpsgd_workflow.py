@@ -22,8 +22,8 @@ from tiny_lidp import tiny_pool, tiny_settings
 
 from doctest_support import module_examples
 from dpaudit.engine import SerialExecutor, read_task_checkpoint, run_tasks
-from dpaudit.experiments import lidp_dpsgd
-from dpaudit.experiments.lidp_dpsgd import (
+from dpaudit.experiments.lidp_dpsgd import pipeline as lidp_dpsgd
+from dpaudit.experiments.lidp_dpsgd.pipeline import (
     build_system,
     pool_images,
     run_lidp_dpsgd,
@@ -91,17 +91,17 @@ def test_layout_larger_than_the_data_is_refused_before_training(monkeypatch, tmp
     pool = tiny_pool()
     bad = tiny_settings(canaries={"kind": "flipped"}, data={"num_train": 150, "canary_pool": 60})
     with pytest.raises(ValueError, match="num_train \\+ canary_pool = 210 examples, but"):
-        run_lidp_dpsgd(bad, pool=pool)
+        run_lidp_dpsgd(bad, data=pool)
     bad = tiny_settings(data={"num_train": 201})
     with pytest.raises(ValueError, match="num_train = 201 examples"):
-        run_lidp_dpsgd(bad, pool=pool)
+        run_lidp_dpsgd(bad, data=pool)
     # a checkpoint of another run is refused before any training
-    ck = tmp_path / "runs.tasks"
-    run_tasks(lambda i, s: np.zeros(1), 3, rng=0, checkpoint=ck, key="other job")
+    ck = tmp_path / "ck"
+    run_tasks(lambda i, s: np.zeros(1), 3, rng=0, checkpoint=ck / "runs.tasks", key="other job")
     with pytest.raises(ValueError, match="belongs to another run"):
-        run_lidp_dpsgd(tiny_settings(), pool=pool, checkpoint=ck)
+        run_lidp_dpsgd(tiny_settings(), data=pool, checkpoint=ck)
     with pytest.raises(TypeError, match="settings must be LiDPDPSGDSettings"):
-        run_lidp_dpsgd({"seed": 1}, pool=pool)
+        run_lidp_dpsgd({"seed": 1}, data=pool)
 
 
 def test_pooling_averages_blocks_and_checks_its_input():
@@ -137,7 +137,7 @@ def test_each_run_trains_and_tests_the_right_canaries(monkeypatch):
     monkeypatch.setattr(lidp_dpsgd, "train_dpsgd", fake)
     s = tiny_settings(canaries={"kind": "flipped", "counts": [1, 4]}, audit={"methods": None,
                       "curve_method": "wilson1"})  # fmt: skip
-    res = run_lidp_dpsgd(s, pool=tiny_pool())
+    res = run_lidp_dpsgd(s, data=tiny_pool())
     plan_alt = [True] * 4 + [False] * 4 + [True] * 2 + [False] * 2  # audit then tuning per k
     assert len(calls) == 2 * 2 * (4 + 2) == res.detail.audit.num_tasks
     ids = lambda data: np.rint(data.X[:, 0] * 200).astype(int)  # noqa: E731
@@ -166,7 +166,7 @@ def test_each_run_trains_and_tests_the_right_canaries(monkeypatch):
 
 def test_entries_claims_and_selection(monkeypatch):
     res = run_lidp_dpsgd(tiny_settings(canaries={"counts": [1, 4]},
-                                       audit={"run_grid": [2, 4]}), pool=tiny_pool())  # fmt: skip
+                                       audit={"run_grid": [2, 4]}), data=tiny_pool())  # fmt: skip
     assert res.workflow == "lidp-dp-sgd" and res.seed == 3
     names = [e.adversary for e in res.entries]
     assert names == ["k=1:clopper-pearson", "k=1:wilson1", "k=4:clopper-pearson", "k=4:wilson1",
@@ -225,7 +225,7 @@ def test_planted_bug_less_noise_than_claimed_is_caught():
                "curve_method": "wilson1", "run_grid": [10]},
     )  # fmt: skip
     bug = LessNoise(build_system(s), 100.0)
-    res = run_lidp_dpsgd(s, pool=tiny_pool(d=128), system=bug)
+    res = run_lidp_dpsgd(s, data=tiny_pool(d=128), system=bug)
     for method in ("wilson1", "clopper-pearson"):
         e = res.entry("dp-sgd", f"k=4:{method}")
         assert e.gap.refutes_claim, (method, e.lower_bound.epsilon, e.claims[0].epsilon)
@@ -243,14 +243,14 @@ def test_ray_and_processes_give_bit_identical_statistics():
     audit = {"num_runs": 3, "num_tuning_runs": 2, "curve_method": "wilson2"}
     s = tiny_settings(canaries={"counts": [2]}, audit=audit)
     pool = tiny_pool()
-    serial = run_lidp_dpsgd(s, pool=pool, executor=SerialExecutor())
-    procs = run_lidp_dpsgd(s, pool=pool, executor=lidp_dpsgd.EXECUTORS.get("processes")(2))
+    serial = run_lidp_dpsgd(s, data=pool, executor=SerialExecutor())
+    procs = run_lidp_dpsgd(s, data=pool, executor=lidp_dpsgd.EXECUTORS.get("processes")(2))
     try:
         ray_res = run_lidp_dpsgd(
             dataclasses.replace(
                 s, execution=dataclasses.replace(s.execution, executor="ray", workers=2)
             ),
-            pool=pool,
+            data=pool,
         )
     finally:
         ray.shutdown()
@@ -262,7 +262,7 @@ def test_ray_and_processes_give_bit_identical_statistics():
 _KILL_SCRIPT = """
 import sys
 import numpy as np
-from dpaudit.experiments import lidp_dpsgd
+from dpaudit.experiments.lidp_dpsgd import pipeline as lidp_dpsgd
 from tiny_lidp import tiny_pool, tiny_settings, KILL_OVERRIDES
 
 real = lidp_dpsgd.train_dpsgd
@@ -273,7 +273,7 @@ def logged(*args, **kwargs):
     return out
 
 lidp_dpsgd.train_dpsgd = logged
-lidp_dpsgd.run_lidp_dpsgd(tiny_settings(**KILL_OVERRIDES), pool=tiny_pool(),
+lidp_dpsgd.run_lidp_dpsgd(tiny_settings(**KILL_OVERRIDES), data=tiny_pool(),
                           checkpoint=sys.argv[1])
 """
 
@@ -285,7 +285,7 @@ def test_kill_9_midway_then_resume_gives_the_uninterrupted_result(tmp_path, monk
 
     settings = tiny_settings(**KILL_OVERRIDES)
     assert build_system(settings) and settings.audit.tuning_runs == 8
-    ck, log = tmp_path / "runs.tasks", tmp_path / "trained.log"
+    ck, log = tmp_path / "ck", tmp_path / "trained.log"
     script = tmp_path / "run.py"
     script.write_text(_KILL_SCRIPT)
     path = os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])
@@ -294,7 +294,7 @@ def test_kill_9_midway_then_resume_gives_the_uninterrupted_result(tmp_path, monk
     try:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and proc.poll() is None:
-            if ck.exists() and len(read_task_checkpoint(ck)) >= 12:
+            if (ck / "runs.tasks").exists() and len(read_task_checkpoint(ck / "runs.tasks")) >= 12:
                 break
             time.sleep(0.05)
         assert proc.poll() is None, "the run ended before it could be killed"
@@ -303,7 +303,7 @@ def test_kill_9_midway_then_resume_gives_the_uninterrupted_result(tmp_path, monk
     finally:
         if proc.poll() is None:
             proc.kill()
-    recorded = len(read_task_checkpoint(ck))
+    recorded = len(read_task_checkpoint(ck / "runs.tasks"))
     trained_before = log.read_text().count("trained")
     assert 12 <= recorded < 40 and trained_before - recorded in (0, 1)
     trained_after = []
@@ -314,14 +314,15 @@ def test_kill_9_midway_then_resume_gives_the_uninterrupted_result(tmp_path, monk
         return real(*args, **kwargs)
 
     monkeypatch.setattr(lidp_dpsgd, "train_dpsgd", counted)
-    resumed = run_lidp_dpsgd(settings, pool=tiny_pool(), checkpoint=ck)
+    resumed = run_lidp_dpsgd(settings, data=tiny_pool(), checkpoint=ck)
     assert resumed.detail.audit.resumed_runs == recorded
     assert len(trained_after) == resumed.detail.audit.computed_runs == 40 - recorded
     monkeypatch.setattr(lidp_dpsgd, "train_dpsgd", real)
-    fresh = run_lidp_dpsgd(settings, pool=tiny_pool())
+    fresh = run_lidp_dpsgd(settings, data=tiny_pool())
     _assert_same(resumed, fresh)
 
 
 def test_module_examples():
-    for name in ("dpaudit.experiments.lidp_dpsgd", "dpaudit.experiments.lidp_dpsgd_settings"):
+    names = ("dpaudit.experiments.lidp_dpsgd.pipeline", "dpaudit.experiments.lidp_dpsgd.settings")
+    for name in names:
         assert module_examples(name).failed == 0, name

@@ -1,6 +1,6 @@
 """The LiDP-over-runs code path of the DP-SGD audit, on a mechanism with known ε.
 
-:func:`dpaudit.experiments.lidp_runs.audit_canary_runs` — run plan, engine tasks, τ tuned on
+:func:`dpaudit.experiments.lidp_dpsgd.runs.audit_canary_runs` — run plan, engine tasks, τ tuned on
 separate runs, CP/W1/W2/W4 bounds — is the DP-SGD audit's code path with the training run
 replaced by the Gaussian sum query (ε known exactly; Dong, Roth & Su 2022, arXiv:1905.02383,
 Cor. 2.13). Its bound must exceed the true ε in at most β of ≥ 200 seeded repetitions, for
@@ -16,7 +16,7 @@ from scipy import stats
 
 from doctest_support import module_examples, run_examples, section_examples
 from dpaudit.conversions import gdp_epsilon
-from dpaudit.experiments.lidp_runs import (
+from dpaudit.experiments.lidp_dpsgd.runs import (
     GaussianSumQueryRuns,
     LiDPAuditSettings,
     RunPlan,
@@ -107,7 +107,7 @@ def test_bad_input():
 
 
 def test_module_examples():
-    assert module_examples("dpaudit.experiments.lidp_runs").failed == 0
+    assert module_examples("dpaudit.experiments.lidp_dpsgd.runs").failed == 0
 
 
 def test_readme_section_examples():

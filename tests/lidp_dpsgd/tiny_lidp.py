@@ -10,7 +10,7 @@ import copy
 import numpy as np
 
 from dpaudit import _settings
-from dpaudit.experiments.lidp_dpsgd_settings import LiDPDPSGDSettings
+from dpaudit.experiments.lidp_dpsgd.settings import LiDPDPSGDSettings
 from dpaudit.systems import LabelledData
 
 BASE = {

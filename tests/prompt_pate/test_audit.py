@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from dpaudit.attacks import ADVERSARIES
-from dpaudit.experiments.config import find_config, load_config
 from dpaudit.experiments.private_prediction import audit_private_prediction, stages
+from dpaudit.experiments.private_prediction.config import find_config, load_config
 from dpaudit.mechanisms import GNMax
 from dpaudit.systems.prompt_pate import PromptPATE, PromptPATEOptions
 

@@ -25,7 +25,7 @@ def pp_result():
 def vl_result():
     """A small vote-leakage reproduction (one histogram, three parts)."""
     from dpaudit._settings import parse_toml
-    from dpaudit.experiments.vote_leakage import VoteLeakageConfig, run_vote_leakage
+    from dpaudit.experiments.vote_leakage.pipeline import VoteLeakageConfig, run_vote_leakage
 
     text = """
 seed = 2

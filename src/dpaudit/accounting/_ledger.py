@@ -1,5 +1,9 @@
 """A privacy ledger for a private-prediction interface (PATE-style GNMax / Confident GNMax).
 
+:class:`LedgerRules` is the one ledger arithmetic (a query's charge, composition, ε(δ), the
+budget test): :class:`PrivacyLedger` runs it on one account, :mod:`dpaudit.serve.ledger` on each
+client's and stores the totals (its ``LedgerConfig`` is a :class:`LedgerRules`).
+
 The ledger accounts for a mechanism *value* (:class:`~dpaudit.mechanisms.GNMax` or
 :class:`~dpaudit.mechanisms.ConfidentGNMax`), the same object that answers. Each query is
 charged its RDP at every order of a fixed grid, as computed by
@@ -30,6 +34,7 @@ never silent.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from collections import OrderedDict
@@ -48,11 +53,17 @@ from dpaudit.accounting._mechanisms import (
     noisy_argmax_cost,
 )
 from dpaudit.accounting._orders import DEFAULT_ORDERS
-from dpaudit.conversions import rdp_to_dp
+from dpaudit.conversions import DPConversion, rdp_to_dp
 from dpaudit.errors import BudgetExhaustedError
 from dpaudit.mechanisms.values import ConfidentGNMax, GNMax
 
-__all__ = ["PrivacyLedger"]
+__all__ = [
+    "LedgerRules",
+    "PrivacyLedger",
+    "batch_cost",
+    "mechanism_from_dict",
+    "mechanism_to_dict",
+]
 
 CONVERSIONS = ("standard", "balle2020")
 _FORMAT = "dpaudit.PrivacyLedger/3"  # /3: the mechanism value, num_zero_cost
@@ -78,6 +89,195 @@ _MECHANISM_KEYS = {"gnmax": ("sigma",), "confident-gnmax": ("threshold", "sigma1
 _COST_CACHE_SIZE = 1024
 #: Counts above 2**53 cannot be matched against a float64 RDP total (nor reached in practice).
 _MAX_COUNT = 2**53
+
+
+def mechanism_to_dict(mechanism: GNMax | ConfidentGNMax) -> dict[str, str]:
+    """The mechanism value by name and parameters as ``float.hex()`` strings (exact): what
+    every ledger file stores.
+
+    Example:
+        >>> mechanism_to_dict(GNMax(40.0))
+        {'name': 'gnmax', 'sigma': '0x1.4000000000000p+5'}
+    """
+    out = {"name": mechanism.name}
+    for key in _MECHANISM_KEYS[mechanism.name]:
+        out[key] = _hex(getattr(mechanism, key))
+    return out
+
+
+def mechanism_from_dict(obj: Any) -> GNMax | ConfidentGNMax:
+    """Read :func:`mechanism_to_dict` back (exactly those keys).
+
+    Raises:
+        ValueError: not such an object, or parameters the mechanism refuses.
+
+    Example:
+        >>> mechanism_from_dict(mechanism_to_dict(GNMax(40.0))) == GNMax(40.0)
+        True
+    """
+    if not isinstance(obj, dict) or obj.get("name") not in _MECHANISM_KEYS:
+        raise ValueError(
+            f"mechanism in the ledger JSON must be an object with name in "
+            f"{sorted(_MECHANISM_KEYS)}, got {obj!r}"
+        )
+    keys = _MECHANISM_KEYS[obj["name"]]
+    if set(obj) != {"name", *keys}:
+        raise ValueError(f"mechanism {obj['name']!r} in the ledger JSON needs exactly {keys}")
+    params = [_unhex(f"mechanism.{k}", obj[k]) for k in keys]
+    try:
+        return GNMax(*params) if obj["name"] == "gnmax" else ConfidentGNMax(*params)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"mechanism in the ledger JSON: {exc}") from exc
+
+
+def batch_cost(rows: ArrayLike, mask: ArrayLike | None = None) -> FloatArray:
+    """The composed RDP of a batch of charged queries: the sum of their rows, ``(K,)``.
+
+    RDP composes by addition at each order (Mironov 2017, arXiv:1702.07476, Prop. 1). One
+    function, so the service and anyone checking its journal sum the same way.
+
+    Example:
+        >>> batch_cost(np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([True, False])).tolist()
+        [1.0, 2.0]
+    """
+    r = np.asarray(rows, dtype=np.float64)
+    if mask is not None:
+        r = r[np.asarray(mask, dtype=bool)]
+    if r.shape[0] == 0:
+        return np.zeros(r.shape[1])
+    return r.sum(axis=0)
+
+
+@dataclasses.dataclass(frozen=True)
+class LedgerRules:
+    """The ledger arithmetic: per-query charges, their composition, ε(δ), the budget test.
+
+    Every ledger runs these rules and nothing else: :class:`PrivacyLedger` on its account,
+    the service (``dpaudit.serve.LedgerConfig``, a subclass) on each client's and its own.
+
+    * a query's charge is :func:`~dpaudit.accounting.noisy_argmax_cost` of the mechanism
+      value (Papernot et al. 2018, arXiv:1802.08908: Prop. 8 data-independent, Thm 6
+      data-dependent with q̃ by ``q``; Confident GNMax's threshold step on every query and its
+      GNMax step on answered ones, Alg. 1);
+    * charges compose by addition at each order (Mironov 2017, arXiv:1702.07476, Prop. 1),
+      in the order given (:meth:`compose`), so a total is the left fold of its charges;
+    * a total's ε(δ) is :func:`~dpaudit.conversions.rdp_to_dp` with ``conversion`` (Mironov
+      2017 Prop. 3, or Balle et al. 2020, arXiv:1905.09982, Thm 21);
+    * a charge is affordable iff the ε(δ) it brings the total to is at most the budget
+      (:meth:`fits`).
+
+    Attributes:
+        mechanism: :class:`~dpaudit.mechanisms.GNMax` or
+            :class:`~dpaudit.mechanisms.ConfidentGNMax` (threshold T ≥ 0).
+        orders: the Rényi orders of every total (strictly increasing; stored as a tuple).
+        delta: δ ∈ (0, 1) of ε(δ) and of the budgets.
+        analysis: ``"data-independent"`` (default) or ``"data-dependent"``.
+        conversion: ``"balle2020"`` (default) or ``"standard"``.
+        q: q̃ bound of the data-dependent analysis: ``"union"`` (default, as PATE's
+            accountant) or ``"exact"``.
+
+    Raises:
+        TypeError: ``mechanism`` is not GNMax or Confident GNMax.
+        ValueError: a bad argument, or σ so small that the per-query RDP overflows float64.
+
+    Example:
+        >>> rules = LedgerRules(GNMax(40.0), (2.0, 8.0), 1e-5)
+        >>> worst, realised = rules.costs([[200, 30, 20]], [True])
+        >>> total = rules.compose(np.zeros(2), batch_cost(realised))
+        >>> total.tolist(), rules.fits(rules.epsilon(total), 1.0)
+        ([0.00125, 0.005], True)
+    """
+
+    mechanism: GNMax | ConfidentGNMax
+    orders: tuple[float, ...]
+    delta: float
+    analysis: str = "data-independent"
+    conversion: str = "balle2020"
+    q: str = "union"
+
+    def __post_init__(self) -> None:
+        m = self.mechanism
+        if not isinstance(m, (GNMax, ConfidentGNMax)):
+            raise TypeError(
+                "mechanism must be a GNMax or ConfidentGNMax value (dpaudit.mechanisms), got "
+                f"{type(m).__name__}"
+            )
+        if isinstance(m, ConfidentGNMax):
+            check_threshold(m.threshold)
+        object.__setattr__(self, "delta", check_delta(self.delta, allow_zero=False))
+        check_choice("analysis", self.analysis, ANALYSES)
+        grid = RDPCurve.zeros(check_orders(self.orders)).orders  # strictly increasing, read-only
+        check_choice("conversion", self.conversion, CONVERSIONS)
+        check_choice("q", self.q, ("union", "exact"))
+        check_finite_cost(m, grid)
+        object.__setattr__(self, "orders", tuple(float(a) for a in grid))
+        object.__setattr__(self, "_grid", grid)  # not a field: not compared, not serialised
+
+    @property
+    def order_grid(self) -> FloatArray:
+        """The orders as a read-only float64 array ``(K,)``."""
+        return self._grid  # type: ignore[attr-defined,no-any-return]
+
+    @property
+    def num_orders(self) -> int:
+        """K, the length of every RDP vector."""
+        return len(self.orders)
+
+    # -- one query ----------------------------------------------------------------------------
+    def cost(self, votes: ArrayLike | None = None) -> NoisyArgmaxCost:
+        """Per-step RDP and fallback masks of queries on ``votes`` ``(..., C)``:
+        :func:`~dpaudit.accounting.noisy_argmax_cost` under these rules."""
+        return noisy_argmax_cost(
+            self.mechanism, self._grid, votes=votes, analysis=self.analysis, q=self.q
+        )
+
+    def costs(self, votes: ArrayLike, answered: ArrayLike) -> tuple[FloatArray, FloatArray]:
+        """Per-query worst-case and realised RDP ``(n, K)`` of answers on ``votes`` ``(n, C)``.
+
+        Worst case: every step (what a budget is checked against, so a refusal never depends
+        on the noisy outcome). Realised: ``ρ1 + 1{answered}·ρ2``, the threshold step of
+        Confident GNMax alone where it abstained (Papernot et al. 2018, Alg. 1).
+        """
+        cost = self.cost(np.asarray(votes, dtype=np.float64))
+        worst = np.ascontiguousarray(cost.per_use(True), dtype=np.float64)
+        realised = np.ascontiguousarray(
+            cost.threshold_rdp + np.asarray(answered, dtype=bool)[:, None] * cost.answer_rdp,
+            dtype=np.float64,
+        )
+        return worst, realised
+
+    # -- totals -------------------------------------------------------------------------------
+    @staticmethod
+    def compose(total: np.ndarray, *charges: ArrayLike | float) -> FloatArray:
+        """``((total + c₁) + c₂) + …``: RDP composes by addition at each order (Mironov 2017,
+        arXiv:1702.07476, Prop. 1), in IEEE float64 in the order given (so a total is the
+        left fold of its charges, bit for bit). An overflow gives ``inf`` silently; the
+        budget test refuses it.
+
+        Example:
+            >>> LedgerRules.compose(np.array([1.0, 2.0]), np.array([0.5, 0.5]), 0.0).tolist()
+            [1.5, 2.5]
+        """
+        with np.errstate(over="ignore"):
+            for charge in charges:
+                total = total + charge
+        return total
+
+    def to_dp(self, rdp: ArrayLike, delta: float | None = None) -> DPConversion:
+        """(ε, δ) of a total and the order attaining it: :func:`~dpaudit.conversions.rdp_to_dp`
+        with ``conversion`` (Mironov 2017 Prop. 3 / Balle et al. 2020 Thm 21); δ defaults to
+        ``delta``."""
+        d = self.delta if delta is None else delta
+        return rdp_to_dp(self._grid, rdp, d, conversion=self.conversion)
+
+    def epsilon(self, rdp: ArrayLike, delta: float | None = None) -> float:
+        """ε(δ) of a total (:meth:`to_dp`)."""
+        return self.to_dp(rdp, delta).epsilon
+
+    @staticmethod
+    def fits(epsilon: float, budget: float | None) -> bool:
+        """Whether a total of ε(δ) ``epsilon`` stays within ``budget`` (None: no limit)."""
+        return budget is None or epsilon <= budget
 
 
 class PrivacyLedger:
@@ -120,31 +320,26 @@ class PrivacyLedger:
         orders: ArrayLike | None = None,
         conversion: str = "balle2020",
     ) -> None:
-        if not isinstance(mechanism, (GNMax, ConfidentGNMax)):
-            raise TypeError(
-                "mechanism must be a GNMax or ConfidentGNMax value (dpaudit.mechanisms), got "
-                f"{type(mechanism).__name__}"
-            )
-        if isinstance(mechanism, ConfidentGNMax):
-            check_threshold(mechanism.threshold)
-        self._mechanism = mechanism
-        self._delta = check_delta(delta, allow_zero=False)
+        self._rules = LedgerRules(
+            mechanism,
+            DEFAULT_ORDERS if orders is None else orders,  # type: ignore[arg-type]
+            delta,
+            analysis=analysis,
+            conversion=conversion,
+            q="union",
+        )
         self._budget = (
             None if epsilon_budget is None else check_positive("epsilon_budget", epsilon_budget)
         )
-        self._analysis = check_choice("analysis", analysis, ANALYSES)
-        lam = check_orders(DEFAULT_ORDERS if orders is None else orders)
-        self._orders = RDPCurve.zeros(lam).orders  # validates a strictly increasing grid
-        self._conversion = check_choice("conversion", conversion, CONVERSIONS)
-        check_finite_cost(mechanism, self._orders)
+        k = self._rules.num_orders
         self._lock = threading.Lock()
         self._cache_lock = threading.Lock()
         self._cost_cache: OrderedDict[bytes, NoisyArgmaxCost] = OrderedDict()
-        self._rdp = np.zeros(self._orders.size)
+        self._rdp = np.zeros(k)
         self._num_queries = 0
         self._num_answered = 0
         self._num_zero_cost = 0
-        self._fallback_counts = np.zeros(self._orders.size, dtype=np.int64)
+        self._fallback_counts = np.zeros(k, dtype=np.int64)
 
     # -- pickling: the lock is not copied, a fresh one is made ----------------------------
     def __getstate__(self) -> dict[str, Any]:
@@ -162,31 +357,36 @@ class PrivacyLedger:
 
     # -- configuration (read-only) --------------------------------------------------------
     @property
+    def rules(self) -> LedgerRules:
+        """The arithmetic this ledger runs (mechanism, orders, δ, analysis, conversion)."""
+        return self._rules
+
+    @property
     def mechanism(self) -> GNMax | ConfidentGNMax:
         """The mechanism value accounted for."""
-        return self._mechanism
+        return self._rules.mechanism
 
     @property
     def sigma(self) -> float:
         """GNMax noise σ (σ2 of Confident GNMax)."""
-        return self._mechanism.sigma
+        return self._rules.mechanism.sigma
 
     @property
     def threshold(self) -> float | None:
         """Confident GNMax threshold T, or None for plain GNMax."""
-        m = self._mechanism
+        m = self._rules.mechanism
         return m.threshold if isinstance(m, ConfidentGNMax) else None
 
     @property
     def sigma1(self) -> float | None:
         """Threshold noise σ1 of Confident GNMax, or None."""
-        m = self._mechanism
+        m = self._rules.mechanism
         return m.sigma1 if isinstance(m, ConfidentGNMax) else None
 
     @property
     def delta(self) -> float:
         """Default δ for :meth:`epsilon` and the budget."""
-        return self._delta
+        return self._rules.delta
 
     @property
     def epsilon_budget(self) -> float | None:
@@ -196,17 +396,17 @@ class PrivacyLedger:
     @property
     def analysis(self) -> str:
         """``"data-dependent"`` or ``"data-independent"``."""
-        return self._analysis
+        return self._rules.analysis
 
     @property
     def orders(self) -> FloatArray:
         """The order grid (read-only)."""
-        return self._orders
+        return self._rules.order_grid
 
     @property
     def conversion(self) -> str:
         """RDP→(ε, δ) conversion used."""
-        return self._conversion
+        return self._rules.conversion
 
     # -- state (each read is a consistent snapshot) ---------------------------------------
     def _snapshot(self) -> tuple[np.ndarray, int, int, int, np.ndarray]:
@@ -254,15 +454,15 @@ class PrivacyLedger:
         attaining ε(δ) (the ledger's δ and conversion); the largest count over the orders
         when no order gives a finite ε. See :attr:`fallback_counts`."""
         rdp, _, _, _, counts = self._snapshot()
-        conv = rdp_to_dp(self._orders, rdp, self._delta, conversion=self._conversion)
+        conv = self._rules.to_dp(rdp)
         if np.isnan(conv.order):
             return int(counts.max())
-        return int(counts[int(np.searchsorted(self._orders, conv.order))])
+        return int(counts[int(np.searchsorted(self.orders, conv.order))])
 
     @property
     def rdp(self) -> RDPCurve:
         """The composed RDP curve of everything charged so far."""
-        return RDPCurve(self._orders, self._snapshot()[0])
+        return RDPCurve(self.orders, self._snapshot()[0])
 
     def epsilon(self, delta: float | None = None) -> float:
         """ε(δ) of everything charged so far (the ledger's δ and conversion by default).
@@ -270,13 +470,10 @@ class PrivacyLedger:
         Raises:
             ValueError: δ ∉ (0, 1).
         """
-        d = self._delta if delta is None else check_delta(delta, allow_zero=False)
-        return self._eps_of(self._snapshot()[0], d)
+        d = None if delta is None else check_delta(delta, allow_zero=False)
+        return self._rules.epsilon(self._snapshot()[0], d)
 
     # -- charging -------------------------------------------------------------------------
-    def _eps_of(self, rdp: np.ndarray, delta: float) -> float:
-        return rdp_to_dp(self._orders, rdp, delta, conversion=self._conversion).epsilon
-
     def _cost(self, votes: ArrayLike) -> NoisyArgmaxCost:
         """The per-step RDP and fallback masks of one query: a pure function of the votes
         (never of the ledger's state), cached for repeated histograms; treat as read-only."""
@@ -287,9 +484,7 @@ class PrivacyLedger:
         with self._cache_lock:
             cost = self._cost_cache.get(key)
         if cost is None:
-            cost = noisy_argmax_cost(
-                self._mechanism, self._orders, votes=v, analysis=self._analysis, q="union"
-            )
+            cost = self._rules.cost(v)
             with self._cache_lock:
                 self._cost_cache[key] = cost
                 if len(self._cost_cache) > _COST_CACHE_SIZE:
@@ -332,7 +527,7 @@ class PrivacyLedger:
         return self._cost(votes).fallback(bool(answered))
 
     def _within(self, rdp: np.ndarray) -> bool:
-        return self._budget is None or self._eps_of(rdp, self._delta) <= self._budget
+        return self._rules.fits(self._rules.epsilon(rdp), self._budget)
 
     def can_afford(self, votes: ArrayLike) -> bool:
         """Whether charging this query's worst case now keeps ε(δ) within the budget.
@@ -340,7 +535,7 @@ class PrivacyLedger:
         Advisory under concurrency: another thread may charge before this one does.
         """
         cost = self.query_cost(votes)
-        return self._within(self._snapshot()[0] + cost)
+        return self._within(self._rules.compose(self._snapshot()[0], cost))
 
     def charge(self, votes: ArrayLike, *, answered: bool = True) -> None:
         """Charge one query: the threshold step (if any) and, if ``answered``, the GNMax step.
@@ -363,22 +558,21 @@ class PrivacyLedger:
         if not isinstance(answered, (bool, np.bool_)):
             raise TypeError(f"answered must be a bool, got {answered!r}")
         answered = bool(answered)
-        if isinstance(self._mechanism, GNMax) and not answered:
+        if isinstance(self._rules.mechanism, GNMax) and not answered:
             raise ValueError("answered=False needs a threshold (plain GNMax answers every query)")
         cost = self._cost(votes)  # a pure function of the votes: computed outside the lock
         rho1, rho2 = cost.threshold_rdp, cost.answer_rdp
         fallback = cost.fallback(answered)
         zero_cost = not (np.any(rho1 > 0) or (answered and np.any(rho2 > 0)))
         with self._lock:
-            with np.errstate(over="ignore"):
-                new = self._rdp + rho1 + (rho2 if answered else 0.0)
+            new = self._rules.compose(self._rdp, rho1, rho2 if answered else 0.0)
             if not np.all(np.isfinite(new)):
                 raise ValueError("charging this query would overflow the RDP total; not charged")
             if not self._within(new):
                 raise BudgetExhaustedError(
                     f"charging this query would raise epsilon to "
-                    f"{self._eps_of(new, self._delta):.6g} > epsilon_budget={self._budget} at "
-                    f"delta={self._delta}; nothing was charged"
+                    f"{self._rules.epsilon(new):.6g} > epsilon_budget={self._budget} at "
+                    f"delta={self.delta}; nothing was charged"
                 )
             self._rdp = new
             self._num_queries += 1
@@ -392,24 +586,22 @@ class PrivacyLedger:
         parameters, floats as ``float.hex()`` so :meth:`from_json` is exact."""
         rdp, nq, na, nz, counts = self._snapshot()
         opt = lambda x: None if x is None else _hex(x)  # noqa: E731
-        mech = {"name": self._mechanism.name}
-        for key in _MECHANISM_KEYS[self._mechanism.name]:
-            mech[key] = _hex(getattr(self._mechanism, key))
+        rules = self._rules
         return json.dumps(
             {
                 "format": _FORMAT,
-                "mechanism": mech,
-                "delta": _hex(self._delta),
+                "mechanism": mechanism_to_dict(rules.mechanism),
+                "delta": _hex(rules.delta),
                 "epsilon_budget": opt(self._budget),
-                "analysis": self._analysis,
-                "conversion": self._conversion,
-                "orders": [_hex(x) for x in self._orders],
+                "analysis": rules.analysis,
+                "conversion": rules.conversion,
+                "orders": [_hex(x) for x in rules.orders],
                 "rdp": [_hex(x) for x in rdp],
                 "num_queries": nq,
                 "num_answered": na,
                 "num_zero_cost": nz,
                 "fallback_counts": [int(c) for c in counts],
-                "epsilon": repr(self._eps_of(rdp, self._delta)),  # not read back
+                "epsilon": repr(rules.epsilon(rdp)),  # not read back
             },
             indent=2,
         )
@@ -435,7 +627,7 @@ class PrivacyLedger:
         opt = lambda k: None if data[k] is None else _unhex(k, data[k])  # noqa: E731
         try:
             led = cls(
-                _parse_mechanism(data["mechanism"]),
+                mechanism_from_dict(data["mechanism"]),
                 delta=_unhex("delta", data["delta"]),
                 epsilon_budget=opt("epsilon_budget"),
                 analysis=data["analysis"],
@@ -444,7 +636,7 @@ class PrivacyLedger:
             )
         except TypeError as exc:  # defensive: every value is a float or str by now
             raise ValueError(f"ledger JSON has a value of the wrong type: {exc}") from exc
-        rdp, nq, na, nz, counts = _parse_state(data, led._orders.size)
+        rdp, nq, na, nz, counts = _parse_state(data, led.rules.num_orders)
         _check_reachable(led, rdp, nq, na, nz, counts)
         led._restore(rdp, nq, na, nz, counts)
         return led
@@ -459,10 +651,10 @@ class PrivacyLedger:
     def __repr__(self) -> str:
         rdp, nq, na, _, _ = self._snapshot()
         return (
-            f"PrivacyLedger({self._mechanism!r}, delta={self._delta}, "
-            f"epsilon_budget={self._budget}, analysis={self._analysis!r}, queries={nq}, "
+            f"PrivacyLedger({self.mechanism!r}, delta={self.delta}, "
+            f"epsilon_budget={self._budget}, analysis={self.analysis!r}, queries={nq}, "
             f"answered={na}, fallbacks={self.num_fallback}, "
-            f"epsilon={self._eps_of(rdp, self._delta):.6g})"
+            f"epsilon={self._rules.epsilon(rdp):.6g})"
         )
 
 
@@ -521,24 +713,6 @@ def _parse_document(text: str) -> dict[str, Any]:
     if unexpected:
         raise ValueError(f"ledger JSON has unexpected key(s) {unexpected}")
     return data
-
-
-def _parse_mechanism(obj: Any) -> GNMax | ConfidentGNMax:
-    """``{"name": "gnmax", "sigma": hex}`` or ``{"name": "confident-gnmax", "threshold",
-    "sigma1", "sigma2"}`` → the mechanism value."""
-    if not isinstance(obj, dict) or obj.get("name") not in _MECHANISM_KEYS:
-        raise ValueError(
-            f"mechanism in the ledger JSON must be an object with name in "
-            f"{sorted(_MECHANISM_KEYS)}, got {obj!r}"
-        )
-    keys = _MECHANISM_KEYS[obj["name"]]
-    if set(obj) != {"name", *keys}:
-        raise ValueError(f"mechanism {obj['name']!r} in the ledger JSON needs exactly {keys}")
-    params = [_unhex(f"mechanism.{k}", obj[k]) for k in keys]
-    try:
-        return GNMax(*params) if obj["name"] == "gnmax" else ConfidentGNMax(*params)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"mechanism in the ledger JSON: {exc}") from exc
 
 
 def _parse_state(data: dict[str, Any], k: int) -> tuple[np.ndarray, int, int, int, np.ndarray]:

@@ -92,6 +92,16 @@ from dpaudit.bounds._one_run import (
 from dpaudit.bounds._sweep import SweepResult, default_guess_counts
 
 # isort: split
+# One run, both procedures, the choice of procedure paid for (Liu et al.; Steinke et al. 2023)
+from dpaudit.bounds._one_run_max import (
+    OneRunBounds,
+    check_membership_scores,
+    guess_grid,
+    membership_slots,
+    one_run_bounds,
+)
+
+# isort: split
 # Lifted DP
 from dpaudit.bounds._lidp import LiDPMoments, LiDPResult, lidp_epsilon, lidp_moments
 
@@ -148,6 +158,11 @@ __all__ = [  # noqa: RUF022 - grouped by concept, as the imports above
     "FDPOneRunResult",
     "OneRunResult",
     "SweepResult",
+    "OneRunBounds",
+    "check_membership_scores",
+    "guess_grid",
+    "membership_slots",
+    "one_run_bounds",
     "default_guess_counts",
     "fdp_one_run_epsilon",
     "fdp_one_run_epsilon_from_scores",

@@ -19,11 +19,7 @@ _COMMAND_MODULES = [
     "dpaudit.cli.argmax",
     "dpaudit.cli.attack",
     "dpaudit.cli.account",
-    "dpaudit.cli.audit_lidp",
-    "dpaudit.cli.audit_lidp_dpsgd",
-    "dpaudit.cli.audit_pp",
-    "dpaudit.cli.audit_dpsgd",
-    "dpaudit.cli.audit_label_dp",
+    "dpaudit.cli.audit",
     "dpaudit.cli.demo",
     "dpaudit.cli.serve",
     "dpaudit.cli.runs",
@@ -36,6 +32,9 @@ def build_app():
 
     for name in _COMMAND_MODULES:
         importlib.import_module(name)
+    from dpaudit.cli.audit import sync_workflow_commands
+
+    sync_workflow_commands()
     return app
 
 
@@ -83,9 +82,11 @@ def run(argv: Sequence[str] | None = None) -> int:
             _error("aborted")
             return 130
         if _is_click(exc, "NoArgsIsHelpError"):
-            if exc.format_message().strip():  # typer has printed the help already otherwise
-                exc.show()
-            return 2
+            # a group called without a command: its help on stdout, like ``--help``
+            ctx = getattr(exc, "ctx", None)
+            if ctx is not None:
+                sys.stdout.write(ctx.get_help() + "\n")
+            return 0
         if _is_click(exc, "ClickException"):
             _error(_click_message(exc))
             return 2

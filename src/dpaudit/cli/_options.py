@@ -2,8 +2,10 @@
 
 :func:`settings_command` registers a typer command whose options are the leaves of a settings
 tree (:func:`dpaudit._settings.fields`): one option per leaf, named by its ``flag`` (default
-``--field-name``), with the field's help and default; plus ``--config FILE.toml`` (options
-override the file), ``--out DIR``, ``--json``, ``--progress/--no-progress``, and the run store's
+``--field-name``), with the field's help, type (``FLOAT``, ``INTEGER``, ``TEXT``, a list as
+``FLOAT,…``) and default; plus ``--config NAME|FILE.toml`` (a shipped config or a file; options
+override it), ``--print-config`` (the resolved settings as TOML, nothing run), ``--out DIR``,
+``--json``, ``--progress/--no-progress``, and the run store's
 ``--store PATH`` / ``--no-store`` / ``--resume ID`` (:mod:`dpaudit.cli._record`: every run is
 recorded with its settings, seed, versions, timings, result and files). Values are
 parsed strictly (an integer option takes ``1000`` or ``1e8`` but not ``2.5``; a list option
@@ -28,7 +30,20 @@ from dpaudit.cli._record import RunRecorder, command_line, record_options
 
 __all__ = ["check_out", "config_path", "parse_cli_value", "resolve_settings", "settings_command"]
 
-_RESERVED = ("ctx", "config", "out", "as_json", "progress", "store", "no_store", "resume")
+_RESERVED = (
+    "ctx", "config", "print_config", "out", "as_json", "progress", "store", "no_store", "resume",
+)  # fmt: skip
+
+_METAVARS = {int: "INTEGER", float: "FLOAT", str: "TEXT"}
+
+
+def _metavar(field: _settings.SettingsField) -> str:
+    """``FLOAT``, ``INTEGER``, ``TEXT`` or ``FLOAT,…`` for a list (shown in ``--help``)."""
+    base = field.base_type
+    if typing.get_origin(base) is tuple:
+        args = typing.get_args(base)
+        return _METAVARS.get(args[0] if args else str, "TEXT") + ",…"
+    return _METAVARS.get(base, "TEXT")
 
 
 def _int(flag: str, text: str) -> int:
@@ -114,7 +129,9 @@ def _parameters(settings_cls: type) -> list[tuple[inspect.Parameter, _settings.S
             default = typer.Option(None, flags, help=help_text, show_default=False)
             annotation: Any = bool | None
         else:
-            default = typer.Option(None, f.flag, help=help_text, show_default=False)
+            default = typer.Option(
+                None, f.flag, help=help_text, show_default=False, metavar=_metavar(f)
+            )
             annotation = str | None
         out.append(
             (
@@ -129,16 +146,9 @@ def _parameters(settings_cls: type) -> list[tuple[inspect.Parameter, _settings.S
 
 def config_path(config: str) -> Path:
     """``--config``: a TOML file, or else the name of a config shipped inside the package
-    (``dpaudit/configs/NAME.toml``, e.g. ``paper-fashion-mnist``)."""
-    from dpaudit.experiments.config import find_config
-
-    p = Path(config).expanduser()
-    if p.exists():
-        return p
-    try:
-        return find_config(config)
-    except FileNotFoundError as exc:
-        raise FileNotFoundError(f"config file {config!r} does not exist, and {exc}") from None
+    (``dpaudit/configs/NAME.toml``, e.g. ``paper-fashion-mnist``):
+    :func:`dpaudit._settings.find_config`."""
+    return _settings.find_config(config)
 
 
 def resolve_settings(
@@ -199,6 +209,7 @@ def settings_command(
     def command(**kwargs: Any) -> None:
         ctx = kwargs.pop("ctx")
         config = kwargs.pop("config")
+        print_config = kwargs.pop("print_config")
         out = kwargs.pop("out")
         as_json = kwargs.pop("as_json")
         progress = kwargs.pop("progress")
@@ -220,6 +231,9 @@ def settings_command(
                     options={paths[k]: v for k, v in kwargs.items()},
                     base=None if (config is not None or base is None) else base(),
                 )
+            if print_config:
+                typer.echo(_settings.to_toml(settings), nl=False)
+                return
             out_dir = check_out(out)
         except (ValueError, TypeError, FileNotFoundError) as exc:
             fail(str(exc))
@@ -249,13 +263,28 @@ def _extra_parameters() -> list[inspect.Parameter]:
         inspect.Parameter(
             "config",
             inspect.Parameter.KEYWORD_ONLY,
-            default=typer.Option(None, "--config", help="TOML config (options override it)"),
+            default=typer.Option(
+                None,
+                "--config",
+                help="a shipped config's name or a TOML file (options override it)",
+                metavar="NAME|PATH",
+            ),
             annotation=str | None,
+        ),
+        inspect.Parameter(
+            "print_config",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=typer.Option(
+                False, "--print-config", help="print the resolved settings as TOML and exit"
+            ),
+            annotation=bool,
         ),
         inspect.Parameter(
             "out",
             inspect.Parameter.KEYWORD_ONLY,
-            default=typer.Option(None, "--out", help="directory for results.json and plots"),
+            default=typer.Option(
+                None, "--out", help="directory for results.json and plots", metavar="DIR"
+            ),
             annotation=str | None,
         ),
         inspect.Parameter(

@@ -6,14 +6,14 @@ Ensemble Private Learning" (arXiv:2209.10732). Three modes:
 * ``--votes 4,7,6,8,4,2,0,214,4,1 --sigma 40 --queries 10000 --seed 0``: simulate M answers of
   a GNMax interface for that histogram, reconstruct it, print the estimate with per-class
   intervals, the normalised L1 error and the defender's privacy cost
-  (:func:`dpaudit.experiments.vote_extraction.simulate_extraction`).
+  (:func:`dpaudit.experiments.vote_leakage.extraction.simulate_extraction`).
 * ``--url http://127.0.0.1:8000 --api-key KEY --query 0,0.5,… [--queries M | --until-refused]``:
   the attack against a live :mod:`dpaudit.serve` service over HTTP
   (:func:`dpaudit.attacks.audit_remote_extraction`); prints the estimate and the ε the
   service's ledger charged the key (``--json``: the AuditResult). The key may come from the
   ``DPAUDIT_API_KEY`` environment variable instead (keeps it out of the process list).
 * ``--config vote_leakage_mnist [--out DIR]`` (a shipped config by name, or a TOML file): the
-  whole reproduction (:func:`dpaudit.experiments.vote_leakage.run_vote_leakage`), writing
+  whole reproduction (:func:`dpaudit.experiments.vote_leakage.pipeline.run_vote_leakage`), writing
   ``results.json`` (the :class:`~dpaudit._results.AuditResult`) and PNG plots
   (:func:`dpaudit.report.write_vote_leakage_report`); ``--json`` prints the AuditResult.
 """
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from dpaudit.cli._app import attack_app, typer
 from dpaudit.cli._common import emit, fail, parse_floats
-from dpaudit.errors import require
 
 
 def _render_simulated(console, r) -> None:
@@ -68,81 +67,11 @@ def _render_simulated(console, r) -> None:
         console.print("[yellow]warning: the optimiser did not fully converge[/yellow]")
 
 
-def _render_claims(console, result) -> None:
-    """What the defender's accountant charged for each part's queries (primary claim)."""
-    from rich.table import Table
-
-    t = Table(
-        title="Privacy cost charged for the attack's queries (no ε lower bound: extraction "
-        "error is not a privacy loss)"
-    )
-    for col in ("part", "accountant", "ε", "δ", "conversion"):
-        t.add_column(col, justify="right" if col in ("ε", "δ") else "left")
-    for e in result.entries:
-        c = e.claim
-        if c is None:
-            continue
-        t.add_row(e.adversary, c.analysis, f"{c.epsilon:.3g}", f"{c.delta:g}", c.conversion or "–")
-    console.print(t)
-
-
-def _render_reproduction(console, result) -> None:
-    from rich.table import Table
-
-    r = result.detail
-    if r.query_limited is not None:
-        q = r.query_limited
-        t = Table(
-            title=f"Query-limited attack (Wang et al. 2022 Fig. 6): mean normalised L1 error, "
-            f"M = {q.num_queries}, {q.repetitions} repetitions"
-        )
-        t.add_column("estimator")
-        for s in q.sigmas:
-            t.add_column(f"σ = {s:g}", justify="right")
-        for est, row in q.mean_error.items():
-            t.add_row(est, *(f"{row[f'{s:g}']:.4f}" for s in q.sigmas))
-        console.print(t)
-        if q.mle_below_l2 is not None:
-            console.print(f"MLE error below L2 error in {q.mle_below_l2:.0%} of cells")
-    if r.budget_limited is not None:
-        b = r.budget_limited
-        t = Table(
-            title=f"Budget-limited attack (Fig. 4a): ε = {b.budget:g} at δ = {b.delta:g}, "
-            f"T = {b.threshold:g}, σ1 = {b.sigma1:g}, σ2 = {b.sigma2:g}"
-        )
-        t.add_column("model")
-        t.add_column("MLE", justify="right")
-        t.add_column("paper procedure", justify="right")
-        for model, row in b.mean_error.items():
-            t.add_row(model, f"{row['mle']:.4f}", f"{row['paper']:.4f}")
-        console.print(t)
-    if r.noise_sweep is not None:
-        n = r.noise_sweep
-        t = Table(title="More noise helps the attacker: mean MLE error against σ")
-        t.add_column("σ", justify="right")
-        t.add_column("error", justify="right")
-        t.add_column("ε data-dep.", justify="right")
-        for s, e, eps in zip(n.sigmas, n.mean_error, n.mean_epsilon_data_dependent, strict=True):
-            t.add_row(f"{s:g}", f"{e:.4f}", f"{eps:.3g}")
-        console.print(t)
-    if r.attribute_inference is not None:
-        a = r.attribute_inference
-        t = Table(title=f"PhD inference on UCI Adult ({a.num_teachers} teachers)")
-        t.add_column("histograms")
-        t.add_column("precision", justify="right")
-        t.add_column("recall", justify="right")
-        for name, res in (("true", a.direct), ("extracted", a.end_to_end)):
-            if res is not None:
-                t.add_row(name, f"{res.precision:.3f}", f"{res.recall:.3f}")
-        console.print(t)
-    _render_claims(console, result)
-
-
 def _reproduction(config: str, out: str | None, json_: bool) -> None:
     """Run the reproduction, write its report, print the tables or the AuditResult."""
     from dpaudit.cli._options import check_out
-    from dpaudit.experiments.vote_leakage import load_vote_leakage_config, run_vote_leakage
-    from dpaudit.report import write_vote_leakage_report
+    from dpaudit.experiments.vote_leakage.pipeline import load_vote_leakage_config, run_vote_leakage
+    from dpaudit.report.vote_leakage import render_vote_leakage, write_vote_leakage_report
 
     try:
         cfg = load_vote_leakage_config(config)
@@ -152,13 +81,9 @@ def _reproduction(config: str, out: str | None, json_: bool) -> None:
         check_out(out if out is not None else str(cfg.out_dir))
     except ValueError as exc:
         fail(str(exc))
-    console = None
-    if not json_:
-        console = require("rich.console", "cli").Console(stderr=True)
-    progress = None if console is None else (lambda msg: console.print(f"[dim]{msg}[/dim]"))
-    result = run_vote_leakage(cfg, progress=progress)
+    result = run_vote_leakage(cfg, progress=not json_)
     paths = write_vote_leakage_report(result, out if out is not None else cfg.out_dir)
-    emit(result, as_json=json_, render=_render_reproduction)
+    emit(result, as_json=json_, render=render_vote_leakage)
     if not json_:
         for p in paths.values():
             typer.echo(f"wrote {p}")
@@ -268,7 +193,7 @@ def extract_histogram_command(
     if config is not None:
         _reproduction(config, out, json_)
         return
-    from dpaudit.experiments.vote_extraction import simulate_extraction
+    from dpaudit.experiments.vote_leakage.extraction import simulate_extraction
 
     try:
         result = simulate_extraction(

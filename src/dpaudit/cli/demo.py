@@ -26,11 +26,12 @@ def demo(
 ) -> None:
     """Run the demo audit (digits, PATE and CaPC, Nat-AdvQ / Pois-AdvQ / Pois-NatQ)."""
     from dpaudit.cli._options import check_out
-    from dpaudit.cli.audit_pp import run_and_report
-    from dpaudit.experiments.config import demo_settings
+    from dpaudit.cli.audit import run_and_report
+    from dpaudit.experiments import WORKFLOWS
 
+    workflow = WORKFLOWS.get("private-prediction")
     try:
-        settings = demo_settings()
+        settings = workflow.default_settings()
         out_dir = check_out(out)
     except (ValueError, FileNotFoundError) as exc:
         fail(str(exc))
@@ -51,7 +52,7 @@ def demo(
     )  # fmt: skip
     try:
         result = run_and_report(
-            settings, out=out_dir, as_json=as_json, progress=progress, plots=plots
+            workflow, settings, out=out_dir, as_json=as_json, progress=progress, plots=plots
         )
         if plots and out_dir is not None:
             from dpaudit.report import write_html_report

@@ -16,6 +16,7 @@
 rich and matplotlib are imported lazily (extras ``cli`` and ``plot``).
 """
 
+from dpaudit.report._report import Report, generic_report
 from dpaudit.report.dpsgd import (
     dpsgd_table,
     plot_guess_sweep,
@@ -49,8 +50,10 @@ from dpaudit.report.vote_leakage import (
 )
 
 __all__ = [
+    "Report",
     "dpsgd_table",
     "format_number",
+    "generic_report",
     "label_dp_markdown",
     "label_dp_table",
     "plot_attribute_inference",

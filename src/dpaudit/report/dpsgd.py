@@ -1,8 +1,8 @@
 """Report of the one-run DP-SGD audit and of the canary-scores audit: tables and plots.
 
-For :func:`dpaudit.experiments.dpsgd.audit_dpsgd` (Liu, Boglioni, Fu, Hu, Thaker & Wu,
+For :func:`dpaudit.experiments.dpsgd.pipeline.audit_dpsgd` (Liu, Boglioni, Fu, Hu, Thaker & Wu,
 *Enhancing One-run Privacy Auditing with Quantile Regression-Based Membership Inference*,
-Tables 1–2 layout) and :func:`dpaudit.experiments.canary_scores.audit_canary_scores`:
+Tables 1–2 layout) and :func:`dpaudit.experiments.canary_scores.pipeline.audit_canary_scores`:
 
 * :func:`dpsgd_table` — one row per attack (baseline, QMIA) × bound (ε_or, ε_or-fdp, ε_max):
   the valid bound of repetition 0, mean ± sd of the valid bounds over repetitions, and the
@@ -25,9 +25,12 @@ import numpy as np
 
 from dpaudit.errors import require
 from dpaudit.report._figures import figure, save
+from dpaudit.report._report import Report
 from dpaudit.report.html import register_figures
 
 __all__ = [
+    "DPSGD_REPORT",
+    "SCORES_REPORT",
     "dpsgd_table",
     "plot_guess_sweep",
     "render_canary_scores",
@@ -214,3 +217,10 @@ def _dpsgd_figures(view: Any, d: Path) -> list[tuple[str, Path]]:
 @register_figures("canary-scores")
 def _scores_figures(view: Any, d: Path) -> list[tuple[str, Path]]:
     return [(_SWEEP_CAPTION, plot_guess_sweep(view, d / "guess_sweep.png"))]
+
+
+#: The dpsgd workflow's report.
+DPSGD_REPORT = Report(render=render_dpsgd, writer=write_dpsgd_report)
+
+#: The canary-scores workflow's report.
+SCORES_REPORT = Report(render=render_canary_scores, writer=write_scores_report)

@@ -1,6 +1,6 @@
 """Report of the label-DP audit: the Table 1 / Table 6 layout, a Fig. 1-style plot, files.
 
-For :func:`dpaudit.experiments.label_dp.run_label_dp` (Malek et al. 2021, "Antipodes of Label
+For :func:`~dpaudit.experiments.label_dp.run_label_dp` (Malek et al. 2021, "Antipodes of Label
 Differential Privacy", arXiv:2106.03408):
 
 * :func:`label_dp_rows` — one row per mechanism × accuracy level: dataset, level, mechanism,
@@ -25,8 +25,10 @@ import numpy as np
 
 from dpaudit.errors import require
 from dpaudit.report._figures import figure, save
+from dpaudit.report._report import Report
 
 __all__ = [
+    "REPORT",
     "label_dp_markdown",
     "label_dp_rows",
     "label_dp_table",
@@ -237,3 +239,7 @@ def write_label_dp_report(result: Any, out: str | Path, *, plots: bool = True) -
     if plots:
         plot_claimed_vs_measured(result, out_dir / "claimed_vs_measured.png")
     return out_dir
+
+
+#: The label-dp workflow's report.
+REPORT = Report(render=render_label_dp, writer=write_label_dp_report)

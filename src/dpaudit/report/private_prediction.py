@@ -29,8 +29,10 @@ import numpy as np
 
 from dpaudit.errors import require
 from dpaudit.report._figures import figure
+from dpaudit.report._report import Report
 
 __all__ = [
+    "REPORT",
     "findings_table",
     "plot_epsilon_bars",
     "plot_rdp_curves",
@@ -300,3 +302,7 @@ def write_private_prediction_report(
         paths["rdp_plot"] = plot_rdp_curves(audit, d / "rdp_vs_order.png")
         paths["epsilon_plot"] = plot_epsilon_bars(audit, d / "epsilon_bars.png")
     return paths
+
+
+#: The private-prediction workflow's report.
+REPORT = Report(render=render_private_prediction, writer=write_private_prediction_report)

@@ -2,7 +2,7 @@
 
 The figures of Wang et al. 2022, "In Differential Privacy, There is Truth: On Vote Leakage in
 Ensemble Private Learning" (arXiv:2209.10732), from the result of
-:func:`dpaudit.experiments.vote_leakage.run_vote_leakage`:
+:func:`dpaudit.experiments.vote_leakage.pipeline.run_vote_leakage`:
 
 * :func:`plot_query_limited` — Fig. 6: error per histogram grouped by σ, cost as red dots.
 * :func:`plot_budget_limited` — Fig. 4a: error per histogram under the canonical budget.
@@ -23,13 +23,17 @@ from typing import Any
 import numpy as np
 
 from dpaudit.report._figures import figure, save
+from dpaudit.report._report import Report
 from dpaudit.systems.data import VoteHistograms, load_mnist_vote_histograms
 
 __all__ = [
+    "REPORT",
     "plot_attribute_inference",
     "plot_budget_limited",
     "plot_noise_sweep",
     "plot_query_limited",
+    "render_vote_leakage",
+    "render_vote_leakage_claims",
     "write_vote_leakage_report",
 ]
 
@@ -48,7 +52,7 @@ def plot_query_limited(
     paper-style Confident-GNMax expected data-dependent ε of the M queries.
 
     Args:
-        result: a :class:`~dpaudit.experiments.vote_extraction.QueryLimitedResult`.
+        result: a :class:`~dpaudit.experiments.vote_leakage.extraction.QueryLimitedResult`.
         path: PNG file to write.
         histograms: the histograms attacked (default: all 15).
 
@@ -99,7 +103,7 @@ def plot_budget_limited(
     """Wang et al. 2022 Fig. 4a: error per histogram under the budget (live vs paper model).
 
     Args:
-        result: a :class:`~dpaudit.experiments.budget_limited.BudgetLimitedResult`.
+        result: a :class:`~dpaudit.experiments.vote_leakage.budget_limited.BudgetLimitedResult`.
         path: PNG file to write.
         histograms: the histograms attacked (default: all 15).
 
@@ -136,7 +140,7 @@ def plot_noise_sweep(
     """ "More noise helps the attacker": mean error (left) and privacy cost (right) against σ.
 
     Args:
-        result: a :class:`~dpaudit.experiments.noise_sweep.NoiseSweepResult`.
+        result: a :class:`~dpaudit.experiments.vote_leakage.noise_sweep.NoiseSweepResult`.
         path: PNG file to write.
         histograms: unused (the sweep's means are over every histogram attacked).
 
@@ -167,7 +171,7 @@ def plot_attribute_inference(result: Any, path: str | os.PathLike[str]) -> Path:
     """Wang et al. 2022 Fig. 1: consensus of PhD vs non-PhD holders (direct and extracted).
 
     Args:
-        result: an :class:`~dpaudit.experiments.attribute_inference.AttributeInferenceExperiment`.
+        result: an :class:`~dpaudit.experiments.vote_leakage.AttributeInferenceExperiment`.
         path: PNG file to write.
 
     Returns:
@@ -196,7 +200,7 @@ def write_vote_leakage_report(
 
     Args:
         result: the :class:`~dpaudit._results.AuditResult` of
-            :func:`~dpaudit.experiments.vote_leakage.run_vote_leakage`.
+            :func:`~dpaudit.experiments.vote_leakage.pipeline.run_vote_leakage`.
         out_dir: directory (created if missing).
         plots: also write the PNGs (needs the ``plot`` extra): ``fig6_query_limited.png``,
             ``fig4a_budget_limited.png``, ``noise_helps_attacker.png``,
@@ -230,3 +234,78 @@ def write_vote_leakage_report(
             )
     paths["json"] = result.write_json(d / "results.json")
     return paths
+
+
+def render_vote_leakage_claims(console: Any, result: Any) -> None:
+    """What the defender's accountant charged for each part's queries (primary claim)."""
+    from rich.table import Table
+
+    t = Table(
+        title="Privacy cost charged for the attack's queries (no ε lower bound: extraction "
+        "error is not a privacy loss)"
+    )
+    for col in ("part", "accountant", "ε", "δ", "conversion"):
+        t.add_column(col, justify="right" if col in ("ε", "δ") else "left")
+    for e in result.entries:
+        c = e.claim
+        if c is None:
+            continue
+        t.add_row(e.adversary, c.analysis, f"{c.epsilon:.3g}", f"{c.delta:g}", c.conversion or "–")
+    console.print(t)
+
+
+def render_vote_leakage(console: Any, result: Any) -> None:
+    """Print each enabled part's table and the privacy cost charged for its queries."""
+    from rich.table import Table
+
+    r = result.detail
+    if r.query_limited is not None:
+        q = r.query_limited
+        t = Table(
+            title=f"Query-limited attack (Wang et al. 2022 Fig. 6): mean normalised L1 error, "
+            f"M = {q.num_queries}, {q.repetitions} repetitions"
+        )
+        t.add_column("estimator")
+        for s in q.sigmas:
+            t.add_column(f"σ = {s:g}", justify="right")
+        for est, row in q.mean_error.items():
+            t.add_row(est, *(f"{row[f'{s:g}']:.4f}" for s in q.sigmas))
+        console.print(t)
+        if q.mle_below_l2 is not None:
+            console.print(f"MLE error below L2 error in {q.mle_below_l2:.0%} of cells")
+    if r.budget_limited is not None:
+        b = r.budget_limited
+        t = Table(
+            title=f"Budget-limited attack (Fig. 4a): ε = {b.budget:g} at δ = {b.delta:g}, "
+            f"T = {b.threshold:g}, σ1 = {b.sigma1:g}, σ2 = {b.sigma2:g}"
+        )
+        t.add_column("model")
+        t.add_column("MLE", justify="right")
+        t.add_column("paper procedure", justify="right")
+        for model, row in b.mean_error.items():
+            t.add_row(model, f"{row['mle']:.4f}", f"{row['paper']:.4f}")
+        console.print(t)
+    if r.noise_sweep is not None:
+        n = r.noise_sweep
+        t = Table(title="More noise helps the attacker: mean MLE error against σ")
+        t.add_column("σ", justify="right")
+        t.add_column("error", justify="right")
+        t.add_column("ε data-dep.", justify="right")
+        for s, e, eps in zip(n.sigmas, n.mean_error, n.mean_epsilon_data_dependent, strict=True):
+            t.add_row(f"{s:g}", f"{e:.4f}", f"{eps:.3g}")
+        console.print(t)
+    if r.attribute_inference is not None:
+        a = r.attribute_inference
+        t = Table(title=f"PhD inference on UCI Adult ({a.num_teachers} teachers)")
+        t.add_column("histograms")
+        t.add_column("precision", justify="right")
+        t.add_column("recall", justify="right")
+        for name, res in (("true", a.direct), ("extracted", a.end_to_end)):
+            if res is not None:
+                t.add_row(name, f"{res.precision:.3f}", f"{res.recall:.3f}")
+        console.print(t)
+    render_vote_leakage_claims(console, result)
+
+
+#: The vote-leakage workflow's report.
+REPORT = Report(render=render_vote_leakage, writer=write_vote_leakage_report)

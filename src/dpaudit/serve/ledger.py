@@ -3,10 +3,15 @@
 Every answer of :mod:`dpaudit.serve` is paid for here *before* it leaves the server. A
 request's answers are settled as one :class:`Charge`: per query its worst-case RDP (every
 step charged, the GNMax step included) and its realised RDP (what the outcome costs: the
-threshold step of Confident GNMax alone when it abstains), both computed by
-:func:`dpaudit.accounting.noisy_argmax_cost` from the mechanism value that answers. RDP
-composes by addition at each order (Mironov 2017, arXiv:1702.07476, Prop. 1) and each account
-is converted to (ε, δ) with :func:`dpaudit.accounting.rdp_to_dp`.
+threshold step of Confident GNMax alone when it abstains). The arithmetic is not written here:
+:class:`LedgerConfig` is :class:`dpaudit.accounting._ledger.LedgerRules`, the rules
+:class:`~dpaudit.accounting.PrivacyLedger` runs — per-query costs by
+:func:`dpaudit.accounting.noisy_argmax_cost` (Papernot et al. 2018, arXiv:1802.08908),
+composition by addition at each order (Mironov 2017, arXiv:1702.07476, Prop. 1), ε(δ) by
+:func:`dpaudit.accounting.rdp_to_dp` (Mironov 2017 Prop. 3 / Balle et al. 2020,
+arXiv:1905.09982, Thm 21) and the budget test. This module and
+:mod:`~dpaudit.serve.sqlite_ledger` keep the accounts, the journal and the cache, and make
+settling atomic and durable.
 
 Settling a charge is one atomic step (a lock here, an SQLite write transaction in
 :class:`~dpaudit.serve.sqlite_ledger.SQLiteLedger`):
@@ -46,9 +51,14 @@ import numpy as np
 
 from dpaudit._results import ResultMixin
 from dpaudit._typing import FloatArray, IntArray
-from dpaudit._validate import check_choice, check_delta, check_orders, check_positive
+from dpaudit._validate import check_positive
+from dpaudit.accounting._ledger import (
+    LedgerRules,
+    batch_cost,
+    mechanism_from_dict,
+    mechanism_to_dict,
+)
 from dpaudit.errors import DPAuditError
-from dpaudit.mechanisms.values import ConfidentGNMax, GNMax
 
 __all__ = [
     "GLOBAL_ACCOUNT",
@@ -134,30 +144,16 @@ def _check_name(name: str) -> str:
     return name
 
 
-def batch_cost(rows: np.ndarray, mask: np.ndarray | None = None) -> FloatArray:
-    """The composed RDP of a request's charged queries: the sum of their rows (``(K,)``).
-
-    RDP composes by addition (Mironov 2017, arXiv:1702.07476, Prop. 1). One function, so the
-    service and anyone checking the journal sum the same way.
-
-    Example:
-        >>> batch_cost(np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([True, False])).tolist()
-        [1.0, 2.0]
-    """
-    r = np.asarray(rows, dtype=np.float64)
-    if mask is not None:
-        r = r[np.asarray(mask, dtype=bool)]
-    if r.shape[0] == 0:
-        return np.zeros(r.shape[1])
-    return r.sum(axis=0)
-
-
 # --------------------------------------------------------------------------------- types
 
 
 @dataclasses.dataclass(frozen=True)
-class LedgerConfig(ResultMixin):
-    """What the ledger accounts for; fixed for the life of a ledger file.
+class LedgerConfig(LedgerRules, ResultMixin):
+    """What the ledger accounts for, and how: fixed for the life of a ledger file.
+
+    The rules (validation, :meth:`costs`, :meth:`compose`, :meth:`epsilon`, :meth:`fits`) are
+    :class:`dpaudit.accounting._ledger.LedgerRules`, the arithmetic of
+    :class:`~dpaudit.accounting.PrivacyLedger`; this class adds the file format.
 
     Attributes:
         mechanism: the aggregator that answers (:class:`~dpaudit.mechanisms.GNMax` or
@@ -169,71 +165,12 @@ class LedgerConfig(ResultMixin):
         q: q̃ bound of the data-dependent analysis (``"union"``, as PATE's accountant).
     """
 
-    mechanism: GNMax | ConfidentGNMax
-    orders: tuple[float, ...]
-    delta: float
-    analysis: str = "data-independent"
-    conversion: str = "balle2020"
-    q: str = "union"
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.mechanism, (GNMax, ConfidentGNMax)):
-            raise TypeError(
-                "mechanism must be GNMax or ConfidentGNMax (dpaudit.mechanisms), got "
-                f"{type(self.mechanism).__name__}"
-            )
-        lam = check_orders(self.orders)
-        object.__setattr__(self, "orders", tuple(float(a) for a in lam))
-        object.__setattr__(self, "delta", check_delta(self.delta, allow_zero=False))
-        check_choice("analysis", self.analysis, ("data-independent", "data-dependent"))
-        check_choice("conversion", self.conversion, ("balle2020", "standard"))
-        check_choice("q", self.q, ("union", "exact"))
-
-    @property
-    def num_orders(self) -> int:
-        """K, the length of every RDP vector."""
-        return len(self.orders)
-
-    def epsilon(self, rdp: np.ndarray) -> float:
-        """ε(δ) of an RDP vector (:func:`dpaudit.accounting.rdp_to_dp`)."""
-        from dpaudit.accounting import rdp_to_dp
-
-        return float(rdp_to_dp(self.orders, rdp, self.delta, conversion=self.conversion).epsilon)
-
-    def costs(self, votes: np.ndarray, answered: np.ndarray) -> tuple[FloatArray, FloatArray]:
-        """Per-query worst-case and realised RDP ``(n, K)`` of answers on ``votes``.
-
-        Computed by :func:`dpaudit.accounting.noisy_argmax_cost` (Papernot et al. 2018,
-        arXiv:1802.08908: Prop. 8 data-independent, Thm 6 data-dependent; Confident GNMax's
-        threshold step on every query and its GNMax step on answered ones, Alg. 1).
-        """
-        from dpaudit.accounting import noisy_argmax_cost
-
-        cost = noisy_argmax_cost(
-            self.mechanism,
-            np.asarray(self.orders),
-            votes=np.asarray(votes, dtype=np.float64),
-            analysis=self.analysis,
-            q=self.q,
-        )
-        worst = np.ascontiguousarray(cost.per_use(True), dtype=np.float64)
-        realised = np.ascontiguousarray(
-            cost.threshold_rdp + np.asarray(answered, dtype=bool)[:, None] * cost.answer_rdp,
-            dtype=np.float64,
-        )
-        return worst, realised
-
     def to_json(self, **kwargs: Any) -> str:
         """Canonical JSON (floats as ``float.hex()``) stored in a ledger file."""
-        m = self.mechanism
-        mech: dict[str, Any] = {"name": m.name}
-        keys = ("sigma",) if isinstance(m, GNMax) else ("threshold", "sigma1", "sigma2")
-        for k in keys:
-            mech[k] = float(getattr(m, k)).hex()
         return json.dumps(
             {
                 "format": "dpaudit.serve.LedgerConfig/1",
-                "mechanism": mech,
+                "mechanism": mechanism_to_dict(self.mechanism),
                 "orders": [float(x).hex() for x in self.orders],
                 "delta": float(self.delta).hex(),
                 "analysis": self.analysis,
@@ -252,14 +189,9 @@ class LedgerConfig(ResultMixin):
         """
         try:
             d = json.loads(text)
-            mech = d["mechanism"]
             h = float.fromhex
-            if mech["name"] == "gnmax":
-                m: Any = GNMax(h(mech["sigma"]))
-            else:
-                m = ConfidentGNMax(h(mech["threshold"]), h(mech["sigma1"]), h(mech["sigma2"]))
             return cls(
-                mechanism=m,
+                mechanism=mechanism_from_dict(d["mechanism"]),
                 orders=tuple(h(x) for x in d["orders"]),
                 delta=h(d["delta"]),
                 analysis=d["analysis"],
@@ -313,9 +245,10 @@ class Account(ResultMixin):
         return cls(np.zeros(k))
 
     def plus(self, rdp: np.ndarray, queries: int, answered: int, cached: int) -> Account:
-        """This account after one settled request (``rdp`` added elementwise)."""
+        """This account after one settled request (``rdp`` composed in,
+        :meth:`LedgerRules.compose <dpaudit.accounting._ledger.LedgerRules.compose>`)."""
         return Account(
-            self.rdp + rdp,
+            LedgerRules.compose(self.rdp, rdp),
             self.num_queries + queries,
             self.num_answered + answered,
             self.num_cached + cached,
@@ -455,8 +388,8 @@ class LedgerBase(abc.ABC):
                 ("client", acc, client.epsilon_budget),
                 ("global", total, self._global_budget),
             ):
-                afters.append(cfg.epsilon(account.rdp + worst))
-                if afters[-1] > budget:
+                afters.append(cfg.epsilon(cfg.compose(account.rdp, worst)))
+                if not cfg.fits(afters[-1], budget):
                     raise BudgetRefused(scope, cfg.epsilon(account.rdp), afters[-1], budget)
         rdp = batch_cost(charge.realised, charged)
         # every step charged (GNMax, or no abstention): the ε after is the one just checked
@@ -541,9 +474,10 @@ class LedgerBase(abc.ABC):
         k = self.config.num_orders
         folds: dict[int, np.ndarray] = {GLOBAL_ACCOUNT: np.zeros(k)}
         rows = self.journal()
+        compose = self.config.compose
         for _, cid, rdp in rows:
-            folds[GLOBAL_ACCOUNT] = folds[GLOBAL_ACCOUNT] + rdp
-            folds[cid] = folds.get(cid, np.zeros(k)) + rdp
+            folds[GLOBAL_ACCOUNT] = compose(folds[GLOBAL_ACCOUNT], rdp)
+            folds[cid] = compose(folds.get(cid, np.zeros(k)), rdp)
         ids = {GLOBAL_ACCOUNT, *(c.id for c in self.clients())}
         bad = []
         for cid in sorted(ids):

@@ -21,7 +21,7 @@ mechanism value by :mod:`dpaudit.accounting`:
 
 Every system is registered in :data:`dpaudit.systems.SYSTEMS` (``"alibi"``, ``"agibi"``,
 ``"rr"``, ``"soft-rr"``) with a factory that takes a mapping of its parameters; the label-DP
-audit is ``dpaudit audit label-dp`` (:mod:`dpaudit.experiments.label_dp`).
+audit is ``dpaudit audit label-dp`` (:mod:`dpaudit.experiments.label_dp.pipeline`).
 
 Example:
     >>> ALIBI(scale=0.25).claim().epsilon

@@ -8,6 +8,7 @@ arXiv:2402.09403): any registered private-prediction system × any registered ad
 * :mod:`.pipeline` — :func:`audit_private_prediction`, the stages in order.
 """
 
+from dpaudit.experiments._workflow import WORKFLOWS, Workflow
 from dpaudit.experiments.private_prediction.bound import QueryAudit, audit_distributions
 from dpaudit.experiments.private_prediction.pipeline import (
     SUMMARY_ORDERS,
@@ -52,3 +53,17 @@ __all__ = [
     "audit_private_prediction",
     "make_entry",
 ]
+
+WORKFLOWS.register(
+    "private-prediction",
+    Workflow(
+        name="private-prediction",
+        settings=PrivatePredictionSettings,
+        run=audit_private_prediction,
+        summary="Audit private prediction (PATE, CaPC, Private-kNN, PromptPATE): RDP lower "
+        "bound vs exact and claimed RDP.",
+        report="dpaudit.report.private_prediction:REPORT",
+        config="demo",
+        source="Chadha et al. 2024, arXiv:2402.09403",
+    ),
+)

@@ -39,6 +39,7 @@ import numpy as np
 
 from dpaudit._results import AuditEntry, AuditResult, package_versions
 from dpaudit._rng import block_seeds
+from dpaudit._typing import ProgressLike
 from dpaudit.experiments.private_prediction import stages
 from dpaudit.experiments.private_prediction.confirm import confirm_worst
 from dpaudit.experiments.private_prediction.findings import (
@@ -97,9 +98,9 @@ class _Seeds:
 def audit_private_prediction(
     settings: PrivatePredictionSettings,
     *,
-    dataset: Any = None,
-    progress: bool = False,
-    checkpoint_dir: str | Path | None = None,
+    data: Any = None,
+    progress: ProgressLike = None,
+    checkpoint: str | Path | None = None,
 ) -> AuditResult:
     """Run the end-to-end audit of private prediction (module notes).
 
@@ -108,10 +109,11 @@ def audit_private_prediction(
 
     Args:
         settings: :class:`PrivatePredictionSettings`.
-        dataset: a :class:`dpaudit.systems.data.Dataset` to use instead of loading
+        data: a :class:`dpaudit.data.Dataset` to use instead of loading
             ``settings.data.dataset`` (its name must match).
-        progress: rich progress bars for training, retraining and sampling.
-        checkpoint_dir: directory for the sampling engine's checkpoints (resume an
+        progress: truthy: rich progress bars for training, retraining and sampling (the
+            sampling engine reports to its own bars, so a callback also shows bars).
+        checkpoint: directory for the sampling engine's checkpoints (resume an
             interrupted run with the same settings).
 
     Returns:
@@ -137,7 +139,7 @@ def audit_private_prediction(
             f"settings must be PrivatePredictionSettings, got {type(settings).__name__}"
         )
     with _one_blas_thread():
-        return _audit(settings, dataset, progress, checkpoint_dir)
+        return _audit(settings, data, bool(progress), checkpoint)
 
 
 def _one_blas_thread() -> Any:

@@ -34,7 +34,6 @@ __all__ = [
     "Trained",
     "bound",
     "build_models",
-    "child_seed",
     "choose_queries",
     "claim",
     "craft_neighbours",
@@ -49,11 +48,6 @@ __all__ = [
 ]
 
 _DEFAULT_BLOCK = {"exact": 2**26, "monte-carlo": 2**18}
-
-
-def child_seed(parent: np.random.SeedSequence, *key: int) -> np.random.SeedSequence:
-    """The stream ``key`` below ``parent`` (equal to ``parent.spawn(n)[key[0]]`` for one key)."""
-    return np.random.SeedSequence(parent.entropy, spawn_key=(*parent.spawn_key, *key))
 
 
 def stream_id(obj: Any) -> int:
