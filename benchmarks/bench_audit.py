@@ -50,7 +50,7 @@ import numpy as np
 
 from dpaudit._rng import block_seeds
 from dpaudit.accounting import DEFAULT_ORDERS
-from dpaudit.attacks._histograms import clear_output_cache
+from dpaudit.attacks._multinomial import clear_output_cache
 from dpaudit.attacks.parametric import CaPCHistogramModel, PATEHistogramModel
 from dpaudit.engine import run_blocks
 from dpaudit.experiments.private_prediction import PrivatePredictionSettings, audit_distributions
@@ -214,8 +214,7 @@ def per_query_costs() -> dict:
 
 
 def training_costs() -> dict:
-    from dpaudit.systems.data import load_dataset
-
+    from dpaudit.data import load_dataset
     from dpaudit.systems import TeacherEnsemble
 
     try:
@@ -363,9 +362,9 @@ def retraining_rates() -> dict:
     the ridge teacher's exact update (``RidgeTeacher.with_rows``) vs a cold ridge refit vs a
     cold refit of the default logistic teacher, same run, one BLAS thread; and how far the
     update's coefficients are from the cold refit's."""
-    from dpaudit.systems.data import load_dataset
     from threadpoolctl import threadpool_limits
 
+    from dpaudit.data import load_dataset
     from dpaudit.systems._estimators import make_estimator
     from dpaudit.systems._ridge import RidgeTeacher
 
@@ -462,7 +461,8 @@ def models_stage() -> dict:
       kept histograms vs building every candidate before the beam (the code before).
     """
     from dpaudit.attacks import multinomial_output_probabilities
-    from dpaudit.attacks._histograms import _multinomial_pair_output, _multinomial_support
+    from dpaudit.attacks._histograms import _multinomial_support
+    from dpaudit.attacks._multinomial import _multinomial_pair_output
 
     reps = 1 if QUICK else 3
     rows = []

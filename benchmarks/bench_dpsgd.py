@@ -110,9 +110,9 @@ def throughput(n: int, steps: int, repeats: int) -> dict:
 
 def end_to_end() -> dict:
     from dpaudit import _settings
+    from dpaudit._settings import find_config
     from dpaudit.experiments.dpsgd.pipeline import audit_dpsgd
     from dpaudit.experiments.dpsgd.settings import DPSGDAuditSettings
-    from dpaudit.experiments.private_prediction.config import find_config
 
     s = _settings.load_toml(find_config("dp-sgd-fashion-mnist"), DPSGDAuditSettings)
     start = time.perf_counter()

@@ -41,8 +41,8 @@ from dpaudit.attacks import (  # noqa: E402
     reconstruct_histogram,
     reconstruct_histogram_paper,
 )
+from dpaudit.data import load_mnist_vote_histograms  # noqa: E402
 from dpaudit.mechanisms import sample_argmax_counts_exact  # noqa: E402
-from dpaudit.systems.data import load_mnist_vote_histograms  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results" / "extraction.json"
 M = 10_000

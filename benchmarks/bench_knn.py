@@ -42,8 +42,8 @@ import time
 
 import numpy as np
 
+from dpaudit.data import load_dataset
 from dpaudit.errors import MissingDatasetError
-from dpaudit.systems.data import load_dataset
 from dpaudit.systems.knn import (
     AffineFeatures,
     histograms,
@@ -107,7 +107,7 @@ def bench_votes(num_queries: int, loop_queries: int) -> dict:
 
 def bench_embeddings(num_texts: int, num_images: int) -> dict:
     """Texts/s (int8 MiniLM) and images/s (ViT-S/14), cache off."""
-    from dpaudit.systems.features import embed_images, embed_texts
+    from dpaudit.data.features import embed_images, embed_texts
 
     out: dict = {}
     try:

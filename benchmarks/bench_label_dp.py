@@ -31,8 +31,8 @@ import statistics
 import time
 
 import numpy as np
-from dpaudit.systems.data import load_dataset
 
+from dpaudit.data import load_dataset
 from dpaudit.errors import MissingDatasetError
 from dpaudit.systems.label_dp import LabelTargets, TrainingSettings, train_network
 

@@ -40,11 +40,11 @@ import numpy as np
 
 from dpaudit import _settings
 from dpaudit._rng import child_seed
+from dpaudit._settings import find_config
 from dpaudit.engine import EXECUTORS, RayExecutor
 from dpaudit.experiments.lidp_dpsgd.pipeline import build_runs, build_system, draw_layout, load_data
 from dpaudit.experiments.lidp_dpsgd.runs import RunPlan, collect_statistics
 from dpaudit.experiments.lidp_dpsgd.settings import LiDPDPSGDSettings
-from dpaudit.experiments.private_prediction.config import find_config
 
 RESULTS = Path(__file__).parent / "results"
 QUICK = os.environ.get("DPAUDIT_BENCH_QUICK") == "1"

@@ -112,8 +112,8 @@ def throughput(quick: bool, one_process: bool = False, bf16: bool = True) -> dic
     with 1 thread, 2 threads in one process and 2 worker processes of 1 thread, and the
     opt-in bfloat16 path (speed, and its answers against float32's)."""
     import torch
-    from dpaudit.systems.data import load_dataset
 
+    from dpaudit.data import load_dataset
     from dpaudit.mechanisms import GNMax
     from dpaudit.systems._llm import _MIN_PARALLEL_PAIRS, PromptVoter, load_language_model
     from dpaudit.systems.prompt_pate import PromptPATE, PromptPATEOptions, TeacherPrompt
@@ -243,8 +243,8 @@ def settings_for(name: str, cache_dir: str, workers: int | None = None, **audit)
     ``workers`` voting processes when given), and the dataset to pass (``wordnet-nouns-4`` is
     passed as a Dataset until it is registered)."""
     import tomllib
-    from dpaudit.systems.data import DATASET_NAMES
 
+    from dpaudit.data import DATASET_NAMES
     from dpaudit.experiments.private_prediction.config import find_config, parse_config
 
     raw = tomllib.loads(find_config(f"prompt-pate-{name}").read_text())
@@ -253,7 +253,7 @@ def settings_for(name: str, cache_dir: str, workers: int | None = None, **audit)
         raw["system"]["options"]["prompt-pate"]["workers"] = workers
     dataset = None
     if name == "wordnet-nouns-4" and name not in DATASET_NAMES:
-        from dpaudit.systems._text_files import load_wordnet_nouns_4
+        from dpaudit.data import load_wordnet_nouns_4
 
         raw["data"]["dataset"] = "wordnet-nouns"
         dataset = dataclasses.replace(load_wordnet_nouns_4(), name="wordnet-nouns")

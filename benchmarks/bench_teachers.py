@@ -37,6 +37,7 @@ import warnings
 
 import numpy as np
 
+from dpaudit.data import load_dataset
 from dpaudit.errors import MissingDatasetError
 from dpaudit.systems import (
     GNMax,
@@ -46,7 +47,6 @@ from dpaudit.systems import (
     retrain_with_points,
     train_instantiations,
 )
-from dpaudit.systems.data import load_dataset
 
 
 def timed(fn):

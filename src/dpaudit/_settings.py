@@ -387,8 +387,8 @@ def find_config(name: str | Path) -> Path:
     if stem and shipped.is_file():
         return Path(str(shipped))
     raise FileNotFoundError(
-        f"config {str(name)!r} is neither a file nor a config shipped with dpaudit "
-        f"(shipped: {', '.join(shipped_configs())})"
+        f"config {str(name)!r} does not exist: it is neither a file nor a config shipped "
+        f"with dpaudit (shipped: {', '.join(shipped_configs())})"
     )
 
 

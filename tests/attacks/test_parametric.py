@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 from dpaudit.attacks import multinomial_output_probabilities
-from dpaudit.attacks._histograms import _multinomial_pair_output
+from dpaudit.attacks._multinomial import _multinomial_pair_output
 from dpaudit.attacks.parametric import (
     CaPCHistogramModel,
     PATEHistogramModel,
@@ -305,7 +305,7 @@ def test_validation_errors():
 
 @pytest.fixture(scope="module")
 def digits():
-    from dpaudit.systems.data import load_digits
+    from dpaudit.data import load_digits
 
     return load_digits(seed=0)
 

@@ -299,6 +299,8 @@ ISSUE5_MODULES = [
     "dpaudit.bounds._sweep",
     "dpaudit.conversions._gdp",
     "dpaudit.experiments.lidp_gaussian.pipeline",
+    "dpaudit.experiments.lidp_gaussian.protocol",
+    "dpaudit.experiments.lidp_gaussian.simulation",
 ]
 
 

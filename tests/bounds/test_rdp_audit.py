@@ -448,6 +448,7 @@ _ISSUE3_MODULES = [
     "dpaudit.bounds._intervals",
     "dpaudit.bounds._selection",
     "dpaudit.bounds._epsdelta",
+    "dpaudit.bounds._gdp_rates",
     "dpaudit.bounds._cuts",
     "dpaudit.bounds._rdp",
     "dpaudit.bounds._rdp_bootstrap",

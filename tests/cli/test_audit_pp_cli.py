@@ -126,7 +126,7 @@ def test_config_by_shipped_name(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "paper-mnist").write_text('name = "mine"\n')
     assert config_path("paper-mnist").resolve() == tmp_path / "paper-mnist"
-    with pytest.raises(FileNotFoundError, match=r"does not exist, and .*paper-fashion-mnist"):
+    with pytest.raises(FileNotFoundError, match=r"does not exist: .*paper-fashion-mnist"):
         config_path("no-such-config")
 
 

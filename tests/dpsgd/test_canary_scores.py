@@ -8,13 +8,12 @@ import numpy as np
 import pytest
 from scipy import special
 
-from dpaudit.bounds import epsilon_from_scores
+from dpaudit.bounds import epsilon_from_scores, gdp_from_error_rates
 from dpaudit.conversions import gdp_epsilon
 from dpaudit.experiments.canary_scores.pipeline import (
     ScoresAuditSettings,
     audit_canary_scores,
     audit_scores,
-    gdp_from_error_rates,
     read_mask,
     read_scores,
 )

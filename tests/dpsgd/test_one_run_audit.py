@@ -6,8 +6,13 @@ import numpy as np
 import pytest
 from scipy import special
 
-from dpaudit.bounds import fdp_one_run_sweep, one_run_sweep
-from dpaudit.bounds._one_run_max import guess_grid, membership_slots, one_run_bounds
+from dpaudit.bounds import (
+    default_guess_counts,
+    fdp_one_run_sweep,
+    membership_slots,
+    one_run_bounds,
+    one_run_sweep,
+)
 from dpaudit.conversions import gdp_epsilon
 
 REPS = 200
@@ -70,7 +75,7 @@ def test_slots_reproduce_steinke_guesses():
     g = np.random.default_rng(0)
     inc = g.random(300) < 0.5
     s = inc + g.normal(size=300)
-    grid = guess_grid(300, 30)
+    grid = default_guess_counts(300, 30)
     slots, inserted = membership_slots(s, inc)
     st = one_run_sweep(s, inc, guess_counts=grid, delta=DELTA, selection="bonferroni")
     fdp = fdp_one_run_sweep(slots, inserted, guess_counts=grid, delta=DELTA,
@@ -80,8 +85,14 @@ def test_slots_reproduce_steinke_guesses():
 
 
 def test_guess_grid_and_bad_inputs():
-    assert guess_grid(5).tolist() == [5]
-    assert guess_grid(100, 5).tolist() == [20, 40, 60, 80, 100]
+    assert default_guess_counts(5, 500).tolist() == [5]
+    assert default_guess_counts(100, 5).tolist() == [20, 40, 60, 80, 100]
+    # thinning only starts beyond 10·max_points: the unthinned grid below it
+    for m in (9, 10, 45, 4999, 5000):
+        np.testing.assert_array_equal(default_guess_counts(m, 500), default_guess_counts(m))
+    assert default_guess_counts(5001, 500)[:2].tolist() == [20, 40]
+    with pytest.raises(ValueError, match="max_points"):
+        default_guess_counts(100, 0)
     s, inc = np.arange(10.0), np.arange(10) % 2
     with pytest.raises(ValueError, match="finite"):
         one_run_bounds(np.r_[s[:-1], np.nan], inc, delta=DELTA)

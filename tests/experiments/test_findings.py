@@ -10,12 +10,11 @@ import pytest
 from scipy import stats
 
 from dpaudit.accounting import DEFAULT_ORDERS
-from dpaudit.bounds import clopper_pearson
+from dpaudit.bounds import clopper_pearson, clopper_pearson_real
 from dpaudit.experiments.private_prediction.findings import (
     FINDINGS,
     LeakageProfile,
     check_findings,
-    clopper_pearson_real,
     composed_epsilon,
     kl_interval,
     leakage_interval,
@@ -66,11 +65,14 @@ def test_clopper_pearson_real_equals_the_library_at_integers():
     for k, n in [(0, 10), (3, 10), (10, 10), (57, 200)]:
         ref = clopper_pearson(k, n, confidence_level=0.9)
         np.testing.assert_allclose(
-            clopper_pearson_real(k, n, 0.9), (ref.low, ref.high), rtol=1e-12, atol=1e-15
+            clopper_pearson_real(k, n, confidence_level=0.9),
+            (ref.low, ref.high),
+            rtol=1e-12,
+            atol=1e-15,
         )
-    lo, hi = clopper_pearson_real(2.5, 10, 0.9)  # between its integer neighbours
-    assert clopper_pearson_real(2, 10, 0.9)[0] < lo < clopper_pearson_real(3, 10, 0.9)[0]
-    assert clopper_pearson_real(2, 10, 0.9)[1] < hi < clopper_pearson_real(3, 10, 0.9)[1]
+    lo, hi = clopper_pearson_real(2.5, 10, confidence_level=0.9)  # between its neighbours
+    below, above = (clopper_pearson_real(k, 10, confidence_level=0.9) for k in (2, 3))
+    assert below[0] < lo < above[0] and below[1] < hi < above[1]
     with pytest.raises(ValueError, match="confidence_level"):
         kl_interval(0.5, 10, confidence_level=1.5)
     with pytest.raises(ValueError, match="n"):

@@ -10,12 +10,10 @@ from scipy import stats
 
 from dpaudit.bounds import lidp_epsilon
 from dpaudit.conversions._gdp import gdp_epsilon
-from dpaudit.experiments.lidp_gaussian.pipeline import (
-    LiDPGaussianSettings,
-    _runs_needed,
-    lidp_gaussian_statistics,
-    run_lidp_gaussian,
-)
+from dpaudit.experiments.lidp_gaussian.pipeline import run_lidp_gaussian
+from dpaudit.experiments.lidp_gaussian.protocol import _runs_needed
+from dpaudit.experiments.lidp_gaussian.settings import LiDPGaussianSettings
+from dpaudit.experiments.lidp_gaussian.simulation import lidp_gaussian_statistics
 
 
 def _brute_force(sigma, dim, k, n, seed):

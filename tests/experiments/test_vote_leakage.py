@@ -8,10 +8,10 @@ import pathlib
 
 import numpy as np
 import pytest
-from dpaudit.systems.data import load_mnist_vote_histograms
 
 from doctest_support import module_examples, run_examples, section_examples
 from dpaudit._rng import child_seed, int_seed
+from dpaudit.data import load_mnist_vote_histograms
 from dpaudit.experiments.vote_leakage.attribute_inference import run_attribute_inference
 from dpaudit.experiments.vote_leakage.budget_limited import run_budget_limited
 from dpaudit.experiments.vote_leakage.extraction import run_query_limited, simulate_extraction
@@ -472,7 +472,7 @@ def test_cli_extract_histogram_config_and_errors(tmp_path):
 
 VOTE_MODULES = [
     "dpaudit._rng",
-    "dpaudit.systems._vote_data",
+    "dpaudit.data._votes",
     "dpaudit.experiments.vote_leakage.extraction",
     "dpaudit.experiments.vote_leakage.budget_limited",
     "dpaudit.experiments.vote_leakage.noise_sweep",

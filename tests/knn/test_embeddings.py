@@ -1,4 +1,4 @@
-"""Offline feature extractors and their cache (dpaudit.systems.features)."""
+"""Offline feature extractors and their cache (dpaudit.data.features)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dpaudit.data import (
+    DATASET_NAMES,
+    Dataset,
+    embed_images,
+    embed_texts,
+    feature_dataset,
+    features,
+)
 from dpaudit.errors import MissingDatasetError
-from dpaudit.systems import features
-from dpaudit.systems.data import DATASET_NAMES, Dataset
-from dpaudit.systems.features import embed_images, embed_texts, feature_dataset
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("tokenizers")

@@ -1,4 +1,4 @@
-"""CIFAR-10 from the user's python-version batches (dpaudit.systems._image_data)."""
+"""CIFAR-10 from the user's python-version batches (dpaudit.data._images)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pickle
 import numpy as np
 import pytest
 
+from dpaudit.data import load_cifar10, load_dataset
 from dpaudit.errors import MissingDatasetError
-from dpaudit.systems.data import load_cifar10, load_dataset
 
 
 def _write_batches(root, n=4):

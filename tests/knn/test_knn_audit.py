@@ -12,6 +12,7 @@ from dpaudit import _settings
 from dpaudit._rng import block_seeds
 from dpaudit.attacks import ADVERSARIES
 from dpaudit.bounds import check_rdp_claim
+from dpaudit.data import Dataset
 from dpaudit.divergence import renyi_divergence
 from dpaudit.experiments.private_prediction import (
     PrivatePredictionSettings,
@@ -21,7 +22,6 @@ from dpaudit.experiments.private_prediction import (
 from dpaudit.experiments.private_prediction.bound import audit_distributions
 from dpaudit.mechanisms import GNMax
 from dpaudit.systems import PrivateKNN, PrivateKNNOptions
-from dpaudit.systems.data import Dataset
 
 KNN_ADVERSARIES = (
     "nat-advq",

@@ -9,9 +9,9 @@ from doctest_support import module_examples
 MODULES = [
     "dpaudit.systems.knn",
     "dpaudit.systems._knn_core",
-    "dpaudit.systems._text_data",
-    "dpaudit.systems._image_data",
-    "dpaudit.systems.features",
+    "dpaudit.data._text",
+    "dpaudit.data._images",
+    "dpaudit.data.features",
     "dpaudit.attacks.knn",
 ]
 

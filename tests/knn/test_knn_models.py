@@ -8,10 +8,10 @@ from scipy import stats
 
 from dpaudit.attacks import HISTOGRAM_MODELS, ModelInputs, second_most_common_label
 from dpaudit.attacks.knn import KNNHistogramModel, KNNSubsampleModel, rao_blackwell_output
+from dpaudit.data import load_dataset
 from dpaudit.divergence import renyi_divergence
 from dpaudit.mechanisms import GNMax
 from dpaudit.systems import PrivateKNN, PrivateKNNOptions
-from dpaudit.systems.data import load_dataset
 from dpaudit.systems.knn import kth_neighbour_probabilities, topk_inclusion_probability
 
 K, GAMMA, SIGMA, T = 20, 0.3, 3.0, 20_000

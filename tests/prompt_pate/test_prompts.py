@@ -25,11 +25,11 @@ from dpaudit.attacks.prompt_pate import (
     plurality_teacher,
     wrong_mapping,
 )
+from dpaudit.data import load_dbpedia, load_trec, read_trec
 from dpaudit.errors import MissingDatasetError
 from dpaudit.mechanisms import ConfidentGNMax, GNMax
 from dpaudit.systems import SYSTEMS, PairedVotes, _llm
 from dpaudit.systems._llm import VoteCache, label_token_ids
-from dpaudit.systems._text_files import load_dbpedia, load_trec, read_trec
 from dpaudit.systems.prompt_pate import (
     PROMPT_TASKS,
     PromptPATE,
@@ -49,7 +49,7 @@ from dpaudit.systems.prompt_pate import (
         "dpaudit.systems._prompts",
         "dpaudit.systems._llm",
         "dpaudit.attacks.prompt_pate",
-        "dpaudit.systems._text_files",
+        "dpaudit.data._text_files",
     ],
 )
 def test_docstring_examples(module):

@@ -75,7 +75,7 @@ def test_pooled_single_query_jobs_and_bfloat16_opt_in(language_model, reviews):
 _RESTART = """
 import json, sys
 from dpaudit.mechanisms import GNMax
-from dpaudit.systems.data import load_dataset
+from dpaudit.data import load_dataset
 from dpaudit.systems.prompt_pate import PromptPATE, PromptPATEOptions
 ds = load_dataset("rotten-tomatoes")
 texts = [" ".join(t.split()[:12]) for t in ds.X_test[:60].tolist()]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpaudit.data import load_digits
 from dpaudit.mechanisms import GNMax
 from dpaudit.serve.fastvotes import fast_votes
 from dpaudit.systems import PrivatePredictor, TeacherEnsemble
-from dpaudit.systems.data import load_digits
 
 
 def _parts(y):

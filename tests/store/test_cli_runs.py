@@ -59,6 +59,16 @@ def test_audit_commands_record_their_runs(recorded):
     assert a in _run("runs", "list", "--store", store).stdout
 
 
+def test_list_fits_80_columns_without_cutting_cells(recorded):
+    store, (a, b), _ = recorded
+    res = CliRunner().invoke(build_app(), ["runs", "list", "--store", store], env={"COLUMNS": "80"})
+    assert res.exit_code == 0, res.output
+    table = [line for line in res.stdout.splitlines() if "│" in line or "┃" in line]
+    assert table and max(len(line) for line in table) <= 80
+    assert "…" not in res.stdout
+    assert a in res.stdout and b in res.stdout and "private-prediction" in res.stdout
+
+
 def test_compare_report_and_remove(recorded, tmp_path):
     store, (a, b), _ = recorded
     cmp = json.loads(_run("runs", "compare", a, b, "--store", store, "--json").stdout)

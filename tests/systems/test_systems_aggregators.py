@@ -7,8 +7,8 @@ import pytest
 from scipy import stats
 
 from dpaudit.accounting import mechanism_rdp
+from dpaudit.data import load_digits
 from dpaudit.systems import ABSTAIN, ConfidentGNMax, GNMax, TeacherEnsemble
-from dpaudit.systems.data import load_digits
 
 
 @pytest.fixture(scope="module")

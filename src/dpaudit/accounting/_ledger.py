@@ -184,8 +184,8 @@ class LedgerRules:
         >>> rules = LedgerRules(GNMax(40.0), (2.0, 8.0), 1e-5)
         >>> worst, realised = rules.costs([[200, 30, 20]], [True])
         >>> total = rules.compose(np.zeros(2), batch_cost(realised))
-        >>> total.tolist(), rules.fits(rules.epsilon(total), 1.0)
-        ([0.00125, 0.005], True)
+        >>> total.tolist(), round(rules.epsilon(total), 4), rules.fits(rules.epsilon(total), 1.0)
+        ([0.00125, 0.005], 1.2191, False)
     """
 
     mechanism: GNMax | ConfidentGNMax

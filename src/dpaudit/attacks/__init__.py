@@ -41,7 +41,6 @@ from dpaudit.attacks._histograms import (
     CaPCHistogramSampler,
     HistogramSupport,
     PATEHistogramSampler,
-    multinomial_output_probabilities,
 )
 from dpaudit.attacks._label_memorization import (
     DEFAULT_ATTACK_THRESHOLDS,
@@ -61,6 +60,7 @@ from dpaudit.attacks._mia_scores import (
     membership_score,
     negative_loss,
 )
+from dpaudit.attacks._multinomial import multinomial_output_probabilities
 from dpaudit.attacks._qmia import (
     QMIA_HEADS,
     QMIA_REGRESSORS,

@@ -52,7 +52,8 @@ import numpy as np
 from dpaudit._results import ResultMixin
 from dpaudit._typing import ArrayLike, FloatArray, IntArray
 from dpaudit._validate import check_choice, check_positive, check_positive_int
-from dpaudit.attacks._histograms import HistogramSupport, _multinomial_output
+from dpaudit.attacks._histograms import HistogramSupport
+from dpaudit.attacks._multinomial import _multinomial_output
 from dpaudit.attacks.adversaries import (
     ADVERSARIES,
     Adversary,

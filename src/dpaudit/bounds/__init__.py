@@ -5,15 +5,20 @@ every choice the audit makes on the data. ``dpaudit.bounds`` never imports
 ``dpaudit.accounting``: a lower bound must not be computed with the analysis it is meant to
 check. The names, by concept:
 
-* **Intervals** — exact Clopper–Pearson intervals for proportions, Goodman and Sison–Glaz
-  simultaneous multinomial intervals, and a bootstrap of any functional of counts.
+* **Intervals** — exact Clopper–Pearson intervals for proportions (also at real-valued
+  counts, for projections), Goodman and Sison–Glaz simultaneous multinomial intervals, and a
+  bootstrap of any functional of counts.
 * **Selection** — how a choice made on the data (a threshold, output set, guess count,
   abstention threshold) is paid for: :class:`Explicit` (fixed in advance), :class:`Split`
-  (chosen on a random part, bounded on the rest, randomness from the bound's ``rng``) or
-  :class:`Bonferroni` (every candidate at level ``1 − β/m``). Every bound that chooses takes
-  ``selection=`` and records it in its result as a ``SelectionRecord``.
+  (chosen on a random part, bounded on the rest, randomness from the bound's ``rng``),
+  :class:`Bonferroni` (every candidate at level ``1 − β/m``) or :class:`MultiSplit` (the
+  median over many splits, each at ``1 − β/2``; Meinshausen, Meier & Bühlmann 2009,
+  arXiv:0811.2177, as in JAX-Privacy's auditing library). Every bound that chooses takes
+  ``selection=`` and records it in its result as a ``SelectionRecord``;
+  :func:`selection_from_name` is the one parser of the names in :data:`SELECTION_NAMES`.
 * **(ε, δ) audits** — ε from the confusion counts of a rejection set or from raw attack
-  scores (Chadha et al. 2024, arXiv:2402.09403, §2.2).
+  scores (Chadha et al. 2024, arXiv:2402.09403, §2.2), and the Gaussian-DP μ the same
+  error-rate bounds imply (Dong, Roth & Su 2022, arXiv:1905.02383).
 * **RDP audits and composition** — 2-cut and k-cut lower bounds on the Rényi divergence of
   discrete outputs, with the output set fixed or chosen, bootstrap variants, the plug-in
   2-cut divergence, composition over queries and (display-only) conversion to (ε, δ)
@@ -38,12 +43,21 @@ from dpaudit.bounds._intervals import (
     bootstrap_counts,
     clopper_pearson,
     clopper_pearson_arrays,
+    clopper_pearson_real,
     multinomial_intervals,
 )
 
 # isort: split
 # Selection
-from dpaudit.bounds._selection import Bonferroni, Explicit, Selection, Split
+from dpaudit.bounds._selection import (
+    SELECTION_NAMES,
+    Bonferroni,
+    Explicit,
+    MultiSplit,
+    Selection,
+    Split,
+    selection_from_name,
+)
 
 # isort: split
 # (ε, δ) audits
@@ -54,6 +68,7 @@ from dpaudit.bounds._epsdelta import (
     epsilon_from_rejection_set,
     epsilon_from_scores,
 )
+from dpaudit.bounds._gdp_rates import GDPBound, gdp_from_error_rates
 
 # isort: split
 # RDP audits and composition
@@ -96,7 +111,6 @@ from dpaudit.bounds._sweep import SweepResult, default_guess_counts
 from dpaudit.bounds._one_run_max import (
     OneRunBounds,
     check_membership_scores,
-    guess_grid,
     membership_slots,
     one_run_bounds,
 )
@@ -127,18 +141,24 @@ __all__ = [  # noqa: RUF022 - grouped by concept, as the imports above
     "bootstrap_counts",
     "clopper_pearson",
     "clopper_pearson_arrays",
+    "clopper_pearson_real",
     "multinomial_intervals",
     # Selection
+    "SELECTION_NAMES",
     "Bonferroni",
     "Explicit",
+    "MultiSplit",
     "Selection",
     "Split",
+    "selection_from_name",
     # (ε, δ) audits
     "EpsDeltaAudit",
+    "GDPBound",
     "epsilon_from_confusion",
     "epsilon_from_error_rates",
     "epsilon_from_rejection_set",
     "epsilon_from_scores",
+    "gdp_from_error_rates",
     # RDP audits and composition
     "MAX_CLASSES_K_CUT",
     "MAX_CLASSES_TWO_CUT",
@@ -160,7 +180,6 @@ __all__ = [  # noqa: RUF022 - grouped by concept, as the imports above
     "SweepResult",
     "OneRunBounds",
     "check_membership_scores",
-    "guess_grid",
     "membership_slots",
     "one_run_bounds",
     "default_guess_counts",

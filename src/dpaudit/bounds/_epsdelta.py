@@ -22,8 +22,8 @@ The confidence is split over the intervals used (union bound): with the default
 ``orientation="given"`` two one-sided intervals (TPR lower, FPR upper) at ``1 − β/2`` each;
 with ``orientation="either"`` (the attack's direction is not fixed in advance, Eq. 1 taken
 literally with both ``(p₁ℓ−δ)/p₀ᵘ`` and ``(p₀ℓ−δ)/p₁ᵘ``) four one-sided intervals at
-``1 − β/4``. A threshold chosen on the scores is paid for by a :class:`Split` or
-:class:`Bonferroni` selection (:mod:`dpaudit.bounds._selection`).
+``1 − β/4``. A threshold chosen on the scores is paid for by a :class:`Split`,
+:class:`Bonferroni` or :class:`MultiSplit` selection (:mod:`dpaudit.bounds._selection`).
 """
 
 from __future__ import annotations
@@ -51,9 +51,13 @@ from dpaudit.bounds._selection import (
     DEFAULT_SPLIT,
     Bonferroni,
     Explicit,
+    MultiSplit,
     Selection,
     Split,
     as_selection,
+    median_of_splits,
+    multi_split_level,
+    multi_split_seeds,
     selection_generator,
     split_indices,
 )
@@ -95,13 +99,15 @@ class EpsDeltaAudit(ResultMixin):
         tpr_upper: upper bound on TPR (``orientation="either"`` only, else ``None``).
         fpr_lower: lower bound on FPR (``orientation="either"`` only, else ``None``).
         tp, fn, fp, tn: the counts the bound was computed from (the held-out part under
-            ``Split``).
+            ``Split``; under ``MultiSplit``, of the split at the lower middle of the bounds).
         interval_level: one-sided level of each Clopper–Pearson bound.
         selection: how the rejection set (threshold) was chosen and paid for: strategy
-            ``"none"`` (counts given), ``"explicit"``, ``"split"`` or ``"bonferroni"``.
+            ``"none"`` (counts given), ``"explicit"``, ``"split"``, ``"bonferroni"`` or
+            ``"multi-split"`` (``epsilon`` is then the median over the splits and the other
+            fields are those of the lower-middle split, each split at level ``1 − β/2``).
         threshold: the threshold used (score-based audits), else ``None``.
         n_candidates: number of rejection sets paid for (1 unless Bonferroni).
-        seed: seed of the split (``Split`` only).
+        seed: seed of the split (``Split``; of the seeds of the splits, ``MultiSplit``).
     """
 
     epsilon: float
@@ -428,6 +434,38 @@ def _split_threshold(
     return float(cands[best]), pos_eval, neg_eval
 
 
+def _multi_split_scores(
+    pos: np.ndarray,
+    neg: np.ndarray,
+    sel: MultiSplit,
+    d: float,
+    level: float,
+    orientation: str,
+    rng: RngLike,
+) -> EpsDeltaAudit:
+    """The median of ``sel.num_splits`` split audits, each at level ``1 − β/2``."""
+    half = multi_split_level(level)
+    seeds, seed = multi_split_seeds(sel.num_splits, rng)
+    split = Split(sel.fraction)
+    runs = []
+    for s in seeds:
+        one = epsilon_from_scores(
+            pos, neg, selection=split, delta=d, confidence_level=half, orientation=orientation,
+            rng=s,
+        )  # fmt: skip
+        runs.append(one)
+    eps, j = median_of_splits([r.epsilon for r in runs])
+    rep = runs[j]
+    return dataclasses.replace(
+        rep,
+        epsilon=eps,
+        confidence_interval=ConfidenceInterval(eps, math.inf),
+        confidence_level=level,
+        selection=sel.record("threshold", seed=seed, chosen=rep.threshold),
+        seed=seed,
+    )
+
+
 def epsilon_from_scores(
     positive_scores: ArrayLike,
     negative_scores: ArrayLike,
@@ -449,11 +487,15 @@ def epsilon_from_scores(
       selection part of each class (drawn with ``rng``), bounded on the held-out part.
     * :class:`Bonferroni` ``(candidates)`` — all m candidate thresholds bounded at level
       ``1 − β/m`` on all scores, the best one reported.
+    * :class:`MultiSplit` ``(num_splits, fraction)`` — the :class:`Split` audit on
+      ``num_splits`` independent random splits, each at level ``1 − β/2``; the median of their
+      bounds is reported (Meinshausen, Meier & Bühlmann 2009, arXiv:0811.2177, Thm 3.1).
 
     Args:
         positive_scores: 1-d scores of runs on S′.
         negative_scores: 1-d scores of runs on S.
-        selection: an :class:`Explicit`, :class:`Split` or :class:`Bonferroni` strategy.
+        selection: an :class:`Explicit`, :class:`Split`, :class:`Bonferroni` or
+            :class:`MultiSplit` strategy, or one of their names.
         delta: δ in [0, 1).
         confidence_level: joint confidence including the selection, in (0, 1).
         orientation: ``"given"`` or ``"either"`` (see :func:`epsilon_from_confusion`).
@@ -479,6 +521,8 @@ def epsilon_from_scores(
     d, level = _check_common(delta, confidence_level, orientation)
     sel = as_selection(selection)
     seed = None
+    if isinstance(sel, MultiSplit):
+        return _multi_split_scores(pos, neg, sel, d, level, orientation, rng)
     if isinstance(sel, Explicit):
         thresholds = np.array([check_real("selection.value (threshold)", sel.value)])
     elif isinstance(sel, Bonferroni):
@@ -490,7 +534,7 @@ def epsilon_from_scores(
         t_best, pos, neg = _split_threshold(pos, neg, sel.fraction, gen, d, level, orientation)
         thresholds = np.array([t_best])
     else:
-        raise TypeError(f"selection must be Explicit, Split or Bonferroni, got {sel!r}")
+        raise TypeError(f"selection must be Explicit, Split, Bonferroni or MultiSplit, got {sel!r}")
     m = thresholds.size
     c = _confusion(pos, neg, thresholds)
     core = confusion_core(c.tp, c.fn, c.fp, c.tn, d, _tail(level, orientation, m), orientation)

@@ -27,7 +27,9 @@ from dpaudit._validate import (
     check_confidence_level,
     check_count,
     check_counts,
+    check_in_range,
     check_memory,
+    check_positive,
     check_positive_int,
     check_rng,
 )
@@ -40,6 +42,7 @@ __all__ = [
     "bootstrap_counts",
     "clopper_pearson",
     "clopper_pearson_arrays",
+    "clopper_pearson_real",
     "multinomial_intervals",
 ]
 
@@ -153,6 +156,42 @@ def clopper_pearson(
     check_choice("alternative", alternative, _ALTERNATIVES)
     low, high = _clopper_pearson_arrays(np.array(k), np.array(n), level, alternative)
     return ConfidenceInterval(float(low), float(high))
+
+
+def clopper_pearson_real(
+    x: float, n: float, *, confidence_level: float = 0.95
+) -> tuple[float, float]:
+    """Two-sided Clopper–Pearson interval at a real-valued count ``x`` out of ``n``.
+
+    The Beta quantiles of Clopper & Pearson (1934), ``low = Beta⁻¹(β/2; x, n−x+1)`` (0 at
+    x = 0) and ``high = Beta⁻¹(1−β/2; x+1, n−x)`` (1 at x = n), evaluated at real ``x`` and
+    ``n``: equal to :func:`clopper_pearson` at integers, and monotone in between. Used to
+    project the interval of a proportion to more trials at the same estimate (a planning
+    number, not an interval with exact coverage at non-integer counts).
+
+    Args:
+        x: the (real) number of successes, in ``[0, n]``.
+        n: the (real) number of trials, > 0.
+        confidence_level: two-sided coverage, in (0, 1).
+
+    Returns:
+        ``(low, high)``.
+
+    Raises:
+        TypeError, ValueError: non-real or non-finite ``x``/``n``, ``n ≤ 0``, ``x`` outside
+            ``[0, n]``, a level outside (0, 1).
+
+    Example:
+        >>> [round(v, 4) for v in clopper_pearson_real(3, 10, confidence_level=0.95)]
+        [0.0667, 0.6525]
+    """
+    n = check_positive("n", n)
+    x = check_in_range("x", x, 0.0, n, low_inclusive=True, high_inclusive=True)
+    level = check_confidence_level(confidence_level)
+    tail = (1.0 - level) / 2.0
+    lo = 0.0 if x <= 0 else float(stats.beta.ppf(tail, x, n - x + 1))
+    hi = 1.0 if x >= n else float(stats.beta.ppf(1 - tail, x + 1, n - x))
+    return lo, hi
 
 
 # ---------------------------------------------------------------------------------------------

@@ -12,8 +12,8 @@ correction for either choice. Here:
 
 * **ε_or, ε_or-fdp** — :func:`dpaudit.bounds.one_run_sweep` and
   :func:`dpaudit.bounds.fdp_one_run_sweep` with the choice of k paid for by the
-  ``selection`` (a random split of the canaries, or Bonferroni over the grid), each at
-  confidence 1 − β;
+  ``selection`` (a random split of the canaries, Bonferroni over the grid, or the median
+  over many random splits — :class:`dpaudit.bounds.MultiSplit`), each at confidence 1 − β;
 * **ε_max (valid)** — both sweeps again at confidence 1 − β/2 and the larger of the two
   (Bonferroni over the two procedures);
 * **ε_max (uncorrected)** — the papers' number, the larger of the two uncorrected sweep
@@ -26,7 +26,8 @@ confident k slots are then exactly the k/2 highest and k/2 lowest scores (k even
 guesses as Steinke et al.'s rule.
 
 The grid is 10, 20, … up to m, thinned to at most ``max_points`` points (step a multiple of
-10) so that large m stays affordable; the selection pays for exactly the grid used.
+10) so that large m stays affordable (:func:`dpaudit.bounds.default_guess_counts`); the
+selection pays for exactly the grid used.
 
 Example:
     >>> import numpy as np
@@ -40,7 +41,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import numpy as np
 
@@ -49,27 +49,29 @@ from dpaudit._rng import int_seed
 from dpaudit._typing import ArrayLike, RngLike
 from dpaudit._validate import (
     check_array,
-    check_choice,
     check_confidence_level,
     check_delta,
     check_in_range,
+    check_mask,
     check_positive_int,
 )
 from dpaudit.bounds._fdp import fdp_one_run_sweep
 from dpaudit.bounds._one_run import one_run_sweep
-from dpaudit.bounds._selection import Bonferroni, Split
-from dpaudit.bounds._sweep import SweepResult
+from dpaudit.bounds._selection import (
+    DEFAULT_NUM_SPLITS,
+    MAX_NUM_SPLITS,
+    Bonferroni,
+    selection_from_name,
+)
+from dpaudit.bounds._sweep import SweepResult, default_guess_counts
 
 __all__ = [
-    "SELECTIONS",
     "OneRunBounds",
     "check_membership_scores",
-    "guess_grid",
     "membership_slots",
     "one_run_bounds",
 ]
 
-SELECTIONS: tuple[str, ...] = ("split", "bonferroni")
 _MAX_NOTE = (
     "max of the two procedures, each at confidence 1 - beta/2 (Bonferroni over the 2 "
     "procedures), each paying for its own choice of the number of guesses"
@@ -89,7 +91,8 @@ class OneRunBounds(ResultMixin):
         uncorrected_max: max of the two uncorrected sweep maxima — NOT a valid lower bound.
         confidence_level: 1 − β.
         delta: δ.
-        selection: how the number of guesses was chosen (``"split"`` / ``"bonferroni"``).
+        selection: how the number of guesses was chosen (``"split"`` / ``"bonferroni"`` /
+            ``"multi-split"``).
         max_selection: how the choice of procedure was paid for.
     """
 
@@ -110,40 +113,19 @@ def check_membership_scores(
     """Finite 1-d scores and a boolean (or 0/1) inclusion mask of the same length.
 
     Raises:
+        TypeError: scores or mask not numbers (strings, None).
         ValueError: NaN/inf scores, mismatched lengths, a mask that is not 0/1, fewer than 2
-            canaries, or canaries all in (or all out).
+            canaries.
     """
     s = check_array(name, scores, ndim=1)
-    inc = np.asarray(included)
+    inc = check_mask("included", included)
     if inc.shape != s.shape:
         raise ValueError(
             f"included must have one entry per score ({s.size}), got shape {inc.shape}"
         )
-    if inc.dtype != bool:
-        inc_f = check_array("included", inc, ndim=1)
-        if not np.all((inc_f == 0) | (inc_f == 1)):
-            raise ValueError("included must be boolean or 0/1")
-        inc = inc_f.astype(bool)
     if s.size < 2:
         raise ValueError(f"{name} needs at least 2 canaries, got {s.size}")
     return s, inc
-
-
-def guess_grid(num_canaries: int, max_points: int = 500) -> np.ndarray:
-    """Numbers of guesses 10, 20, … ≤ m, thinned to at most ``max_points`` (step 10·j).
-
-    ``[m]`` when m < 10.
-
-    Example:
-        >>> guess_grid(45).tolist(), guess_grid(50_000, 100)[:3].tolist()
-        ([10, 20, 30, 40], [500, 1000, 1500])
-    """
-    m = check_positive_int("num_canaries", num_canaries)
-    p = check_positive_int("max_points", max_points)
-    if m < 10:
-        return np.array([m], dtype=np.int64)
-    step = 10 * math.ceil(m / (10 * p))
-    return np.arange(step, m + 1, step, dtype=np.int64)
 
 
 def membership_slots(scores: ArrayLike, included: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
@@ -163,11 +145,6 @@ def membership_slots(scores: ArrayLike, included: ArrayLike) -> tuple[np.ndarray
     rank[order] = np.arange(s.size)
     c = rank - (s.size - 1) / 2.0
     return np.stack([c, -c], axis=1), np.where(inc, 0, 1)
-
-
-def _selection(name: str, fraction: float):
-    check_choice("selection", name, SELECTIONS)
-    return Split(fraction) if name == "split" else Bonferroni()
 
 
 def _sweeps(s, inc, slots, inserted, grid, delta, level, selection, rng):
@@ -190,6 +167,7 @@ def one_run_bounds(
     confidence_level: float = 0.95,
     selection: str = "split",
     split_fraction: float = 0.5,
+    num_splits: int = DEFAULT_NUM_SPLITS,
     max_points: int = 500,
     guess_counts: ArrayLike | None = None,
     rng: RngLike = None,
@@ -203,9 +181,12 @@ def one_run_bounds(
         delta: δ in (0, 1) of the bounds.
         confidence_level: 1 − β.
         selection: ``"split"`` (choose the number of guesses on a random part of the
-            canaries, bound on the rest) or ``"bonferroni"`` (every grid point at β/G).
-        split_fraction: share of the canaries used to choose (split only).
-        max_points: most grid points (:func:`guess_grid`).
+            canaries, bound on the rest), ``"bonferroni"`` (every grid point at β/G) or
+            ``"multi-split"`` (the median of ``num_splits`` splits, each at β/2;
+            :class:`~dpaudit.bounds.MultiSplit`) — :func:`~dpaudit.bounds.selection_from_name`.
+        split_fraction: share of the canaries used to choose (split, multi-split).
+        num_splits: number of splits (multi-split only).
+        max_points: most grid points (:func:`~dpaudit.bounds.default_guess_counts`).
         guess_counts: an explicit grid instead (integers in [1, m]).
         rng: randomness of the split (keyword-only; the same split for every call).
 
@@ -218,8 +199,12 @@ def one_run_bounds(
     s, inc = check_membership_scores(scores, included)
     d = check_delta(delta, allow_zero=False)
     level = check_confidence_level(confidence_level)
-    sel = _selection(selection, check_in_range("split_fraction", split_fraction, 0.0, 1.0))
-    grid = guess_grid(s.size, max_points) if guess_counts is None else guess_counts
+    sel = selection_from_name(
+        selection,
+        fraction=check_in_range("split_fraction", split_fraction, 0.0, 1.0),
+        num_splits=check_positive_int("num_splits", num_splits, maximum=MAX_NUM_SPLITS),
+    )
+    grid = default_guess_counts(s.size, max_points) if guess_counts is None else guess_counts
     seed = _split_seed(rng)
     slots, inserted = membership_slots(s, inc)
     steinke, fdp = _sweeps(s, inc, slots, inserted, grid, d, level, sel, seed)

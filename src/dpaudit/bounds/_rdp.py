@@ -11,8 +11,9 @@ and on a neighbour S′, these audits bound ``D_α(μ₁ ‖ μ₂)`` from below
   Eq. 5): asymptotically valid only.
 * :func:`rdp_audit` — either, with the output set or partition *chosen by the audit*:
   choosing it on the counts that are then bounded invalidates the bound, so the choice is
-  paid for by a :class:`~dpaudit.bounds.Split` (held-out part, default) or
-  :class:`~dpaudit.bounds.Bonferroni` selection and recorded in the result.
+  paid for by a :class:`~dpaudit.bounds.Split` (held-out part, default),
+  :class:`~dpaudit.bounds.Bonferroni` or :class:`~dpaudit.bounds.MultiSplit` selection and
+  recorded in the result.
 
 The confidence is split over the two distributions (and over the candidates paid for by
 Bonferroni). Bootstrap variants are in :mod:`~dpaudit.bounds._rdp_bootstrap`, composition and
@@ -21,6 +22,7 @@ display conversion in :mod:`~dpaudit.bounds._rdp_compose`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -32,6 +34,7 @@ from dpaudit._validate import (
     check_orders,
     check_progress,
     check_real,
+    no_progress,
     track,
 )
 from dpaudit.bounds._cuts import (
@@ -52,9 +55,13 @@ from dpaudit.bounds._selection import (
     DEFAULT_SPLIT,
     Bonferroni,
     Explicit,
+    MultiSplit,
     Selection,
     Split,
     as_selection,
+    median_of_splits,
+    multi_split_level,
+    multi_split_seeds,
     selection_generator,
 )
 
@@ -351,6 +358,57 @@ def _split_audit(
     )
 
 
+def _multi_split_audit(
+    data: Counts,
+    cands: tuple[Partition, ...],
+    method: str,
+    level: float,
+    *,
+    sel: MultiSplit,
+    crit_orders: np.ndarray,
+    rng: RngLike,
+    report: Progress,
+) -> RDPAudit:
+    """The elementwise median of ``sel.num_splits`` split audits, each at ``1 − β/2``.
+
+    Each split's curve holds at all orders at once with probability ≥ 1 − β/2; the median
+    curve exceeds the truth at some order only if at least half of the splits' curves do
+    there, so it too holds at all orders at once with probability ≥ 1 − β (Markov, as in
+    :class:`~dpaudit.bounds.MultiSplit`). Per query, the choice and the held-out counts
+    recorded are those of the split whose bound summed over the orders is the lower middle.
+    """
+    half = multi_split_level(level)
+    seeds, seed = multi_split_seeds(sel.num_splits, rng)
+    split = Split(sel.fraction)
+    runs = []
+    for s in track(seeds, len(seeds), "RDP audit: multi-split", report):
+        one = _split_audit(
+            data, cands, method, half, sel=split, crit_orders=crit_orders, rng=s,
+            report=no_progress,
+        )  # fmt: skip
+        runs.append(one)
+    eps = np.stack([r.epsilons for r in runs])  # (B, ..., A)
+    _, rep = median_of_splits(eps.sum(axis=-1).reshape(len(runs), -1))  # (queries,)
+    batch = data.c1.shape[:-1]
+    queries = np.arange(rep.size)
+
+    def pick(name: str) -> np.ndarray:
+        arr = np.stack([getattr(r, name) for r in runs])
+        flat = arr.reshape(len(runs), rep.size, *arr.shape[1 + len(batch) :])
+        return flat[rep, queries].reshape(arr.shape[1:])
+
+    return dataclasses.replace(
+        runs[0],
+        epsilons=np.median(eps, axis=0),
+        confidence_level=level,
+        selection=sel.record(_choice(method), n_candidates=len(cands), seed=seed),
+        chosen=pick("chosen"),
+        bound_counts=pick("bound_counts"),
+        bound_counts_neighbour=pick("bound_counts_neighbour"),
+        seed=seed,
+    )
+
+
 def rdp_audit(
     counts: ArrayLike,
     counts_neighbour: ArrayLike,
@@ -376,6 +434,11 @@ def rdp_audit(
       on the held-out part only. One candidate per query, so the curve holds at all orders
       at once. For the k-cut methods the choice uses the Goodman bound (cheap; any rule is
       valid here).
+    * :class:`~dpaudit.bounds.MultiSplit` ``(num_splits, fraction)``: the split audit on
+      ``num_splits`` independent random splits, each at confidence ``1 − β/2``, and the
+      median of their curves at each order (Meinshausen, Meier & Bühlmann 2009,
+      arXiv:0811.2177, Thm 3.1); still simultaneous over orders. ``chosen`` and the counts
+      bounded are those of the lower-middle split of each query.
     * :class:`~dpaudit.bounds.Bonferroni` ``(candidates=None)``: every candidate is bounded
       on all counts at failure probability ``β/M`` and the best is kept at each order
       (simultaneous over candidates, hence over orders).
@@ -393,10 +456,11 @@ def rdp_audit(
         counts_neighbour: per-class counts under S′, same shape.
         orders: Rényi orders α > 1.
         method: ``"two-cut"``, ``"k-cut-goodman"`` or ``"k-cut-sison-glaz"``.
-        selection: a :class:`~dpaudit.bounds.Split`, :class:`~dpaudit.bounds.Bonferroni` or
-            :class:`~dpaudit.bounds.Explicit` strategy.
+        selection: a :class:`~dpaudit.bounds.Split`, :class:`~dpaudit.bounds.Bonferroni`,
+            :class:`~dpaudit.bounds.MultiSplit` or :class:`~dpaudit.bounds.Explicit`
+            strategy, or one of their names.
         candidates: output sets or partitions to choose from (default: all, see above).
-        selection_order: order at which candidates are compared (split only); default:
+        selection_order: order at which candidates are compared (split, multi-split); default:
             the sum of the bounds over ``orders``.
         confidence_level: confidence per query, including the selection.
         rng: randomness of the split (recorded as ``seed``).
@@ -438,4 +502,8 @@ def rdp_audit(
         return _split_audit(
             data, cands, method, level, sel=sel, crit_orders=crit_orders, rng=rng, report=report
         )
-    raise TypeError(f"selection must be Explicit, Split or Bonferroni, got {sel!r}")
+    if isinstance(sel, MultiSplit):
+        return _multi_split_audit(
+            data, cands, method, level, sel=sel, crit_orders=crit_orders, rng=rng, report=report
+        )
+    raise TypeError(f"selection must be Explicit, Split, Bonferroni or MultiSplit, got {sel!r}")

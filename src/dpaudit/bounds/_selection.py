@@ -11,12 +11,17 @@ tests as if it were one test, and its confidence is overstated. Every bound in
   the held-out part only. Valid because the held-out samples are independent of the choice.
 * :class:`Bonferroni` — every one of ``m`` candidates is bounded on all samples at
   failure probability ``β/m`` and the best is reported (union bound).
+* :class:`MultiSplit` — ``B`` independent random splits, each a :class:`Split` at failure
+  probability ``β/2``; the median of the ``B`` bounds is reported (Meinshausen, Meier &
+  Bühlmann 2009, arXiv:0811.2177, Thm 3.1; the ``MultiSplit`` threshold strategy of
+  JAX-Privacy's auditing library).
 
 The strategies are plain values (frozen dataclasses, no randomness inside): the randomness
 of a split comes from the bound's ``rng`` argument, and its seed is recorded in the result.
 Each result carries a :class:`dpaudit._results.SelectionRecord` built by
-:meth:`Selection.record`. The strings ``"split"`` and ``"bonferroni"`` are accepted as
-shorthands for ``Split()`` and ``Bonferroni()``.
+:meth:`Selection.record`. One parser, :func:`selection_from_name`, maps the names in
+:data:`SELECTION_NAMES` (``"split"``, ``"bonferroni"``, ``"multi-split"``) to strategies;
+every bound also accepts those names as shorthands for the default strategies.
 """
 
 from __future__ import annotations
@@ -31,20 +36,41 @@ import numpy as np
 
 from dpaudit._results import SelectionRecord
 from dpaudit._rng import as_generator, seed_entropy
-from dpaudit._typing import RngLike
-from dpaudit._validate import check_array, check_in_range, check_real
+from dpaudit._typing import ArrayLike, RngLike
+from dpaudit._validate import (
+    check_array,
+    check_choice,
+    check_in_range,
+    check_positive_int,
+    check_real,
+)
 
 __all__ = [
     "DEFAULT_BONFERRONI",
+    "DEFAULT_NUM_SPLITS",
     "DEFAULT_SPLIT",
+    "MAX_NUM_SPLITS",
+    "SELECTION_NAMES",
     "Bonferroni",
     "Explicit",
+    "MultiSplit",
     "Selection",
     "Split",
     "as_selection",
+    "median_of_splits",
+    "multi_split_level",
+    "multi_split_seeds",
+    "selection_from_name",
     "selection_generator",
     "split_indices",
 ]
+
+#: The names :func:`selection_from_name` understands (and every bound accepts as shorthand).
+SELECTION_NAMES: tuple[str, ...] = ("split", "bonferroni", "multi-split")
+#: Splits of a :class:`MultiSplit` unless given (JAX-Privacy's default ``num_samples``).
+DEFAULT_NUM_SPLITS = 100
+#: Most splits a :class:`MultiSplit` may ask for (each split re-runs the whole bound).
+MAX_NUM_SPLITS = 100_000
 
 
 class Selection(abc.ABC):
@@ -187,6 +213,60 @@ class Bonferroni(Selection):
         )
 
 
+@dataclasses.dataclass(frozen=True)
+class MultiSplit(Selection):
+    """Many independent random splits; the median of their bounds, each at failure ``β/2``.
+
+    The ``MultiSplit`` threshold strategy of JAX-Privacy's auditing library (Google
+    DeepMind, ``jax_privacy.auditing``, 2025), after Meinshausen, Meier & Bühlmann 2009
+    (*P-values for high-dimensional regression*, JASA 104:1671–1681, arXiv:0811.2177,
+    Thm 3.1 with γ = ½, where ``2·median(p_b)`` is a valid p-value): the samples are split
+    ``num_splits`` times, independently and at random; each split is exactly a
+    :class:`Split` ``(fraction)`` run at confidence ``1 − β/2`` (choose on the selection
+    part, bound on the held-out part), and the reported bound is the median of the
+    ``B = num_splits`` bounds (``numpy.median``: the mean of the two middle bounds for even
+    B). The randomness of split ``b`` is the ``b``-th of ``B`` integer seeds drawn from the
+    bound's ``rng`` (:func:`multi_split_seeds`).
+
+    Valid at confidence 1 − β: each split's bound exceeds the truth with probability at most
+    β/2, and the median exceeds it only if at least B/2 of the B splits do, so by Markov's
+    inequality ``P(median > truth) ≤ E[N]/(B/2) ≤ (B·β/2)/(B/2) = β`` (N the number of
+    splits whose bound exceeds the truth). The median is far less sensitive to the luck of
+    one split than a single :class:`Split`; a bound's details (the chosen value, the counts)
+    are those of the split at the lower middle of the B bounds.
+
+    Attributes:
+        num_splits: B, the number of independent splits, in ``[1, MAX_NUM_SPLITS]``.
+        fraction: share of the samples used for selection in each split, in (0, 1).
+    """
+
+    num_splits: int = DEFAULT_NUM_SPLITS
+    fraction: float = 0.5
+    strategy: ClassVar[str] = "multi-split"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self,
+            "num_splits",
+            check_positive_int("num_splits", self.num_splits, maximum=MAX_NUM_SPLITS),
+        )
+        object.__setattr__(self, "fraction", check_in_range("fraction", self.fraction, 0.0, 1.0))
+
+    def describe(
+        self, *, n_candidates: int | None = None, seed: int | None = None, chosen: Any = None
+    ) -> str:
+        """How many splits, which share chose, the level of each split and the seed."""
+        among = "" if n_candidates is None else f" among {n_candidates} candidates"
+        seed_text = "" if seed is None else f", seed {seed}"
+        median = "" if chosen is None else f"; median split's choice{_chosen(chosen)}"
+        return (
+            f"median of {self.num_splits} random splits{seed_text}, each chosen{among} on a "
+            f"random {self.fraction:.0%} of the samples and bounded on the held-out "
+            f"{1.0 - self.fraction:.0%} at failure probability beta/2 (Meinshausen, Meier & "
+            f"Buhlmann 2009){median}"
+        )
+
+
 def _frozen(value: Any) -> Any:
     """Nested lists and arrays as nested tuples (hashable, comparable)."""
     if isinstance(value, np.ndarray):
@@ -202,11 +282,47 @@ def _frozen(value: Any) -> Any:
 DEFAULT_SPLIT = Split()
 #: The default selection of the sweeps: every grid point paid for by a union bound.
 DEFAULT_BONFERRONI = Bonferroni()
-_SHORTHANDS = {"split": Split, "bonferroni": Bonferroni}
+_STRATEGIES = (Explicit, Split, Bonferroni, MultiSplit)
+
+
+def selection_from_name(
+    name: str,
+    *,
+    fraction: float = 0.5,
+    num_splits: int = DEFAULT_NUM_SPLITS,
+    candidates: Sequence[Any] | None = None,
+    what: str = "selection",
+) -> Selection:
+    """The :class:`Selection` a name stands for: the one parser of strategy names.
+
+    * ``"split"`` → ``Split(fraction)``;
+    * ``"bonferroni"`` → ``Bonferroni(candidates)`` (None: the bound's own candidates);
+    * ``"multi-split"`` → ``MultiSplit(num_splits, fraction)``.
+
+    Args:
+        name: one of :data:`SELECTION_NAMES`.
+        fraction: share of the samples that chooses (``"split"``, ``"multi-split"``).
+        num_splits: number of splits (``"multi-split"``).
+        candidates: the candidates paid for (``"bonferroni"``).
+        what: the name of the setting, for error messages.
+
+    Raises:
+        ValueError: an unknown name, or a bad fraction or number of splits for that name.
+
+    Example:
+        >>> selection_from_name("multi-split", fraction=0.3, num_splits=20)
+        MultiSplit(num_splits=20, fraction=0.3)
+    """
+    check_choice(what, name, SELECTION_NAMES)
+    if name == "split":
+        return Split(fraction)
+    if name == "multi-split":
+        return MultiSplit(num_splits, fraction)
+    return Bonferroni(candidates)
 
 
 def as_selection(value: object, name: str = "selection") -> Selection:
-    """A :class:`Selection` from a strategy object or the shorthand ``"split"``/``"bonferroni"``.
+    """A :class:`Selection` from a strategy object or a name (:func:`selection_from_name`).
 
     Raises:
         ValueError: an unknown string.
@@ -216,18 +332,19 @@ def as_selection(value: object, name: str = "selection") -> Selection:
         >>> as_selection("split")
         Split(fraction=0.5)
     """
-    if isinstance(value, (Explicit, Split, Bonferroni)):
+    if isinstance(value, _STRATEGIES):
         return value
     if isinstance(value, str):
-        if value not in _SHORTHANDS:
+        if value not in SELECTION_NAMES:
             raise ValueError(
-                f"{name} must be Explicit(value), Split(fraction) or Bonferroni(candidates) "
-                f"(or the shorthand 'split' / 'bonferroni'), got {value!r}"
+                f"{name} must be Explicit(value), Split(fraction), Bonferroni(candidates) or "
+                f"MultiSplit(num_splits, fraction) (or one of the names {SELECTION_NAMES}), "
+                f"got {value!r}"
             )
-        return _SHORTHANDS[value]()
+        return selection_from_name(value, what=name)
     raise TypeError(
-        f"{name} must be Explicit(value), Split(fraction) or Bonferroni(candidates), "
-        f"got {type(value).__name__}"
+        f"{name} must be Explicit(value), Split(fraction), Bonferroni(candidates) or "
+        f"MultiSplit(num_splits, fraction), got {type(value).__name__}"
     )
 
 
@@ -255,3 +372,39 @@ def split_indices(
         )
     perm = gen.permutation(n)
     return perm[:k], perm[k:]
+
+
+def multi_split_level(confidence_level: float) -> float:
+    """The confidence of each split of a :class:`MultiSplit`: ``1 − β/2``."""
+    return 1.0 - (1.0 - confidence_level) / 2.0
+
+
+def multi_split_seeds(num_splits: int, rng: RngLike) -> tuple[list[int], int | None]:
+    """One integer seed per split of a :class:`MultiSplit`, and the seed to record.
+
+    The seeds are ``num_splits`` draws of ``[0, 2**63 − 1)`` from the generator of ``rng``
+    (:func:`selection_generator`), as JAX-Privacy draws the seeds of its splits; split ``b``
+    is then an ordinary :class:`Split` with ``rng=seeds[b]``.
+    """
+    gen, seed = selection_generator(rng)
+    draws = gen.integers(np.iinfo(np.int64).max, size=num_splits)
+    return [int(x) for x in draws], seed
+
+
+def median_of_splits(bounds: ArrayLike) -> tuple[Any, Any]:
+    """The median of the splits' bounds (axis 0) and the split at its lower middle.
+
+    Returns ``(numpy.median(bounds, axis=0), index)``: for each element, ``index`` is the
+    split whose bound is the ``⌈B/2⌉``-th smallest (ties by split order) — the median itself
+    for odd B, the lower of the two middle bounds for even B. Scalars for 1-d ``bounds``.
+
+    Example:
+        >>> median_of_splits([0.5, 0.1, 0.9, 0.3])
+        (0.4, 3)
+    """
+    arr = np.asarray(bounds, dtype=np.float64)
+    med = np.median(arr, axis=0)
+    idx = np.argsort(arr, axis=0, kind="stable")[(arr.shape[0] - 1) // 2]
+    if arr.ndim == 1:
+        return float(med), int(idx)
+    return med, idx

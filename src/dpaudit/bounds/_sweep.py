@@ -21,7 +21,11 @@ not a valid lower bound at the nominal level. Every sweep here returns, clearly 
     test part's game is a fresh game given the selection part (Steinke et al. 2023 allow
     any guess rule that does not see the test canaries' membership);
   - :class:`~dpaudit.bounds.Explicit`: one sweep value fixed in advance, tested at
-    ``1 − β`` on all canaries.
+    ``1 − β`` on all canaries;
+  - :class:`~dpaudit.bounds.MultiSplit`: the :class:`~dpaudit.bounds.Split` procedure on
+    ``num_splits`` independent random splits, each at level ``1 − β/2`` (choice and bound),
+    and the median of their bounds (Meinshausen, Meier & Bühlmann 2009, arXiv:0811.2177,
+    Thm 3.1); the details (chosen point, test counts) are those of the lower-middle split.
 
 * ``epsilons`` / ``uncorrected_max_epsilon`` — the per-point bounds at the nominal level on
   all canaries and their maximum: what the papers report, labelled *uncorrected* (not valid).
@@ -53,9 +57,13 @@ from dpaudit._validate import (
 from dpaudit.bounds._selection import (
     Bonferroni,
     Explicit,
+    MultiSplit,
     Selection,
     Split,
     as_selection,
+    median_of_splits,
+    multi_split_level,
+    multi_split_seeds,
     selection_generator,
     split_indices,
 )
@@ -78,7 +86,7 @@ class SweepResult(ResultMixin):
         confidence_interval: ``[epsilon, inf)``.
         confidence_level: 1 − β of ``epsilon``.
         selection: how the sweep value behind ``epsilon`` was chosen and paid for
-            (strategy ``"bonferroni"``, ``"split"`` or ``"explicit"``).
+            (strategy ``"bonferroni"``, ``"split"``, ``"multi-split"`` or ``"explicit"``).
         method: the underlying bound (one-run, f-DP one-run, label memorization).
         parameter: what was swept: ``"num_guesses"`` or ``"threshold"``.
         values: the sweep grid (in full-data units).
@@ -89,16 +97,17 @@ class SweepResult(ResultMixin):
         uncorrected_value: the sweep value attaining it.
         selected_value: the sweep value behind ``epsilon``.
         per_test_confidence_level: level of the test behind ``epsilon`` (``1 − β/G`` for
-            Bonferroni, ``1 − β`` otherwise).
+            Bonferroni, ``1 − β/2`` for each split of a MultiSplit, ``1 − β`` otherwise).
         num_tests: G, the number of sweep points.
         num_canaries: canaries (or slots) in the data.
         test_num_canaries: canaries the reported bound was computed on (all, or the test part).
         test_num_guesses: guesses behind ``epsilon``.
         test_num_correct: correct guesses behind ``epsilon``.
         delta: δ (None for label memorization).
-        split_fraction: fraction of canaries used for selection (split only).
-        seed: integer seed of the split.
-        selection_epsilons: per-point bounds on the selection part (split only).
+        split_fraction: fraction of canaries used for selection (split, multi-split).
+        seed: integer seed of the split (of the seeds of the splits, multi-split).
+        selection_epsilons: per-point bounds on the selection part (split; multi-split: of
+            the lower-middle split).
         mus: per-point largest rejected μ on all canaries, uncorrected (f-DP only).
         mu: the μ behind ``epsilon`` (f-DP only).
         uncorrected_note: what ``uncorrected_max_epsilon`` is and is not.
@@ -132,29 +141,40 @@ class SweepResult(ResultMixin):
     uncorrected_note: str = _UNCORRECTED_NOTE
 
 
-def default_guess_counts(num_canaries: int) -> np.ndarray:
+def default_guess_counts(num_canaries: int, max_points: int | None = None) -> np.ndarray:
     """The guess-count grid 10, 20, … up to ``num_canaries`` (``[m]`` if m < 10).
 
-    The grid of Liu et al. (§4, "Choice of number of guesses").
+    The grid of Liu et al. (§4, "Choice of number of guesses"). With ``max_points`` the
+    grid is thinned to at most that many points: step ``10·⌈m/(10·max_points)⌉`` (a
+    multiple of 10), so that large m stays affordable; the grid is unchanged while
+    ``m ≤ 10·max_points``.
 
     Args:
         num_canaries: m ≥ 1.
+        max_points: most grid points (None: every multiple of 10 up to m).
 
     Returns:
         int64 array of guess counts.
 
     Raises:
-        TypeError, ValueError: m not a positive integer, or a grid beyond the memory cap.
+        TypeError, ValueError: m or ``max_points`` not a positive integer, or a grid beyond
+            the memory cap.
 
     Example:
-        >>> default_guess_counts(35).tolist()
-        [10, 20, 30]
+        >>> default_guess_counts(35).tolist(), default_guess_counts(50_000, 100)[:3].tolist()
+        ([10, 20, 30], [500, 1000, 1500])
     """
     num_canaries = check_positive_int("num_canaries", num_canaries)
-    check_memory(0.8 * num_canaries, f"default_guess_counts with num_canaries={num_canaries}")
+    if max_points is None:
+        check_memory(0.8 * num_canaries, f"default_guess_counts with num_canaries={num_canaries}")
+        step = 10
+    else:
+        points = check_positive_int("max_points", max_points)
+        step = 10 * math.ceil(num_canaries / (10 * points))
+        check_memory(8.0 * (num_canaries // step), f"default_guess_counts with max_points={points}")
     if num_canaries < 10:
         return np.array([num_canaries], dtype=np.int64)
-    return np.arange(10, num_canaries + 1, 10, dtype=np.int64)
+    return np.arange(step, num_canaries + 1, step, dtype=np.int64)
 
 
 def check_guess_counts(guess_counts: ArrayLike | None, m: int, name: str = "guess_counts"):
@@ -316,6 +336,20 @@ def _split_bound(
     return _Valid(out, float(values[j]), level, test_idx.size, sel_eps, seed)
 
 
+def _multi_split_bound(
+    game: SweepGame, values: np.ndarray, sel: MultiSplit, level: float, rng: RngLike
+) -> _Valid:
+    """The median of ``sel.num_splits`` split bounds, each a split at level ``1 − β/2``."""
+    half = multi_split_level(level)
+    seeds, seed = multi_split_seeds(sel.num_splits, rng)
+    split_game = dataclasses.replace(game, level=half)
+    runs = [_split_bound(split_game, values, sel.fraction, half, s) for s in seeds]
+    eps, j = median_of_splits([r.out.eps for r in runs])
+    rep = runs[j]
+    out = dataclasses.replace(rep.out, eps=eps)
+    return _Valid(out, rep.value, half, rep.test_n, rep.selection_eps, seed)
+
+
 def _quiet(done: int, total: int, description: str) -> None:
     """No progress for the selection part (the full sweep reports)."""
 
@@ -351,10 +385,14 @@ def run_sweep(
         valid = _Valid(out, float(values[out.index]), 1.0 - beta / g, game.n)
     elif isinstance(selection, Split):
         valid = _split_bound(game, values, selection.fraction, level, rng)
+    elif isinstance(selection, MultiSplit):
+        valid = _multi_split_bound(game, values, selection, level, rng)
     elif isinstance(selection, Explicit):
         valid = _Valid(game.outcome(None, fixed, beta, game.n), float(fixed[0]), level, game.n)
     else:
-        raise TypeError(f"selection must be Explicit, Split or Bonferroni, got {selection!r}")
+        raise TypeError(
+            f"selection must be Explicit, Split, Bonferroni or MultiSplit, got {selection!r}"
+        )
     out = valid.out
     return SweepResult(
         epsilon=float(out.eps),
@@ -379,7 +417,7 @@ def run_sweep(
         test_num_guesses=out.guesses,
         test_num_correct=out.correct,
         delta=game.delta,
-        split_fraction=selection.fraction if isinstance(selection, Split) else None,
+        split_fraction=(selection.fraction if isinstance(selection, (Split, MultiSplit)) else None),
         seed=valid.seed,
         selection_epsilons=valid.selection_eps,
         mu=out.mu,

@@ -22,11 +22,13 @@ from dpaudit._validate import check_array, check_delta, check_real
 from dpaudit.bounds._cuts import RDPAudit, candidate_bounds
 from dpaudit.bounds._epsdelta import EpsDeltaAudit, confusion_core, epsilon_at_beta
 from dpaudit.bounds._rdp_compose import RDPLowerBoundCurve, check_single_curve
+from dpaudit.bounds._selection import MultiSplit
 
 __all__ = ["ViolationCheck", "check_dp_claim", "check_rdp_claim"]
 
 #: Smallest p-value reported (Beta quantiles are unreliable further out); "p ≤ P_FLOOR".
 P_FLOOR = 1e-16
+_MULTI_SPLIT = MultiSplit.strategy
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,7 +97,9 @@ def check_dp_claim(audit: EpsDeltaAudit, *, epsilon: float, delta: float) -> Vio
     is re-evaluated at the claimed δ (Chadha et al. 2024 Eq. 1, FP/FN form):
     ``ε_lb(δ) = max{log((TPR_lo − δ)/FPR_hi), log((1 − FPR_hi − δ)/(1 − TPR_lo)), 0}``.
     Refuted iff ``ε_lb(δ) > ε``. The p-value re-runs the same bound at smaller β (same
-    counts, same threshold, same Bonferroni factor).
+    counts, same threshold, same Bonferroni factor). A ``"multi-split"`` audit is a median
+    over splits (:class:`~dpaudit.bounds.MultiSplit`): its bound holds at its own δ only and
+    has no p-value here, so the claimed δ must be the audit's.
 
     Args:
         audit: an :class:`EpsDeltaAudit`.
@@ -107,7 +111,7 @@ def check_dp_claim(audit: EpsDeltaAudit, *, epsilon: float, delta: float) -> Vio
 
     Raises:
         TypeError: ``audit`` is not an :class:`EpsDeltaAudit`.
-        ValueError: ε < 0 or not finite, δ ∉ [0, 1).
+        ValueError: ε < 0 or not finite, δ ∉ [0, 1), or a multi-split audit at another δ.
 
     Example:
         >>> from dpaudit.bounds import epsilon_from_confusion
@@ -121,6 +125,8 @@ def check_dp_claim(audit: EpsDeltaAudit, *, epsilon: float, delta: float) -> Vio
     if eps_c < 0:
         raise ValueError(f"epsilon must be non-negative, got {eps_c}")
     d = check_delta(delta)
+    if audit.selection.strategy == _MULTI_SPLIT:
+        return _multi_split_dp_check(audit, eps_c, d)
     tail = 1.0 - audit.interval_level
     core = confusion_core(audit.tp, audit.fn, audit.fp, audit.tn, d, tail, audit.orientation)
     lb = float(core["epsilon"])
@@ -154,8 +160,42 @@ def check_dp_claim(audit: EpsDeltaAudit, *, epsilon: float, delta: float) -> Vio
     )
 
 
-def _two_cut_p_value(audit: RDPAudit, claimed: np.ndarray) -> float:
-    """p-value of a 2-cut audit against a claimed curve (same counts and choice of O)."""
+def _multi_split_dp_check(audit: EpsDeltaAudit, eps_c: float, d: float) -> ViolationCheck:
+    """A median-over-splits audit against a claim at the audit's own δ (no p-value)."""
+    if d != audit.delta:
+        raise ValueError(
+            f"delta must be the audit's delta ({audit.delta:g}) for a multi-split audit (a "
+            f"median over splits holds at its own delta only), got {d:g}"
+        )
+    lb = float(audit.epsilon)
+    refuted = lb > eps_c
+    return ViolationCheck(
+        refuted=refuted,
+        claim="dp",
+        claimed_epsilon=eps_c,
+        claimed_delta=d,
+        lower_bound=lb,
+        margin=lb - eps_c,
+        orders=None,
+        refuted_orders=None,
+        confidence_level=audit.confidence_level,
+        valid=True,
+        p_value=None,
+        method=audit.method,
+        evidence=audit,
+        note=(
+            f"(eps={eps_c:g}, delta={d:g})-DP is {'refuted' if refuted else 'not refuted'} at "
+            f"confidence {audit.confidence_level:g}: lower bound {lb:.6g} at delta={d:g} "
+            "(median over splits; no p-value)."
+        ),
+    )
+
+
+def _two_cut_p_value(audit: RDPAudit, claimed: np.ndarray) -> float | None:
+    """p-value of a 2-cut audit against a claimed curve (same counts and choice of O);
+    None for a median over splits (the median of the splits' curves has no one p-value)."""
+    if audit.selection.strategy == _MULTI_SPLIT:
+        return None
     if audit.selection.strategy == "bonferroni":
         cands, m = audit.candidates, len(audit.candidates)
     else:

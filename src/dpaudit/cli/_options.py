@@ -15,6 +15,7 @@ before any work starts.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 import os
@@ -116,17 +117,22 @@ def _default_text(field: _settings.SettingsField) -> str:
 def _parameters(settings_cls: type) -> list[tuple[inspect.Parameter, _settings.SettingsField]]:
     out = []
     seen: dict[str, str] = {}
-    for f in _settings.fields(settings_cls):
-        if not f.cli:
-            continue
+    leaves = [f for f in _settings.fields(settings_cls) if f.cli]
+    counts: dict[str, int] = {}
+    for f in leaves:
+        counts[f.flag] = counts.get(f.flag, 0) + 1
+    for f in leaves:
+        if counts[f.flag] > 1 and f.flag == "--" + f.name.replace("_", "-"):
+            # a leaf name shared by several sections: the flag names its path
+            f = dataclasses.replace(f, flag="--" + f.path.replace(".", "-").replace("_", "-"))
         if f.flag in seen:
             raise ValueError(f"flag {f.flag} of {f.path} is also the flag of {seen[f.flag]}")
         seen[f.flag] = f.path
         pname = "opt_" + f.path.replace(".", "__")
-        help_text = f"{f.help} [default: {_default_text(f)}]"
+        help_text = f"{f.help} \\[default: {_default_text(f)}]"  # \\[: not rich markup
         if f.base_type is bool:
             flags = f"{f.flag}/--no-{f.flag[2:]}"
-            default = typer.Option(None, flags, help=help_text, show_default=False)
+            default = typer.Option(None, flags, help=help_text, show_default=False, metavar="")
             annotation: Any = bool | None
         else:
             default = typer.Option(
@@ -275,7 +281,10 @@ def _extra_parameters() -> list[inspect.Parameter]:
             "print_config",
             inspect.Parameter.KEYWORD_ONLY,
             default=typer.Option(
-                False, "--print-config", help="print the resolved settings as TOML and exit"
+                False,
+                "--print-config",
+                help="print the resolved settings as TOML and exit",
+                metavar="",
             ),
             annotation=bool,
         ),
@@ -290,13 +299,15 @@ def _extra_parameters() -> list[inspect.Parameter]:
         inspect.Parameter(
             "as_json",
             inspect.Parameter.KEYWORD_ONLY,
-            default=typer.Option(False, "--json", help="print the result as JSON"),
+            default=typer.Option(False, "--json", help="print the result as JSON", metavar=""),
             annotation=bool,
         ),
         inspect.Parameter(
             "progress",
             inspect.Parameter.KEYWORD_ONLY,
-            default=typer.Option(True, "--progress/--no-progress", help="rich progress bars"),
+            default=typer.Option(
+                True, "--progress/--no-progress", help="rich progress bars", metavar=""
+            ),
             annotation=bool,
         ),
     ]

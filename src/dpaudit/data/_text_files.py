@@ -3,7 +3,7 @@ substitute of AG News.
 
 Chadha et al. 2024 ("Auditing Private Prediction", arXiv:2402.09403, App. D.2) audit
 PromptPATE on SST-2, AG News, TREC and DBPedia. None ships offline: SST-2 and AG News are read
-by :func:`dpaudit.systems.data.load_sst2` / :func:`~dpaudit.systems.data.load_ag_news`; this
+by :func:`dpaudit.data.load_sst2` / :func:`~dpaudit.data.load_ag_news`; this
 module reads the other two from the standard files in a directory the user gives (or
 ``$DPAUDIT_DATA_DIR/<name>``):
 
@@ -15,8 +15,8 @@ module reads the other two from the standard files in a directory the user gives
   (560,000 / 70,000); text = title + abstract.
 
 The offline substitute of AG News is ``"wordnet-nouns-4"``: WordNet noun definitions
-(:func:`dpaudit.systems.data.load_wordnet_nouns`, Debian ``wordnet-base``) of the four
-lexicographer files of :data:`dpaudit.systems.features.WORDNET_FEATURE_CATEGORIES`
+(:func:`dpaudit.data.load_wordnet_nouns`, Debian ``wordnet-base``) of the four
+lexicographer files of :data:`dpaudit.data.WORDNET_FEATURE_CATEGORIES`
 (animal, artifact, person, plant), as a dataset of its own name.
 
 Example:
@@ -173,7 +173,7 @@ def load_trec(*, path: str | os.PathLike[str] | None = None) -> Dataset:
             ``$DPAUDIT_DATA_DIR/trec``).
 
     Returns:
-        The text :class:`~dpaudit.systems.data.Dataset` (``TREC_10`` is the test split).
+        The text :class:`~dpaudit.data.Dataset` (``TREC_10`` is the test split).
 
     Raises:
         MissingDatasetError: no directory or missing files.
@@ -220,7 +220,7 @@ def load_dbpedia(*, path: str | os.PathLike[str] | None = None) -> Dataset:
             ``$DPAUDIT_DATA_DIR/dbpedia``).
 
     Returns:
-        The text :class:`~dpaudit.systems.data.Dataset`.
+        The text :class:`~dpaudit.data.Dataset`.
 
     Raises:
         MissingDatasetError: no directory or missing files.
@@ -244,7 +244,7 @@ def load_wordnet_nouns_4(
 ) -> Dataset:
     """WordNet noun definitions of four categories (animal, artifact, person, plant): the
     offline 4-class AG News substitute, named ``"wordnet-nouns-4"``
-    (:func:`dpaudit.systems.data.load_wordnet_nouns` with ``categories=WORDNET_4_CATEGORIES``).
+    (:func:`dpaudit.data.load_wordnet_nouns` with ``categories=WORDNET_4_CATEGORIES``).
 
     Raises:
         MissingDatasetError: Debian ``wordnet-base`` is not installed.

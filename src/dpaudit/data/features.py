@@ -40,7 +40,6 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import importlib.util
 import os

@@ -184,7 +184,7 @@ def _private_prediction_figures(view: Any, d: Path) -> list[tuple[str, Path]]:
 
 
 def _vote_histograms(detail: Any) -> Any:
-    from dpaudit.systems.data import VoteHistograms
+    from dpaudit.data import VoteHistograms
 
     h = detail.get("histograms")
     if not isinstance(h, Mapping):

@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit.data import VoteHistograms, load_mnist_vote_histograms
 from dpaudit.report._figures import figure, save
 from dpaudit.report._report import Report
-from dpaudit.systems.data import VoteHistograms, load_mnist_vote_histograms
 
 __all__ = [
     "REPORT",

@@ -48,7 +48,7 @@ def load_training_data(settings: ServeSettings) -> TrainingData:
         MissingDatasetError: the dataset is not installed (the message says what to do).
         ValueError: fewer training rows than teachers.
     """
-    from dpaudit.systems.data import load_subset
+    from dpaudit.data import load_subset
 
     d = settings.data
     ds = load_subset(d.dataset, n_train=d.n_train, n_test=d.n_test, seed=settings.seed)

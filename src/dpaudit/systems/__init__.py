@@ -15,13 +15,13 @@
   claim comes from their mechanism value.
 - :data:`SYSTEMS`, :class:`System`, :class:`PrivatePredictionSystem` — the registry and the
   protocols every system implements.
-- :mod:`dpaudit.systems.data` — offline dataset loaders (nothing is downloaded).
+- :mod:`dpaudit.data` — offline dataset loaders (nothing is downloaded).
 
 Heavy libraries (scikit-learn, joblib, rich, torch) are imported only when used.
 
 Example:
     >>> from dpaudit.systems import GNMax, PrivatePredictor, TeacherEnsemble
-    >>> from dpaudit.systems.data import load_dataset
+    >>> from dpaudit.data import load_dataset
     >>> ds = load_dataset("digits", seed=0)
     >>> ens = TeacherEnsemble.fit(ds.X_train, ds.y_train, num_teachers=20, rng=0)
     >>> PrivatePredictor(ens, GNMax(sigma=2.0)).predict(ds.X_test[:3], rng=0).tolist()

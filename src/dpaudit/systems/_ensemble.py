@@ -305,7 +305,7 @@ class TeacherEnsemble:
             TypeError: wrongly typed arguments.
 
         Example:
-            >>> from dpaudit.systems.data import load_digits
+            >>> from dpaudit.data import load_digits
             >>> ds = load_digits(seed=0)
             >>> ens = TeacherEnsemble.fit(ds.X_train, ds.y_train, num_teachers=10, rng=0)
             >>> ens.votes(ds.X_test[:2]).sum(axis=1).tolist()
@@ -390,7 +390,7 @@ class TeacherEnsemble:
             ValueError: ``partition`` out of range, wrong feature count, bad labels.
 
         Example:
-            >>> from dpaudit.systems.data import load_digits
+            >>> from dpaudit.data import load_digits
             >>> ds = load_digits(seed=0)
             >>> ens = TeacherEnsemble.fit(ds.X_train, ds.y_train, num_teachers=5, rng=0)
             >>> ens.with_points(ds.X_test[:1], [3], partition=2).modified
@@ -426,7 +426,7 @@ class TeacherEnsemble:
         """One added point (x, y) in part ``partition``: :meth:`with_points` for a single row.
 
         Example:
-            >>> from dpaudit.systems.data import load_digits
+            >>> from dpaudit.data import load_digits
             >>> ds = load_digits(seed=0)
             >>> ens = TeacherEnsemble.fit(ds.X_train, ds.y_train, num_teachers=5, rng=0)
             >>> ens.with_point(ds.X_test[0], 3, partition=1).partitions[1].size
@@ -572,7 +572,7 @@ class TeacherEnsemble:
             ValueError: k > m or k < 1, indices out of range or repeated, shape mismatch.
 
         Example:
-            >>> from dpaudit.systems.data import load_digits
+            >>> from dpaudit.data import load_digits
             >>> ds = load_digits(seed=0)
             >>> ens = TeacherEnsemble.fit(ds.X_train, ds.y_train, num_teachers=10, rng=0)
             >>> ens.votes(ds.X_test[:3], teachers=4, rng=1).sum(axis=1).tolist()

@@ -217,7 +217,7 @@ def fit_teacher(
         ValueError: bad ``X``/``y`` or estimator name.
 
     Example:
-        >>> from dpaudit.systems.data import load_digits
+        >>> from dpaudit.data import load_digits
         >>> ds = load_digits(seed=0)
         >>> t = fit_teacher(ds.X_train[:60], ds.y_train[:60], seed=1)
         >>> t.predict(ds.X_test[:3]).tolist()

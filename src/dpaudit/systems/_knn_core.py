@@ -184,7 +184,7 @@ def check_features(name: str, value: ArrayLike, *, width: int | None = None) -> 
     if arr.dtype == object or arr.dtype.kind in "USO":
         raise TypeError(
             f"{name} must be a numeric feature matrix, got dtype {arr.dtype} (embed text with "
-            "dpaudit.systems.features first)"
+            "dpaudit.data.features first)"
         )
     x = check_array(name, arr, ndim=2)
     if width is not None and x.shape[1] != width:

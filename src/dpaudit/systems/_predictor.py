@@ -164,7 +164,7 @@ class PrivatePredictor:
 
     Example:
         >>> from dpaudit.systems import GNMax, PrivatePredictor, TeacherEnsemble
-        >>> from dpaudit.systems.data import load_digits
+        >>> from dpaudit.data import load_digits
         >>> ds = load_digits(seed=0)
         >>> ens = TeacherEnsemble.fit(ds.X_train, ds.y_train, num_teachers=20, rng=0)
         >>> api = PrivatePredictor(ens, GNMax(sigma=2.0), cache=True)
@@ -334,7 +334,7 @@ class PrivatePredictor:
 
         Example:
             >>> from dpaudit.systems import ConfidentGNMax, PrivatePredictor, TeacherEnsemble
-            >>> from dpaudit.systems.data import load_digits
+            >>> from dpaudit.data import load_digits
             >>> ds = load_digits(seed=0)
             >>> ens = TeacherEnsemble.fit(ds.X_train, ds.y_train, num_teachers=20, rng=0)
             >>> api = PrivatePredictor(ens, ConfidentGNMax(threshold=19, sigma1=1.0, sigma2=2.0))
@@ -428,7 +428,7 @@ class PrivatePredictor:
 
         Example:
             >>> from dpaudit.systems import GNMax, PrivatePredictor, TeacherEnsemble
-            >>> from dpaudit.systems.data import load_digits
+            >>> from dpaudit.data import load_digits
             >>> ds = load_digits(seed=0)
             >>> ens = TeacherEnsemble.fit(ds.X_train, ds.y_train, num_teachers=20, rng=0)
             >>> api = PrivatePredictor(ens, GNMax(sigma=40.0))

@@ -218,10 +218,10 @@ def make_template(
 
 
 PROMPT_TASKS: Registry[PromptTemplate] = Registry("prompt task")
-"""Prompt templates by task name (the dataset names of :mod:`dpaudit.systems.data`): the
+"""Prompt templates by task name (the dataset names of :mod:`dpaudit.data`): the
 paper's four datasets and the offline substitutes (``rotten-tomatoes``: 0 = rotten = negative;
 ``wordnet-nouns-4``: the four WordNet categories of
-:func:`dpaudit.systems._text_files.load_wordnet_nouns_4`)."""
+:func:`dpaudit.data.load_wordnet_nouns_4`)."""
 PROMPT_TASKS.register(
     "sst2", make_template("sst2", "text from movie reviews by sentiment", ["negative", "positive"])
 )

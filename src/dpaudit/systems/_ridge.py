@@ -25,7 +25,7 @@ A label the part has never seen becomes a new one-vs-rest column whose targets a
 old rows (its old weights ``−Zᵀ G 1`` are kept from the fit).
 
 Example:
-    >>> from dpaudit.systems.data import load_digits
+    >>> from dpaudit.data import load_digits
     >>> ds = load_digits(seed=0)
     >>> t = RidgeTeacher().fit(ds.X_train[:60], ds.y_train[:60])
     >>> t2 = t.with_rows(ds.X_train[:60], ds.X_test[:1], [3])

@@ -19,7 +19,7 @@ instantiations of the training phase and every teacher's votes) and
 
 Example:
     >>> from dpaudit.mechanisms import GNMax
-    >>> from dpaudit.systems.data import load_digits
+    >>> from dpaudit.data import load_digits
     >>> ds = load_digits(seed=0)
     >>> api = PATE(num_teachers=20, mechanism=GNMax(2.0)).build(ds.X_train, ds.y_train, rng=0)
     >>> api.predict(ds.X_test[:3], rng=0).tolist()

@@ -52,7 +52,7 @@ class TorchCNNClassifier:
         device: torch device string.
 
     Example:
-        >>> from dpaudit.systems.data import load_digits  # doctest: +SKIP
+        >>> from dpaudit.data import load_digits  # doctest: +SKIP
         >>> ds = load_digits()  # doctest: +SKIP
         >>> clf = TorchCNNClassifier(epochs=5, random_state=0)  # doctest: +SKIP
         >>> clf = clf.fit(ds.X_train, ds.y_train)  # doctest: +SKIP

@@ -1,7 +1,7 @@
 """Write minilm_reference.json: int8 ONNX MiniLM embeddings of three fixed sentences.
 
 Run once (``python tests/knn/data/make_minilm_reference.py``); the test compares later runs of
-:func:`dpaudit.systems.features.embed_texts` with these vectors to 1e-4. The model file's
+:func:`dpaudit.data.features.embed_texts` with these vectors to 1e-4. The model file's
 size and SHA-256 are recorded so a different model is reported as such.
 """
 
@@ -9,7 +9,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from dpaudit.systems.features import embed_texts, minilm_model_files
+from dpaudit.data.features import embed_texts, minilm_model_files
 
 SENTENCES = [
     "A three-hour cinema master class.",

@@ -15,11 +15,11 @@ Bounds (one :class:`~dpaudit._results.AuditEntry` each):
 * ``"gdp"`` — the Gaussian-DP μ the same two Clopper–Pearson bounds imply,
   ``μ ≥ Φ⁻¹(TPR_lo) − Φ⁻¹(FPR_hi)`` (a μ-GDP test has ``TPR ≤ Φ(Φ⁻¹(FPR) + μ)``, Dong, Roth &
   Su 2022, arXiv:1905.02383, Def. 2.6), and ε at δ of that μ (Cor. 2.13) — for mechanisms
-  whose trade-off curve is Gaussian (the premise of Nasr et al. 2023, arXiv:2302.07956).
+  whose trade-off curve is Gaussian (the premise of Nasr et al. 2023, arXiv:2302.07956;
+  :func:`dpaudit.bounds.gdp_from_error_rates`).
 * ``"or"``, ``"or-fdp"``, ``"max"`` — the one-run bounds of Steinke, Nasr & Jagielski 2023
   (arXiv:2305.08846) and Mahloujifar, Melis & Chaudhuri 2024 (arXiv:2410.22235) over the
-  guess-count sweep, and their paid-for maximum
-  (:func:`dpaudit.bounds._one_run_max.one_run_bounds`).
+  guess-count sweep, and their paid-for maximum (:func:`dpaudit.bounds.one_run_bounds`).
 
 Which are valid depends on how the scores were produced (``design``):
 
@@ -43,13 +43,11 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import math
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import special
 
 from dpaudit._results import (
     AuditEntry,
@@ -73,25 +71,23 @@ from dpaudit._validate import (
     check_positive_int,
 )
 from dpaudit.bounds import (
-    Bonferroni,
+    SELECTION_NAMES,
     EpsDeltaAudit,
+    GDPBound,
     OneRunBounds,
-    Split,
     check_membership_scores,
     epsilon_from_scores,
+    gdp_from_error_rates,
     one_run_bounds,
+    selection_from_name,
 )
-from dpaudit.bounds._one_run_max import SELECTIONS
-from dpaudit.conversions import gdp_epsilon
 
 __all__ = [
     "DESIGNS",
     "WORKFLOW",
-    "GDPBound",
     "ScoresAuditSettings",
     "audit_canary_scores",
     "audit_scores",
-    "gdp_from_error_rates",
     "read_mask",
     "read_scores",
 ]
@@ -187,55 +183,13 @@ def read_mask(path: str | Path, *, column: str | None = None) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class GDPBound(ResultMixin):
-    """Gaussian-DP μ (and ε at δ) implied by Clopper–Pearson error-rate bounds.
-
-    Attributes:
-        mu: the μ lower bound ``max(0, Φ⁻¹(TPR_lo) − Φ⁻¹(FPR_hi))``.
-        epsilon: ε at ``delta`` of μ-GDP (Dong, Roth & Su 2022, Cor. 2.13).
-        delta: δ.
-        tpr_lower: the TPR lower bound used.
-        fpr_upper: the FPR upper bound used.
-    """
-
-    mu: float
-    epsilon: float
-    delta: float
-    tpr_lower: float
-    fpr_upper: float
-
-
-def gdp_from_error_rates(tpr_lower: float, fpr_upper: float, delta: float) -> GDPBound:
-    """μ ≥ Φ⁻¹(TPR_lo) − Φ⁻¹(FPR_hi) for a μ-GDP mechanism, and its ε at δ.
-
-    A μ-GDP mechanism's tests satisfy ``TPR ≤ Φ(Φ⁻¹(FPR) + μ)`` (Dong, Roth & Su 2022,
-    arXiv:1905.02383); with ``TPR ≥ TPR_lo`` and ``FPR ≤ FPR_hi`` (both monotone) the bound
-    follows. ε from :func:`dpaudit.conversions.gdp_epsilon` (Cor. 2.13).
-
-    Example:
-        >>> b = gdp_from_error_rates(0.8413447460685429, 0.5, 1e-5)
-        >>> round(b.mu, 6), round(b.epsilon, 6)
-        (1.0, 4.377178)
-    """
-    tpr = check_in_range("tpr_lower", tpr_lower, 0.0, 1.0, low_inclusive=True, high_inclusive=True)
-    fpr = check_in_range("fpr_upper", fpr_upper, 0.0, 1.0, low_inclusive=True, high_inclusive=True)
-    d = check_delta(delta, allow_zero=False)
-    with np.errstate(divide="ignore"):
-        mu = float(special.ndtri(tpr) - special.ndtri(fpr))
-    if not math.isfinite(mu):
-        mu = math.inf if tpr == 1.0 or fpr == 0.0 else 0.0
-    mu = max(0.0, mu)
-    eps = math.inf if math.isinf(mu) else gdp_epsilon(mu, d)
-    return GDPBound(mu, eps, d, tpr, fpr)
-
-
 def _threshold_selection(name: str, fraction: float, pos: np.ndarray, neg: np.ndarray, points):
-    if name == "split":
-        return Split(fraction)
-    pooled = np.concatenate([pos, neg])
-    grid = np.unique(np.quantile(pooled, np.linspace(0.0, 1.0, min(points, pooled.size))))
-    return Bonferroni(tuple(grid.tolist()))
+    grid = None
+    if name == "bonferroni":  # candidate thresholds: quantiles of the pooled scores
+        pooled = np.concatenate([pos, neg])
+        grid = np.unique(np.quantile(pooled, np.linspace(0.0, 1.0, min(points, pooled.size))))
+        grid = tuple(grid.tolist())
+    return selection_from_name(name, fraction=fraction, candidates=grid)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -311,7 +265,8 @@ def audit_canary_scores(
         design: ``"one-run"`` or ``"independent"`` (which bounds are valid).
         delta: δ in (0, 1).
         confidence_level: 1 − β of every bound.
-        selection: ``"split"`` or ``"bonferroni"`` (thresholds and guess counts).
+        selection: ``"split"``, ``"bonferroni"`` or ``"multi-split"`` (thresholds and guess
+            counts; :func:`dpaudit.bounds.selection_from_name`, 100 splits).
         split_fraction: share used to choose (split).
         max_points: most candidate thresholds / guess counts.
         claimed_epsilon: the ε the system claims at δ (becomes the entries' claim).
@@ -328,7 +283,7 @@ def audit_canary_scores(
     design = check_choice("design", design, DESIGNS)
     d = check_delta(delta, allow_zero=False)
     level = check_confidence_level(confidence_level)
-    check_choice("selection", selection, SELECTIONS)
+    check_choice("selection", selection, SELECTION_NAMES)
     points = check_positive_int("max_points", max_points)
     claims = ()
     if claimed_epsilon is not None:
@@ -385,7 +340,9 @@ class ScoresAuditSettings:
     design: str = option("one-run", help="one-run | independent (which bounds are valid)")
     delta: float = option(1e-5, help="δ of every bound")
     confidence_level: float = option(0.95, help="confidence 1 − β")
-    selection: str = option("split", help="split | bonferroni (thresholds, guess counts)")
+    selection: str = option(
+        "split", help="split | bonferroni | multi-split (thresholds, guess counts)"
+    )
     split_fraction: float = option(0.5, help="share used to choose (split)")
     max_points: int = option(500, help="most candidate thresholds / guess counts")
     claimed_epsilon: float | None = option(None, help="the system's claimed ε at δ")
@@ -395,7 +352,7 @@ class ScoresAuditSettings:
         check_choice("design", self.design, DESIGNS)
         check_delta(self.delta, allow_zero=False)
         check_confidence_level(self.confidence_level)
-        check_choice("selection", self.selection, SELECTIONS)
+        check_choice("selection", self.selection, SELECTION_NAMES)
         check_in_range("split_fraction", self.split_fraction, 0.0, 1.0)
         check_positive_int("max_points", self.max_points)
         if self.claimed_epsilon is not None:

@@ -57,9 +57,9 @@ from dpaudit.attacks import (
     split_pool,
 )
 from dpaudit.bounds._one_run_max import OneRunBounds, one_run_bounds
+from dpaudit.data import load_dataset
 from dpaudit.experiments.dpsgd.settings import DPSGDAuditSettings
 from dpaudit.systems import DPSGD, LabelledData
-from dpaudit.systems.data import load_dataset
 
 __all__ = [
     "BOUND_NAMES",

@@ -42,8 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from dpaudit import _settings
+from dpaudit._settings import find_config
 from dpaudit.experiments.dpsgd.settings import DPSGDAuditSettings
-from dpaudit.experiments.private_prediction.config import find_config
 
 __all__ = [
     "LAYOUTS",

@@ -34,9 +34,9 @@ from dpaudit._validate import (
     check_positive_int,
 )
 from dpaudit.attacks import CANARY_KINDS, MEMBERSHIP_SCORES, QMIASettings
-from dpaudit.bounds._one_run_max import SELECTIONS
+from dpaudit.bounds import SELECTION_NAMES
+from dpaudit.data import DATASET_NAMES
 from dpaudit.systems import DPSGDSettings
-from dpaudit.systems.data import DATASET_NAMES
 
 __all__ = [
     "AttackSettings",
@@ -105,7 +105,9 @@ class AuditBoundSettings:
 
     confidence_level: float = option(0.95, help="confidence 1 − β of every valid bound")
     selection: str = option(
-        "split", help="number of guesses paid by: split | bonferroni", flag="--selection"
+        "split",
+        help="number of guesses paid by: split | bonferroni | multi-split",
+        flag="--selection",
     )
     split_fraction: float = option(0.5, help="share of canaries that choose (split)")
     max_guess_points: int = option(
@@ -114,7 +116,7 @@ class AuditBoundSettings:
 
     def __post_init__(self) -> None:
         check_confidence_level(self.confidence_level)
-        check_choice("selection", self.selection, SELECTIONS)
+        check_choice("selection", self.selection, SELECTION_NAMES)
         check_in_range("split_fraction", self.split_fraction, 0.0, 1.0)
         check_positive_int("max_guess_points", self.max_guess_points)
 

@@ -58,7 +58,7 @@ from dpaudit.attacks import (
     label_memorization_attack,
     plant_label_canaries,
 )
-from dpaudit.bounds import Bonferroni, Split
+from dpaudit.bounds import selection_from_name
 from dpaudit.experiments.label_dp.settings import LabelDPSettings
 from dpaudit.systems import SYSTEMS
 
@@ -91,7 +91,7 @@ class LabelDPData:
     """The data of a run: the dataset, the canaries and the canaried training labels.
 
     Attributes:
-        dataset: the :class:`~dpaudit.systems.data.Dataset` (true labels).
+        dataset: the :class:`~dpaudit.data.Dataset` (true labels).
         canaries: the :class:`~dpaudit.attacks.LabelCanaries`.
         y_train: training labels with every canary set to its y′.
         image_shape: ``(H, W)`` of image rows, or None.
@@ -119,7 +119,7 @@ def load_label_data(settings: LabelDPSettings, dataset: Any = None) -> Any:
             rows, PATE budgets larger than the training set.
         MissingDatasetError: the dataset is not installed.
     """
-    from dpaudit.systems.data import load_dataset
+    from dpaudit.data import load_dataset
 
     d = settings.data
     if dataset is None:
@@ -145,7 +145,7 @@ def load_label_data(settings: LabelDPSettings, dataset: Any = None) -> Any:
 
 
 def _subset(ds: Any, n_train: int | None, n_test: int | None, seed: int) -> Any:
-    from dpaudit.systems.data import Dataset
+    from dpaudit.data import Dataset
 
     gen = np.random.default_rng(seed)
     tr = np.arange(ds.num_train) if n_train is None else _pick(gen, ds.num_train, n_train)
@@ -242,17 +242,13 @@ def train_cell(
     return system.fit(X, data.y_train, rng=rng, progress=progress, teachers=cache[m], **common)
 
 
-def _selection(settings: LabelDPSettings) -> Any:
-    a = settings.attack
-    return Split(a.split_fraction) if a.selection == "split" else Bonferroni()
-
-
 def attack_cell(settings: LabelDPSettings, fit: Any, data: LabelDPData, *, rng: Any):
     """The memorization attack on the canaries of one trained model."""
     probs = fit.network.predict_proba(data.dataset.X_train[data.canaries.indices])
     a = settings.attack
     return label_memorization_attack(
-        probs, data.canaries, thresholds=a.thresholds, selection=_selection(settings),
+        probs, data.canaries, thresholds=a.thresholds,
+        selection=selection_from_name(a.selection, fraction=a.split_fraction),
         confidence_level=a.confidence_level, rng=rng,
     )  # fmt: skip
 
@@ -319,7 +315,8 @@ def validate_heuristic(
     a = settings.attack
     pooled = label_memorization_attack(
         CanaryConfidences.concatenate(parts), thresholds=a.thresholds,
-        selection=_selection(settings), confidence_level=a.confidence_level,
+        selection=selection_from_name(a.selection, fraction=a.split_fraction),
+        confidence_level=a.confidence_level,
         rng=child_seed(settings.seed, 5, v.runs),
     )  # fmt: skip
     return {

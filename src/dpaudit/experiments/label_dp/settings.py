@@ -101,7 +101,7 @@ def _positives(section: Any, key: str, field: str, *, integer: bool = False) -> 
 
 @dataclasses.dataclass(frozen=True)
 class DataSettings:
-    """The dataset and its seeded subset (offline; :mod:`dpaudit.systems.data`)."""
+    """The dataset and its seeded subset (offline; :mod:`dpaudit.data`)."""
 
     dataset: str = option("fashion-mnist", help="digits, mnist-5k or fashion-mnist")
     n_train: int | None = option(6000, help="training rows kept (seeded subset; all if unset)")

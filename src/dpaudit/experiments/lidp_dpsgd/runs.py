@@ -23,7 +23,7 @@ whose ε is known: the coverage check of this very code path).
   resumes without rerunning any finished run.
 * **The bound** for each k, repetition and interval method: τ is tuned on the *tuning* runs
   of that repetition by maximising the method's own bound
-  (:func:`dpaudit.experiments.lidp_gaussian.pipeline.tune_threshold`), then the audited runs give
+  (:func:`dpaudit.experiments.lidp_gaussian.protocol.tune_threshold`), then the audited runs give
   ``1{t ≥ τ}`` matrices and :func:`dpaudit.bounds.lidp_epsilon` the ε lower bound (CP on
   column 0, Wilson of order 1, 2, 4). The audited runs never see the choice (split).
 * **Curves and gain**: on a grid of run counts n' ≤ n, the bound of the first n' audited
@@ -31,9 +31,8 @@ whose ε is known: the coverage check of this very code path).
   Clopper–Pearson (the standard approach), k > 1 the ``curve_method``. Mean curves over
   repetitions give the runs each k needs to reach the target (the k = 1 mean bound with all
   n runs unless given) and the gain over k = 1, with a bootstrap interval over repetitions
-  (:func:`~dpaudit.experiments.lidp_gaussian.pipeline.sample_complexity_gain`,
-   :func:`~dpaudit.experiments.lidp_gaussian.pipeline.
-  gain_interval`).
+  (:func:`~dpaudit.experiments.lidp_gaussian.protocol.sample_complexity_gain`,
+  :func:`~dpaudit.experiments.lidp_gaussian.protocol.gain_interval`).
 
 :func:`audit_canary_runs` does it all and returns :class:`LiDPRunsAudit`; the workflows wrap
 it in an :class:`~dpaudit._results.AuditResult`.
@@ -62,15 +61,15 @@ from dpaudit._validate import (
 )
 from dpaudit.bounds import LiDPResult
 from dpaudit.engine import Executor, TaskRun, run_tasks
-from dpaudit.experiments.lidp_gaussian.pipeline import (
+from dpaudit.experiments.lidp_gaussian.protocol import (
     NUM_THRESHOLDS,
     gain_interval,
-    lidp_gaussian_statistics,
     resolve_run_grid,
     sample_complexity_gain,
     threshold_bound,
     tune_threshold,
 )
+from dpaudit.experiments.lidp_gaussian.simulation import lidp_gaussian_statistics
 
 __all__ = [
     "LIDP_METHODS",
@@ -624,7 +623,7 @@ class GaussianSumQueryRuns:
     Su 2022, arXiv:1905.02383, Cor. 2.13); canaries uniform on the unit sphere, statistic
     ``⟨y, c⟩`` (Pillutla et al. 2023, arXiv:2305.18447, "Auditing a Gaussian mechanism"). One
     run is simulated exactly by
-    :func:`~dpaudit.experiments.lidp_gaussian.pipeline.lidp_gaussian_statistics`.
+    :func:`~dpaudit.experiments.lidp_gaussian.simulation.lidp_gaussian_statistics`.
 
     Attributes:
         sigma: σ > 0.

@@ -43,9 +43,9 @@ from dpaudit._validate import (
     check_positive_int,
 )
 from dpaudit.attacks import CANARY_KINDS, MEMBERSHIP_SCORES
+from dpaudit.data import DATASET_NAMES
 from dpaudit.experiments.lidp_dpsgd.runs import LiDPAuditSettings
 from dpaudit.systems import DPSGDSettings
-from dpaudit.systems.data import DATASET_NAMES
 
 __all__ = [
     "EXECUTOR_NAMES",

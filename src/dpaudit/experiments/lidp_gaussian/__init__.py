@@ -2,26 +2,35 @@
 Kairouz, McMahan, Oprea & Oh 2023, "Unleashing the Power of Randomization in Auditing
 Differentially Private ML", arXiv:2305.18447).
 
-* :mod:`.pipeline` — :class:`LiDPGaussianSettings`, :func:`audit_lidp_gaussian` (settings) and
-  :func:`run_lidp_gaussian` (arguments).
+* :mod:`.settings` — :class:`LiDPGaussianSettings`.
+* :mod:`.simulation` — :func:`lidp_gaussian_statistics`, the exact simulation of the
+  inner-product statistics.
+* :mod:`.protocol` — threshold tuning and bounds, the run grid, runs needed and the
+  sample-complexity gain (shared with the DP-SGD LiDP audit).
+* :mod:`.pipeline` — :func:`audit_lidp_gaussian` (settings) and :func:`run_lidp_gaussian`
+  (arguments).
 """
 
 from dpaudit.experiments._workflow import WORKFLOWS, Workflow
 from dpaudit.experiments.lidp_gaussian.pipeline import (
-    NUM_THRESHOLDS,
-    RUNS_PER_BLOCK,
     SYSTEM,
-    GaussianCanaryStatistics,
     LiDPExperimentResult,
-    LiDPGaussianSettings,
     audit_lidp_gaussian,
-    gain_interval,
-    lidp_gaussian_statistics,
-    resolve_run_grid,
     run_lidp_gaussian,
+)
+from dpaudit.experiments.lidp_gaussian.protocol import (
+    NUM_THRESHOLDS,
+    gain_interval,
+    resolve_run_grid,
     sample_complexity_gain,
     threshold_bound,
     tune_threshold,
+)
+from dpaudit.experiments.lidp_gaussian.settings import LiDPGaussianSettings
+from dpaudit.experiments.lidp_gaussian.simulation import (
+    RUNS_PER_BLOCK,
+    GaussianCanaryStatistics,
+    lidp_gaussian_statistics,
 )
 
 __all__ = [

@@ -63,7 +63,6 @@ WORKFLOWS.register(
         summary="Audit private prediction (PATE, CaPC, Private-kNN, PromptPATE): RDP lower "
         "bound vs exact and claimed RDP.",
         report="dpaudit.report.private_prediction:REPORT",
-        config="demo",
         source="Chadha et al. 2024, arXiv:2402.09403",
     ),
 )

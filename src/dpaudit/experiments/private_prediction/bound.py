@@ -72,11 +72,7 @@ def audit_distributions(
     ties); its held-out bound times ``num_composed``. ``"queries"``: each query at
     ``1 − β/n`` and the held-out bounds summed (union bound).
     """
-    from dpaudit.bounds import (
-        RDPLowerBoundCurve,
-        compose_rdp_lower_bounds,
-        per_query_confidence_level,
-    )
+    from dpaudit.bounds import compose_rdp_lower_bounds, per_query_confidence_level
 
     n, _, c = counts.shape
     level = (
@@ -106,23 +102,34 @@ def audit_distributions(
         per_query[b * _AUDIT_CHUNK : b * _AUDIT_CHUNK + res.epsilons.shape[0]] = res.epsilons
     if composition == "repetitions":
         worst = int(np.lexsort((-np.arange(n), plug, score))[-1])
-        curve = RDPLowerBoundCurve(
-            orders=orders,
-            epsilons=num_composed * per_query[worst],
-            confidence_level=level,
-            n_queries=int(num_composed),
-            methods=("two-cut",),
-            asymptotic=False,
-            simultaneous_over_orders=True,
-            note=(
-                f"{num_composed} repetitions of the worst query, chosen on selection halves "
-                "only; its held-out 2-cut bound is valid at the stated level."
-            ),
-        )
+        curve = _repetitions_curve(per_query[worst], orders, num_composed, level)
     else:
         worst = None
         curve = compose_rdp_lower_bounds(audits)
     return QueryAudit(per_query, tuple(sets), score, counts, curve, worst, level)
+
+
+def _repetitions_curve(
+    worst_bound: np.ndarray, orders: np.ndarray, num_composed: int, level: float
+) -> Any:
+    """``num_composed`` repetitions of the worst query: its held-out 2-cut bound times
+    ``num_composed`` (RDP composition, Mironov 2017, Prop. 1; Chadha et al. 2024,
+    arXiv:2402.09403, App. B)."""
+    from dpaudit.bounds import RDPLowerBoundCurve
+
+    return RDPLowerBoundCurve(
+        orders=orders,
+        epsilons=num_composed * worst_bound,
+        confidence_level=level,
+        n_queries=int(num_composed),
+        methods=("two-cut",),
+        asymptotic=False,
+        simultaneous_over_orders=True,
+        note=(
+            f"{num_composed} repetitions of the worst query, chosen on selection halves "
+            "only; its held-out 2-cut bound is valid at the stated level."
+        ),
+    )
 
 
 def _audit_chunk(

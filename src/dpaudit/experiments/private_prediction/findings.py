@@ -50,11 +50,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize
 
 from dpaudit._results import ResultMixin
 from dpaudit._typing import FloatArray
 from dpaudit._validate import check_confidence_level, check_positive
+from dpaudit.bounds import clopper_pearson_real
 
 __all__ = [
     "FINDINGS",
@@ -64,7 +65,6 @@ __all__ = [
     "LeakageInterval",
     "LeakageProfile",
     "check_findings",
-    "clopper_pearson_real",
     "kl_interval",
     "leakage_interval",
 ]
@@ -98,21 +98,6 @@ _MAX_RETRAININGS = 10**7
 
 
 # ------------------------------------------------------------------------------ intervals
-
-
-def clopper_pearson_real(x: float, n: float, confidence_level: float) -> tuple[float, float]:
-    """Two-sided Clopper & Pearson (1934) interval, with the Beta quantiles evaluated at a
-    real-valued count ``x`` (equal to the usual interval at integers; used to project the
-    interval of a proportion to more trials).
-
-    Example:
-        >>> [round(v, 4) for v in clopper_pearson_real(3, 10, 0.95)]
-        [0.0667, 0.6525]
-    """
-    tail = (1.0 - confidence_level) / 2.0
-    lo = 0.0 if x <= 0 else float(stats.beta.ppf(tail, x, n - x + 1))
-    hi = 1.0 if x >= n else float(stats.beta.ppf(1 - tail, x + 1, n - x))
-    return lo, hi
 
 
 def _kl(p: float, q: float) -> float:
@@ -202,7 +187,7 @@ class LeakageProfile(ResultMixin):
         n = float(self.trials if trials is None else trials)
         x = self.estimate * n
         if self.kind == "binomial":
-            return clopper_pearson_real(x, n, confidence_level)
+            return clopper_pearson_real(x, n, confidence_level=confidence_level)
         return kl_interval(self.estimate, n, confidence_level=confidence_level)
 
 

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from dpaudit._results import AuditEntry, AuditResult, package_versions
-from dpaudit._rng import block_seeds
+from dpaudit._rng import block_seeds, child_seed
 from dpaudit._typing import ProgressLike
 from dpaudit.experiments.private_prediction import stages
 from dpaudit.experiments.private_prediction.confirm import confirm_worst
@@ -49,6 +49,7 @@ from dpaudit.experiments.private_prediction.findings import (
 )
 from dpaudit.experiments.private_prediction.results import (
     AdversaryAudit,
+    OrderingCheck,
     PrivatePredictionDetail,
     QueryResults,
     check_ordering,
@@ -169,28 +170,11 @@ def _audit(
     queries = stages.choose_queries(data, settings.adversary.queries, rng=seeds.queries)
     systems = [SYSTEMS.get(name)(settings.system) for name in settings.system.systems]
     adversaries = [ADVERSARIES.get(name) for name in settings.adversary.adversaries]
-    entries: list[AuditEntry] = []
-    accuracy: dict[str, float] = {}
-    retrainings: dict[str, int] = {}
     run = _Run(settings, data, queries, seeds, clock, {}, progress, checkpoint_dir)
-    for system in systems:
-        with clock(f"{system.name}/training"):
-            trained = stages.train(
-                system,
-                data,
-                queries,
-                instantiations=settings.adversary.instantiations,
-                rng=stages.child_seed(seeds.train, stages.stream_id(system)),
-                progress=progress,
-            )
-        accuracy[system.name] = trained.accuracy
-        entries.extend(audit_system(system, trained, adversaries, run))
-        done = getattr(trained.instantiations, "retrain_cache", None)
-        if done is not None:
-            retrainings[system.name] = len(done)
+    audited = _audit_systems(systems, adversaries, run)
     with clock("findings"):
         findings = check_findings(
-            [e.detail for e in entries],
+            [e.detail for e in audited.entries],
             confidence_level=settings.audit.confidence_level,
             orders=settings.audit.order_grid(),
             delta=settings.audit.delta,
@@ -200,13 +184,13 @@ def _audit(
         int(data.num_train),
         int(data.num_test),
         int(data.num_classes),
-        accuracy,
+        audited.accuracy,
         findings,
-        retrainings,
+        audited.retrainings,
     )
     return AuditResult(
         workflow="private-prediction",
-        entries=tuple(entries),
+        entries=tuple(audited.entries),
         settings=settings,
         seed=settings.seed,
         timings=clock.total(),
@@ -214,6 +198,38 @@ def _audit(
         detail=detail,
         note=NOTE,
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class _SystemsAudited:
+    """The entries of every system × adversary, with each system's plurality accuracy and
+    distinct retrainings (what :class:`PrivatePredictionDetail` reports)."""
+
+    entries: list[AuditEntry]
+    accuracy: dict[str, float]
+    retrainings: dict[str, int]
+
+
+def _audit_systems(systems: list[Any], adversaries: list[Any], run: _Run) -> _SystemsAudited:
+    """Train each system (its own stream below the training seed), then audit every
+    adversary against it (:func:`audit_system`)."""
+    out = _SystemsAudited([], {}, {})
+    for system in systems:
+        with run.clock(f"{system.name}/training"):
+            trained = stages.train(
+                system,
+                run.data,
+                run.queries,
+                instantiations=run.settings.adversary.instantiations,
+                rng=child_seed(run.seeds.train, stages.stream_id(system)),
+                progress=run.progress,
+            )
+        out.accuracy[system.name] = trained.accuracy
+        out.entries.extend(audit_system(system, trained, adversaries, run))
+        done = getattr(trained.instantiations, "retrain_cache", None)
+        if done is not None:
+            out.retrainings[system.name] = len(done)
+    return out
 
 
 @dataclasses.dataclass(eq=False)
@@ -232,9 +248,7 @@ class _Run:
 
 def _stream(run: _Run, system: Any, adversary: Any) -> np.random.SeedSequence:
     """The (system, adversary) stream: retraining, sampling, audit, confirmation below it."""
-    return stages.child_seed(
-        run.seeds.retrain, stages.stream_id(system), stages.stream_id(adversary)
-    )
+    return child_seed(run.seeds.retrain, stages.stream_id(system), stages.stream_id(adversary))
 
 
 def _craft(run: _Run, system: Any, trained: stages.Trained, adversary: Any) -> stages.Neighbours:
@@ -333,15 +347,12 @@ def _finish(
     label = f"{system.name}/{adversary.name}"
     key = _stream(run, system, adversary)
     _, sample_seed, audit_seed = block_seeds(key, 3)
-    ckpt = None
-    if run.checkpoint_dir is not None:
-        ckpt = Path(run.checkpoint_dir) / f"{system.name}-{adversary.name}.npz"
     counts, clock.timings[f"{label}/sampling"] = stages.sample_counts(
         modelled,
         settings,
         sigma=system.mechanism.sigma,
         rng=sample_seed,
-        checkpoint=ckpt,
+        checkpoint=_checkpoint(run, system, adversary),
         progress=run.progress,
         description=f"sampling {label}",
     )
@@ -360,7 +371,7 @@ def _finish(
                 adversary,
                 settings,
                 num_classes=run.data.num_classes,
-                rng=stages.child_seed(key, 3),
+                rng=child_seed(key, 3),
                 cache=run.cache,
                 screening_curves=curves,
                 progress=run.progress,
@@ -382,6 +393,13 @@ def _finish(
         seconds += confirmed.engine_seconds
     detail = dataclasses.replace(detail, engine_seconds=seconds)
     return make_entry(detail, primary=getattr(system, "claim_analysis", "data-dependent"))
+
+
+def _checkpoint(run: _Run, system: Any, adversary: Any) -> Path | None:
+    """The sampling engine's checkpoint file of one (system, adversary), if any."""
+    if run.checkpoint_dir is None:
+        return None
+    return Path(run.checkpoint_dir) / f"{system.name}-{adversary.name}.npz"
 
 
 def _query_results(
@@ -428,22 +446,7 @@ def _adversary_audit(
 ) -> AdversaryAudit:
     orders = settings.audit.order_grid()
     cols = neighbours.columns
-    if confirmed is not None:  # the composed numbers rest on the fresh retrainings
-        audit_curve, curves = confirmed.audited.curve, confirmed.curves
-        per_query = np.vstack([audited.per_query, confirmed.audited.per_query])
-        per_exact = np.vstack([modelled.exact, confirmed.modelled.exact])
-    else:
-        audit_curve = audited.curve
-        per_query, per_exact = audited.per_query, modelled.exact
-    ordering = check_ordering(
-        audit_curve.epsilons,
-        curves.exact,
-        curves.data_dependent,
-        curves.data_independent,
-        per_query,
-        per_exact,
-        label,
-    )
+    audit_curve, curves, ordering = _reported_curves(audited, modelled, curves, label, confirmed)
     qres = _query_results(queries, neighbours, modelled, audited, orders)
     w = audited.worst
     return AdversaryAudit(
@@ -484,6 +487,35 @@ def _adversary_audit(
         ),
         confirmation=None if confirmed is None else confirmed.record,
     )
+
+
+def _reported_curves(
+    audited: Any,
+    modelled: stages.Modelled,
+    curves: stages.ComposedCurves,
+    label: str,
+    confirmed: Any = None,
+) -> tuple[Any, stages.ComposedCurves, OrderingCheck]:
+    """The composed audit curve and claim curves an entry reports (those of the fresh
+    retrainings when the worst query was confirmed), and their check ``audit ≤ exact ≤
+    data-dependent ≤ data-independent`` (module notes) over every per-query bound seen."""
+    if confirmed is not None:  # the composed numbers rest on the fresh retrainings
+        audit_curve, curves = confirmed.audited.curve, confirmed.curves
+        per_query = np.vstack([audited.per_query, confirmed.audited.per_query])
+        per_exact = np.vstack([modelled.exact, confirmed.modelled.exact])
+    else:
+        audit_curve = audited.curve
+        per_query, per_exact = audited.per_query, modelled.exact
+    ordering = check_ordering(
+        audit_curve.epsilons,
+        curves.exact,
+        curves.data_dependent,
+        curves.data_independent,
+        per_query,
+        per_exact,
+        label,
+    )
+    return audit_curve, curves, ordering
 
 
 def leakage_profile(

@@ -343,31 +343,6 @@ def make_entry(audit: AdversaryAudit, *, primary: str = "data-dependent") -> Aud
         "data-independent": claim("data-independent", audit.data_independent, eps.data_independent),
     }
     ordered = (claims[primary], *(c for k, c in claims.items() if k != primary))
-    selections = [
-        SelectionRecord(
-            "output set",
-            "split",
-            "per query, chosen on a random half of the experiments and bounded on the other",
-        )
-    ]
-    if audit.composition == "repetitions":
-        selections.append(
-            SelectionRecord(
-                "worst query",
-                "split",
-                "chosen on the selection halves only (Bonferroni-level score over the "
-                "candidates); its held-out bound is composed over the repetitions",
-            )
-        )
-    else:
-        selections.append(
-            SelectionRecord(
-                "queries",
-                "bonferroni",
-                f"each of the {audit.num_composed} queries bounded at level 1 - beta/n_Q; "
-                "the bounds are summed (union bound)",
-            )
-        )
     lower = LowerBound(
         method=audit.method,
         confidence_level=audit.confidence_level,
@@ -384,6 +359,32 @@ def make_entry(audit: AdversaryAudit, *, primary: str = "data-dependent") -> Aud
         lower_bound=lower,
         claims=ordered,
         exact=claim("exact", audit.exact, eps.exact),
-        selections=tuple(selections),
+        selections=_selections(audit),
         detail=audit,
     )
+
+
+def _selections(audit: AdversaryAudit) -> tuple[SelectionRecord, ...]:
+    """The data-dependent choices behind an entry's bound: the output set of each query
+    (selection split), then the worst query (``"repetitions"``) or the Bonferroni level over
+    the queries (``"queries"``) (Chadha et al. 2024, arXiv:2402.09403, §4.2, App. B)."""
+    output_set = SelectionRecord(
+        "output set",
+        "split",
+        "per query, chosen on a random half of the experiments and bounded on the other",
+    )
+    if audit.composition == "repetitions":
+        composed = SelectionRecord(
+            "worst query",
+            "split",
+            "chosen on the selection halves only (Bonferroni-level score over the "
+            "candidates); its held-out bound is composed over the repetitions",
+        )
+    else:
+        composed = SelectionRecord(
+            "queries",
+            "bonferroni",
+            f"each of the {audit.num_composed} queries bounded at level 1 - beta/n_Q; "
+            "the bounds are summed (union bound)",
+        )
+    return (output_set, composed)

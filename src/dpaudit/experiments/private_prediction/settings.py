@@ -69,14 +69,14 @@ def _optional_positive_int(obj: Any, field: str) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class DataSettings:
-    """The dataset (offline; see :mod:`dpaudit.systems.data`)."""
+    """The dataset (offline; see :mod:`dpaudit.data`)."""
 
     dataset: str = option("digits", help="dataset: digits, mnist-5k, fashion-mnist or adult")
     n_train: int | None = option(None, help="training rows kept (seeded subset; all if unset)")
     n_test: int | None = option(None, help="test rows kept (all if unset)")
 
     def __post_init__(self) -> None:
-        from dpaudit.systems.data import DATASET_NAMES
+        from dpaudit.data import DATASET_NAMES
 
         check_choice("dataset", self.dataset, DATASET_NAMES)
         _optional_positive_int(self, "n_train")

@@ -68,7 +68,7 @@ def load_data(settings: PrivatePredictionSettings, dataset: Any = None) -> Any:
         ValueError: a dataset of another name, or too few rows for the teachers or queries.
         MissingDatasetError: the dataset is not installed (the message says what to do).
     """
-    from dpaudit.systems.data import load_subset
+    from dpaudit.data import load_subset
 
     d = settings.data
     ds = (

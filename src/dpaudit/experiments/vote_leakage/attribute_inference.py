@@ -85,6 +85,22 @@ class AttributeInferenceExperiment(ResultMixin):
 
 
 @dataclasses.dataclass(frozen=True)
+class _Settings:
+    """The validated settings of :func:`run_attribute_inference`."""
+
+    num_teachers: int
+    trees: int
+    test_fraction: float
+    threshold: float
+    sigma: float
+    queries: int
+    max_members: int | None
+    train_rows: int | None
+    delta: float
+    seed: int
+
+
+@dataclasses.dataclass(frozen=True)
 class _Split:
     """Row indices of the pooled Adult data: training rows, held-out rows, balanced queries."""
 
@@ -97,7 +113,7 @@ class _Split:
 
 def _load_pooled(data_path: str | os.PathLike[str] | None) -> tuple[Any, Any, Any]:
     """Features, labels and the PhD flag of Adult's train and test files pooled."""
-    from dpaudit.systems.data import load_dataset
+    from dpaudit.data import load_dataset
 
     kwargs: dict[str, Any] = {"drop_education": True}
     if data_path is not None:
@@ -184,17 +200,7 @@ class _EndToEnd:
 
 
 def _end_to_end(
-    ensemble: Any,
-    Xq: np.ndarray,
-    votes: np.ndarray,
-    is_member: np.ndarray,
-    *,
-    num_teachers: int,
-    sigma: float,
-    queries: int,
-    threshold: float,
-    delta: float,
-    seed: int,
+    ensemble: Any, Xq: np.ndarray, votes: np.ndarray, is_member: np.ndarray, cfg: _Settings
 ) -> _EndToEnd:
     """Extract every test individual's histogram through the private interface, then flag.
 
@@ -204,6 +210,8 @@ def _end_to_end(
     """
     from dpaudit.systems import GNMax, PrivatePredictor
 
+    num_teachers, sigma, queries = cfg.num_teachers, cfg.sigma, cfg.queries
+    threshold, delta, seed = cfg.threshold, cfg.delta, cfg.seed
     api = PrivatePredictor(ensemble, GNMax(sigma=sigma))
     labels = api.predict(np.repeat(Xq, queries, axis=0), rng=child_seed(seed, PART_ATTRIBUTE, 2))
     counts = np.stack([np.bincount(row, minlength=2) for row in labels.reshape(-1, queries)])
@@ -282,39 +290,50 @@ def run_attribute_inference(
     """
     from dpaudit.errors import require
 
-    n_teachers = check_positive_int("num_teachers", num_teachers)
-    trees = check_positive_int("n_estimators", n_estimators)
-    frac = check_in_range("test_fraction", test_fraction, 0.0, 1.0)
-    thr = check_in_range("threshold", threshold, 0.0, 1.0, high_inclusive=True)
-    s = check_positive("sigma", sigma)
-    m = check_positive_int("queries_per_individual", queries_per_individual)
-    cap = None if max_members is None else check_positive_int("max_members", max_members)
-    rows = None if train_rows is None else check_positive_int("train_rows", train_rows)
-    d = check_delta(delta, allow_zero=False)
-    seed = int_seed(rng)
+    cfg = _Settings(
+        num_teachers=check_positive_int("num_teachers", num_teachers),
+        trees=check_positive_int("n_estimators", n_estimators),
+        test_fraction=check_in_range("test_fraction", test_fraction, 0.0, 1.0),
+        threshold=check_in_range("threshold", threshold, 0.0, 1.0, high_inclusive=True),
+        sigma=check_positive("sigma", sigma),
+        queries=check_positive_int("queries_per_individual", queries_per_individual),
+        max_members=None if max_members is None else check_positive_int("max_members", max_members),
+        train_rows=None if train_rows is None else check_positive_int("train_rows", train_rows),
+        delta=check_delta(delta, allow_zero=False),
+        seed=int_seed(rng),
+    )
     ensemble_mod = require("sklearn.ensemble", "ml")
 
     X, y, phd = _load_pooled(data_path)
-    sp = _split(phd, frac, rows, n_teachers, cap, seed)
+    sp = _split(phd, cfg.test_fraction, cfg.train_rows, cfg.num_teachers, cfg.max_members, cfg.seed)
     ensemble = _fit_teachers(
-        ensemble_mod, X[sp.train], y[sp.train], n_teachers, trees, n_jobs=n_jobs, seed=seed
+        ensemble_mod,
+        X[sp.train],
+        y[sp.train],
+        cfg.num_teachers,
+        cfg.trees,
+        n_jobs=n_jobs,
+        seed=cfg.seed,
     )
     Xq = X[sp.queries]
     votes = ensemble.votes(Xq)
-    e2e = None
-    if end_to_end:
-        e2e = _end_to_end(
-            ensemble,
-            Xq,
-            votes,
-            sp.is_member,
-            num_teachers=n_teachers,
-            sigma=s,
-            queries=m,
-            threshold=thr,
-            delta=d,
-            seed=seed,
-        )
+    e2e = _end_to_end(ensemble, Xq, votes, sp.is_member, cfg) if end_to_end else None
+    return _experiment(cfg, sp, ensemble, X, y, votes, e2e)
+
+
+def _experiment(
+    cfg: _Settings,
+    sp: _Split,
+    ensemble: Any,
+    X: np.ndarray,
+    y: np.ndarray,
+    votes: np.ndarray,
+    e2e: _EndToEnd | None,
+) -> AttributeInferenceExperiment:
+    """The direct flags from the true histograms, the end-to-end ones (if run) and the
+    teachers' accuracy on the held-out split, as one result."""
+    n_teachers, trees, frac, thr = cfg.num_teachers, cfg.trees, cfg.test_fraction, cfg.threshold
+    s, m, d, seed = cfg.sigma, cfg.queries, cfg.delta, cfg.seed
     return AttributeInferenceExperiment(
         direct=evaluate_attribute_inference(votes, sp.is_member, threshold=thr),
         end_to_end=None if e2e is None else e2e.result,

@@ -33,6 +33,7 @@ from dpaudit.attacks import (
     reconstruct_histogram,
     reconstruct_histogram_paper,
 )
+from dpaudit.data import VoteHistograms
 from dpaudit.experiments.vote_leakage.extraction import (
     NATIVE_CONVERSION,
     PAPER_CONVERSION,
@@ -40,7 +41,6 @@ from dpaudit.experiments.vote_leakage.extraction import (
 )
 from dpaudit.mechanisms import sample_argmax_counts_exact
 from dpaudit.systems import ConfidentGNMax, make_ledger
-from dpaudit.systems.data import VoteHistograms
 
 __all__ = ["BudgetLimitedRecord", "BudgetLimitedResult", "run_budget_limited"]
 
@@ -289,7 +289,7 @@ def run_budget_limited(
     of queries whose expected cost stays within it (:func:`_paper_max_queries`), all answered.
 
     Args:
-        histograms: e.g. :func:`dpaudit.systems.data.load_mnist_vote_histograms`.
+        histograms: e.g. :func:`dpaudit.data.load_mnist_vote_histograms`.
         threshold, sigma1, sigma2: Confident GNMax (Papernot et al. 2018: 200, 150, 40).
         budget: ε budget at ``delta`` (1.97 at 1e-5).
         delta: δ.
@@ -305,7 +305,7 @@ def run_budget_limited(
         ValueError: bad settings.
 
     Example:
-        >>> from dpaudit.systems.data import load_mnist_vote_histograms
+        >>> from dpaudit.data import load_mnist_vote_histograms
         >>> hs = load_mnist_vote_histograms().subset(["H1"])
         >>> r = run_budget_limited(hs, budget=0.3, repetitions=1, rng=0)
         >>> [(x.model, x.epsilon <= 0.3) for x in r.records]

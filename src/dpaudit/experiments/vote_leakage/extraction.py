@@ -54,8 +54,8 @@ from dpaudit.attacks import (
     reconstruct_histogram,
     reconstruct_histogram_paper,
 )
+from dpaudit.data import CONSENSUS_LEVELS, VoteHistograms
 from dpaudit.mechanisms import sample_argmax_counts_exact
-from dpaudit.systems.data import CONSENSUS_LEVELS, VoteHistograms
 
 __all__ = [
     "ESTIMATORS",
@@ -418,7 +418,7 @@ def run_query_limited(
     """The query-limited attack on every histogram at every σ (Wang et al. 2022 Fig. 6).
 
     Args:
-        histograms: e.g. :func:`dpaudit.systems.data.load_mnist_vote_histograms`.
+        histograms: e.g. :func:`dpaudit.data.load_mnist_vote_histograms`.
         sigmas: GNMax noise levels.
         num_queries: M answers per histogram and σ.
         repetitions: independent answer sets per cell (the paper ran one).
@@ -437,7 +437,7 @@ def run_query_limited(
         ValueError: bad settings.
 
     Example:
-        >>> from dpaudit.systems.data import load_mnist_vote_histograms
+        >>> from dpaudit.data import load_mnist_vote_histograms
         >>> hs = load_mnist_vote_histograms().subset(["H1"])
         >>> r = run_query_limited(hs, sigmas=[40], repetitions=1, estimators=["mle"],
         ...                       intervals="none", rng=0)

@@ -22,9 +22,9 @@ from dpaudit._rng import child_seed, int_seed
 from dpaudit._typing import FloatArray, RngLike
 from dpaudit._validate import check_delta, check_positive, check_positive_int
 from dpaudit.attacks import extraction_privacy_cost, normalised_l1_error, reconstruct_histogram
+from dpaudit.data import CONSENSUS_LEVELS, VoteHistograms
 from dpaudit.experiments.vote_leakage.extraction import NATIVE_CONVERSION, PART_SWEEP
 from dpaudit.mechanisms import sample_argmax_counts_exact
-from dpaudit.systems.data import CONSENSUS_LEVELS, VoteHistograms
 
 __all__ = ["NoiseSweepResult", "run_noise_sweep"]
 
@@ -69,7 +69,7 @@ def run_noise_sweep(
     """Error of the MLE attack against σ on every histogram (Wang et al. 2022 §4.2).
 
     Args:
-        histograms: e.g. :func:`dpaudit.systems.data.load_mnist_vote_histograms`.
+        histograms: e.g. :func:`dpaudit.data.load_mnist_vote_histograms`.
         sigmas: noise grid (increasing).
         num_queries: M.
         repetitions: answer sets per (histogram, σ).
@@ -84,7 +84,7 @@ def run_noise_sweep(
         ValueError: bad settings.
 
     Example:
-        >>> from dpaudit.systems.data import load_mnist_vote_histograms
+        >>> from dpaudit.data import load_mnist_vote_histograms
         >>> hs = load_mnist_vote_histograms().subset(["M1"])
         >>> r = run_noise_sweep(hs, sigmas=[10, 80], repetitions=1, rng=0)
         >>> bool(r.mean_error[0] > r.mean_error[1])

@@ -5,7 +5,7 @@ Privacy, There is Truth: On Vote Leakage in Ensemble Private Learning" (NeurIPS 
 arXiv:2209.10732) as a short list of stages, one module per part:
 
 * **Query-limited attack** (§4.1–§4.2, Fig. 6; :mod:`dpaudit.experiments.vote_leakage.extraction`):
-  the 15 MNIST vote histograms of a 250-teacher PATE (:mod:`dpaudit.systems.data`),
+  the 15 MNIST vote histograms of a 250-teacher PATE (:mod:`dpaudit.data`),
   σ ∈ {40, 60, 80, 100}, M = 10⁴ exact answers per histogram, reconstructed by maximum
   likelihood, by the L2 objective and by the paper's own procedure.
 * **Budget-limited attack** (§4.1, Fig. 4a; :mod:`.budget_limited`): the
@@ -37,6 +37,7 @@ from typing import Any
 from dpaudit._results import AuditResult, ResultMixin, package_versions
 from dpaudit._typing import ProgressLike
 from dpaudit._validate import check_progress
+from dpaudit.data import VoteHistograms, load_mnist_vote_histograms
 from dpaudit.experiments.vote_leakage.attribute_inference import (
     AttributeInferenceExperiment,
     run_attribute_inference,
@@ -54,7 +55,6 @@ from dpaudit.experiments.vote_leakage.settings import (
     VoteLeakageConfig,
     load_vote_leakage_config,
 )
-from dpaudit.systems.data import VoteHistograms, load_mnist_vote_histograms
 
 __all__ = [
     "VoteLeakageConfig",

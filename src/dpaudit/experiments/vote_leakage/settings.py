@@ -220,7 +220,7 @@ class VoteLeakageConfig(ResultMixin):
             labels = self.histograms
             if not isinstance(labels, (list, tuple)) or not labels:
                 raise ValueError(f"histograms must be a non-empty list of labels, got {labels!r}")
-            from dpaudit.systems.data import load_mnist_vote_histograms
+            from dpaudit.data import load_mnist_vote_histograms
 
             load_mnist_vote_histograms().subset(labels)  # validates the labels
             object.__setattr__(self, "histograms", tuple(labels))
