@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test lint format bench data debs readme clean
+.PHONY: demo test docs lint format bench data debs clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -44,7 +44,13 @@ test: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/lint-imports
+	$(MAKE) --no-print-directory docs
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# The documentation site (mkdocs.yml, docs/) in site/; --strict: a broken link, anchor or API
+# reference fails. Its examples and console outputs are checked by tests/test_docs.py.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet -d site
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
@@ -57,12 +63,8 @@ format: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
 
-# README.md is assembled from docs/sections/*.md (a test checks they agree).
-readme:
-	for f in docs/sections/*.md; do cat "$$f"; echo; done | sed '$$d' > README.md
-
 # The Debian data packages alone (Fashion-MNIST, WordNet, Chromium for the HTML report test).
 data: debs
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build dist site src/*.egg-info .pytest_cache .ruff_cache

@@ -365,8 +365,8 @@ def retraining_rates() -> dict:
     from threadpoolctl import threadpool_limits
 
     from dpaudit.data import load_dataset
-    from dpaudit.systems._estimators import make_estimator
-    from dpaudit.systems._ridge import RidgeTeacher
+    from dpaudit.systems.private_prediction._estimators import make_estimator
+    from dpaudit.systems.private_prediction._ridge import RidgeTeacher
 
     try:
         ds = load_dataset("fashion-mnist")

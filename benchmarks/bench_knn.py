@@ -2,13 +2,14 @@
 
 1. **kNN votes per subsample draw** for 1,000 queries over the 60,000 Fashion-MNIST training
    images (features: the first 64 principal components of the pixels; k = 200, γ = 0.2):
-   the vectorised draw (:func:`dpaudit.systems.knn.poisson_topk_ranks` on ranked lists: k
-   geometric gaps per query, then a gather and a bincount) against the baseline, a plain
-   per-query loop (keep each training point with probability γ, distances to the kept
-   points, partial sort; :func:`dpaudit.systems.knn.knn_votes_loop`), same run, same data.
+   the vectorised draw (:func:`dpaudit.systems.private_prediction.knn.poisson_topk_ranks` on
+   ranked lists: k geometric gaps per query, then a gather and a bincount) against the
+   baseline, a plain per-query loop (keep each training point with probability γ, distances
+   to the kept points, partial sort;
+   :func:`dpaudit.systems.private_prediction.knn.knn_votes_loop`), same run, same data.
    The one-time ranking of the queries' nearest neighbours
-   (:func:`dpaudit.systems.knn.ranked_neighbours`) is reported separately with the number of
-   draws after which it has paid for itself. Target: ≥ 10× per draw.
+   (:func:`dpaudit.systems.private_prediction.knn.ranked_neighbours`) is reported separately
+   with the number of draws after which it has paid for itself. Target: ≥ 10× per draw.
 2. **Embedding throughput**: texts/s of the int8 ONNX MiniLM (Rotten Tomatoes snippets) and
    images/s of the ViT-S/14 ONNX backbone (Fashion-MNIST), cache off.
 3. **Paper-scale audit wall time**: read from the ``results.json`` of the reproduction runs
@@ -44,7 +45,7 @@ import numpy as np
 
 from dpaudit.data import load_dataset
 from dpaudit.errors import MissingDatasetError
-from dpaudit.systems.knn import (
+from dpaudit.systems.private_prediction.knn import (
     AffineFeatures,
     histograms,
     knn_votes_loop,

@@ -2,7 +2,8 @@
 
 1. **Votes per second**, vote cache off, rotten-tomatoes prompts cut to 16 words. (a) The same
    (teacher, query) pairs through the plain loop (one full forward pass of the causal LM per
-   pair) and the KV-cached path (:class:`dpaudit.systems._llm.PromptVoter`: prefix keys and
+   pair) and the KV-cached path
+   (:class:`dpaudit.systems.private_prediction._llm_voter.PromptVoter`: prefix keys and
    values once per teacher, several teachers' queries pooled into length batches, label
    logits only), one torch thread each; the answers are compared on every pair (target: all
    equal on ≥ 200 pairs) and the speed-up is the target's ≥ 5×. (b) The KV-cached path on a
@@ -97,7 +98,7 @@ def worker_start_seconds(voter, workers: int = 2) -> float:
     import concurrent.futures as cf
     import multiprocessing as mp
 
-    from dpaudit.systems._llm import _worker_logits
+    from dpaudit.systems.private_prediction._llm_voter import _worker_logits
 
     start = time.perf_counter()
     with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
@@ -115,8 +116,13 @@ def throughput(quick: bool, one_process: bool = False, bf16: bool = True) -> dic
 
     from dpaudit.data import load_dataset
     from dpaudit.mechanisms import GNMax
-    from dpaudit.systems._llm import _MIN_PARALLEL_PAIRS, PromptVoter, load_language_model
-    from dpaudit.systems.prompt_pate import PromptPATE, PromptPATEOptions, TeacherPrompt
+    from dpaudit.systems.private_prediction._llm import load_language_model
+    from dpaudit.systems.private_prediction._llm_voter import _MIN_PARALLEL_PAIRS, PromptVoter
+    from dpaudit.systems.private_prediction.prompt_pate import (
+        PromptPATE,
+        PromptPATEOptions,
+        TeacherPrompt,
+    )
 
     ds = load_dataset("rotten-tomatoes")
     pp = PromptPATE(2, GNMax(1.0), PromptPATEOptions(task="rotten-tomatoes", max_words=16))

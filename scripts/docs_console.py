@@ -24,6 +24,7 @@ import dataclasses
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -36,6 +37,8 @@ DOCS = ROOT / "docs"
 STORED = DOCS / "snippets"
 #: The terminal width the outputs are rendered at (rich wraps its tables to it).
 COLUMNS = 120
+#: The ``dpaudit`` command, run by the interpreter running this script.
+DPAUDIT = (sys.executable, "-c", "from dpaudit.cli import main; main()")
 MARKERS = ("<!-- console:{name}:start -->", "<!-- console:{name}:end -->")
 _BLOCK = re.compile(
     r"<!-- console:(?P<name>[a-z0-9-]+):start -->\n(?P<body>.*?)<!-- console:(?P=name):end -->",
@@ -56,20 +59,20 @@ class Snippet:
 
     Attributes:
         name: the marker name.
-        args: the ``dpaudit`` arguments.
+        args: the ``dpaudit`` arguments, as typed.
         slow: too slow for the test suite; stored in ``docs/snippets/NAME.txt`` instead.
         files: writes the input files the command reads into its working directory.
     """
 
     name: str
-    args: tuple[str, ...]
+    args: str
     slow: bool = False
     files: Callable[[Path], None] | None = None
 
     @property
     def command(self) -> str:
         """The command line as the page shows it."""
-        return " ".join(("dpaudit", *self.args))
+        return f"dpaudit {self.args}"
 
     @property
     def stored(self) -> Path:
@@ -79,24 +82,23 @@ class Snippet:
 SNIPPETS: dict[str, Snippet] = {
     s.name: s
     for s in (
-        Snippet("demo", ("demo", "--no-progress"), slow=True),
-        Snippet("argmax", ("argmax", "--votes", "200,30,20", "--sigma", "40")),
+        Snippet("demo", "demo --no-progress", slow=True),
+        Snippet("argmax", "argmax --votes 200,30,20 --sigma 40"),
         Snippet(
             "account-pate",
-            ("account", "pate", "--votes-file", "mnist_votes.txt", "--sigma", "40",
-             "--delta", "1e-5"),
+            "account pate --votes-file mnist_votes.txt --sigma 40 --delta 1e-5",
             files=_mnist_votes,
-        ),  # fmt: skip
+        ),
         Snippet(
             "extract-histogram",
-            ("attack", "extract-histogram", "--votes", "4,7,6,8,4,2,0,214,4,1", "--sigma", "40",
-             "--queries", "10000", "--seed", "0"),
-        ),  # fmt: skip
+            "attack extract-histogram --votes 4,7,6,8,4,2,0,214,4,1 --sigma 40 --queries 10000 "
+            "--seed 0",
+        ),
         Snippet(
             "lidp-gaussian",
-            ("audit", "lidp-gaussian", "--sigma", "2.149", "--dim", "1000", "--canaries", "16",
-             "--runs", "1000", "--repetitions", "4", "--seed", "11"),
-        ),  # fmt: skip
+            "audit lidp-gaussian --sigma 2.149 --dim 1000 --num-canaries 16 --num-runs 1000 "
+            "--num-repetitions 4 --seed 11",
+        ),
     )
 }
 
@@ -119,10 +121,8 @@ def run(snippet: Snippet) -> str:
             "NO_COLOR": "1",
             "TERM": "dumb",
         }
-        proc = subprocess.run(
-            [sys.executable, "-c", "from dpaudit.cli import main; main()", *snippet.args],
-            cwd=cwd, env=env, capture_output=True, text=True, check=False,
-        )  # fmt: skip
+        argv = [*DPAUDIT, *shlex.split(snippet.args)]
+        proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             raise RuntimeError(
                 f"{snippet.command} exited with {proc.returncode}:\n{proc.stdout}{proc.stderr}"

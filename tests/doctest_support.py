@@ -2,13 +2,15 @@
 module docstrings, and those of README.md and of the documentation site (``docs/**/*.md``).
 Importable from every test file (``pythonpath = ["tests"]``).
 
-A page's examples live in fenced ``python`` blocks. Each block is one doctest, run in a fresh
-namespace (so every block imports what it uses), with :data:`FLAGS`. A block that needs an
-optional package says so on the line before its fence, in a comment a reader never sees::
+A page's examples live in fenced ``python`` blocks. Each block is one doctest; the blocks of a
+page run in order in one namespace, as a reader goes through them (:func:`run_blocks`), with
+:data:`FLAGS`. A block that needs an optional package says so on the line before its fence, in
+a comment a reader never sees::
 
     <!-- doctest: requires torch opacus -->
 
-and is skipped, with the reason, when one of those modules cannot be found.
+and is skipped when one of those modules cannot be found (a block that uses its names must
+say so too).
 """
 
 from __future__ import annotations
@@ -33,21 +35,21 @@ _FENCE = re.compile(
     flags=re.DOTALL | re.MULTILINE,
 )
 
-#: Pages whose examples a test elsewhere already runs (with assertions of its own), by the name
-#: that test uses: ``section_examples(NAME)`` runs the blocks ``(page, blocks)`` (``None``: all
-#: of them). ``tests/test_docs.py`` skips these blocks rather than run them twice, and fails when
-#: no test uses a name any more.
-SECTIONS: dict[str, tuple[str, tuple[int, ...] | None]] = {
+#: Blocks that a test elsewhere already runs (with assertions of its own), by the name that
+#: test uses: ``section_examples(NAME)`` runs the blocks ``(page, indices)`` of ``docs/`` (the
+#: names are those of the former ``docs/sections/*.md``). ``tests/test_docs.py`` skips these
+#: blocks rather than run them twice, and fails when no test uses a name any more.
+SECTIONS: dict[str, tuple[str, tuple[int, ...]]] = {
     "01-architecture.md": ("extend/contributing.md", (0,)),
-    "10-noisy-argmax.md": ("bounds/noisy-argmax.md", None),
-    "30-lower-bounds-rdp.md": ("bounds/lower-bounds.md", None),
-    "40-accounting.md": ("bounds/accounting.md", None),
-    "50-many-canary.md": ("bounds/many-canary.md", None),
-    "55-dp-sgd.md": ("workflows/dp-sgd.md", None),
-    "57-lidp-dp-sgd.md": ("workflows/lifted-dp.md", None),
-    "70-vote-extraction.md": ("workflows/vote-leakage.md", None),
-    "80-serve-store-report.md": ("deploy/service.md", None),
-    "85-label-dp.md": ("workflows/label-dp.md", None),
+    "10-noisy-argmax.md": ("bounds/noisy-argmax.md", (0,)),
+    "30-lower-bounds-rdp.md": ("bounds/lower-bounds.md", (0, 1, 2, 3)),
+    "40-accounting.md": ("bounds/accounting.md", (0,)),
+    "50-many-canary.md": ("bounds/many-canary.md", (0,)),
+    "55-dp-sgd.md": ("workflows/dp-sgd.md", (3,)),
+    "57-lidp-dp-sgd.md": ("workflows/lifted-dp.md", (1,)),
+    "70-vote-extraction.md": ("workflows/vote-leakage.md", (1, 2)),
+    "80-serve-store-report.md": ("deploy/service.md", (0,)),
+    "85-label-dp.md": ("workflows/label-dp.md", (1,)),
 }
 
 
@@ -108,9 +110,11 @@ def module_examples(name: str) -> doctest.TestResults:
 
 
 def _section_blocks(section: str) -> list[CodeBlock]:
-    page, indices = SECTIONS.get(section, (section, None))
-    blocks = python_blocks(DOCS / page)
-    return blocks if indices is None else [blocks[i] for i in indices]
+    if section in SECTIONS:
+        page, indices = SECTIONS[section]
+        blocks = python_blocks(DOCS / page)
+        return [blocks[i] for i in indices]
+    return python_blocks(DOCS / section)
 
 
 def section_code(section: str) -> str:
@@ -132,6 +136,25 @@ def section_examples(section: str) -> doctest.DocTest:
     path = blocks[0].page if blocks else DOCS / section
     code = "\n".join(b.code for b in blocks)
     return doctest.DocTestParser().get_doctest(code, {}, path.name, str(path), 0)
+
+
+def run_blocks(blocks: list[CodeBlock]) -> tuple[int, list[str]]:
+    """Run the blocks' examples in order in one namespace, skipping those whose required
+    modules are missing; returns the number of failures (reported on stdout) and the skipped
+    blocks with the reason."""
+    runner = doctest.DocTestRunner(optionflags=FLAGS)
+    globs: dict[str, object] = {"__name__": "__doc_examples__"}
+    skipped = []
+    for block in blocks:
+        missing = block.missing()
+        if missing:
+            skipped.append(f"{block.name} needs {', '.join(missing)}")
+            continue
+        test = block.doctest()
+        test.globs = globs
+        runner.run(test, clear_globs=False)
+    globs.clear()
+    return runner.failures, skipped
 
 
 def run_examples(test: doctest.DocTest) -> int:

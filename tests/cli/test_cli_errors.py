@@ -167,3 +167,20 @@ def test_main_exits_with_the_status(monkeypatch):
     with pytest.raises(SystemExit) as info:
         main(["argmax", "--no-such-option"])
     assert info.value.code == 2
+
+
+@pytest.mark.parametrize("argv", [[], ["audit"], ["runs"]])
+def test_no_command_prints_the_help(argv, capsys):
+    """``dpaudit`` (or a group) with no command prints its help on stdout and succeeds."""
+    assert run(argv) == 0
+    out = capsys.readouterr().out
+    assert "Usage: dpaudit" in out and "Commands" in out
+
+
+def test_every_workflow_has_an_audit_command(capsys):
+    from dpaudit.experiments import WORKFLOWS
+
+    assert run(["audit", "--help"]) == 0
+    out = capsys.readouterr().out
+    for name in WORKFLOWS.names():
+        assert name in out

@@ -173,7 +173,7 @@ def test_docstring_examples():
     ):
         assert module_examples(name).failed == 0, name
     pytest.importorskip("opacus")
-    assert module_examples("dpaudit.systems._dpsgd").failed == 0
+    assert module_examples("dpaudit.systems.dpsgd._dpsgd").failed == 0
 
 
 def test_docs_section_examples():

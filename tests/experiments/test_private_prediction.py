@@ -326,7 +326,7 @@ def test_bad_settings_are_clear_errors(kwargs, match):
 
 
 def test_dataset_limits_are_checked_before_any_training(monkeypatch):
-    import dpaudit.systems._teachers as teachers
+    import dpaudit.systems.private_prediction._teachers as teachers
 
     def boom(*args, **kwargs):
         raise AssertionError("training started")

@@ -1,4 +1,5 @@
-"""Private-kNN's subsampling maths, neighbour ranking and vote draws (dpaudit.systems.knn)."""
+"""Private-kNN's subsampling maths, neighbour ranking and vote draws
+(dpaudit.systems.private_prediction.knn)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpaudit.systems.knn import (
+from dpaudit.systems.private_prediction.knn import (
     RANK_TAIL,
     draw_votes,
     histograms,

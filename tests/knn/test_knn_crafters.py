@@ -9,7 +9,7 @@ from dpaudit.attacks import ADVERSARIES, KNNPoisonSearch
 from dpaudit.attacks.knn import craft_knn_poison, expected_topk_count, expected_votes
 from dpaudit.mechanisms import GNMax
 from dpaudit.systems import PrivateKNN, PrivateKNNOptions
-from dpaudit.systems.knn import topk_inclusion_probability
+from dpaudit.systems.private_prediction.knn import topk_inclusion_probability
 
 K, GAMMA = 8, 0.4
 
@@ -79,7 +79,7 @@ def test_embedding_poison_reaches_gamma_n_q_when_queries_share_neighbourhoods():
     )
     pt = craft_knn_poison(t, "embedding")
     r = t.neighbours.rows(np.arange(40))
-    from dpaudit.systems.knn import poison_ranks
+    from dpaudit.systems.private_prediction.knn import poison_ranks
 
     e = expected_topk_count(poison_ranks(r, t.queries[:40], pt.x), 50, 0.2)
     assert e >= 0.95 * 0.2 * 40

@@ -7,8 +7,8 @@ import pytest
 from doctest_support import module_examples
 
 MODULES = [
-    "dpaudit.systems.knn",
-    "dpaudit.systems._knn_core",
+    "dpaudit.systems.private_prediction.knn",
+    "dpaudit.systems.private_prediction._knn_core",
     "dpaudit.data._text",
     "dpaudit.data._images",
     "dpaudit.data.features",

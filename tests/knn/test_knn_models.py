@@ -12,7 +12,10 @@ from dpaudit.data import load_dataset
 from dpaudit.divergence import renyi_divergence
 from dpaudit.mechanisms import GNMax
 from dpaudit.systems import PrivateKNN, PrivateKNNOptions
-from dpaudit.systems.knn import kth_neighbour_probabilities, topk_inclusion_probability
+from dpaudit.systems.private_prediction.knn import (
+    kth_neighbour_probabilities,
+    topk_inclusion_probability,
+)
 
 K, GAMMA, SIGMA, T = 20, 0.3, 3.0, 20_000
 ORDERS = np.array([1.5, 2.0, 5.0, 10.0, 50.0])

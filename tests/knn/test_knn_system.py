@@ -1,4 +1,5 @@
-"""The Private-kNN system: validation, claim, training phase, registry (dpaudit.systems.knn)."""
+"""The Private-kNN system: validation, claim, training phase, registry
+(dpaudit.systems.private_prediction.knn)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from dpaudit.accounting import DEFAULT_ORDERS, subsampled_gaussian_rdp
 from dpaudit.experiments.private_prediction import PrivatePredictionSettings
 from dpaudit.mechanisms import GNMax
 from dpaudit.systems import SYSTEMS, PrivateKNN, PrivateKNNOptions, PrivatePredictionSystem
-from dpaudit.systems.knn import knn_context, subsampled_gaussian_claim
+from dpaudit.systems.private_prediction.knn import knn_context, subsampled_gaussian_claim
 
 
 def _data(n=600, seed=0):

@@ -8,8 +8,8 @@ from doctest_support import module_examples
 
 MODULES = [
     "dpaudit.mechanisms._labels",
-    "dpaudit.systems._label_dp",
-    "dpaudit.systems._pate_fm",
+    "dpaudit.systems.label_dp._systems",
+    "dpaudit.systems.label_dp._pate_fm",
     "dpaudit.systems.label_dp",
     "dpaudit.attacks._label_memorization",
     "dpaudit.experiments.label_dp.settings",

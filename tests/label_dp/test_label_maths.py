@@ -229,7 +229,7 @@ def test_systems_reject_bad_parameters(make, match):
 
 
 def test_systems_reject_bad_data_before_training(monkeypatch):
-    import dpaudit.systems._label_dp as mod
+    import dpaudit.systems.label_dp._systems as mod
 
     monkeypatch.setattr(mod, "train_network", _no_training)
     X = np.zeros((4, 3))

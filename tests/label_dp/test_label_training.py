@@ -9,7 +9,6 @@ torch = pytest.importorskip("torch")
 
 from dpaudit.data import load_dataset  # noqa: E402
 from dpaudit.mechanisms import ABSTAIN, ConfidentGNMax  # noqa: E402
-from dpaudit.systems._augment import strong_augment, weak_augment  # noqa: E402
 from dpaudit.systems.label_dp import (  # noqa: E402
     ALIBI,
     PATEFM,
@@ -19,6 +18,7 @@ from dpaudit.systems.label_dp import (  # noqa: E402
     train_network,
     train_semi_supervised,
 )
+from dpaudit.systems.label_dp._augment import strong_augment, weak_augment  # noqa: E402
 
 TINY = TrainingSettings(hidden=(64,), epochs=4, batch_size=64)
 

@@ -13,7 +13,7 @@ def _require_model() -> None:
     for module in ("torch", "transformers", "gguf", "accelerate"):
         pytest.importorskip(module, reason=f"the LLM teacher needs {module} (extra 'llm')")
     from dpaudit.errors import MissingDatasetError
-    from dpaudit.systems._llm import smollm2_gguf
+    from dpaudit.systems.private_prediction._llm import smollm2_gguf
 
     try:
         smollm2_gguf()
@@ -25,7 +25,7 @@ def _require_model() -> None:
 def language_model():
     """The loaded teacher model (its float32 copy is cached under ~/.cache/dpaudit)."""
     _require_model()
-    from dpaudit.systems._llm import load_language_model
+    from dpaudit.systems.private_prediction._llm import load_language_model
 
     return load_language_model()
 

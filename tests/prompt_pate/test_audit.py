@@ -13,7 +13,7 @@ from dpaudit.attacks import ADVERSARIES
 from dpaudit.experiments.private_prediction import audit_private_prediction, stages
 from dpaudit.experiments.private_prediction.config import find_config, load_config
 from dpaudit.mechanisms import GNMax
-from dpaudit.systems.prompt_pate import PromptPATE, PromptPATEOptions
+from dpaudit.systems.private_prediction.prompt_pate import PromptPATE, PromptPATEOptions
 
 ADVS = (
     "prompt-nat-advq",

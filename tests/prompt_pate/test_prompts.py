@@ -28,9 +28,10 @@ from dpaudit.attacks.prompt_pate import (
 from dpaudit.data import load_dbpedia, load_trec, read_trec
 from dpaudit.errors import MissingDatasetError
 from dpaudit.mechanisms import ConfidentGNMax, GNMax
-from dpaudit.systems import SYSTEMS, PairedVotes, _llm
-from dpaudit.systems._llm import VoteCache, label_token_ids
-from dpaudit.systems.prompt_pate import (
+from dpaudit.systems import SYSTEMS, PairedVotes
+from dpaudit.systems.private_prediction import _llm
+from dpaudit.systems.private_prediction._llm import VoteCache, label_token_ids
+from dpaudit.systems.private_prediction.prompt_pate import (
     PROMPT_TASKS,
     PromptPATE,
     PromptPATEOptions,
@@ -45,9 +46,10 @@ from dpaudit.systems.prompt_pate import (
 @pytest.mark.parametrize(
     "module",
     [
-        "dpaudit.systems.prompt_pate",
-        "dpaudit.systems._prompts",
-        "dpaudit.systems._llm",
+        "dpaudit.systems.private_prediction.prompt_pate",
+        "dpaudit.systems.private_prediction._prompts",
+        "dpaudit.systems.private_prediction._llm",
+        "dpaudit.systems.private_prediction._llm_voter",
         "dpaudit.attacks.prompt_pate",
         "dpaudit.data._text_files",
     ],
@@ -119,7 +121,11 @@ def test_options_are_parsed_strictly():
 
 
 def test_length_batches_minimise_padding_and_common_head_keeps_a_token():
-    from dpaudit.systems._llm import _common_head, _job_groups, _length_batches
+    from dpaudit.systems.private_prediction._llm_voter import (
+        _common_head,
+        _job_groups,
+        _length_batches,
+    )
 
     lengths = sorted([5] * 7 + [6] * 30 + [9] * 3 + [20])
     cuts = _length_batches(lengths, 32, overhead=16)

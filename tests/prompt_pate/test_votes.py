@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from dpaudit.mechanisms import GNMax
-from dpaudit.systems._llm import PromptVoter, label_token_ids
-from dpaudit.systems.prompt_pate import (
+from dpaudit.systems.private_prediction._llm import label_token_ids
+from dpaudit.systems.private_prediction._llm_voter import PromptVoter
+from dpaudit.systems.private_prediction.prompt_pate import (
     PROMPT_TASKS,
     PromptPATE,
     PromptPATEOptions,
@@ -76,7 +77,7 @@ _RESTART = """
 import json, sys
 from dpaudit.mechanisms import GNMax
 from dpaudit.data import load_dataset
-from dpaudit.systems.prompt_pate import PromptPATE, PromptPATEOptions
+from dpaudit.systems.private_prediction.prompt_pate import PromptPATE, PromptPATEOptions
 ds = load_dataset("rotten-tomatoes")
 texts = [" ".join(t.split()[:12]) for t in ds.X_test[:60].tolist()]
 out = {}

@@ -13,11 +13,11 @@ MODULES = [
     "dpaudit.data._images",
     "dpaudit.data._tabular",
     "dpaudit.data._load",
-    "dpaudit.systems._ensemble",
+    "dpaudit.systems.private_prediction._ensemble",
     "dpaudit.mechanisms.values",
-    "dpaudit.systems._predictor",
-    "dpaudit.systems._teachers",
-    "dpaudit.systems._torch_cnn",
+    "dpaudit.systems.private_prediction._predictor",
+    "dpaudit.systems.private_prediction._teachers",
+    "dpaudit.systems.private_prediction._torch_cnn",
 ]
 
 

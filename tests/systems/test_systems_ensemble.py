@@ -19,7 +19,7 @@ from dpaudit.systems import (
     retrain_with_points,
     train_instantiations,
 )
-from dpaudit.systems._ridge import RidgeTeacher
+from dpaudit.systems.private_prediction._ridge import RidgeTeacher
 
 M = 12
 

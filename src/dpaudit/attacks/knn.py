@@ -10,9 +10,9 @@ voters be drawn by Poisson subsampling at rate γ (:class:`dpaudit.systems.Priva
   label and ``P_q^k`` that of the k-th voter's, both **computed exactly** from the ranked
   labels (``P_q = Σ_r ν(r) e_{y_r} / k``, ``P_q^k = Σ_t NegBin(t) e_{y_t}``, the limits of the
   paper's estimates from subsample draws), and ν the closed-form inclusion probability of
-  rank r_q (:func:`dpaudit.systems.knn.topk_inclusion_probability`). It treats the k voters as
-  independent; the true voters are the first k kept ranks, whose histogram is less variable
-  (about 0.8× the multinomial variance at k = 200, γ = 0.2).
+  rank r_q (:func:`dpaudit.systems.private_prediction.knn.topk_inclusion_probability`). It
+  treats the k voters as independent; the true voters are the first k kept ranks, whose
+  histogram is less variable (about 0.8× the multinomial variance at k = 200, γ = 0.2).
 * ``"knn-subsample"`` — the exact law of the subsampled votes (what the system does): the
   voters are the first k kept ranks; the point enters iff kept and fewer than k closer
   training points are kept, displacing the k-th voter (with replacement: the reference
@@ -67,7 +67,7 @@ from dpaudit.attacks.parametric import (
     ModelInputs,
     flip_estimate,
 )
-from dpaudit.systems.knn import (
+from dpaudit.systems.private_prediction.knn import (
     draw_votes,
     histograms,
     knn_context,
@@ -610,10 +610,11 @@ class KNNPoisonSearch:
             true_label: its label (unused: the poison is searched for).
             votes: its votes (unused).
             source_index: its index in the test set.
-            context: the training phase (:class:`dpaudit.systems.knn.KNNInstantiations`);
-                default: the one whose last query row is ``x``
-                (:func:`dpaudit.systems.knn.knn_context`), since the pipeline passes
-                crafters only the source query.
+            context: the training phase
+                (:class:`dpaudit.systems.private_prediction.knn.KNNInstantiations`); default:
+                the one whose last query row is ``x``
+                (:func:`dpaudit.systems.private_prediction.knn.knn_context`), since the pipeline
+                passes crafters only the source query.
 
         Raises:
             ValueError: no Private-kNN training phase on these queries (audit it with
@@ -674,7 +675,8 @@ def craft_knn_poison(
     ctx: Any, pool: str, *, name: str = "", source_index: int = -1
 ) -> CraftedPoint:
     """The E(x)-maximising poison of a pool for a Private-kNN training phase ``ctx``
-    (:class:`dpaudit.systems.knn.KNNInstantiations`; its last query row is the source).
+    (:class:`dpaudit.systems.private_prediction.knn.KNNInstantiations`; its last query row is
+    the source).
 
     Returns:
         :class:`dpaudit.attacks.CraftedPoint` in the input space, labelled with the second

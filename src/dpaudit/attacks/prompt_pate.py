@@ -2,11 +2,12 @@
 arXiv:2402.09403, §5.3, App. D.2) and the histogram model of deterministic teachers.
 
 A PromptPATE teacher is one prompt holding one private example
-(:class:`dpaudit.systems.prompt_pate.PromptPATE`), so S′ replaces the example of one teacher,
-chosen by the adversary. The crafted point is a text (the paper's Nat-AdvQ / Pois-AdvQ) or a
-*prompt builder*: an object whose ``resolve(view)`` returns ``(teacher, TeacherPrompt)`` from
-the adversary's view of S (the queries and every teacher's noiseless vote,
-:class:`dpaudit.systems.prompt_pate.PromptView`), as the Pois-NatQ prompts need.
+(:class:`dpaudit.systems.private_prediction.prompt_pate.PromptPATE`), so S′ replaces the
+example of one teacher, chosen by the adversary. The crafted point is a text (the paper's
+Nat-AdvQ / Pois-AdvQ) or a *prompt builder*: an object whose ``resolve(view)`` returns
+``(teacher, TeacherPrompt)`` from the adversary's view of S (the queries and every teacher's
+noiseless vote, :class:`dpaudit.systems.private_prediction.prompt_pate.PromptView`), as the
+Pois-NatQ prompts need.
 
 Adversaries (registered in :data:`dpaudit.attacks.ADVERSARIES`):
 
@@ -67,7 +68,7 @@ from dpaudit.attacks.parametric import (
     ModelInputs,
     estimate_capc_model,
 )
-from dpaudit.systems.prompt_pate import PromptView, TeacherPrompt
+from dpaudit.systems.private_prediction.prompt_pate import PromptView, TeacherPrompt
 
 __all__ = [
     "BEST_OF_STRATEGIES",
@@ -132,7 +133,7 @@ def plurality_teacher(view: PromptView, *, exclude_label: int | None = None) -> 
     not counting queries whose plurality is ``exclude_label``.
 
     Example:
-        >>> from dpaudit.systems.prompt_pate import PROMPT_TASKS
+        >>> from dpaudit.systems.private_prediction.prompt_pate import PROMPT_TASKS
         >>> v = PromptView(PROMPT_TASKS.get("sst2"), ("a", "b"), np.array([[0, 1, 1], [0, 1, 0]]),
         ...                (), 2)
         >>> plurality_teacher(v), plurality_teacher(v, exclude_label=1)

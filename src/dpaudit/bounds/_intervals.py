@@ -47,6 +47,7 @@ __all__ = [
 ]
 
 _ALTERNATIVES = ("two-sided", "greater", "less")
+_TINY = float(np.finfo(np.float64).tiny)
 
 
 def clopper_pearson_arrays(
@@ -170,8 +171,9 @@ def clopper_pearson_real(
     number, not an interval with exact coverage at non-integer counts).
 
     Args:
-        x: the (real) number of successes, in ``[0, n]``.
-        n: the (real) number of trials, > 0.
+        x: the (real) number of successes, in ``[0, n]`` (the lower end is 0 for ``x``, the
+            upper end 1 for ``n − x``, below the smallest normal float).
+        n: the (real) number of trials, in ``(0, 2**63)``.
         confidence_level: two-sided coverage, in (0, 1).
 
     Returns:
@@ -186,11 +188,14 @@ def clopper_pearson_real(
         [0.0667, 0.6525]
     """
     n = check_positive("n", n)
+    if n > MAX_COUNT:
+        raise ValueError(f"n must be at most {MAX_COUNT} (2**63 - 1), got {n}")
     x = check_in_range("x", x, 0.0, n, low_inclusive=True, high_inclusive=True)
     level = check_confidence_level(confidence_level)
     tail = (1.0 - level) / 2.0
-    lo = 0.0 if x <= 0 else float(stats.beta.ppf(tail, x, n - x + 1))
-    hi = 1.0 if x >= n else float(stats.beta.ppf(1 - tail, x + 1, n - x))
+    # within the smallest normal float of 0 (of n) the quantile is 0 (1); scipy raises there
+    lo = 0.0 if x < _TINY else float(stats.beta.ppf(tail, x, n - x + 1))
+    hi = 1.0 if n - x < _TINY else float(stats.beta.ppf(1 - tail, x + 1, n - x))
     return lo, hi
 
 
@@ -561,6 +566,7 @@ def multinomial_intervals(
 _BOOT_METHODS = ("percentile", "basic", "BCa")
 _BOOT_ENGINES = ("auto", "scipy", "multinomial")
 _BOOT_ALTERNATIVES = ("two-sided", "greater", "less")
+_TINY = float(np.finfo(np.float64).tiny)
 #: Largest total number of observations that ``engine="auto"`` expands for scipy.
 SCIPY_BOOTSTRAP_MAX_N = 20_000
 

@@ -268,7 +268,9 @@ def _epsilon_search(
     first bracket; the answer does not depend on it beyond the tolerance.
     """
     eps0 = _epsilon_delta0(r, v, beta)
-    if delta == 0.0 or eps0 == 0.0:
+    # eps0 = inf: β rounds to 1 (a level below ~1e-16), nothing bounds ε whatever δ — and
+    # the search below would never leave an infinite bracket.
+    if delta == 0.0 or eps0 == 0.0 or math.isinf(eps0):
         p = binomial_sf(v, r, float(special.expit(eps0))) if v > 0 else 1.0
         return eps0, min(1.0, p), 0.0
     pval = _PValue(m, r, v, delta, lgam)

@@ -194,17 +194,25 @@ def one_run_bounds(
         :class:`OneRunBounds`.
 
     Raises:
-        ValueError: NaN scores, mismatched lengths, bad δ, level, selection or grid.
+        ValueError: NaN scores, mismatched lengths, bad δ, level, selection, grid or split
+            fraction (a split must leave both parts non-empty).
     """
     s, inc = check_membership_scores(scores, included)
     d = check_delta(delta, allow_zero=False)
     level = check_confidence_level(confidence_level)
+    fraction = check_in_range("split_fraction", split_fraction, 0.0, 1.0)
     sel = selection_from_name(
         selection,
-        fraction=check_in_range("split_fraction", split_fraction, 0.0, 1.0),
+        fraction=fraction,
         num_splits=check_positive_int("num_splits", num_splits, maximum=MAX_NUM_SPLITS),
     )
-    grid = default_guess_counts(s.size, max_points) if guess_counts is None else guess_counts
+    points = check_positive_int("max_points", max_points)
+    if selection != "bonferroni" and not 1 <= round(fraction * s.size) <= s.size - 1:
+        raise ValueError(
+            f"split_fraction={fraction} leaves the selection or the held-out part empty for "
+            f"{s.size} canaries"
+        )
+    grid = default_guess_counts(s.size, points) if guess_counts is None else guess_counts
     seed = _split_seed(rng)
     slots, inserted = membership_slots(s, inc)
     steinke, fdp = _sweeps(s, inc, slots, inserted, grid, d, level, sel, seed)

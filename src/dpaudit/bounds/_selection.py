@@ -286,7 +286,7 @@ _STRATEGIES = (Explicit, Split, Bonferroni, MultiSplit)
 
 
 def selection_from_name(
-    name: str,
+    selection: str,
     *,
     fraction: float = 0.5,
     num_splits: int = DEFAULT_NUM_SPLITS,
@@ -300,7 +300,7 @@ def selection_from_name(
     * ``"multi-split"`` → ``MultiSplit(num_splits, fraction)``.
 
     Args:
-        name: one of :data:`SELECTION_NAMES`.
+        selection: the name, one of :data:`SELECTION_NAMES`.
         fraction: share of the samples that chooses (``"split"``, ``"multi-split"``).
         num_splits: number of splits (``"multi-split"``).
         candidates: the candidates paid for (``"bonferroni"``).
@@ -313,10 +313,10 @@ def selection_from_name(
         >>> selection_from_name("multi-split", fraction=0.3, num_splits=20)
         MultiSplit(num_splits=20, fraction=0.3)
     """
-    check_choice(what, name, SELECTION_NAMES)
-    if name == "split":
+    check_choice(what, selection, SELECTION_NAMES)
+    if selection == "split":
         return Split(fraction)
-    if name == "multi-split":
+    if selection == "multi-split":
         return MultiSplit(num_splits, fraction)
     return Bonferroni(candidates)
 

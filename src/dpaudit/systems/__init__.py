@@ -1,23 +1,24 @@
-"""ML systems under audit (layer 5): the private-prediction framework of Chadha et al. 2024 Alg. 1.
+"""ML systems under audit (layer 5): DP machine-learning systems as users deploy them.
 
-- :class:`TeacherEnsemble` — the training phase: partition (random for PATE, fixed parties
-  for CaPC), one teacher per part (any scikit-learn-compatible estimator; optional torch
-  CNN), vote histograms with an optional random choice of k of m teachers per query, and
-  cheap neighbouring ensembles (``with_point`` retrains only the affected teacher).
-- :class:`GNMax`, :class:`ConfidentGNMax` — the noisy aggregators.
-- :class:`PrivatePredictor` — the private interface: ``votes``, ``predict`` (labels,
-  :data:`ABSTAIN`, :data:`REFUSED`), a budget ledger (:func:`make_ledger` builds a
-  :class:`dpaudit.accounting.PrivacyLedger` for an aggregator), optional answer caching, and
-  the claimed RDP of what it has answered (``claimed_rdp``).
-- :class:`PATE`, :class:`CaPC` — the systems (registered in :data:`SYSTEMS`): validated
-  before any training (k ≤ m, σ > 0, estimator); ``train``/``retrain`` drive the audit's
-  training phases, ``build(X, y)`` returns the deployable :class:`PrivatePredictor`, and the
-  claim comes from their mechanism value.
-- :data:`SYSTEMS`, :class:`System`, :class:`PrivatePredictionSystem` — the registry and the
-  protocols every system implements.
-- :mod:`dpaudit.data` — offline dataset loaders (nothing is downloaded).
+Every system carries the mechanism value it runs (:mod:`dpaudit.mechanisms.values`) and states
+its claim from that value (:mod:`dpaudit.accounting`). The systems are grouped by family:
 
-Heavy libraries (scikit-learn, joblib, rich, torch) are imported only when used.
+- :mod:`dpaudit.systems.private_prediction` — teachers vote, a noisy argmax answers (Chadha et
+  al. 2024, arXiv:2402.09403, Alg. 1): :class:`PATE`, :class:`CaPC` (a
+  :class:`TeacherEnsemble` behind a :class:`PrivatePredictor` with :class:`GNMax` or
+  :class:`ConfidentGNMax`), :class:`PrivateKNN`, :class:`PromptPATE`.
+- :mod:`dpaudit.systems.label_dp` — label-DP trainers (Malek et al. 2021, arXiv:2106.03408):
+  :class:`ALIBI`, AGIBI, randomized response, soft RR and :class:`PATEFM`.
+- :mod:`dpaudit.systems.dpsgd` — :class:`DPSGD` (Opacus training, its accountant's claim).
+- Shared: :data:`SYSTEMS`, :class:`System`, :class:`PrivatePredictionSystem` (the registry
+  and the protocols every system implements, ``_protocols``) and the torch networks
+  (``_torch_nets``).
+
+:data:`SYSTEMS` maps a name to a factory that takes the system's own settings cell and returns
+the system (``SYSTEMS.get(name)(cell)``); nothing above this layer branches on a system's name.
+The datasets, offline loaders and feature extractors the systems train on are
+:mod:`dpaudit.data`, the layer below. Heavy libraries (scikit-learn, joblib, rich, torch) are
+imported only when used.
 
 Example:
     >>> from dpaudit.systems import GNMax, PrivatePredictor, TeacherEnsemble
@@ -29,37 +30,40 @@ Example:
 """
 
 from dpaudit.mechanisms.values import ABSTAIN, REFUSED, ConfidentGNMax, GNMax
-from dpaudit.systems._dpsgd import DPSGD, DPSGDSettings, LabelledData, TrainedDPSGD, train_dpsgd
-from dpaudit.systems._ensemble import (
-    DEFAULT_ESTIMATOR,
-    ESTIMATOR_NAMES,
-    Classifier,
-    TeacherEnsemble,
-    fit_teacher,
-    make_estimator,
-    make_partition,
-)
-from dpaudit.systems._predictor import Aggregator, Ledger, PrivatePredictor, make_ledger
 from dpaudit.systems._protocols import (
     SYSTEMS,
     Instantiations,
     PrivatePredictionSystem,
     System,
 )
-from dpaudit.systems._teachers import (
+from dpaudit.systems.dpsgd import DPSGD, DPSGDSettings, LabelledData, TrainedDPSGD, train_dpsgd
+from dpaudit.systems.label_dp import ALIBI, PATEFM  # registers alibi, agibi, rr, soft-rr, pate-fm
+from dpaudit.systems.private_prediction import (  # registers pate, capc, private-knn, prompt-pate
+    DEFAULT_ESTIMATOR,
+    ESTIMATOR_NAMES,
     PARTITIONS,
     PATE,
+    Aggregator,
     CaPC,
+    Classifier,
+    Ledger,
     PairedVotes,
+    PrivateKNN,
+    PrivateKNNOptions,
+    PrivatePredictor,
+    PromptPATE,
+    PromptPATEOptions,
+    TeacherEnsemble,
     TeacherEnsembleSystem,
+    TorchCNNClassifier,
     TrainingInstantiations,
+    fit_teacher,
+    make_estimator,
+    make_ledger,
+    make_partition,
     retrain_with_points,
     train_instantiations,
 )
-from dpaudit.systems._torch_cnn import TorchCNNClassifier
-from dpaudit.systems.knn import PrivateKNN, PrivateKNNOptions  # registers "private-knn"
-from dpaudit.systems.label_dp import ALIBI, PATEFM  # registers alibi, agibi, rr, soft-rr, pate-fm
-from dpaudit.systems.prompt_pate import PromptPATE, PromptPATEOptions  # "prompt-pate"
 
 __all__ = [
     "ABSTAIN",

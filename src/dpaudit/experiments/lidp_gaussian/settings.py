@@ -39,17 +39,23 @@ class LiDPGaussianSettings(ResultMixin):
 
     sigma: float = option(2.149, help="noise standard deviation σ of the sum query")
     dim: int = option(10**6, help="dimension d of the sum query")
-    num_canaries: int = option(16, help="canaries per run k of the LiDP audit")
-    num_runs: int = option(1000, help="audited runs per audit and repetition")
-    num_repetitions: int = option(20, help="independent repetitions averaged")
-    num_tuning_runs: int | None = option(None, help="separate threshold-tuning runs [num_runs]")
-    target_epsilon: float | None = option(None, help="ε both audits must reach [1-canary mean]")
+    num_canaries: int = option(16, help="canaries per run k of the LiDP audit", flag="--canaries")
+    num_runs: int = option(1000, help="audited runs per audit and repetition", flag="--runs")
+    num_repetitions: int = option(20, help="independent repetitions averaged", flag="--repetitions")
+    num_tuning_runs: int | None = option(
+        None, help="separate threshold-tuning runs (none: as many as --runs)", flag="--tuning-runs"
+    )
+    target_epsilon: float | None = option(
+        None, help="ε both audits must reach (none: the 1-canary mean bound)", flag="--target"
+    )
     delta: float = option(1e-5, help="δ of the bounds and of the true ε")
     confidence_level: float = option(0.95, help="confidence level 1 − β of every bound")
     method: str = option("wilson4", help="LiDP interval: wilson1, wilson2 or wilson4")
     variance: str = option("reference", help="fourth-order variance form: reference or exact")
-    run_grid: tuple[int, ...] | None = option(None, help="run counts evaluated [14 geometric]")
-    seed: int | None = option(None, help="root seed [fresh entropy]")
+    run_grid: tuple[int, ...] | None = option(
+        None, help="run counts evaluated (none: 14 geometric points)"
+    )
+    seed: int | None = option(None, help="root seed (none: fresh entropy)")
 
     def __post_init__(self) -> None:
         put = object.__setattr__

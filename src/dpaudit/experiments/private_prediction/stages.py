@@ -398,7 +398,7 @@ def _evaluate_chunk(
 ) -> tuple[list[tuple[int, int, np.ndarray]], dict[Any, Any]]:
     """Exact output distributions of some models and the claims of their H_S that are not
     ``known`` yet (one worker; ``claims``: the cache to fill, a fresh one by default)."""
-    from dpaudit.systems._ensemble import _one_blas_thread
+    from dpaudit.systems.private_prediction._ensemble import _one_blas_thread
 
     out: list[tuple[int, int, np.ndarray]] = []
     claims = {} if claims is None else claims

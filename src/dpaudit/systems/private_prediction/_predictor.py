@@ -26,7 +26,7 @@ from dpaudit._typing import ArrayLike, IntArray, RngLike
 from dpaudit._validate import check_choice, check_orders, check_positive_int
 from dpaudit.errors import BudgetExhaustedError
 from dpaudit.mechanisms.values import ABSTAIN, REFUSED, ConfidentGNMax, GNMax, NoisyArgmax
-from dpaudit.systems._ensemble import TeacherEnsemble
+from dpaudit.systems.private_prediction._ensemble import TeacherEnsemble
 
 if TYPE_CHECKING:
     from dpaudit.accounting import PrivacyLedger, RDPCurve

@@ -12,9 +12,10 @@ arXiv:2402.09403, §5.3, App. D.2) audit it with the prompt format of :data:`PRO
 
 **Training phase.** The m examples are drawn without replacement from the training set (one
 seeded draw; the parties are fixed, as in CaPC); a teacher's answer is the label word with
-the largest next-token logit (:mod:`dpaudit.systems._llm`: greedy, temperature 0), so the
-training phase is deterministic and one instantiation gives the exact votes (§5.3: no
-parametric assumption is needed). With ``instantiations > 1`` the same votes are repeated.
+the largest next-token logit (:mod:`dpaudit.systems.private_prediction._llm`: greedy,
+temperature 0), so the training phase is deterministic and one instantiation gives the exact
+votes (§5.3: no parametric assumption is needed). With ``instantiations > 1`` the same votes
+are repeated.
 
 **Neighbouring prompts.** A teacher's training set is one example, so the adversary's point
 *replaces* the example of the teacher it chooses (``placement = "chosen"``; the paper's
@@ -61,8 +62,9 @@ from dpaudit._settings import from_mapping, option
 from dpaudit._typing import ArrayLike, FloatArray, IntArray, RngLike
 from dpaudit._validate import check_choice, check_positive, check_positive_int
 from dpaudit.mechanisms.values import ConfidentGNMax, GNMax
-from dpaudit.systems._llm import LABEL_TOKEN_RULES, VOTE_DTYPES
-from dpaudit.systems._prompts import (
+from dpaudit.systems._protocols import SYSTEMS, check_teacher_ensemble, noisy_argmax_query_rdp
+from dpaudit.systems.private_prediction._llm import LABEL_TOKEN_RULES, VOTE_DTYPES
+from dpaudit.systems.private_prediction._prompts import (
     PROMPT_TASKS,
     PromptTemplate,
     TeacherPrompt,
@@ -70,8 +72,7 @@ from dpaudit.systems._prompts import (
     check_texts,
     make_template,
 )
-from dpaudit.systems._protocols import SYSTEMS, check_teacher_ensemble, noisy_argmax_query_rdp
-from dpaudit.systems._teachers import PairedVotes
+from dpaudit.systems.private_prediction._teachers import PairedVotes
 
 __all__ = [
     "PROMPT_TASKS",
@@ -266,9 +267,9 @@ class PromptPATE:
 
     def vote_cache_dir(self) -> Path:
         """Where votes are cached: ``options.cache_dir``, else ``votes/`` under
-        :func:`dpaudit.systems._llm.default_cache_dir` (``~/.cache/dpaudit``). The model's
-        dequantised copy always lives under the default cache root."""
-        from dpaudit.systems._llm import default_cache_dir
+        :func:`dpaudit.systems.private_prediction._llm.default_cache_dir` (``~/.cache/dpaudit``).
+        The model's dequantised copy always lives under the default cache root."""
+        from dpaudit.systems.private_prediction._llm import default_cache_dir
 
         o = self.options
         if o.cache_dir is None:
@@ -280,9 +281,10 @@ class PromptPATE:
 
         Raises:
             ValueError: a label word is several tokens and ``label_tokens="single"``, or the
-                words' tokens collide (:func:`dpaudit.systems._llm.label_token_ids`).
+                words' tokens collide
+                (:func:`dpaudit.systems.private_prediction._llm.label_token_ids`).
         """
-        from dpaudit.systems._llm import label_token_ids, load_tokenizer
+        from dpaudit.systems.private_prediction._llm import label_token_ids, load_tokenizer
 
         t = self.template
         return label_token_ids(
@@ -293,8 +295,10 @@ class PromptPATE:
         )
 
     def voter(self) -> Any:
-        """The :class:`dpaudit.systems._llm.PromptVoter` of this system (loads the model)."""
-        from dpaudit.systems._llm import PromptVoter, VoteCache, load_language_model
+        """The :class:`~dpaudit.systems.private_prediction._llm_voter.PromptVoter` of this system
+        (loads the model)."""
+        from dpaudit.systems.private_prediction._llm import VoteCache, load_language_model
+        from dpaudit.systems.private_prediction._llm_voter import PromptVoter
 
         o = self.options
         lm = load_language_model()
@@ -329,8 +333,9 @@ class PromptPATE:
         progress: Any = None,
     ) -> Any:
         """Votes of the teachers holding ``prompts`` on ``queries`` (texts):
-        :class:`dpaudit.systems._llm.VoteTable` with votes ``(n_q, len(prompts))`` (only the
-        ``pairs`` ``(n_q, len(prompts))`` where given; −1 elsewhere)."""
+        :class:`~dpaudit.systems.private_prediction._llm_voter.VoteTable` with votes
+        ``(n_q, len(prompts))`` (only the ``pairs`` ``(n_q, len(prompts))`` where given; −1
+        elsewhere)."""
         t = self.template
         prefixes = [t.prefix(self._truncated(p)) for p in prompts]
         suffixes = [t.query(self._text(q)) for q in queries]

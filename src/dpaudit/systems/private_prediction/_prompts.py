@@ -4,7 +4,7 @@ The prompt format is Chadha et al. 2024 ("Auditing Private Prediction", arXiv:24
 App. D.2): the task description naming each label word and its class, one
 ``Text: {example}\nAnswer: {label word}\n`` pair per example, then the query part
 ``Text: {query}\nAnswer: ``. :data:`PROMPT_TASKS` holds the paper's four datasets and the
-offline substitutes. Re-exported by :mod:`dpaudit.systems.prompt_pate`.
+offline substitutes. Re-exported by :mod:`dpaudit.systems.private_prediction.prompt_pate`.
 
 Example:
     >>> t = PROMPT_TASKS.get("sst2")

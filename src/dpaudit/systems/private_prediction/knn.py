@@ -58,7 +58,8 @@ from dpaudit._settings import from_mapping, option
 from dpaudit._typing import ArrayLike, FloatArray, IntArray, RngLike
 from dpaudit._validate import check_choice, check_nonneg_int, check_positive_int
 from dpaudit.mechanisms.values import GNMax
-from dpaudit.systems._knn_core import (
+from dpaudit.systems._protocols import SYSTEMS
+from dpaudit.systems.private_prediction._knn_core import (
     RANK_TAIL,
     SAMPLINGS,
     RankedNeighbours,
@@ -76,7 +77,6 @@ from dpaudit.systems._knn_core import (
     short_sample_probability,
     topk_inclusion_probability,
 )
-from dpaudit.systems._protocols import SYSTEMS
 
 __all__ = [
     "FEATURE_TRANSFORMS",

@@ -54,8 +54,8 @@ from dpaudit._validate import (
 )
 from dpaudit.errors import require
 from dpaudit.mechanisms import check_labels, label_posterior
-from dpaudit.systems._augment import strong_augment, weak_augment
 from dpaudit.systems._torch_nets import build_cnn, build_mlp, resolve_device, torch_context
+from dpaudit.systems.label_dp._augment import strong_augment, weak_augment
 
 __all__ = [
     "MODELS",

@@ -3,7 +3,7 @@
 Malek, Mironov, Prasad, Shilov & Tramèr 2021, "Antipodes of Label Differential Privacy: PATE
 and ALIBI" (arXiv:2106.03408). Each system noises every training label *once* with its
 mechanism value (:mod:`dpaudit.mechanisms.values`), post-processes the noisy label, and trains
-a network on the result (:mod:`dpaudit.systems._label_training`); by post-processing the whole
+a network on the result (:mod:`dpaudit.systems.label_dp._training`); by post-processing the whole
 training run is as private as one release of each label. The claim is computed from the same
 mechanism value by :mod:`dpaudit.accounting`:
 
@@ -55,13 +55,13 @@ from dpaudit.mechanisms import (
     project_to_simplex,
 )
 from dpaudit.mechanisms import RandomizedResponse as RRMechanism
-from dpaudit.systems._label_training import (
+from dpaudit.systems._protocols import SYSTEMS
+from dpaudit.systems.label_dp._training import (
     LabelTargets,
     TorchNetwork,
     TrainingSettings,
     train_network,
 )
-from dpaudit.systems._protocols import SYSTEMS
 
 __all__ = [
     "AGIBI",
@@ -90,7 +90,7 @@ class LabelDPFit:
 
     Attributes:
         system: the system's registered name.
-        network: the trained :class:`~dpaudit.systems._label_training.TorchNetwork`.
+        network: the trained :class:`~dpaudit.systems.label_dp._training.TorchNetwork`.
         claims: claimed upper bounds, primary first.
         detail: system-specific figures (noisy-label agreement, PATE votes and answers …).
     """

@@ -76,8 +76,8 @@ def make_estimator(spec: EstimatorSpec = None, *, seed: int = 0) -> Classifier:
     Args:
         spec: ``None`` (the default, ``"logistic"``); a name in :data:`ESTIMATOR_NAMES`:
             ``"logistic"`` (``LogisticRegression(max_iter=50)``, L-BFGS), ``"ridge"``
-            (:class:`~dpaudit.systems._ridge.RidgeTeacher`: a convex teacher whose
-            retraining with an added point is an exact update), ``"extra-trees"``
+            (:class:`~dpaudit.systems.private_prediction._ridge.RidgeTeacher`: a convex teacher
+            whose retraining with an added point is an exact update), ``"extra-trees"``
             (``ExtraTreesClassifier(30)``), ``"random-forest"`` (``RandomForestClassifier(100)``,
             the Adult teachers of Wang et al. 2022, arXiv:2209.10732, §2), ``"cnn"``
             (:class:`TorchCNNClassifier`, needs the ``torch`` extra); an estimator
@@ -102,7 +102,7 @@ def make_estimator(spec: EstimatorSpec = None, *, seed: int = 0) -> Classifier:
     if isinstance(spec, str):
         check_choice("estimator", spec, ESTIMATOR_NAMES)
         if spec == "cnn":
-            from dpaudit.systems._torch_cnn import TorchCNNClassifier
+            from dpaudit.systems.private_prediction._torch_cnn import TorchCNNClassifier
 
             return TorchCNNClassifier(random_state=seed)
         require("sklearn", "ml")
@@ -111,7 +111,7 @@ def make_estimator(spec: EstimatorSpec = None, *, seed: int = 0) -> Classifier:
 
             return LogisticRegression(max_iter=_LOGISTIC_MAX_ITER, random_state=seed)
         if spec == "ridge":
-            from dpaudit.systems._ridge import RidgeTeacher
+            from dpaudit.systems.private_prediction._ridge import RidgeTeacher
 
             return RidgeTeacher(random_state=seed)
         if spec == "extra-trees":

@@ -15,7 +15,7 @@ Malek, Mironov, Prasad, Shilov & Tramèr 2021, "Antipodes of Label Differential 
 3. the student is trained semi-supervised on its answered queries plus the unlabelled pool.
 
 The semi-supervised learner is the FixMatch-style objective of
-:func:`dpaudit.systems._label_training.train_semi_supervised` (a CPU-sized stand-in for
+:func:`dpaudit.systems.label_dp._training.train_semi_supervised` (a CPU-sized stand-in for
 FixMatch with RandAugment; it can be switched off).
 
 **Claim.** The data-dependent RDP of Confident GNMax (Papernot et al. 2018 Thm 6 for both
@@ -63,15 +63,15 @@ from dpaudit.accounting import (
     pate_local_sensitivity,
 )
 from dpaudit.mechanisms import ABSTAIN, ConfidentGNMax
-from dpaudit.systems._label_dp import DEFAULT_DELTA, LabelDPFit, check_label_data
-from dpaudit.systems._label_training import (
+from dpaudit.systems._protocols import SYSTEMS
+from dpaudit.systems.label_dp._systems import DEFAULT_DELTA, LabelDPFit, check_label_data
+from dpaudit.systems.label_dp._training import (
     ConsistencySettings,
     LabelTargets,
     TorchNetwork,
     TrainingSettings,
     train_semi_supervised,
 )
-from dpaudit.systems._protocols import SYSTEMS
 
 __all__ = ["PATEFM", "PATETeachers", "StudentQueries"]
 

@@ -1,12 +1,13 @@
 """Label-DP systems under audit (Malek et al. 2021, "Antipodes of Label Differential Privacy:
 PATE and ALIBI", arXiv:2106.03408): the public names in one place.
 
-* Noisy-label trainers (:mod:`dpaudit.systems._label_dp`): :class:`ALIBI` (Laplace + iterative
-  Bayesian inference), :class:`AGIBI` (Gaussian, posterior with σ²),
+* Noisy-label trainers (:mod:`dpaudit.systems.label_dp._systems`): :class:`ALIBI` (Laplace +
+  iterative Bayesian inference), :class:`AGIBI` (Gaussian, posterior with σ²),
   :class:`RandomizedResponseLabels` (C-ary RR), :class:`SoftRR` (Laplace + simplex projection).
-* :class:`PATEFM` (:mod:`dpaudit.systems._pate_fm`): semi-supervised teachers, Confident GNMax,
-  semi-supervised student; claims from the data-dependent analysis with the GNSS release.
-* The trainer (:mod:`dpaudit.systems._label_training`): :class:`TrainingSettings`,
+* :class:`PATEFM` (:mod:`dpaudit.systems.label_dp._pate_fm`): semi-supervised teachers,
+  Confident GNMax, semi-supervised student; claims from the data-dependent analysis with the
+  GNSS release.
+* The trainer (:mod:`dpaudit.systems.label_dp._training`): :class:`TrainingSettings`,
   :class:`ConsistencySettings`, :class:`LabelTargets`, :func:`train_network`,
   :func:`train_semi_supervised`, :class:`TorchNetwork`.
 
@@ -19,7 +20,8 @@ Example:
     4.0
 """
 
-from dpaudit.systems._label_dp import (
+from dpaudit.systems.label_dp._pate_fm import PATEFM, PATETeachers, StudentQueries
+from dpaudit.systems.label_dp._systems import (
     AGIBI,
     ALIBI,
     PRIORS,
@@ -30,7 +32,7 @@ from dpaudit.systems._label_dp import (
     check_label_data,
     label_dp_factory,
 )
-from dpaudit.systems._label_training import (
+from dpaudit.systems.label_dp._training import (
     MODELS,
     OPTIMIZERS,
     ConsistencySettings,
@@ -40,7 +42,6 @@ from dpaudit.systems._label_training import (
     train_network,
     train_semi_supervised,
 )
-from dpaudit.systems._pate_fm import PATEFM, PATETeachers, StudentQueries
 
 __all__ = [
     "AGIBI",

@@ -39,16 +39,16 @@ from dpaudit._rng import as_generator, as_seed_sequence, block_seeds, seed_entro
 from dpaudit._typing import ArrayLike, FloatArray, IntArray, RngLike
 from dpaudit._validate import check_choice, check_positive_int
 from dpaudit.mechanisms.values import ConfidentGNMax, GNMax
-from dpaudit.systems._ensemble import (
+from dpaudit.systems._protocols import SYSTEMS, check_teacher_ensemble, noisy_argmax_query_rdp
+from dpaudit.systems.private_prediction._ensemble import (
     ESTIMATOR_NAMES,
     EstimatorSpec,
     TeacherEnsemble,
     estimator_is_deterministic,
     make_partition,
 )
-from dpaudit.systems._predictor import Ledger, PrivatePredictor
-from dpaudit.systems._protocols import SYSTEMS, check_teacher_ensemble, noisy_argmax_query_rdp
-from dpaudit.systems._retrain import run_retrainings
+from dpaudit.systems.private_prediction._predictor import Ledger, PrivatePredictor
+from dpaudit.systems.private_prediction._retrain import run_retrainings
 
 PARTITIONS: tuple[str, ...] = ("random", "fixed")
 

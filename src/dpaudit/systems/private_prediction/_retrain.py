@@ -10,8 +10,9 @@ turns the (point, retraining) tasks into work without changing any result:
   party when teachers do not depend on their seed — and remembered in a cache that the
   caller keeps across calls (two adversaries crafting the same point share the work);
 * **exact updates, batched**: a teacher with an exact update (``updated_scores``, see
-  :class:`dpaudit.systems._ridge.RidgeTeacher`) takes all its points in one batch of
-  Sherman–Morrison updates; other teachers are refitted (:meth:`TeacherEnsemble.with_point`);
+  :class:`dpaudit.systems.private_prediction._ridge.RidgeTeacher`) takes all its points in one
+  batch of Sherman–Morrison updates; other teachers are refitted
+  (:meth:`TeacherEnsemble.with_point`);
 * **parallel, deterministic**: teachers are processed in a fixed order, in chunks over
   ``n_jobs`` joblib workers (threads for exact updates, whose work is BLAS; loky processes
   for refits), each with one BLAS/OpenMP thread; every result depends on its task only, so
@@ -29,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from dpaudit.errors import require
-from dpaudit.systems._ensemble import _one_blas_thread, updatable
+from dpaudit.systems.private_prediction._ensemble import _one_blas_thread, updatable
 
 __all__ = ["run_retrainings"]
 

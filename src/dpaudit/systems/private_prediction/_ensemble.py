@@ -23,7 +23,7 @@ from dpaudit._rng import as_generator, as_seed_sequence, block_seeds
 from dpaudit._typing import ArrayLike, FloatArray, IntArray, RngLike
 from dpaudit._validate import check_choice, check_nonneg_int, check_positive_int
 from dpaudit.errors import require
-from dpaudit.systems._estimators import (
+from dpaudit.systems.private_prediction._estimators import (
     DEFAULT_ESTIMATOR,
     ESTIMATOR_NAMES,
     Classifier,
@@ -372,8 +372,9 @@ class TeacherEnsemble:
         Only the teacher of that part is retrained (same seed as before), so every other
         teacher is the very same fitted object — exactly the training phase on S' when the
         partition of S is kept (CaPC; PATE conditioned on its partition). A teacher that
-        retrains by an exact update (:class:`~dpaudit.systems._ridge.RidgeTeacher`) is updated from
-        its fitted state instead of refitted, which gives the same teacher up to rounding;
+        retrains by an exact update
+        (:class:`~dpaudit.systems.private_prediction._ridge.RidgeTeacher`) is updated from its
+        fitted state instead of refitted, which gives the same teacher up to rounding;
         ``exact_update=False`` forces the refit (to compare the two).
 
         Args:

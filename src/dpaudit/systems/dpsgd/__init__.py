@@ -1,0 +1,34 @@
+"""DP-SGD as a system under audit (Abadi et al. 2016, arXiv:1607.00133): Opacus training and
+its accountant's claim, registered as ``"dp-sgd"`` in :data:`dpaudit.systems.SYSTEMS`
+(``_dpsgd``). torch and opacus are imported only when training.
+"""
+
+from dpaudit.systems.dpsgd._dpsgd import (
+    ACCOUNTANTS,
+    DPSGD,
+    MODELS,
+    OPTIMIZERS,
+    DPSGDSettings,
+    LabelledData,
+    ModelSpec,
+    TrainedDPSGD,
+    calibrate_noise_multiplier,
+    opacus_epsilon,
+    opacus_rdp,
+    train_dpsgd,
+)
+
+__all__ = [
+    "ACCOUNTANTS",
+    "DPSGD",
+    "MODELS",
+    "OPTIMIZERS",
+    "DPSGDSettings",
+    "LabelledData",
+    "ModelSpec",
+    "TrainedDPSGD",
+    "calibrate_noise_multiplier",
+    "opacus_epsilon",
+    "opacus_rdp",
+    "train_dpsgd",
+]
