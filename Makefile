@@ -48,7 +48,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 # The documentation site (mkdocs.yml, docs/) in site/; --strict: a broken link, anchor or API
-# reference fails. Its examples and console outputs are checked by tests/test_docs.py.
+# reference fails. Its examples and console outputs are checked by tests/test_docs_site.py.
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet -d site
 

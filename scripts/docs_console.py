@@ -11,7 +11,7 @@ what the command printed (rich tables at a fixed width of :data:`COLUMNS` column
 blanks removed, the temporary working directory cut from paths). Nothing between the markers
 is typed by hand.
 
-A *fast* snippet is rerun by ``tests/test_docs.py``, which fails when a page differs from what
+A *fast* snippet is rerun by ``tests/test_docs_site.py``, which fails when a page differs from what
 the command prints today. A *slow* one (``make demo`` takes minutes) is run by ``render --slow``
 only: its output is stored in ``docs/snippets/NAME.txt`` and the test checks that every page
 shows exactly that file.
@@ -96,8 +96,8 @@ SNIPPETS: dict[str, Snippet] = {
         ),
         Snippet(
             "lidp-gaussian",
-            "audit lidp-gaussian --sigma 2.149 --dim 1000 --num-canaries 16 --num-runs 1000 "
-            "--num-repetitions 4 --seed 11",
+            "audit lidp-gaussian --sigma 2.149 --dim 1000 --canaries 16 --runs 1000 "
+            "--repetitions 4 --seed 11",
         ),
     )
 }

@@ -1,8 +1,8 @@
-"""Run a paper-scale private-prediction audit and regenerate the README's tables from it.
+"""Run a paper-scale private-prediction audit and regenerate the documentation's tables from it.
 
     python scripts/pp_paper_run.py run paper-fashion-mnist [--n-jobs N] [--out runs/NAME]
     python scripts/pp_paper_run.py store runs/NAME/results.json --load-before 1.2 --load-after 1.5
-    python scripts/pp_paper_run.py render            # rewrite docs/sections/05-… from docs/results
+    python scripts/pp_paper_run.py render            # rewrite the reproductions page from docs/results
     python scripts/pp_paper_run.py render --check    # exit 1 when the section is out of date
 
 ``run`` audits the shipped config NAME (as ``dpaudit audit private-prediction --config NAME``
@@ -11,9 +11,9 @@ does), records the machine's load average before and after, writes the full resu
 ``docs/results/NAME.json``, then renders. ``store`` summarises a ``results.json`` written by
 such a run (``--out``) with the 1-minute load averages observed before and after it.
 ``render`` replaces, in
-``docs/sections/05-private-prediction-audit.md``, the block between the
-``<!-- pp-tables:NAME:start/end -->`` markers of every stored summary; run ``make readme``
-afterwards. A test (``tests/experiments/test_pp_readme.py``) fails when README and the
+``docs/reproductions/private-prediction.md``, the block between the
+``<!-- pp-tables:NAME:start/end -->`` markers of every stored summary. A test
+(``tests/experiments/test_pp_readme.py``) fails when that page and the
 stored results disagree.
 """
 
@@ -28,7 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results"
-SECTION = ROOT / "docs" / "sections" / "05-private-prediction-audit.md"
+SECTION = ROOT / "docs" / "reproductions" / "private-prediction.md"
 
 
 def run(name: str, n_jobs: int | None, out: Path) -> None:
@@ -78,7 +78,7 @@ def render(check: bool) -> int:
             return 1
         return 0
     SECTION.write_text(new)
-    print(f"rewrote {SECTION}; now run make readme")
+    print(f"rewrote {SECTION}")
     return 0
 
 

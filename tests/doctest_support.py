@@ -18,11 +18,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import doctest
-import gc
 import importlib
 import importlib.util
 import pathlib
 import re
+import sys
 from collections.abc import Iterator
 
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
@@ -37,7 +37,7 @@ _FENCE = re.compile(
 
 #: Blocks that a test elsewhere already runs (with assertions of its own), by the name that
 #: test uses: ``section_examples(NAME)`` runs the blocks ``(page, indices)`` of ``docs/`` (the
-#: names are those of the former ``docs/sections/*.md``). ``tests/test_docs.py`` skips these
+#: names are those of the former ``docs/sections/*.md``). ``tests/test_docs_site.py`` skips these
 #: blocks rather than run them twice, and fails when no test uses a name any more.
 SECTIONS: dict[str, tuple[str, tuple[int, ...]]] = {
     "01-architecture.md": ("extend/contributing.md", (0,)),
@@ -170,11 +170,14 @@ def registries_restored() -> Iterator[None]:
     from dpaudit._registry import Registry
 
     importlib.import_module("dpaudit.experiments")  # imports (and so fills) every registry
-    saved = [
-        (reg, dict(reg._items), dict(reg._tags))
-        for reg in gc.get_objects()
-        if isinstance(reg, Registry)
-    ]
+    registries = {
+        id(value): value
+        for name, module in list(sys.modules.items())
+        if name == "dpaudit" or name.startswith("dpaudit.")
+        for value in list(vars(module).values())
+        if isinstance(value, Registry)
+    }
+    saved = [(reg, dict(reg._items), dict(reg._tags)) for reg in registries.values()]
     try:
         yield
     finally:

@@ -359,6 +359,16 @@ BASELINES: dict[str, dict[str, Any]] = {
         "epsilon": 1.0,
     },
     "bounds.one_run_sweep": {"scores": SCORES, "included": INCLUDED, "rng": 0},
+    "bounds.clopper_pearson_real": {"x": 2.5, "n": 10.0},
+    "bounds.gdp_from_error_rates": {"tpr_lower": 0.8, "fpr_upper": 0.3, "delta": 1e-5},
+    "bounds.MultiSplit": {"num_splits": 5, "fraction": 0.5},
+    "bounds.selection_from_name": {"selection": "multi-split", "num_splits": 5},
+    "bounds.check_membership_scores": {"scores": SCORES, "included": INCLUDED},
+    "bounds.membership_slots": {"scores": SCORES, "included": INCLUDED},
+    "bounds.one_run_bounds": {
+        "scores": SCORES, "included": INCLUDED, "delta": 1e-5, "num_splits": 3, "max_points": 5,
+        "rng": 0,
+    },  # fmt: skip
     "bounds.lidp_epsilon": {
         "outcomes_alternative": [[1, 1, 0, 1], [1, 0, 1, 1], [1, 1, 1, 1], [0, 1, 1, 1]],
         "outcomes_null": [[0, 0, 1, 0], [0, 0, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1]],
@@ -675,6 +685,12 @@ VALIDATE_ONLY: dict[str, dict[str, Any]] = {
 ROLE_OVERRIDES: dict[tuple[str, str], str] = {
     ("bounds.one_run_epsilon_from_scores", "included"): "mask",
     ("bounds.one_run_sweep", "included"): "mask",
+    ("bounds.one_run_bounds", "included"): "mask",
+    ("bounds.check_membership_scores", "included"): "mask",
+    ("bounds.membership_slots", "included"): "mask",
+    ("bounds.check_membership_scores", "name"): "skip",
+    ("bounds.selection_from_name", "candidates"): "skip",
+    ("bounds.selection_from_name", "what"): "skip",
     ("attacks.evaluate_attribute_inference", "is_member"): "mask",
     ("accounting.pate_accounting", "answered"): "mask",
     # 0/1 test outcomes of Lifted-DP audits: booleans are the natural type

@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from doctest_support import README, ROOT, doc_pages, python_blocks, registries_restored, run_blocks
+from doctest_support import (
+    DOCS,
+    README,
+    ROOT,
+    doc_pages,
+    python_blocks,
+    registries_restored,
+    run_blocks,
+)
 
 MAX_LINES = 300
 TEXT = README.read_text()
@@ -40,6 +48,15 @@ def test_readme_has_one_example_per_workflow():
         "run_vote_leakage",
     ):
         assert entry_point in code, f"README has no worked example of {entry_point}"
+
+
+def test_readme_benchmark_table_is_the_benchmarks_page_s():
+    def table(text: str) -> str:
+        start, end = "<!-- benchmark-table:start -->", "<!-- benchmark-table:end -->"
+        return text[text.index(start) : text.index(end)]
+
+    assert table(TEXT) == table((DOCS / "benchmarks.md").read_text())
+    assert table(TEXT).count("\n|") >= 10
 
 
 def test_readme_examples_import_only_top_level_packages():

@@ -388,7 +388,7 @@ def find_config(name: str | Path) -> Path:
         return Path(str(shipped))
     raise FileNotFoundError(
         f"config {str(name)!r} does not exist: it is neither a file nor a config shipped "
-        f"with dpaudit (shipped: {', '.join(shipped_configs())})"
+        f"with dpaudit (available: {', '.join(shipped_configs())})"
     )
 
 

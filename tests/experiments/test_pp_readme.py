@@ -1,5 +1,5 @@
-"""The README's paper-scale private-prediction tables are generated from the stored results:
-they fail to match when either changes by hand."""
+"""The paper-scale private-prediction tables (docs/reproductions/private-prediction.md) are
+generated from the stored results: they fail to match when either changes by hand."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from dpaudit.report.pp_readme import (
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 STORED = sorted((ROOT / "docs" / "results").glob("paper-*.json"))
-SECTION = ROOT / "docs" / "sections" / "05-private-prediction-audit.md"
+SECTION = ROOT / "docs" / "reproductions" / "private-prediction.md"
 
 
 def test_the_paper_scale_runs_are_stored():
@@ -27,12 +27,12 @@ def test_the_paper_scale_runs_are_stored():
 def test_readme_tables_equal_the_stored_results(path):
     summary = json.loads(path.read_text())
     expected = render_tables(summary)
-    for doc in (SECTION, ROOT / "README.md"):
+    for doc in (SECTION,):
         block = section_block(doc.read_text(), path.stem)
         assert block is not None, f"{doc.name} has no pp-tables block for {path.stem}"
         assert block == expected, (
             f"{doc.name} disagrees with docs/results/{path.name}: run "
-            "python scripts/pp_paper_run.py render && make readme"
+            "python scripts/pp_paper_run.py render"
         )
     findings = summary["findings"]["findings"]
     assert {f["name"] for f in findings} == {"pois-ge-nat", "capc-ge-pate", "natq-lt-advq"}

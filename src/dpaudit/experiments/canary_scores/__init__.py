@@ -10,11 +10,9 @@ from dpaudit.experiments._workflow import WORKFLOWS, Workflow
 from dpaudit.experiments.canary_scores.pipeline import (
     DESIGNS,
     WORKFLOW,
-    GDPBound,
     ScoresAuditSettings,
     audit_canary_scores,
     audit_scores,
-    gdp_from_error_rates,
     read_mask,
     read_scores,
 )
@@ -22,11 +20,9 @@ from dpaudit.experiments.canary_scores.pipeline import (
 __all__ = [
     "DESIGNS",
     "WORKFLOW",
-    "GDPBound",
     "ScoresAuditSettings",
     "audit_canary_scores",
     "audit_scores",
-    "gdp_from_error_rates",
     "read_mask",
     "read_scores",
 ]

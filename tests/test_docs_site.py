@@ -27,7 +27,7 @@ from doctest_support import (
 sys.path.insert(0, str(ROOT / "scripts"))
 import docs_console
 
-PAGES = sorted(p for p in DOCS.rglob("*.md") if "sections" not in p.parts)  # TODO
+PAGES = sorted(DOCS.rglob("*.md"))
 #: Blocks that the tests named in :data:`doctest_support.SECTIONS` run already.
 #: (``30-lower-bounds-rdp.md``'s test executes the code without comparing outputs: not skipped.)
 ELSEWHERE = {
@@ -122,3 +122,102 @@ def test_console_outputs_are_what_the_command_prints(name):
     expected = docs_console.block(docs_console.run(docs_console.SNIPPETS[name]))
     for page, body in _blocks_of(name):
         assert body == expected, f"{page} is stale: run python scripts/docs_console.py render"
+
+
+# --------------------------------------------------------------------------- names in the text
+
+#: ``dpaudit.something`` in inline code, up to the first character that is not part of a name.
+_NAME = re.compile(r"`(dpaudit(?:\.[A-Za-z_][A-Za-z0-9_]*)+)(?=[`(\[ ,])")
+
+
+def _resolves(dotted: str) -> bool:
+    """Whether ``dotted`` is a module, or an attribute chain below the longest module prefix."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attr in parts[cut:]:
+            if not hasattr(obj, attr):
+                return False
+            obj = getattr(obj, attr)
+        return True
+    return False
+
+
+@pytest.mark.parametrize("page", docs_console.pages(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_dpaudit_names_in_the_text_exist(page):
+    """A module or object named in the text (``dpaudit.attacks.ADVERSARIES``) must exist, so
+    a page cannot point at a module that moved."""
+    text = page.read_text()
+    names = sorted(set(_NAME.findall(text)))
+    missing = [n for n in names if not _resolves(n)]
+    assert missing == [], f"{page.relative_to(ROOT)} names what does not exist"
+
+
+# --------------------------------------------------------------------------- command lines
+
+_FENCED = re.compile(r"^```([a-z]*)\n(.*?)^```", flags=re.DOTALL | re.MULTILINE)
+_INLINE = re.compile(r"`(dpaudit [^`]+)`")
+#: An inline command with a placeholder (``dpaudit audit NAME``, ``--query …``) is not parsed.
+_PLACEHOLDER = re.compile(r"[…|\[\]<>]|\b[A-Z]{2,}\b")
+
+
+def _command_lines(text: str) -> list[str]:
+    """The ``dpaudit …`` command lines of a page: in shell blocks (``\\`` continuations joined,
+    ``  # comments`` dropped), after a ``$ `` prompt in text blocks, and in inline code
+    without placeholders."""
+    out = []
+    for lang, body in _FENCED.findall(text):
+        if lang not in ("bash", "console", "sh", "shell", "text", ""):
+            continue
+        for line in body.replace("\\\n", " ").splitlines():
+            line = line.strip()
+            if line.startswith("$ "):
+                line = line[2:]
+            elif lang == "text":
+                continue
+            if line.startswith("dpaudit "):
+                out.append(re.split(r"\s+#\s", line)[0])
+    out += [c for c in _INLINE.findall(text) if not _PLACEHOLDER.search(c)]
+    return out
+
+
+def _parse(app, line: str) -> None:
+    """Parse ``line`` (without ``dpaudit``) as the command line would, without running it."""
+    import shlex
+
+    command, ctx, args = app, None, shlex.split(line)
+    while hasattr(command, "resolve_command"):  # a group: find the subcommand
+        ctx = command.make_context(command.name or "dpaudit", args, parent=ctx)
+        rest = [*ctx._protected_args, *ctx.args]
+        if not rest:
+            return
+        _, command, args = command.resolve_command(ctx, rest)
+    command.make_context(command.name, args, parent=ctx)
+
+
+@pytest.mark.parametrize("page", docs_console.pages(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_command_lines_in_the_docs_parse(page):
+    """Every ``dpaudit`` command a page shows names a command and options that exist (values
+    are not checked: a page may say ``--config my.toml``)."""
+    lines = _command_lines(page.read_text())
+    if not lines:
+        pytest.skip("no dpaudit command lines")
+    for module in ("typer", "rich"):
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"the command line needs {module} (extra 'cli')")
+    import typer.main
+
+    from dpaudit.cli import build_app
+
+    app = typer.main.get_command(build_app())
+    bad = []
+    for line in lines:
+        try:
+            _parse(app, line.removeprefix("dpaudit "))
+        except Exception as exc:
+            if type(exc).__name__ in ("NoSuchOption", "UsageError", "BadOptionUsage"):
+                bad.append(f"{line}: {exc.format_message()}")
+    assert bad == [], "\n".join(bad)
