@@ -42,9 +42,10 @@ from dpaudit import _settings
 from dpaudit._rng import child_seed
 from dpaudit._settings import find_config
 from dpaudit.engine import EXECUTORS, RayExecutor
-from dpaudit.experiments.lidp_dpsgd.pipeline import build_runs, build_system, draw_layout, load_data
+from dpaudit.experiments.lidp_dpsgd.pipeline import build_runs, draw_layout, load_data
 from dpaudit.experiments.lidp_dpsgd.runs import RunPlan, collect_statistics
 from dpaudit.experiments.lidp_dpsgd.settings import LiDPDPSGDSettings
+from dpaudit.systems import SYSTEMS
 
 RESULTS = Path(__file__).parent / "results"
 QUICK = os.environ.get("DPAUDIT_BENCH_QUICK") == "1"
@@ -59,7 +60,7 @@ def _load() -> list[float]:
 def _setup():
     settings = _settings.load_toml(find_config("lidp-dp-sgd"), LiDPDPSGDSettings)
     pool = load_data(settings)
-    system = build_system(settings)
+    system = SYSTEMS.get("dp-sgd")(settings.system_cell)
     layout = draw_layout(pool, settings, rng=child_seed(settings.seed, 0))
     return build_runs(settings, layout, system)
 

@@ -11,10 +11,10 @@ what the command printed (rich tables at a fixed width of :data:`COLUMNS` column
 blanks removed, the temporary working directory cut from paths). Nothing between the markers
 is typed by hand.
 
-A *fast* snippet is rerun by ``tests/test_docs_site.py``, which fails when a page differs from what
-the command prints today. A *slow* one (``make demo`` takes minutes) is run by ``render --slow``
-only: its output is stored in ``docs/snippets/NAME.txt`` and the test checks that every page
-shows exactly that file.
+A *fast* snippet is rerun by ``tests/test_docs_site.py``, which fails when a page differs from
+what the command prints today. A *slow* one (``make demo`` takes minutes) is run by
+``render --slow`` only: its output is stored in ``docs/snippets/NAME.txt`` and the test checks
+that every page shows exactly that file.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
     python scripts/pp_paper_run.py run paper-fashion-mnist [--n-jobs N] [--out runs/NAME]
     python scripts/pp_paper_run.py store runs/NAME/results.json --load-before 1.2 --load-after 1.5
-    python scripts/pp_paper_run.py render            # rewrite the reproductions page from docs/results
-    python scripts/pp_paper_run.py render --check    # exit 1 when the section is out of date
+    python scripts/pp_paper_run.py render            # rewrite the page from docs/results
+    python scripts/pp_paper_run.py render --check    # exit 1 when the page is out of date
 
 ``run`` audits the shipped config NAME (as ``dpaudit audit private-prediction --config NAME``
 does), records the machine's load average before and after, writes the full result to

@@ -366,9 +366,13 @@ BASELINES: dict[str, dict[str, Any]] = {
     "bounds.check_membership_scores": {"scores": SCORES, "included": INCLUDED},
     "bounds.membership_slots": {"scores": SCORES, "included": INCLUDED},
     "bounds.one_run_bounds": {
-        "scores": SCORES, "included": INCLUDED, "delta": 1e-5, "num_splits": 3, "max_points": 5,
+        "scores": SCORES,
+        "included": INCLUDED,
+        "delta": 1e-5,
+        "num_splits": 3,
+        "max_points": 5,
         "rng": 0,
-    },  # fmt: skip
+    },
     "bounds.lidp_epsilon": {
         "outcomes_alternative": [[1, 1, 0, 1], [1, 0, 1, 1], [1, 1, 1, 1], [0, 1, 1, 1]],
         "outcomes_null": [[0, 0, 1, 0], [0, 0, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1]],

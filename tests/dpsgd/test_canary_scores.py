@@ -144,7 +144,7 @@ def test_cli_scores_and_dp_sgd_help(tmp_path):
     res = CliRunner().invoke(build_app(), [*args, "--json"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
-    assert data["workflow"] == "canary-scores" and len(data["entries"]) == 5
+    assert data["workflow"] == "scores" and len(data["entries"]) == 5
     res = CliRunner().invoke(build_app(), [*args, "--out", str(tmp_path / "r")])
     assert res.exit_code == 0, res.output
     assert "clopper-pearson" in res.output and (tmp_path / "r" / "guess_sweep.png").is_file()

@@ -14,7 +14,7 @@ pytest.importorskip("opacus")
 from dpaudit import _settings
 from dpaudit.attacks import QMIASettings
 from dpaudit.errors import MissingDatasetError
-from dpaudit.experiments.dpsgd.pipeline import audit_dpsgd, build_system, load_pool
+from dpaudit.experiments.dpsgd.pipeline import audit_dpsgd, load_pool
 from dpaudit.experiments.dpsgd.settings import (
     AttackSettings,
     AuditBoundSettings,
@@ -23,7 +23,7 @@ from dpaudit.experiments.dpsgd.settings import (
     DPSGDAuditSettings,
 )
 from dpaudit.experiments.private_prediction.config import find_config
-from dpaudit.systems import DPSGD, DPSGDSettings, LabelledData, train_dpsgd
+from dpaudit.systems import DPSGD, SYSTEMS, DPSGDSettings, LabelledData, train_dpsgd
 
 
 class QuietDPSGD(DPSGD):
@@ -168,7 +168,8 @@ def test_layout_errors_before_training():
         audit_dpsgd(s, system=object())  # the layout is checked before the system is used
     with pytest.raises(TypeError, match="DPSGDAuditSettings"):
         audit_dpsgd({"seed": 0})
-    assert build_system(s).mechanism.sampling_rate == pytest.approx(16 / 1500)
+    system = SYSTEMS.get("dp-sgd")(s.system_cell)
+    assert system.mechanism.sampling_rate == pytest.approx(16 / 1500)
     adult = dataclasses.replace(
         s,
         data=DataSettings(dataset="adult", num_non_canaries=10, num_holdout=20),

@@ -13,7 +13,7 @@ pytest.importorskip("opacus")
 
 from dpaudit.accounting import mechanism_rdp
 from dpaudit.mechanisms import SubsampledGaussian
-from dpaudit.systems import DPSGD, SYSTEMS, DPSGDSettings, LabelledData, train_dpsgd
+from dpaudit.systems import DPSGD, SYSTEMS, DPSGDCell, DPSGDSettings, LabelledData, train_dpsgd
 from dpaudit.systems.dpsgd._dpsgd import (
     calibrate_noise_multiplier,
     opacus_epsilon,
@@ -106,9 +106,11 @@ def test_target_epsilon_is_calibrated_by_the_accountant():
 
 
 def test_registered_factory():
-    system = SYSTEMS.get("dp-sgd")(SMALL, dataset_size=100)
+    system = SYSTEMS.get("dp-sgd")(DPSGDCell(SMALL, dataset_size=100))
     assert isinstance(system, DPSGD)
-    assert system.name == "dp-sgd"
+    assert system.name == "dp-sgd" and system.dataset_size == 100
+    with pytest.raises(TypeError, match="settings must be a DPSGDCell"):
+        SYSTEMS.get("dp-sgd")(SMALL)
 
 
 # ------------------------------------------------------------------------------ training

@@ -161,3 +161,10 @@ def test_toy_workflow_gets_a_cli_command_with_no_cli_code(toy, tmp_path):
     rep = runner.invoke(build_app(), ["report", str(out / "results.json"), "--out", str(html)])
     assert rep.exit_code == 0, rep.output
     assert "randomized-response" in html.read_text()
+
+
+def test_docstring_examples():
+    from doctest_support import module_examples
+
+    for name in ("dpaudit.experiments", "dpaudit.experiments._workflow", "dpaudit._settings"):
+        assert module_examples(name).failed == 0, name

@@ -10,6 +10,7 @@ MODULES = [
     "dpaudit.mechanisms._labels",
     "dpaudit.systems.label_dp._systems",
     "dpaudit.systems.label_dp._pate_fm",
+    "dpaudit.systems.label_dp._cells",
     "dpaudit.systems.label_dp",
     "dpaudit.attacks._label_memorization",
     "dpaudit.experiments.label_dp.settings",

@@ -251,12 +251,18 @@ def _no_training(*args, **kwargs):
 
 
 def test_registry_factories():
-    from dpaudit.systems import SYSTEMS
+    from dpaudit.systems import SYSTEMS, ALIBICell, PATEFMCell, RRCell, SoftRRCell
 
-    assert SYSTEMS.get("alibi")({"scale": 0.5}).claim().epsilon == 4.0
-    pate = SYSTEMS.get("pate-fm")({"num_teachers": 4, "threshold": 2, "sigma1": 1, "sigma2": 1,
-                                   "queries": 10})  # fmt: skip
+    assert SYSTEMS.get("alibi")(ALIBICell(epsilon=4.0)).scale == 0.5
+    assert SYSTEMS.get("alibi")(ALIBICell(epsilon=4.0)).claim().epsilon == 4.0
+    cell = PATEFMCell(num_teachers=4, threshold=2, sigma1=1, sigma2=1, queries=10)
+    pate = SYSTEMS.get("pate-fm")(cell)
     assert pate.mechanism == ConfidentGNMax(2, 1, 1)
-    with pytest.raises(TypeError, match="label-DP system"):
+    with pytest.raises(TypeError, match="settings must be a RRCell"):
         SYSTEMS.get("rr")(object())
-    assert math.isfinite(SYSTEMS.get("soft-rr")(scale=1.0).claim().epsilon)
+    with pytest.raises(TypeError, match="settings must be a RRCell"):
+        SYSTEMS.get("rr")({"epsilon": 1.0, "num_classes": 3})
+    with pytest.raises(ValueError, match="epsilon"):
+        SYSTEMS.get("soft-rr")(SoftRRCell(epsilon=-1.0))
+    assert SYSTEMS.get("rr")(RRCell(epsilon=1.0, num_classes=3)).num_classes == 3
+    assert math.isfinite(SYSTEMS.get("soft-rr")(SoftRRCell(epsilon=2.0)).claim().epsilon)

@@ -24,11 +24,10 @@ from doctest_support import module_examples
 from dpaudit.engine import SerialExecutor, read_task_checkpoint, run_tasks
 from dpaudit.experiments.lidp_dpsgd import pipeline as lidp_dpsgd
 from dpaudit.experiments.lidp_dpsgd.pipeline import (
-    build_system,
     pool_images,
     run_lidp_dpsgd,
 )
-from dpaudit.systems import LabelledData
+from dpaudit.systems import SYSTEMS, LabelledData
 
 HERE = pathlib.Path(__file__).parent
 
@@ -171,7 +170,7 @@ def test_entries_claims_and_selection(monkeypatch):
     names = [e.adversary for e in res.entries]
     assert names == ["k=1:clopper-pearson", "k=1:wilson1", "k=4:clopper-pearson", "k=4:wilson1",
                      "k=4:wilson2", "k=4:wilson4"]  # fmt: skip
-    system = build_system(tiny_settings(canaries={"counts": [1, 4]}))
+    system = SYSTEMS.get("dp-sgd")(tiny_settings(canaries={"counts": [1, 4]}).system_cell)
     with np.errstate(divide="ignore"):
         claims = system.claims()
     for e in res.entries:
@@ -224,7 +223,7 @@ def test_planted_bug_less_noise_than_claimed_is_caught():
         audit={"num_runs": 10, "num_tuning_runs": 6, "methods": ["wilson1", "clopper-pearson"],
                "curve_method": "wilson1", "run_grid": [10]},
     )  # fmt: skip
-    bug = LessNoise(build_system(s), 100.0)
+    bug = LessNoise(SYSTEMS.get("dp-sgd")(s.system_cell), 100.0)
     res = run_lidp_dpsgd(s, data=tiny_pool(d=128), system=bug)
     for method in ("wilson1", "clopper-pearson"):
         e = res.entry("dp-sgd", f"k=4:{method}")
@@ -284,7 +283,7 @@ def test_kill_9_midway_then_resume_gives_the_uninterrupted_result(tmp_path, monk
     from tiny_lidp import KILL_OVERRIDES
 
     settings = tiny_settings(**KILL_OVERRIDES)
-    assert build_system(settings) and settings.audit.tuning_runs == 8
+    assert SYSTEMS.get("dp-sgd")(settings.system_cell) and settings.audit.tuning_runs == 8
     ck, log = tmp_path / "ck", tmp_path / "trained.log"
     script = tmp_path / "run.py"
     script.write_text(_KILL_SCRIPT)

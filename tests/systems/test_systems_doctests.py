@@ -8,6 +8,8 @@ from doctest_support import module_examples
 
 MODULES = [
     "dpaudit.systems",
+    "dpaudit.systems._protocols",
+    "dpaudit.systems.private_prediction._cell",
     "dpaudit.data",
     "dpaudit.data._dataset",
     "dpaudit.data._images",

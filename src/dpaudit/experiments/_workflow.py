@@ -151,7 +151,7 @@ class Workflow:
 
         Raises:
             TypeError: ``settings`` is not this workflow's settings type, or ``run`` did not
-                return an :class:`~dpaudit.AuditResult`.
+                return an :class:`~dpaudit.AuditResult` of this workflow.
         """
         settings = self.default_settings() if settings is None else settings
         if not isinstance(settings, self.settings):
@@ -163,6 +163,10 @@ class Workflow:
         if not isinstance(result, AuditResult):
             raise TypeError(
                 f"workflow {self.name!r} returned {type(result).__name__}, not an AuditResult"
+            )
+        if result.workflow != self.name:
+            raise TypeError(
+                f"workflow {self.name!r} returned a result of workflow {result.workflow!r}"
             )
         return result
 

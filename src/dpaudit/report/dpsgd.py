@@ -209,12 +209,12 @@ _SWEEP_CAPTION = (
 )
 
 
-@register_figures("dp-sgd-one-run")
+@register_figures("dp-sgd", "dp-sgd-one-run")
 def _dpsgd_figures(view: Any, d: Path) -> list[tuple[str, Path]]:
     return [(_SWEEP_CAPTION, plot_guess_sweep(view, d / "guess_sweep.png"))]
 
 
-@register_figures("canary-scores")
+@register_figures("scores", "canary-scores")
 def _scores_figures(view: Any, d: Path) -> list[tuple[str, Path]]:
     return [(_SWEEP_CAPTION, plot_guess_sweep(view, d / "guess_sweep.png"))]
 

@@ -62,11 +62,13 @@ FigureMaker = Callable[[Any, Path], list[tuple[str, Path]]]
 FIGURES: dict[str, FigureMaker] = {}
 
 
-def register_figures(workflow: str) -> Callable[[FigureMaker], FigureMaker]:
-    """Decorator: register the figure maker of a workflow (``f(view, directory)``)."""
+def register_figures(*workflows: str) -> Callable[[FigureMaker], FigureMaker]:
+    """Decorator: register the figure maker of a workflow (``f(view, directory)``), under its
+    name and any former names its stored results may carry."""
 
     def add(fn: FigureMaker) -> FigureMaker:
-        FIGURES[workflow] = fn
+        for workflow in workflows:
+            FIGURES[workflow] = fn
         return fn
 
     return add

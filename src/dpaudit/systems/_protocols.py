@@ -11,14 +11,17 @@ same object.
   teacher votes (Chadha et al. 2024, "Auditing Private Prediction", arXiv:2402.09403, Alg. 1):
   what the private-prediction audit needs to train N_g instantiations, retrain the teacher
   that receives a crafted point, and state the per-query claim.
-* :data:`SYSTEMS` — the registry: ``SYSTEMS.register("name", factory)``; the factory is called
-  with the workflow's system settings and returns the system. A new system is one module and
-  one registry entry; nothing in :mod:`dpaudit.experiments` branches on a system's name.
+* :data:`SYSTEMS` — the registry: ``SYSTEMS.register("name", factory)``. Every factory has one
+  signature, ``factory(settings) -> System``, where ``settings`` is the system's own *settings
+  cell* (a frozen dataclass of the systems layer, :class:`SystemFactory`): a workflow builds
+  the cell from its settings and calls ``SYSTEMS.get(name)(cell)``. A new system is one module
+  and one registry entry; nothing in :mod:`dpaudit.experiments` branches on a system's name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -32,12 +35,54 @@ __all__ = [
     "Instantiations",
     "PrivatePredictionSystem",
     "System",
+    "SystemFactory",
     "check_teacher_ensemble",
     "noisy_argmax_query_rdp",
 ]
 
 SYSTEMS: Registry[Any] = Registry("system")
-"""Registered systems: name → factory ``(settings) -> System``."""
+"""Registered systems: name → factory ``(settings) -> System`` (a :class:`SystemFactory`)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SystemFactory:
+    """A :data:`SYSTEMS` entry: builds a system from its own settings cell.
+
+    Attributes:
+        cell: the settings-cell dataclass the system is built from. A value of that type is
+            accepted, and so is any object that has every field of it (the private-prediction
+            workflow passes its ``[system]`` section, which has the fields of
+            :class:`~dpaudit.systems.private_prediction.PrivatePredictionCell`).
+        build: ``build(cell) -> System``.
+
+    Calling the factory with anything else raises ``TypeError`` naming ``settings``.
+
+    Example:
+        >>> @dataclasses.dataclass(frozen=True)
+        ... class ToyCell:
+        ...     sigma: float
+        >>> factory = SystemFactory(ToyCell, lambda cell: ("toy", cell.sigma))
+        >>> factory(ToyCell(2.0))
+        ('toy', 2.0)
+        >>> factory({"sigma": 2.0})
+        Traceback (most recent call last):
+        ...
+        TypeError: settings must be a ToyCell (or have its fields ('sigma',)), got dict
+    """
+
+    cell: type
+    build: Callable[[Any], Any]
+
+    def __call__(self, settings: Any) -> Any:
+        """The system of the settings cell ``settings``."""
+        if not isinstance(settings, self.cell):
+            names = tuple(f.name for f in dataclasses.fields(self.cell))
+            if not all(hasattr(settings, name) for name in names):
+                raise TypeError(
+                    f"settings must be a {self.cell.__name__} (or have its fields {names}), "
+                    f"got {type(settings).__name__}"
+                )
+        return self.build(settings)
 
 
 def noisy_argmax_query_rdp(

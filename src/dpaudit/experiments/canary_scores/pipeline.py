@@ -92,7 +92,7 @@ __all__ = [
     "read_scores",
 ]
 
-WORKFLOW = "canary-scores"
+WORKFLOW = "scores"
 DESIGNS: tuple[str, ...] = ("one-run", "independent")
 _NOT_ONE_RUN = (
     "NOT a valid lower bound for canaries of one training run (it treats them as independent "
@@ -273,7 +273,7 @@ def audit_canary_scores(
         rng: randomness of the splits (keyword-only).
 
     Returns:
-        :class:`~dpaudit._results.AuditResult` (workflow ``"canary-scores"``).
+        :class:`~dpaudit._results.AuditResult` (workflow ``"scores"``).
 
     Raises:
         ValueError: empty, NaN or infinite scores; bad δ, level, design or selection.

@@ -8,9 +8,10 @@ Quantile Regression-Based Membership Inference*), on the game of Steinke, Nasr &
 2. :func:`draw_layout` — r non-canaries, m canaries (each included independently with
    probability ½), and a disjoint holdout of non-members, dealt from the pool by a seeded
    permutation.
-3. :func:`build_system` — the DP-SGD system (:class:`dpaudit.systems.DPSGD`): its noise
-   multiplier (given or calibrated) and claims, fixed before training; the sampling rate uses
-   the expected training-set size n = r + m/2.
+3. ``SYSTEMS.get("dp-sgd")(settings.system_cell)`` — the DP-SGD system
+   (:class:`dpaudit.systems.DPSGD`) from its settings cell: its noise multiplier (given or
+   calibrated) and claims, fixed before training; the sampling rate uses the expected
+   training-set size n = r + m/2.
 4. ``system.train`` — one DP-SGD run on the non-canaries and the included canaries.
 5. :func:`score_canaries` — the final model's logits on every canary (black box) give the
    baseline score (logit margin by default); the quantile regressor, fitted on the holdout
@@ -22,7 +23,7 @@ Quantile Regression-Based Membership Inference*), on the game of Steinke, Nasr &
    (:mod:`dpaudit.bounds._one_run_max`).
 
 :func:`audit_dpsgd` runs steps 2–6 ``repetitions`` times with independent child seeds and
-returns an :class:`~dpaudit._results.AuditResult` (workflow ``"dp-sgd-one-run"``): one entry
+returns an :class:`~dpaudit._results.AuditResult` (workflow ``"dp-sgd"``): one entry
 per score × bound (``"baseline:or"``, ``"qmia:or-fdp"``, ``"qmia:max"``, …) whose lower
 bound is repetition 0's valid bound (one training run), with the claims of the system
 (Opacus' accountant first); per-repetition values, their mean and standard deviation are in
@@ -59,7 +60,7 @@ from dpaudit.attacks import (
 from dpaudit.bounds._one_run_max import OneRunBounds, one_run_bounds
 from dpaudit.data import load_dataset
 from dpaudit.experiments.dpsgd.settings import DPSGDAuditSettings
-from dpaudit.systems import DPSGD, LabelledData
+from dpaudit.systems import SYSTEMS, LabelledData
 
 __all__ = [
     "BOUND_NAMES",
@@ -71,13 +72,12 @@ __all__ = [
     "RunLayout",
     "audit_dpsgd",
     "bound_scores",
-    "build_system",
     "draw_layout",
     "load_pool",
     "score_canaries",
 ]
 
-WORKFLOW = "dp-sgd-one-run"
+WORKFLOW = "dp-sgd"
 #: Entry bound names: Steinke et al. (ε_or), f-DP (ε_or-fdp), their paid-for max (ε_max).
 BOUND_NAMES: tuple[str, ...] = ("or", "or-fdp", "max")
 _METHODS = {
@@ -178,11 +178,6 @@ def draw_layout(
                              kind=kind, rng=holdout_seq)  # fmt: skip
         holdout = dataclasses.replace(pool, X=made.X, y=made.labels)
     return RunLayout(pool.subset(parts["members"]), game, canaries, holdout, true_labels)
-
-
-def build_system(settings: DPSGDAuditSettings) -> DPSGD:
-    """The DP-SGD system: q = batch_size / (r + m/2); σ given or calibrated (no training)."""
-    return DPSGD(settings.training, settings.nominal_size)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -462,7 +457,8 @@ def audit_dpsgd(
 
     Args:
         settings: :class:`~dpaudit.experiments.dpsgd.settings.DPSGDAuditSettings`.
-        system: the system to audit (default :func:`build_system`); anything with
+        system: the system to audit (default: ``SYSTEMS.get("dp-sgd")`` of
+            ``settings.system_cell``); anything with
             ``train(members, canaries, included, *, rng, progress)``, ``claims()``,
             ``mechanism`` — e.g. a copy that trains with less noise than it claims.
         data: the data pool (default :func:`load_pool` of ``settings.data``).
@@ -483,7 +479,7 @@ def audit_dpsgd(
     t0 = time.perf_counter()
     pool = load_pool(settings.data.dataset, settings.data.path) if data is None else data
     check_layout(settings, pool)
-    system = build_system(settings) if system is None else system
+    system = SYSTEMS.get("dp-sgd")(settings.system_cell) if system is None else system
     claims = tuple(system.claims())
     t1 = time.perf_counter()
     reps = [

@@ -36,7 +36,7 @@ from dpaudit._validate import (
 from dpaudit.attacks import CANARY_KINDS, MEMBERSHIP_SCORES, QMIASettings
 from dpaudit.bounds import SELECTION_NAMES
 from dpaudit.data import DATASET_NAMES
-from dpaudit.systems import DPSGDSettings
+from dpaudit.systems import DPSGDCell, DPSGDSettings
 
 __all__ = [
     "AttackSettings",
@@ -148,3 +148,8 @@ class DPSGDAuditSettings:
         """n = r + m·p: the expected training-set size, which fixes the sampling rate."""
         m = self.canaries.num_canaries
         return self.data.num_non_canaries + round(m * self.canaries.inclusion_probability)
+
+    @property
+    def system_cell(self) -> DPSGDCell:
+        """The settings cell of ``"dp-sgd"``: q = batch_size / (r + m·p); σ given or calibrated."""
+        return DPSGDCell(self.training, self.nominal_size)

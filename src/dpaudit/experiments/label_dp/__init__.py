@@ -10,7 +10,6 @@ from dpaudit.experiments._workflow import WORKFLOWS, Workflow
 from dpaudit.experiments.label_dp.pipeline import (
     LabelDPData,
     attack_cell,
-    build_system,
     check_before_training,
     load_label_data,
     make_entry,
@@ -53,7 +52,6 @@ __all__ = [
     "SoftRRSettings",
     "ValidationSettings",
     "attack_cell",
-    "build_system",
     "check_before_training",
     "from_mapping",
     "load_label_data",

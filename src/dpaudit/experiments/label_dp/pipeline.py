@@ -7,9 +7,9 @@ and ALIBI", §6–7, Tables 1 and 6, App. B–C. :func:`run_label_dp` reads as i
 1. :func:`load_label_data` — the dataset and its seeded subset, checked against the settings;
 2. :func:`plant_canaries` — Game 3: N rows get a wrong label y′ (and a second y″ to weigh it
    against); one canaried training set for every model of the run;
-3. :func:`build_system` — the system of a (level, mechanism) cell from
-   :data:`dpaudit.systems.SYSTEMS`; :func:`check_before_training` validates devices, image
-   data and budgets before any model is trained;
+3. ``SYSTEMS.get(mechanism)(settings.system_cell(mechanism, level, C))`` — the system of a
+   (level, mechanism) cell from its settings cell; :func:`check_before_training` validates
+   devices, image data and budgets before any model is trained;
 4. :func:`train_cell` — one model per cell (PATE-FM teachers shared between levels with the
    same number of teachers);
 5. :func:`attack_cell` — the memorization attack on the canaries
@@ -65,7 +65,6 @@ from dpaudit.systems import SYSTEMS
 __all__ = [
     "LabelDPData",
     "attack_cell",
-    "build_system",
     "check_before_training",
     "load_label_data",
     "make_entry",
@@ -171,33 +170,6 @@ def plant_canaries(settings: LabelDPSettings, dataset: Any, *, count: int | None
     )  # fmt: skip
     shape = dataset.image_shape or _IMAGE_SHAPES.get(dataset.name)
     return LabelDPData(dataset, canaries, canaries.apply(dataset.y_train), shape)
-
-
-def build_system(settings: LabelDPSettings, level: int, mechanism: str, num_classes: int) -> Any:
-    """The system of one (level, mechanism) cell, from :data:`dpaudit.systems.SYSTEMS`."""
-    tr = settings.training
-    factory = SYSTEMS.get(mechanism)
-    if mechanism == "alibi":
-        b = 2.0 / settings.alibi.epsilons[level]
-        return factory({"scale": b, "prior": settings.alibi.prior, "training": tr})
-    if mechanism == "agibi":
-        s = settings.agibi
-        return factory({"sigma": s.sigmas[level], "prior": s.prior, "delta": settings.delta,
-                        "training": tr})  # fmt: skip
-    if mechanism == "rr":
-        return factory({"epsilon": settings.rr.epsilons[level], "num_classes": num_classes,
-                        "training": tr})  # fmt: skip
-    if mechanism == "soft-rr":
-        return factory({"scale": 2.0 / settings.soft_rr.epsilons[level], "training": tr})
-    p = settings.pate
-    return factory({
-        "num_teachers": p.teachers[level], "threshold": p.thresholds[level],
-        "sigma1": p.sigma1[level], "sigma2": p.sigma2[level], "queries": p.queries[level],
-        "answers": p.answers[level], "teacher_steps": p.teacher_steps,
-        "student_steps": p.student_steps, "consistency": settings.consistency,
-        "training": dataclasses.replace(tr, batch_size=p.batch_size),
-        "delta": settings.delta, "order": p.order,
-    })  # fmt: skip
 
 
 def check_before_training(settings: LabelDPSettings, data: LabelDPData, systems: list) -> None:
@@ -307,7 +279,8 @@ def validate_heuristic(
     parts = []
     for r in range(v.runs):
         data = plant_canaries(settings, dataset, count=per_run, key=(5, r, 0))
-        system = build_system(settings, level, v.mechanism, data.num_classes)
+        cell = settings.system_cell(v.mechanism, level, data.num_classes)
+        system = SYSTEMS.get(v.mechanism)(cell)
         fit = train_cell(system, data, rng=child_seed(settings.seed, 5, r, 1), progress=progress,
                          teacher_rng=child_seed(settings.seed, 5, r, 2))  # fmt: skip
         probs = fit.network.predict_proba(dataset.X_train[data.canaries.indices])
@@ -362,7 +335,9 @@ def run_label_dp(
     dataset = load_label_data(settings, data)
     data = plant_canaries(settings, dataset)
     cells = settings.cells
-    systems = [build_system(settings, i, mech, data.num_classes) for _, mech, i in cells]
+    systems = [
+        SYSTEMS.get(mech)(settings.system_cell(mech, i, data.num_classes)) for _, mech, i in cells
+    ]
     check_before_training(settings, data, systems)
     timings["load"] = time.perf_counter() - start
     entries, attacks, teachers = [], {}, {}

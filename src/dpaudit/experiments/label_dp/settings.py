@@ -50,7 +50,16 @@ from dpaudit._validate import (
     check_positive_int,
 )
 from dpaudit.attacks import DEFAULT_ATTACK_THRESHOLDS
-from dpaudit.systems.label_dp import PRIORS, ConsistencySettings, TrainingSettings
+from dpaudit.systems.label_dp import (
+    PRIORS,
+    AGIBICell,
+    ALIBICell,
+    ConsistencySettings,
+    PATEFMCell,
+    RRCell,
+    SoftRRCell,
+    TrainingSettings,
+)
 
 __all__ = [
     "LABEL_DP_CONFIGS",
@@ -79,6 +88,14 @@ LABEL_DP_CONFIGS = {
 }
 _DATASETS = ("digits", "mnist-5k", "fashion-mnist", "adult")
 _VARIANTS = ("cgr", "acgr")
+#: The section of each mechanism's per-level settings (``pate-fm`` is ``[pate]``).
+_SECTIONS = {
+    "alibi": "alibi",
+    "agibi": "agibi",
+    "rr": "rr",
+    "soft-rr": "soft_rr",
+    "pate-fm": "pate",
+}
 
 
 def _names(field: str, value: Any, allowed: tuple[str, ...]) -> tuple[str, ...]:
@@ -152,6 +169,10 @@ class ALIBISettings:
         _positives(self, "alibi.epsilons", "epsilons")
         check_choice("alibi.prior", self.prior, PRIORS)
 
+    def cell(self, run: LabelDPSettings, level: int, num_classes: int) -> ALIBICell:
+        """ALIBI's settings cell at accuracy level ``level``."""
+        return ALIBICell(self.epsilons[level], self.prior, run.training)
+
 
 @dataclasses.dataclass(frozen=True)
 class AGIBISettings:
@@ -166,6 +187,10 @@ class AGIBISettings:
         _positives(self, "agibi.sigmas", "sigmas")
         check_choice("agibi.prior", self.prior, PRIORS)
 
+    def cell(self, run: LabelDPSettings, level: int, num_classes: int) -> AGIBICell:
+        """AGIBI's settings cell at accuracy level ``level``."""
+        return AGIBICell(self.sigmas[level], self.prior, run.delta, run.training)
+
 
 @dataclasses.dataclass(frozen=True)
 class RRSettings:
@@ -178,6 +203,10 @@ class RRSettings:
     def __post_init__(self) -> None:
         _positives(self, "rr.epsilons", "epsilons")
 
+    def cell(self, run: LabelDPSettings, level: int, num_classes: int) -> RRCell:
+        """Randomized response's settings cell at accuracy level ``level`` (C classes)."""
+        return RRCell(self.epsilons[level], num_classes, run.training)
+
 
 @dataclasses.dataclass(frozen=True)
 class SoftRRSettings:
@@ -189,6 +218,10 @@ class SoftRRSettings:
 
     def __post_init__(self) -> None:
         _positives(self, "soft_rr.epsilons", "epsilons")
+
+    def cell(self, run: LabelDPSettings, level: int, num_classes: int) -> SoftRRCell:
+        """Soft-RR's settings cell at accuracy level ``level``."""
+        return SoftRRCell(self.epsilons[level], run.training)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -238,6 +271,18 @@ class PATESettings:
         check_positive_int("pate.student_steps", self.student_steps)
         if self.order is not None and check_positive("pate.order", self.order) <= 1:
             raise ValueError(f"pate.order must be > 1, got {self.order}")
+
+    def cell(self, run: LabelDPSettings, level: int, num_classes: int) -> PATEFMCell:
+        """PATE-FM's settings cell at accuracy level ``level`` (teachers and student train
+        with ``pate.batch_size``)."""
+        return PATEFMCell(
+            num_teachers=self.teachers[level], threshold=self.thresholds[level],
+            sigma1=self.sigma1[level], sigma2=self.sigma2[level], queries=self.queries[level],
+            answers=self.answers[level], teacher_steps=self.teacher_steps,
+            student_steps=self.student_steps,
+            training=dataclasses.replace(run.training, batch_size=self.batch_size),
+            consistency=run.consistency, delta=run.delta, order=self.order,
+        )  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -351,6 +396,11 @@ class LabelDPSettings:
                     raise ValueError(
                         f"{key} must list one value per accuracy level ({k}), got {len(values)}"
                     )
+
+    def system_cell(self, mechanism: str, level: int, num_classes: int) -> Any:
+        """The settings cell of ``mechanism`` at accuracy level ``level`` (index), from its
+        section: what ``SYSTEMS.get(mechanism)`` takes."""
+        return getattr(self, _SECTIONS[mechanism]).cell(self, level, num_classes)
 
     @property
     def cells(self) -> list[tuple[str, str, int]]:

@@ -8,8 +8,9 @@ FashionMNIST + MLP model". Stages:
    average-pooled (``data.pooling``).
 2. :func:`draw_layout` — the fixed training set D (``num_train`` examples) and a disjoint
    canary pool, dealt by a seeded permutation (child 0 of the seed).
-3. :func:`build_system` — the DP-SGD system (:class:`dpaudit.systems.DPSGD`) on the nominal
-   size ``num_train + max k`` with sampling rate q: its noise multiplier and its claims
+3. ``SYSTEMS.get("dp-sgd")(settings.system_cell)`` — the DP-SGD system
+   (:class:`dpaudit.systems.DPSGD`) from its settings cell, on the nominal size
+   ``num_train + max k`` with sampling rate q: its noise multiplier and its claims
    (Opacus' accountant first), fixed before any run. The same mechanism, hence the same
    claim, for every run and every k.
 4. :class:`DPSGDCanaryRuns` — one training run (a pure function of its seed, picklable): an
@@ -66,7 +67,7 @@ from dpaudit.engine import EXECUTORS, Executor, RayExecutor
 from dpaudit.experiments.dpsgd.pipeline import load_pool
 from dpaudit.experiments.lidp_dpsgd.runs import LiDPRunsAudit, audit_canary_runs
 from dpaudit.experiments.lidp_dpsgd.settings import LiDPDPSGDSettings
-from dpaudit.systems import DPSGD, DPSGDSettings, LabelledData, train_dpsgd
+from dpaudit.systems import SYSTEMS, DPSGDSettings, LabelledData, train_dpsgd
 
 __all__ = [
     "JOURNAL",
@@ -76,7 +77,6 @@ __all__ = [
     "Layout",
     "LiDPDPSGDDetail",
     "build_runs",
-    "build_system",
     "check_layout",
     "draw_layout",
     "load_data",
@@ -173,13 +173,6 @@ def draw_layout(
     parts = split_pool(len(pool), sizes, rng=rng)
     source = None if synthetic else pool.subset(parts["canaries"])
     return Layout(pool.subset(parts["train"]), source, parts["train"])
-
-
-def build_system(settings: LiDPDPSGDSettings) -> DPSGD:
-    """The DP-SGD system on the nominal size ``num_train + max k`` with the batch size
-    ``q · nominal size`` (σ given or calibrated; no training)."""
-    training = dataclasses.replace(settings.training, batch_size=settings.batch_size)
-    return DPSGD(training, settings.nominal_size)
 
 
 # ---------------------------------------------------------------------------------- runs
@@ -322,7 +315,8 @@ def run_lidp_dpsgd(
 
     Args:
         settings: :class:`~dpaudit.experiments.lidp_dpsgd.settings.LiDPDPSGDSettings`.
-        system: the system to audit (default :func:`build_system`): anything with
+        system: the system to audit (default: ``SYSTEMS.get("dp-sgd")`` of
+            ``settings.system_cell``): anything with
             ``claims()``, ``mechanism``, ``training_settings`` and ``dataset_size`` — e.g. a
             copy that trains with less noise than it claims.
         data: the data pool (default :func:`load_data` of ``settings.data``; pooling is not
@@ -348,7 +342,7 @@ def run_lidp_dpsgd(
     pool = load_data(settings) if data is None else data
     journal = None if checkpoint is None else Path(checkpoint) / JOURNAL
     check_layout(settings, pool)
-    system = build_system(settings) if system is None else system
+    system = SYSTEMS.get("dp-sgd")(settings.system_cell) if system is None else system
     with np.errstate(divide="ignore"):  # Opacus' PRV takes log(1 − q): −inf at q = 1, harmless
         claims = tuple(system.claims())
     runner = resolve_executor(settings) if executor is None else executor

@@ -45,7 +45,7 @@ from dpaudit._validate import (
 from dpaudit.attacks import CANARY_KINDS, MEMBERSHIP_SCORES
 from dpaudit.data import DATASET_NAMES
 from dpaudit.experiments.lidp_dpsgd.runs import LiDPAuditSettings
-from dpaudit.systems import DPSGDSettings
+from dpaudit.systems import DPSGDCell, DPSGDSettings
 
 __all__ = [
     "EXECUTOR_NAMES",
@@ -206,6 +206,13 @@ class LiDPDPSGDSettings:
         if q is None:
             return self.training.batch_size
         return max(1, round(q * self.nominal_size))
+
+    @property
+    def system_cell(self) -> DPSGDCell:
+        """The settings cell of ``"dp-sgd"``: the nominal size ``num_train + max k`` and the
+        batch size ``q · nominal size`` (σ given or calibrated)."""
+        training = dataclasses.replace(self.training, batch_size=self.batch_size)
+        return DPSGDCell(training, self.nominal_size)
 
     @property
     def pool_examples(self) -> int:

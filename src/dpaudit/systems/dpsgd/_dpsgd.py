@@ -61,7 +61,7 @@ from dpaudit._validate import (
 from dpaudit.accounting import DEFAULT_ORDERS, RDPCurve, mechanism_rdp
 from dpaudit.errors import require
 from dpaudit.mechanisms.values import SubsampledGaussian
-from dpaudit.systems._protocols import SYSTEMS
+from dpaudit.systems._protocols import SYSTEMS, SystemFactory
 from dpaudit.systems._torch_nets import build_cnn, build_mlp, resolve_device, torch_context
 
 __all__ = [
@@ -69,6 +69,7 @@ __all__ = [
     "DPSGD",
     "MODELS",
     "OPTIMIZERS",
+    "DPSGDCell",
     "DPSGDSettings",
     "LabelledData",
     "ModelSpec",
@@ -739,9 +740,28 @@ class DPSGD:
         )
 
 
-def dpsgd_system(settings: DPSGDSettings, *, dataset_size: int) -> DPSGD:
-    """The DP-SGD system from its settings and nominal dataset size (registry factory)."""
-    return DPSGD(settings, dataset_size)
+@dataclasses.dataclass(frozen=True)
+class DPSGDCell:
+    """The settings cell of ``"dp-sgd"`` (what its :data:`SYSTEMS` factory takes).
+
+    Attributes:
+        training: :class:`DPSGDSettings` (σ given, or a target ε to calibrate it to).
+        dataset_size: the nominal training-set size n that fixes q = batch_size / n.
+
+    Example:
+        >>> cell = DPSGDCell(DPSGDSettings(noise_multiplier=1.0, epochs=1), dataset_size=1280)
+        >>> SYSTEMS.get("dp-sgd")(cell).mechanism.sampling_rate
+        0.1
+    """
+
+    training: DPSGDSettings
+    dataset_size: int
 
 
-SYSTEMS.register("dp-sgd", dpsgd_system, tags=("dp-sgd", "lidp-dp-sgd"))
+def _from_cell(cell: DPSGDCell) -> DPSGD:
+    if not isinstance(cell.training, DPSGDSettings):
+        raise TypeError(f"training must be DPSGDSettings, got {type(cell.training).__name__}")
+    return DPSGD(cell.training, cell.dataset_size)
+
+
+SYSTEMS.register("dp-sgd", SystemFactory(DPSGDCell, _from_cell), tags=("dp-sgd", "lidp-dp-sgd"))

@@ -11,15 +11,20 @@ PATE and ALIBI", arXiv:2106.03408): the public names in one place.
   :class:`ConsistencySettings`, :class:`LabelTargets`, :func:`train_network`,
   :func:`train_semi_supervised`, :class:`TorchNetwork`.
 
+* The settings cells (:mod:`dpaudit.systems.label_dp._cells`): :class:`ALIBICell`,
+  :class:`AGIBICell`, :class:`RRCell`, :class:`SoftRRCell`, :class:`PATEFMCell` — what the
+  :data:`dpaudit.systems.SYSTEMS` factories take.
+
 Importing this module registers ``"alibi"``, ``"agibi"``, ``"rr"``, ``"soft-rr"`` and
 ``"pate-fm"`` in :data:`dpaudit.systems.SYSTEMS`. torch is imported only when training.
 
 Example:
     >>> from dpaudit.systems import SYSTEMS
-    >>> SYSTEMS.get("alibi")({"scale": 0.5}).claim().epsilon
+    >>> SYSTEMS.get("alibi")(ALIBICell(epsilon=4.0)).claim().epsilon
     4.0
 """
 
+from dpaudit.systems.label_dp._cells import AGIBICell, ALIBICell, PATEFMCell, RRCell, SoftRRCell
 from dpaudit.systems.label_dp._pate_fm import PATEFM, PATETeachers, StudentQueries
 from dpaudit.systems.label_dp._systems import (
     AGIBI,
@@ -30,7 +35,6 @@ from dpaudit.systems.label_dp._systems import (
     RandomizedResponseLabels,
     SoftRR,
     check_label_data,
-    label_dp_factory,
 )
 from dpaudit.systems.label_dp._training import (
     MODELS,
@@ -50,18 +54,22 @@ __all__ = [
     "OPTIMIZERS",
     "PATEFM",
     "PRIORS",
+    "AGIBICell",
+    "ALIBICell",
     "ConsistencySettings",
     "LabelDPFit",
     "LabelNoiseSystem",
     "LabelTargets",
+    "PATEFMCell",
     "PATETeachers",
+    "RRCell",
     "RandomizedResponseLabels",
     "SoftRR",
+    "SoftRRCell",
     "StudentQueries",
     "TorchNetwork",
     "TrainingSettings",
     "check_label_data",
-    "label_dp_factory",
     "train_network",
     "train_semi_supervised",
 ]

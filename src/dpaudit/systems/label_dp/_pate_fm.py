@@ -39,8 +39,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
@@ -63,7 +62,6 @@ from dpaudit.accounting import (
     pate_local_sensitivity,
 )
 from dpaudit.mechanisms import ABSTAIN, ConfidentGNMax
-from dpaudit.systems._protocols import SYSTEMS
 from dpaudit.systems.label_dp._systems import DEFAULT_DELTA, LabelDPFit, check_label_data
 from dpaudit.systems.label_dp._training import (
     ConsistencySettings,
@@ -395,22 +393,3 @@ def _fit_detail(teachers: PATETeachers, asked: StudentQueries, labels: np.ndarra
         "answered_label_agreement": float(np.mean(agree)),
         "mean_max_vote": float(np.mean(asked.votes.max(axis=1))),
     }
-
-
-def _pate_factory(settings: Mapping[str, Any] | None = None, /, **params: Any) -> PATEFM:
-    """PATE-FM from a mapping of its parameters (``threshold``, ``sigma1`` and ``sigma2`` may
-    stand in for ``mechanism``)."""
-    if settings is not None and not isinstance(settings, Mapping):
-        raise TypeError(
-            "'pate-fm' is a label-DP system (dpaudit audit label-dp): build it from a mapping "
-            f"of its parameters, got {type(settings).__name__}"
-        )
-    merged = {**(settings or {}), **params}
-    if "mechanism" not in merged and {"threshold", "sigma1", "sigma2"} <= set(merged):
-        merged["mechanism"] = ConfidentGNMax(
-            merged.pop("threshold"), merged.pop("sigma1"), merged.pop("sigma2")
-        )
-    return PATEFM(**merged)
-
-
-SYSTEMS.register("pate-fm", _pate_factory, tags=("label-dp",))

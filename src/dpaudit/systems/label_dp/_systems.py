@@ -20,8 +20,9 @@ mechanism value by :mod:`dpaudit.accounting`:
   Euclidean projection onto the simplex (Duchi et al. 2008, Alg. 4). Pure ``ε = 2/b``.
 
 Every system is registered in :data:`dpaudit.systems.SYSTEMS` (``"alibi"``, ``"agibi"``,
-``"rr"``, ``"soft-rr"``) with a factory that takes a mapping of its parameters; the label-DP
-audit is ``dpaudit audit label-dp`` (:mod:`dpaudit.experiments.label_dp.pipeline`).
+``"rr"``, ``"soft-rr"``) with a factory that takes its settings cell
+(:mod:`dpaudit.systems.label_dp._cells`); the label-DP audit is ``dpaudit audit label-dp``
+(:mod:`dpaudit.experiments.label_dp.pipeline`).
 
 Example:
     >>> ALIBI(scale=0.25).claim().epsilon
@@ -55,7 +56,6 @@ from dpaudit.mechanisms import (
     project_to_simplex,
 )
 from dpaudit.mechanisms import RandomizedResponse as RRMechanism
-from dpaudit.systems._protocols import SYSTEMS
 from dpaudit.systems.label_dp._training import (
     LabelTargets,
     TorchNetwork,
@@ -72,7 +72,6 @@ __all__ = [
     "RandomizedResponseLabels",
     "SoftRR",
     "check_label_data",
-    "label_dp_factory",
 ]
 
 PRIORS: tuple[str, ...] = ("model", "uniform")
@@ -377,26 +376,3 @@ class SoftRR(LabelNoiseSystem):
         """The projection of each noisy label onto the probability simplex."""
         soft = project_to_simplex(released)
         return LabelTargets(soft=soft / soft.sum(axis=1, keepdims=True))
-
-
-def label_dp_factory(cls: type) -> Any:
-    """A :data:`SYSTEMS` factory: ``factory(params: Mapping)`` builds ``cls(**params)``."""
-
-    def factory(settings: Mapping[str, Any] | None = None, /, **params: Any) -> Any:
-        if settings is not None:
-            if not isinstance(settings, Mapping):
-                raise TypeError(
-                    f"{cls.name!r} is a label-DP system (dpaudit audit label-dp): build it from "
-                    f"a mapping of its parameters, got {type(settings).__name__}"
-                )
-            params = {**settings, **params}
-        return cls(**params)
-
-    factory.__doc__ = f"{cls.__name__} from a mapping of its parameters."
-    return factory
-
-
-SYSTEMS.register("alibi", label_dp_factory(ALIBI), tags=("label-dp",))
-SYSTEMS.register("agibi", label_dp_factory(AGIBI), tags=("label-dp",))
-SYSTEMS.register("rr", label_dp_factory(RandomizedResponseLabels), tags=("label-dp",))
-SYSTEMS.register("soft-rr", label_dp_factory(SoftRR), tags=("label-dp",))

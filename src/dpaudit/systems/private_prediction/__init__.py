@@ -17,6 +17,7 @@
 Heavy libraries (scikit-learn, joblib, torch, transformers) are imported only when used.
 """
 
+from dpaudit.systems.private_prediction._cell import PrivatePredictionCell
 from dpaudit.systems.private_prediction._ensemble import (
     DEFAULT_ESTIMATOR,
     ESTIMATOR_NAMES,
@@ -58,6 +59,7 @@ __all__ = [
     "PairedVotes",
     "PrivateKNN",
     "PrivateKNNOptions",
+    "PrivatePredictionCell",
     "PrivatePredictor",
     "PromptPATE",
     "PromptPATEOptions",

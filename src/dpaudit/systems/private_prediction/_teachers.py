@@ -39,7 +39,13 @@ from dpaudit._rng import as_generator, as_seed_sequence, block_seeds, seed_entro
 from dpaudit._typing import ArrayLike, FloatArray, IntArray, RngLike
 from dpaudit._validate import check_choice, check_positive_int
 from dpaudit.mechanisms.values import ConfidentGNMax, GNMax
-from dpaudit.systems._protocols import SYSTEMS, check_teacher_ensemble, noisy_argmax_query_rdp
+from dpaudit.systems._protocols import (
+    SYSTEMS,
+    SystemFactory,
+    check_teacher_ensemble,
+    noisy_argmax_query_rdp,
+)
+from dpaudit.systems.private_prediction._cell import PrivatePredictionCell
 from dpaudit.systems.private_prediction._ensemble import (
     ESTIMATOR_NAMES,
     EstimatorSpec,
@@ -537,19 +543,20 @@ class CaPC(TeacherEnsembleSystem):
     stream_id: ClassVar[int | None] = 1
 
 
-def _from_settings(cls: type[TeacherEnsembleSystem]):
-    def factory(settings: Any) -> TeacherEnsembleSystem:
+def _from_cell(cls: type[TeacherEnsembleSystem]) -> SystemFactory:
+    """The :data:`SYSTEMS` factory of ``cls``: its :class:`PrivatePredictionCell`."""
+
+    def build(cell: PrivatePredictionCell) -> TeacherEnsembleSystem:
         return cls(
-            num_teachers=settings.teachers,
-            mechanism=GNMax(settings.sigma),
-            teachers_per_query=settings.teachers_per_query,
-            estimator=settings.estimator,
-            n_jobs=settings.n_jobs,
+            num_teachers=cell.teachers,
+            mechanism=GNMax(cell.sigma),
+            teachers_per_query=cell.teachers_per_query,
+            estimator=cell.estimator,
+            n_jobs=cell.n_jobs,
         )
 
-    factory.__doc__ = f"{cls.__name__} from a workflow's system settings."
-    return factory
+    return SystemFactory(PrivatePredictionCell, build)
 
 
-SYSTEMS.register("pate", _from_settings(PATE), tags=("private-prediction",))
-SYSTEMS.register("capc", _from_settings(CaPC), tags=("private-prediction",))
+SYSTEMS.register("pate", _from_cell(PATE), tags=("private-prediction",))
+SYSTEMS.register("capc", _from_cell(CaPC), tags=("private-prediction",))

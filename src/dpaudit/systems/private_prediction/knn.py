@@ -58,7 +58,8 @@ from dpaudit._settings import from_mapping, option
 from dpaudit._typing import ArrayLike, FloatArray, IntArray, RngLike
 from dpaudit._validate import check_choice, check_nonneg_int, check_positive_int
 from dpaudit.mechanisms.values import GNMax
-from dpaudit.systems._protocols import SYSTEMS
+from dpaudit.systems._protocols import SYSTEMS, SystemFactory
+from dpaudit.systems.private_prediction._cell import PrivatePredictionCell
 from dpaudit.systems.private_prediction._knn_core import (
     RANK_TAIL,
     SAMPLINGS,
@@ -701,10 +702,14 @@ def subsampled_gaussian_claim(rate: float, z: float, orders: tuple[float, ...]) 
     return mono[np.searchsorted(grid, lam)].copy()
 
 
-def _from_settings(settings: Any) -> PrivateKNN:
-    """Private-kNN from the private-prediction system settings (σ, ``options``)."""
-    opts = from_mapping(PrivateKNNOptions, dict(settings.options.get("private-knn", {})))
-    return PrivateKNN(GNMax(settings.sigma), opts)
+def _from_cell(cell: PrivatePredictionCell) -> PrivateKNN:
+    """Private-kNN from its :class:`PrivatePredictionCell` (σ, ``options["private-knn"]``)."""
+    opts = from_mapping(PrivateKNNOptions, dict(cell.options.get("private-knn", {})))
+    return PrivateKNN(GNMax(cell.sigma), opts)
 
 
-SYSTEMS.register("private-knn", _from_settings, tags=("private-prediction",))
+SYSTEMS.register(
+    "private-knn",
+    SystemFactory(PrivatePredictionCell, _from_cell),
+    tags=("private-prediction",),
+)

@@ -62,7 +62,13 @@ from dpaudit._settings import from_mapping, option
 from dpaudit._typing import ArrayLike, FloatArray, IntArray, RngLike
 from dpaudit._validate import check_choice, check_positive, check_positive_int
 from dpaudit.mechanisms.values import ConfidentGNMax, GNMax
-from dpaudit.systems._protocols import SYSTEMS, check_teacher_ensemble, noisy_argmax_query_rdp
+from dpaudit.systems._protocols import (
+    SYSTEMS,
+    SystemFactory,
+    check_teacher_ensemble,
+    noisy_argmax_query_rdp,
+)
+from dpaudit.systems.private_prediction._cell import PrivatePredictionCell
 from dpaudit.systems.private_prediction._llm import LABEL_TOKEN_RULES, VOTE_DTYPES
 from dpaudit.systems.private_prediction._prompts import (
     PROMPT_TASKS,
@@ -606,13 +612,17 @@ class PromptPATE:
         return self.mechanism.answer(trained.histograms, rng=rng)
 
 
-def _factory(settings: Any) -> PromptPATE:
-    """PromptPATE from the private-prediction workflow's system settings."""
-    opts = from_mapping(PromptPATEOptions, dict(settings.options.get("prompt-pate", {})))
-    mech: GNMax | ConfidentGNMax = GNMax(settings.sigma)
+def _from_cell(cell: PrivatePredictionCell) -> PromptPATE:
+    """PromptPATE from its :class:`PrivatePredictionCell` (m, k, σ, ``options["prompt-pate"]``)."""
+    opts = from_mapping(PromptPATEOptions, dict(cell.options.get("prompt-pate", {})))
+    mech: GNMax | ConfidentGNMax = GNMax(cell.sigma)
     if opts.threshold is not None:
-        mech = ConfidentGNMax(opts.threshold, opts.sigma_threshold, settings.sigma)
-    return PromptPATE(settings.teachers, mech, opts, settings.teachers_per_query)
+        mech = ConfidentGNMax(opts.threshold, opts.sigma_threshold, cell.sigma)
+    return PromptPATE(cell.teachers, mech, opts, cell.teachers_per_query)
 
 
-SYSTEMS.register("prompt-pate", _factory, tags=("private-prediction",))
+SYSTEMS.register(
+    "prompt-pate",
+    SystemFactory(PrivatePredictionCell, _from_cell),
+    tags=("private-prediction",),
+)
