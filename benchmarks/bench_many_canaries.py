@@ -105,7 +105,7 @@ def make_data(seed=0):
 
 
 def delta_floor_diagnostics(res) -> dict[str, object]:
-    """Why a one-run sweep at δ > 0 may certify exactly 0 (docs/sections/50-many-canary.md).
+    """Why a one-run sweep at δ > 0 may certify exactly 0 (docs/bounds/many-canary.md).
 
     For every ε ≥ 0, p(ε, δ) ≥ min(½, m·δ/(v − ⌈r/2⌉)) (module docstring of
     ``dpaudit.bounds._one_run``), so a test at level β′ rejects nothing unless some tested

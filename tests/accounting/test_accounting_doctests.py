@@ -1,6 +1,6 @@
 """The examples in the docstrings of dpaudit.accounting (and of the RDP conversion it
 re-exports) run and print what they say, and so does the accounting section of the README
-(docs/sections/40-accounting.md), including the worked example of formulas.md §1.8 item 7."""
+(docs/bounds/accounting.md), including the worked example of formulas.md §1.8 item 7."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The examples in the docstrings of dpaudit.mechanisms and dpaudit.divergence run and print
-what they say, and so does the noisy-argmax section of the README (docs/sections)."""
+what they say, and so does the noisy-argmax docs page (docs/bounds/noisy-argmax.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The worked example of docs/sections/80-serve-store-report.md and the docstring examples of
+"""The worked example of the service's docs page (docs/deploy) and the docstring examples of
 the service, store and HTML-report modules run as written."""
 
 from __future__ import annotations

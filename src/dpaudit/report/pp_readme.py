@@ -1,9 +1,9 @@
-"""The README's paper-scale private-prediction tables, generated from stored results.
+"""The paper-scale private-prediction tables of the docs, generated from stored results.
 
 A paper-scale run (``scripts/pp_paper_run.py run NAME``) keeps a small summary of its
 :class:`dpaudit.AuditResult` in ``docs/results/NAME.json`` (:func:`summarise`: the composed
-numbers, flips, findings, timings and the machine's load; no per-query arrays). The README
-section ``docs/sections/05-private-prediction-audit.md`` holds, between the markers
+numbers, flips, findings, timings and the machine's load; no per-query arrays). The docs page
+``docs/reproductions/private-prediction.md`` holds, between the markers
 ``<!-- pp-tables:NAME:start -->`` and ``<!-- pp-tables:NAME:end -->``, exactly what
 :func:`render_tables` makes of that summary; :func:`rewrite_section` puts it there and a test
 fails when the two disagree. Nothing in those tables is typed by hand.
