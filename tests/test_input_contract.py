@@ -22,6 +22,12 @@ The contract asserted for each (function, argument, bad value):
 * nothing takes more than :data:`CALL_TIMEOUT` seconds (huge sizes must be refused, not
   attempted).
 
+Issue 28 adds three classes of input, each a table below: :data:`OVERSIZED` (a request whose
+work or memory grows with an argument, past the entry point's cap: refused in < 2 s and
+< 500 MiB, naming the argument), :data:`INCONSISTENT` (arguments valid one by one but not
+together: refused, naming the argument) and :data:`DEGENERATE` (valid inputs at an edge
+where a NaN used to come back: a NaN-free result).
+
 A second, hypothesis-driven test draws further numbers (seeded, bounded) for the numeric
 arguments. Result types (``ResultMixin`` dataclasses built by dpaudit), protocols and
 exception types are not inputs and are exempt by rule.
@@ -712,7 +718,7 @@ ROLE_OVERRIDES: dict[tuple[str, str], str] = {
     ("bounds.rdp_audit", "candidates"): "object",  # output sets or partitions
     ("bounds.rdp_k_cut", "partition"): "object",
     ("bounds.rdp_k_cut_bootstrap", "partition"): "object",
-    ("bounds.bootstrap_counts", "counts"): "samples",  # samples may differ in length
+    ("bounds.bootstrap_counts", "counts"): "samples",  # a sequence of count vectors
     ("bounds.bootstrap_counts", "n_resamples"): "size",
     ("mechanisms.sample_argmax_counts", "n"): "size",
     ("mechanisms.sample_argmax_counts_from", "n"): "size",
@@ -1135,3 +1141,327 @@ def test_contract_fuzzed_numbers(qualname, data):
     kwargs[param] = value
     problem = violation(func, kwargs, param, Case("fuzzed", value, "finite"))
     assert problem is None, f"{qualname}({param}={value!r}): {problem}"
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 28: oversized requests, inconsistent arguments, degenerate inputs
+# ---------------------------------------------------------------------------------------------
+
+LABEL_PROBS = np.random.default_rng(0).dirichlet([1.0, 1.0, 1.0], 100)
+
+#: Entry points whose work or memory grows with an argument, each with a request past its
+#: cap: ``(callable, kwargs, argument the message must name)``. Each must be refused with a
+#: ValueError before the work (< 2 s, < 500 MiB), its message giving the estimate and the cap.
+OVERSIZED: list[tuple[str, dict[str, Any], str]] = [
+    (
+        "accounting.subsampled_gaussian_rdp",
+        {
+            "sampling_rate": 0.1,
+            "noise_multiplier": 2.0,
+            "orders": Lazy(lambda: np.linspace(1.01, 1000, 100_000)),
+        },
+        "orders",
+    ),
+    (
+        "accounting.private_knn_rdp",
+        {
+            "sampling_rate": 0.1,
+            "sigma": 40.0,
+            "num_queries": 100,
+            "orders": Lazy(lambda: np.linspace(1.01, 1000, 100_000)),
+        },
+        "orders",
+    ),
+    (
+        "accounting.private_knn_epsilon",
+        {
+            "delta": 1e-5,
+            "sampling_rate": 0.1,
+            "sigma": 40.0,
+            "num_queries": 100,
+            "orders": Lazy(lambda: np.linspace(1.01, 1000, 100_000)),
+        },
+        "orders",
+    ),
+    (
+        "accounting.gnmax_local_sensitivity",
+        {"votes": [200, 30, 20], "num_teachers": 10**9, "sigma": 40.0, "order": 20.0},
+        "num_teachers",
+    ),
+    (
+        "accounting.threshold_local_sensitivity",
+        {
+            "votes": [200, 30, 20],
+            "num_teachers": 10**9,
+            "threshold": 150.0,
+            "sigma1": 50.0,
+            "order": 20.0,
+        },
+        "num_teachers",
+    ),
+    (
+        "accounting.pate_local_sensitivity",
+        {"votes": [[200, 30, 20]], "num_teachers": 10**9, "sigma": 40.0, "order": 20.0},
+        "num_teachers",
+    ),
+    (
+        "accounting.pate_local_sensitivity",
+        {
+            "votes": Lazy(lambda: np.tile([200.0, 30.0, 20.0], (1000, 1))),
+            "num_teachers": 10**6,
+            "sigma": 40.0,
+            "order": 20.0,
+        },
+        "num_teachers",
+    ),
+    (
+        "mechanisms.sample_argmax_counts",
+        {"votes": [200, 30, 20], "sigma": 40.0, "n": 2**50, "rng": 0},
+        "n",
+    ),
+    (
+        "mechanisms.sample_argmax_counts_from",
+        {"histogram_sampler": _fixed_sampler, "sigma": 1.0, "n": 2**50, "rng": 0},
+        "n",
+    ),
+    (
+        "mechanisms.argmax_probabilities",
+        {"votes": Lazy(lambda: np.zeros((10**7, 10))), "sigma": 40.0},
+        "votes",
+    ),
+    (
+        "mechanisms.log_argmax_probabilities",
+        {"votes": Lazy(lambda: np.zeros((10**7, 10))), "sigma": 40.0},
+        "votes",
+    ),
+    (
+        "mechanisms.argmax_probabilities_jacobian",
+        {"votes": Lazy(lambda: np.zeros((10**5, 30))), "sigma": 40.0},
+        "votes",
+    ),
+    (
+        "divergence.worst_case_neighbour_renyi",
+        {"votes": Lazy(lambda: np.arange(2000.0)), "sigma": 40.0, "orders": [2.0]},
+        "votes",
+    ),
+    (
+        "bounds.bootstrap_counts",
+        {
+            "statistic": _diff_statistic,
+            "counts": [[10**6, 10**6], [10**6, 10**6]],
+            "engine": "scipy",
+            "n_resamples": 10**4,
+        },
+        "n_resamples",
+    ),
+]
+
+
+BIG_GRID = Lazy(lambda: np.linspace(1.5, 1000.0, 200_000))
+
+
+def _over(qualname: str, param: str, value: Any) -> tuple[str, dict[str, Any], str]:
+    """The baseline of ``qualname`` with ``param`` oversized."""
+    return qualname, {**BASELINES[qualname], param: value}, param
+
+
+OVERSIZED += [
+    _over("attacks.extract_histogram", "num_queries", 2**40),
+    _over("bounds.rdp_k_cut_bootstrap", "orders", Lazy(lambda: np.arange(2.0, 200_002.0))),
+    _over("bounds.rdp_two_cut_bootstrap", "n_resamples", 10**9),
+    _over("divergence.renyi_divergence", "orders", BIG_GRID),
+    _over("divergence.renyi_divergence_from_log", "orders", BIG_GRID),
+    _over("divergence.exact_renyi", "orders", BIG_GRID),
+    _over("divergence.neighbouring_histograms", "votes", Lazy(lambda: np.ones(100_000))),
+    _over("mechanisms.randomized_response_renyi", "orders", BIG_GRID),
+    _over("accounting.smooth_sensitivity_conditions", "num_points", 10**12),
+]
+
+#: 10**7 histograms at the 169 default orders: a per-query RDP table past MAX_RDP_ENTRIES.
+MANY_VOTES = Lazy(lambda: np.zeros((10**7, 3)))
+for _name in (
+    "accounting.gnmax_rdp",
+    "accounting.gnmax_rdp_details",
+    "accounting.lnmax_rdp",
+    "accounting.lnmax_rdp_details",
+    "accounting.confident_gnmax_cost",
+    "accounting.pate_accounting",
+    "accounting.mechanism_rdp",
+    "accounting.noisy_argmax_cost",
+):
+    OVERSIZED.append(
+        (
+            _name,
+            {**BASELINES[_name], "votes": MANY_VOTES, "orders": accounting.DEFAULT_ORDERS},
+            "votes",
+        )
+    )
+
+
+def _oversized_id(entry: tuple[str, dict[str, Any], str]) -> str:
+    return f"{entry[0]}-{entry[2]}"
+
+
+@pytest.mark.parametrize("entry", OVERSIZED, ids=[_oversized_id(e) for e in OVERSIZED])
+def test_oversized_request_is_refused_at_once(entry):
+    """Issue 28: each capped entry point refuses an oversized request in < 2 s, < 500 MiB."""
+    import time
+    import tracemalloc
+
+    qualname, kwargs, param = entry
+    func = CALLABLES[qualname]
+    resolved = _resolve(kwargs)  # the caller's own arrays are not the call's allocation
+    tracemalloc.start()
+    start = time.perf_counter()
+    try:
+        with pytest.raises(ValueError) as info:
+            func(**resolved)
+        elapsed = time.perf_counter() - start
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    message = str(info.value)
+    assert param in message, message
+    assert "cap" in message, message  # the estimate, the cap and how to raise it
+    assert elapsed < 2.0, f"{qualname} took {elapsed:.2f}s to refuse"
+    assert peak < 500 * 2**20, f"{qualname} allocated {peak / 2**20:.0f} MiB before refusing"
+
+
+#: Arguments valid one by one but inconsistent together: ``(callable, kwargs, argument the
+#: message must name)``; each must raise ``ValueError``/``TypeError`` naming it.
+INCONSISTENT: list[tuple[str, dict[str, Any], str]] = [
+    (
+        "accounting.gnmax_local_sensitivity",
+        {"votes": [200, 30, 20], "num_teachers": 10, "sigma": 40.0, "order": 20.0},
+        "num_teachers",
+    ),
+    (
+        "accounting.pate_local_sensitivity",
+        {"votes": [[200, 30, 20]], "num_teachers": 10, "sigma": 40.0, "order": 20.0},
+        "num_teachers",
+    ),
+    (
+        "bounds.bootstrap_counts",
+        {"statistic": _diff_statistic, "counts": [[60, 40], [45, 50, 5]], "rng": 0},
+        "counts",
+    ),
+    (
+        "attacks.reconstruct_histogram",
+        {
+            "counts": [700, 200, 100],
+            "sigma": 20.0,
+            "num_teachers": 45,
+            "intervals": "none",
+            "abstentions": 5,
+        },
+        "abstentions",
+    ),
+    (
+        "mechanisms.ConfidentGNMax",
+        {"threshold": -1.0, "sigma1": 100.0, "sigma2": 40.0},
+        "threshold",
+    ),
+    ("accounting.mechanism_rdp", {"mechanism": None, "orders": [2.0]}, "mechanism"),
+    (
+        "accounting.mechanism_rdp",
+        {"mechanism": None, "orders": [2.0], "votes": [[30.0, 10.0, 5.0]]},
+        "mechanism",
+    ),
+    (
+        "mechanisms.randomized_response_probabilities",
+        {"label": 3, "num_classes": 2, "epsilon": 1.0},
+        "num_classes",
+    ),
+    (
+        "bounds.bootstrap_counts",
+        {"statistic": lambda a, b: 1.0, "counts": [[6, 4], [4, 6]]},
+        "statistic",
+    ),
+    (
+        "bounds.bootstrap_counts",
+        {"statistic": lambda a: a, "counts": [[6, 4], [4, 6]]},
+        "statistic",
+    ),
+    (
+        "bounds.bootstrap_counts",
+        {"statistic": lambda a, b: ["x"] * len(a), "counts": [[6, 4], [4, 6]]},
+        "statistic",
+    ),
+]
+
+
+@pytest.mark.parametrize("entry", INCONSISTENT, ids=[_oversized_id(e) for e in INCONSISTENT])
+def test_inconsistent_arguments_are_refused(entry):
+    qualname, kwargs, param = entry
+    status, out = run_call(CALLABLES[qualname], _resolve(kwargs))
+    assert status == "raised", f"{qualname} accepted {kwargs}: {out!r:.200}"
+    assert isinstance(out, (TypeError, ValueError)), f"raw {type(out).__name__}: {out}"
+    assert param in str(out), f"{type(out).__name__} does not name {param!r}: {out}"
+
+
+def _ledger_text() -> str:
+    return accounting.PrivacyLedger(mechanisms.GNMax(40.0), delta=1e-5).to_json()
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        (Lazy(lambda: _ledger_text().encode()), TypeError),
+        (Lazy(lambda: _ledger_text().replace("{", '{"delta": "0x1.0p-3", ', 1)), ValueError),
+    ],
+    ids=["bytes", "duplicate key"],
+)
+def test_ledger_json_is_read_strictly(text, error):
+    with pytest.raises(error, match=r"text|duplicate key"):
+        accounting.PrivacyLedger.from_json(text.make())
+
+
+#: Valid inputs at an edge where a NaN came back: ``(callable, kwargs)``; the result must be
+#: NaN-free (and come without a numpy warning).
+DEGENERATE: list[tuple[str, dict[str, Any]]] = [
+    ("conversions.rdp_to_dp", {"orders": [2.0, 3.0], "rdp": [math.inf, math.inf], "delta": 1e-5}),
+    (
+        "conversions.dp_to_delta",
+        {"orders": [2.0, 3.0], "rdp": [math.inf, math.inf], "epsilon": 1.0},
+    ),
+    (
+        "accounting.pate_accounting",
+        {
+            "votes": [[200, 30, 20]] * 3,
+            "mechanism": mechanisms.GNMax(40.0),
+            "delta": 1e-5,
+            "orders": [1 + 1e-12],
+        },
+    ),
+    (
+        "accounting.pate_accounting",
+        {
+            "votes": [[200, 30, 20]] * 3,
+            "mechanism": mechanisms.ConfidentGNMax(150.0, 50.0, 40.0),
+            "delta": 1e-5,
+            "orders": [1 + 1e-12],
+        },
+    ),
+    (
+        "attacks.label_memorization_attack",
+        {
+            "probabilities": LABEL_PROBS,
+            "canaries": Lazy(
+                lambda: attacks.plant_label_canaries(
+                    np.random.default_rng(0).integers(0, 3, 200), 100, num_classes=3, rng=0
+                )
+            ),
+            "confidence_level": 1e-300,
+            "rng": 0,
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize("entry", DEGENERATE, ids=[e[0] for e in DEGENERATE])
+def test_degenerate_inputs_return_no_nan(entry):
+    qualname, kwargs = entry
+    status, out = run_call(CALLABLES[qualname], _resolve(kwargs))
+    assert status == "ok", f"{qualname}: {status} {type(out).__name__}: {out}"
+    bad = list(_nan_paths(out))
+    assert not bad, f"{qualname} returned NaN at {bad[:3]}"

@@ -44,6 +44,7 @@ __all__ = [
     "check_rng",
     "check_scale",
     "check_votes",
+    "check_work",
     "memory_cap",
     "no_progress",
     "track",
@@ -228,6 +229,35 @@ def check_memory(nbytes: float, what: str) -> None:
         raise ValueError(
             f"{what} would need about {_fmt_bytes(nbytes)} of memory, more than the cap of "
             f"{_fmt_bytes(cap)} (set DPAUDIT_MAX_MEMORY_GB to change it)"
+        )
+
+
+def check_work(estimate: float, cap: float, what: str, unit: str, how_to_raise: str) -> None:
+    """Refuse, before any work, a request estimated to cost more than ``cap`` units.
+
+    Args:
+        estimate: the estimated work (in ``unit``, e.g. series terms or quadrature nodes).
+        cap: the largest work accepted (a module constant of the caller).
+        what: the request, naming the argument(s) and value(s) that set the work.
+        unit: the unit of ``estimate`` and ``cap``, for the message.
+        how_to_raise: how a user allows more (e.g. ``"raise dpaudit.x.MAX_Y"``).
+
+    Raises:
+        ValueError: ``estimate > cap``; the message gives the estimate, the cap and
+            ``how_to_raise``.
+
+    Example:
+        >>> try:
+        ...     check_work(1e12, 1e9, "f with n=10**12", "draws", "raise m.MAX_N")
+        ... except ValueError as exc:
+        ...     print(exc)  # doctest: +NORMALIZE_WHITESPACE
+        f with n=10**12 would take about 1e+12 draws, more than the cap of 1e+09 draws
+        (raise m.MAX_N to allow it)
+    """
+    if estimate > cap:
+        raise ValueError(
+            f"{what} would take about {float(estimate):.3g} {unit}, more than the cap of "
+            f"{float(cap):.3g} {unit} ({how_to_raise} to allow it)"
         )
 
 

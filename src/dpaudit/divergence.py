@@ -27,8 +27,9 @@ from dpaudit._validate import (
     check_memory,
     check_positive,
     check_votes,
+    check_work,
 )
-from dpaudit.mechanisms.noisy_argmax import log_argmax_probabilities
+from dpaudit.mechanisms.noisy_argmax import check_quadrature_work, log_argmax_probabilities
 
 __all__ = [
     "WorstCaseRenyi",
@@ -47,10 +48,25 @@ NEIGHBOUR_CHUNK = 256
 NORMALISATION_TOL = 1e-9
 
 
+#: Most orders one call evaluates (each is a pass over the outcomes, ~20 µs of overhead).
+#: Raise ``dpaudit.divergence.MAX_ORDERS`` to allow longer order grids.
+MAX_ORDERS = 100_000
+#: Most ``orders × outcomes`` terms of :func:`renyi_divergence_from_log` (~10 ns each).
+#: Raise ``dpaudit.divergence.MAX_DIVERGENCE_TERMS`` to allow more.
+MAX_DIVERGENCE_TERMS = 10**9
+
+
 def _check_div_orders(orders: ArrayLike) -> np.ndarray:
     arr = np.atleast_1d(check_array("orders", orders, finite=False))
     if arr.ndim != 1:
         raise ValueError(f"orders must be a scalar or 1-d array, got shape {arr.shape}")
+    check_work(
+        arr.size,
+        MAX_ORDERS,
+        f"a Rényi divergence at orders=<{arr.size} orders>",
+        "orders",
+        "raise dpaudit.divergence.MAX_ORDERS",
+    )
     if np.any(np.isnan(arr)) or np.any(arr <= 0):
         raise ValueError(f"orders must be > 0 (inf allowed), got {orders!r}")
     return arr
@@ -85,6 +101,18 @@ def renyi_divergence_from_log(log_p: ArrayLike, log_q: ArrayLike, orders: ArrayL
     except ValueError as exc:
         raise ValueError(f"log_p and log_q shapes differ: {lp.shape} vs {lq.shape}") from exc
     alphas = _check_div_orders(orders)
+    check_work(
+        float(alphas.size) * lp.size,
+        MAX_DIVERGENCE_TERMS,
+        f"renyi_divergence_from_log at orders=<{alphas.size} orders> over log_p of shape "
+        f"{lp.shape}",
+        "terms",
+        "raise dpaudit.divergence.MAX_DIVERGENCE_TERMS",
+    )
+    check_memory(
+        8.0 * alphas.size * (lp.size // max(lp.shape[-1], 1) if lp.ndim else 1),
+        f"renyi_divergence_from_log at orders=<{alphas.size} orders>",
+    )
     support = lp > -np.inf
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         ratio = np.where(support, lp - lq, -np.inf)  # log(P/Q) on P's support
@@ -295,7 +323,9 @@ def worst_case_neighbour_renyi(
         :class:`WorstCaseRenyi`.
 
     Raises:
-        ValueError: bad votes, σ, orders (< 1) or relation.
+        ValueError: bad votes, σ, orders (< 1) or relation, or more quadrature than
+            :data:`dpaudit.mechanisms.noisy_argmax.MAX_QUADRATURE_NODES` (about
+            ``K·C·50·√(C/10)`` nodes for K neighbours; ~C² neighbours under "replace").
 
     Example:
         >>> r = worst_case_neighbour_renyi([200, 30, 20], 40.0, [2.0, 20.0])
@@ -308,7 +338,13 @@ def worst_case_neighbour_renyi(
     if np.any(alphas < 1):
         raise ValueError(f"orders must be >= 1 for an RDP curve, got {orders!r}")
     check_choice("relation", relation, RELATIONS)
-    _num_neighbours(h, relation)
+    k = _num_neighbours(h, relation)
+    check_quadrature_work(
+        k + 1,
+        h.size,
+        f"worst_case_neighbour_renyi of votes with C={h.size} classes ({k} neighbours under "
+        f"relation={relation!r})",
+    )
     lq = log_argmax_probabilities(h, sigma)[None, :]
     # Running maximum per direction; ties keep the first neighbour and prefer "forward",
     # as an argmax over all forward divergences followed by all reverse ones would.

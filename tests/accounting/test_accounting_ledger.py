@@ -509,13 +509,33 @@ _FORMAT = "dpaudit.PrivacyLedger/3"
         (json.dumps({"format": "dpaudit.PrivacyLedger/2"}), "PrivacyLedger/2.*reads"),
         (json.dumps([1, 2]), "not a JSON object"),
         ("{", "text is not valid ledger JSON"),
-        (None, "text is not valid ledger JSON"),
-        (b"\xff", "text is not valid ledger JSON"),
+        ('{"format": "a", "format": "b"}', "duplicate key 'format'"),
     ],
 )
 def test_from_json_rejects_documents(text, match):
     with pytest.raises(ValueError, match=match):
         PrivacyLedger.from_json(text)
+
+
+@pytest.mark.parametrize("text", [None, b"\xff", b"{}", bytearray(b"{}"), 3])
+def test_from_json_takes_str_only(text):
+    """Issue 28: bytes (even valid JSON bytes) and other non-str values are a TypeError."""
+    with pytest.raises(TypeError, match="text must be a str"):
+        PrivacyLedger.from_json(text)
+
+
+def test_from_json_refuses_duplicate_keys_at_any_depth():
+    """Issue 28: json.loads keeps the last of two equal keys; the ledger refuses them."""
+    led = PrivacyLedger(GNMax(40.0), delta=1e-5)
+    text = led.to_json()
+    assert PrivacyLedger.from_json(text).to_json() == text
+    doubled = text.replace("{", '{"delta": "0x1.0p-3", ', 1)
+    with pytest.raises(ValueError, match="duplicate key 'delta'"):
+        PrivacyLedger.from_json(doubled)
+    nested = text.replace('"mechanism": {', '"mechanism": {"sigma": 1.0, ', 1)
+    assert nested != text
+    with pytest.raises(ValueError, match="duplicate key 'sigma'"):
+        PrivacyLedger.from_json(nested)
 
 
 @pytest.mark.parametrize(

@@ -167,3 +167,26 @@ def test_extreme_values_are_the_correct_limits():
     )
     with pytest.raises(ValueError, match=r"sigma_s=1e-300 is too small"):
         gnss_rdp(0.01, 1e-300, 10.0)
+
+
+# ------------------------------------------------------------------ issue 28
+
+
+@pytest.mark.parametrize("votes", [None, [[30.0, 10.0, 5.0]]])
+@pytest.mark.parametrize("analysis", ["data-independent", "data-dependent"])
+def test_issue28_mechanism_rdp_of_a_non_mechanism_names_the_argument(votes, analysis):
+    if votes is None and analysis == "data-dependent":
+        votes = [[30.0, 10.0, 5.0]]
+    with pytest.raises(TypeError, match=r"mechanism must be a mechanism value .*got None"):
+        mechanism_rdp(None, [2.0], votes=votes, analysis=analysis)
+
+
+@pytest.mark.parametrize(
+    "mechanism", [GNMax(40.0), ConfidentGNMax(150.0, 50.0, 40.0)], ids=["gnmax", "confident"]
+)
+def test_issue28_pate_accounting_without_a_finite_epsilon_has_no_nan(mechanism):
+    """Orders at or below 1.01 give no closed-form ε: ε = order = ∞, fallback share finite."""
+    res = pate_accounting([[200, 30, 20]] * 3, mechanism, delta=1e-5, orders=[1 + 1e-12])
+    for row in res.rows:
+        assert row.epsilon == np.inf and row.order == np.inf
+        assert 0.0 <= row.fallback_fraction <= 1.0

@@ -427,3 +427,104 @@ def test_very_small_sigma_stays_in_log_space():
     assert math.isfinite(p.log_q0) and math.isfinite(p.log_q1) and p.log_q1 < p.log_q0
     ls = gnmax_local_sensitivity([10, 0, 0], 10, 1e-100, 20.0)
     assert np.all(np.isfinite(ls)) and ls.max() > 0
+
+
+# ------------------------------------------------------------------ issue 28
+
+
+def test_issue28_teachers_cap_refuses_before_allocating():
+    import time
+    import tracemalloc
+
+    from dpaudit.accounting import _smooth
+
+    tracemalloc.start()
+    start = time.perf_counter()
+    try:
+        with pytest.raises(ValueError, match=r"num_teachers=1000000000.*MAX_TEACHERS"):
+            gnmax_local_sensitivity([200, 30, 20], 10**9, 40.0, 20.0)
+        with pytest.raises(ValueError, match=r"num_teachers=1000000000.*MAX_TEACHERS"):
+            threshold_local_sensitivity([200, 30, 20], 10**9, 150.0, 50.0, 20.0)
+        with pytest.raises(ValueError, match=r"num_teachers=1000000000.*MAX_TEACHERS"):
+            pate_local_sensitivity([[200, 30, 20]], num_teachers=10**9, sigma=40.0, order=20.0)
+        with pytest.raises(ValueError, match=r"1000 rows and num_teachers=1000000.*MAX_LS_WORK"):
+            pate_local_sensitivity(
+                np.tile([200.0, 30.0, 20.0], (1000, 1)), num_teachers=10**6, sigma=40.0,
+                order=20.0,
+            )  # fmt: skip
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert time.perf_counter() - start < 2.0
+    assert peak < 50 * 2**20
+    assert _smooth.MAX_TEACHERS == 10**6
+
+
+def test_issue28_teachers_cap_can_be_raised(monkeypatch):
+    from dpaudit.accounting import _smooth
+
+    monkeypatch.setattr(_smooth, "MAX_TEACHERS", 100)
+    with pytest.raises(ValueError, match="MAX_TEACHERS"):
+        gnmax_local_sensitivity([10, 0, 0], 101, 0.5, 1.5)
+    monkeypatch.setattr(_smooth, "MAX_TEACHERS", 101)
+    assert gnmax_local_sensitivity([10, 0, 0], 101, 0.5, 1.5).shape == (101,)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: gnmax_local_sensitivity([200, 30, 20], 10, 40.0, 20.0),
+        lambda: pate_local_sensitivity([[200, 30, 20]], num_teachers=10, sigma=40.0, order=20.0),
+        lambda: pate_local_sensitivity(
+            [[5, 3, 2], [200, 30, 20]], num_teachers=10, sigma=40.0, order=20.0
+        ),
+    ],
+)
+def test_issue28_votes_summing_above_the_teachers_are_refused(call):
+    with pytest.raises(ValueError, match=r"votes must sum to at most num_teachers=10.*250"):
+        call()
+
+
+def test_issue28_votes_summing_to_the_teachers_are_accepted():
+    assert gnmax_local_sensitivity([6.0, 3.0, 1.0], 10, 2.0, 5.0).shape == (10,)
+    assert gnmax_local_sensitivity([6.0, 3.0, 0.0], 10, 2.0, 5.0).shape == (10,)  # abstentions
+
+
+def _threshold_ls_loop(votes, n_t, threshold, sigma1, order):
+    """The loop the vectorised tabulation replaced (bit-identity reference)."""
+    from dpaudit.accounting._gnmax import rdp_gn_flat
+
+    v = np.asarray(votes, dtype=np.float64)
+    c = int(np.round(v.max()))
+    counts = np.arange(n_t + 1, dtype=np.float64)
+    z = (counts - threshold) / sigma1
+    log_q = np.minimum(special.log_ndtr(z), special.log_ndtr(-z))
+    r = rdp_gn_flat(log_q, math.sqrt(2.0) * sigma1, np.array([order]), with_masks=False).rdp[:, 0]
+    step = np.abs(np.diff(r))
+    ls_v = np.zeros(n_t + 1)
+    ls_v[:-1] = step
+    ls_v[1:] = np.maximum(ls_v[1:], step)
+    out = np.zeros(n_t)
+    for d in range(max(c, n_t - c)):
+        best = 0.0
+        if c + d <= n_t:
+            best = max(best, ls_v[c + d])
+        if c - d >= 0:
+            best = max(best, ls_v[c - d])
+        out[d] = best
+    return out
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ([20, 10, 0], 30, 16.0, 2.0, 10.0),
+        ([200, 30, 20], 250, 150.0, 50.0, 20.0),
+        ([0, 0, 0], 7, 3.0, 1.0, 2.0),
+        ([7, 0], 7, 3.0, 1.0, 2.0),
+        ([1000, 500, 300, 200, 0], 2000, 250.0, 10.0, 40.0),
+        ([3, 1], 5000, 2500.0, 1e-3, 80.0),
+    ],
+)
+def test_issue28_vectorised_threshold_tabulation_is_bit_identical(args):
+    np.testing.assert_array_equal(threshold_local_sensitivity(*args), _threshold_ls_loop(*args))

@@ -183,3 +183,46 @@ def test_bad_input():
         randomized_response_epsilon(1.0, 3)
     with pytest.raises(ValueError, match="keep_probability"):
         randomized_response_epsilon(0.2, 3)
+
+
+# ------------------------------------------------------------------ issue 28: work caps
+
+
+def test_issue28_huge_order_grid_is_refused_before_any_work():
+    """100,000 orders used to run for minutes in dp-accounting's series; now refused."""
+    import time
+
+    from dpaudit.accounting import _subsampled
+
+    grid = np.linspace(1.01, 1000, 100_000)
+    calls = [
+        lambda: subsampled_gaussian_rdp(0.1, 2.0, grid),
+        lambda: private_knn_rdp(sampling_rate=0.1, sigma=40.0, num_queries=10, orders=grid),
+        lambda: private_knn_epsilon(
+            1e-5, sampling_rate=0.1, sigma=40.0, num_queries=10, orders=grid
+        ),
+    ]
+    for call in calls:
+        start = time.perf_counter()
+        with pytest.raises(ValueError, match=r"orders=<100000 orders.*MAX_SERIES_TERMS"):
+            call()
+        assert time.perf_counter() - start < 2.0
+    assert _subsampled.MAX_SERIES_TERMS == 4_000_000
+
+
+def test_issue28_series_cap_counts_terms_per_order_and_can_be_raised(monkeypatch):
+    from dpaudit.accounting import _subsampled
+
+    monkeypatch.setattr(_subsampled, "MAX_SERIES_TERMS", 10)
+    subsampled_gaussian_rdp(0.1, 2.0, [2.0, 3.0])  # 3 + 4 terms
+    with pytest.raises(ValueError, match=r"about 12 series terms.*cap of 10"):
+        subsampled_gaussian_rdp(0.1, 2.0, [2.0, 3.0, 4.0])
+    with pytest.raises(ValueError, match="about 2e\\+03 series terms"):
+        subsampled_gaussian_rdp(0.1, 2.0, [2.5])  # a fractional order: up to 2000 terms
+    # screening and aggregation are two events: twice the terms
+    with pytest.raises(ValueError, match=r"for 2 event\(s\)"):
+        private_knn_rdp(
+            sampling_rate=0.1, sigma=40.0, sigma1=40.0, num_queries=10, orders=[2.0, 3.0]
+        )
+    monkeypatch.setattr(_subsampled, "MAX_SERIES_TERMS", 10**9)
+    subsampled_gaussian_rdp(0.1, 2.0, [2.0, 3.0, 4.0])

@@ -556,12 +556,10 @@ def test_abstentions_inform_the_top_count():
     kw = {"threshold": 200.0, "sigma1": 20.0, "intervals": "none"}
     few = reconstruct_histogram(counts, 40.0, 250, abstentions=10, **kw)
     many = reconstruct_histogram(counts, 40.0, 250, abstentions=5000, **kw)
-    plain = reconstruct_histogram(counts, 40.0, 250, abstentions=5000, intervals="none")
     assert few.votes.max() > many.votes.max()
-    # without the threshold model the abstentions carry no information
-    np.testing.assert_allclose(
-        plain.votes, reconstruct_histogram(counts, 40.0, 250, intervals="none").votes
-    )
+    # without the threshold model the abstentions carry no information: refused (issue 28)
+    with pytest.raises(ValueError, match=r"abstentions=5000 needs .*threshold and sigma1"):
+        reconstruct_histogram(counts, 40.0, 250, abstentions=5000, intervals="none")
     # with the model, the answer rate at the estimate matches the observed rate
     rate = special.ndtr((many.votes.max() - 200.0) / 20.0)
     assert rate == pytest.approx(1000 / 6000, abs=0.02)
@@ -747,3 +745,26 @@ def test_consensus_helpers_and_edge_cases():
         flag_low_consensus([[1, 2]], threshold=1.5)
     with pytest.raises(ValueError, match="votes"):
         vote_consensus([[0, 0]])
+
+
+def test_issue28_num_queries_above_max_queries_is_refused_before_sending():
+    """num_queries=2**40 used to query for hours; max_queries now caps both modes."""
+    import time
+
+    from dpaudit.mechanisms import GNMax as GNMaxValue
+
+    sent = []
+
+    def predict(x, *, rng=None):
+        sent.append(len(x))
+        return np.zeros(len(x), dtype=np.int64)
+
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"num_queries=1099511627776 .*max_queries=1000000"):
+        extract_histogram(
+            predict, [0.0], num_queries=2**40, sigma=40.0, num_teachers=250, num_classes=3
+        )
+    assert time.perf_counter() - start < 2.0 and not sent
+    api = fixed_histogram_interface([30, 200, 20], GNMaxValue(40.0))
+    res = extract_histogram(api, [0.0], num_queries=2000, max_queries=2000, intervals="none", rng=0)
+    assert res.num_answered == 2000

@@ -236,6 +236,24 @@ def test_label_memorization_coverage_cp_and_averaged():
     assert bad["ratio"] <= allowed()
 
 
+def test_label_memorization_cp_coverage_tells_beta_from_two_beta():
+    """200 repetitions cannot tell a bound at 1 − β from one at 1 − 2β (13 vs 19 exceedances,
+    both allowed). The CP audit is cheap, so here 4000 repetitions: the allowance (the 0.999
+    quantile of Bin(4000, β), 244) lies below the 0.001 quantile of the count of a bound whose
+    exceedance rate is 0.8·2β (observed at 1 − 2β: 0.085; at 1 − β: 0.039), so a bound
+    computed at 90 % instead of 95 % fails this test with probability > 0.999."""
+    reps = 4000
+    assert allowed(reps) < stats.binom.ppf(0.001, reps, 0.8 * 2 * BETA)
+    rng = np.random.default_rng(302)
+    eps, n, c = 1.0, 400, 10
+    bad = 0
+    for _ in range(reps):
+        c1, c2 = rr_label_canaries(rng, n, eps, c)
+        bad += label_memorization_audit(c1, c2[:, 0], threshold=0.5).epsilon > eps
+    print(f"coverage CP label memorization: {bad} of {reps} (allowed {allowed(reps)})")
+    assert bad <= allowed(reps)
+
+
 def test_label_memorization_threshold_sweep():
     rng = np.random.default_rng(301)
     eps, n, c = 1.0, 600, 10

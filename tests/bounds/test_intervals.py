@@ -442,3 +442,45 @@ def test_bootstrap_bad_input():
         bootstrap_counts(_diff, [[1, 2], [2, 1]], engine="torch")
     with pytest.raises(ValueError, match="BCa"):
         bootstrap_counts(_diff, [[1, 2], [2, 1]], method="BCa", engine="multinomial")
+
+
+# ------------------------------------------------------------------ issue 28
+
+
+def test_issue28_count_vectors_of_different_lengths_are_refused():
+    with pytest.raises(ValueError, match=r"same number of categories.*2 in counts\[0\] and 3"):
+        bootstrap_counts(_diff, [[60, 40], [45, 50, 5]], rng=0)
+
+
+@pytest.mark.parametrize(
+    ("statistic", "error", "match"),
+    [
+        (lambda a, b: 1.0, ValueError, r"statistic must return shape \(1,\) or \(1, S\)"),
+        (lambda a: a[:, 0], TypeError, r"statistic '<lambda>' failed on count batches"),
+        (lambda *a: "x", TypeError, "statistic must return real numbers"),
+        (
+            lambda a, b: np.full(len(a), np.nan),
+            ValueError,
+            "statistic must return numbers, not NaN",
+        ),
+        (lambda a, b: a[:1, 0], ValueError, r"statistic must return shape \(50,\)"),
+    ],
+)
+@pytest.mark.parametrize("engine", ["scipy", "multinomial"])
+def test_issue28_bad_statistic_messages_name_it(statistic, error, match, engine):
+    with pytest.raises(error, match=match):
+        bootstrap_counts(statistic, [[60, 40], [45, 55]], rng=0, n_resamples=50, engine=engine)
+
+
+def test_issue28_bootstrap_work_is_capped(monkeypatch):
+    import time
+
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"n_resamples=10000 over 4000000 observations.*"):
+        bootstrap_counts(_diff, [[10**6, 10**6], [10**6, 10**6]], engine="scipy", n_resamples=10**4)
+    assert time.perf_counter() - start < 2.0
+    monkeypatch.setattr(_intervals, "MAX_BOOTSTRAP_WORK", 399)
+    with pytest.raises(ValueError, match=r"4 categories \(engine='multinomial'\).*BOOTSTRAP"):
+        bootstrap_counts(_diff, [[60, 40], [45, 55]], engine="multinomial", n_resamples=100)
+    monkeypatch.setattr(_intervals, "MAX_BOOTSTRAP_WORK", 400)
+    bootstrap_counts(_diff, [[60, 40], [45, 55]], engine="multinomial", n_resamples=100)

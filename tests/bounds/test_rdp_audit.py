@@ -476,3 +476,28 @@ def test_lower_bounds_i_readme_section_example_runs():
         1.7709,
     )
     assert namespace["chk"].refuted and not namespace["conv"].is_valid_dp_lower_bound
+
+
+def test_issue28_bootstrap_order_grid_is_refused_before_allocating(monkeypatch):
+    import time
+
+    from dpaudit.bounds import _rdp_bootstrap
+
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"n_resamples=9999 at orders=<200000 orders>"):
+        rdp_k_cut_bootstrap(
+            [600, 300, 100], [500, 350, 150], np.arange(2.0, 200_002.0),
+            partition=[[0], [1], [2]], rng=0,
+        )  # fmt: skip
+    assert time.perf_counter() - start < 2.0
+    monkeypatch.setattr(_rdp_bootstrap, "MAX_RDP_BOOTSTRAP_WORK", 100 * 2 * 3 - 1)
+    with pytest.raises(ValueError, match="MAX_RDP_BOOTSTRAP_WORK"):
+        rdp_k_cut_bootstrap(
+            [600, 300, 100], [500, 350, 150], [2.0, 8.0], partition=[[0], [1], [2]],
+            n_resamples=100, rng=0,
+        )  # fmt: skip
+    monkeypatch.setattr(_rdp_bootstrap, "MAX_RDP_BOOTSTRAP_WORK", 100 * 2 * 3)
+    rdp_k_cut_bootstrap(
+        [600, 300, 100], [500, 350, 150], [2.0, 8.0], partition=[[0], [1], [2]],
+        n_resamples=100, rng=0,
+    )  # fmt: skip

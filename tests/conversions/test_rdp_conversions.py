@@ -61,7 +61,7 @@ def _check_forward(lam, rho, delta, conversion):
     conv = rdp_to_dp(lam, rho, delta, conversion=conversion)
     if not math.isfinite(conv.epsilon):  # only when no order has a closed form
         assert np.all(~np.isfinite(rho) | (lam <= MIN_CLOSED_FORM_ORDER))
-        assert math.isnan(conv.order)
+        assert conv.order == math.inf
         return
     back = dp_to_delta(lam, rho, conv.epsilon, conversion=conversion)
     assert back.delta <= delta * (1 + 1e-9)
@@ -117,12 +117,12 @@ def test_kl_rule_is_applied_before_skipping_small_orders():
     assert conv.epsilon == 0.0 and conv.order == 1.005
     conv = rdp_to_dp([1.005, 2.0], [1e-11, 5.0], 1e-5)
     assert conv.epsilon == 0.0 and conv.order == 1.005
-    # No KL rule for ρ = 0.1 at δ = 1e-5, and λ ≤ 1.01 is skipped: ε = ∞, order NaN.
+    # No KL rule for ρ = 0.1 at δ = 1e-5, and λ ≤ 1.01 is skipped: ε = ∞, order ∞.
     conv = rdp_to_dp([1.005], [0.1], 1e-5)
-    assert conv.epsilon == math.inf and math.isnan(conv.order)
+    assert conv.epsilon == math.inf and conv.order == math.inf
     # The standard conversion (Mironov Prop. 3 alone) has no KL rule.
     conv = rdp_to_dp([1.005], [0.0], 1e-5, conversion="standard")
-    assert conv.epsilon == math.inf and math.isnan(conv.order)
+    assert conv.epsilon == math.inf and conv.order == math.inf
     assert dp_to_delta([1.005], [0.0], 1.0, conversion="standard").delta == 1.0
     # ... while δ(ε) at λ ≤ 1.01 is the KL bound √(1 − e^{−ρ}) for balle2020.
     back = dp_to_delta([1.005], [0.1], 1.0)
@@ -170,7 +170,7 @@ def test_kl_delta_matches_mpmath(rho):
 
 def test_infinite_rho_and_no_usable_order():
     conv = rdp_to_dp([2.0, 3.0], [math.inf, math.inf], 1e-5)
-    assert conv.epsilon == math.inf and math.isnan(conv.order)
+    assert conv.epsilon == math.inf and conv.order == math.inf
     for conversion in CONVERSIONS:
         back = dp_to_delta([2.0, 3.0], [math.inf, math.inf], 1.0, conversion=conversion)
         assert back.delta == 1.0
@@ -194,3 +194,14 @@ def test_dp_to_delta_bad_input(kwargs, exc, match):
     args = {"orders": [2.0, 3.0], "rdp": [0.1, 0.2], **kwargs}
     with pytest.raises(exc, match=match):
         dp_to_delta(args.pop("orders"), args.pop("rdp"), args.pop("epsilon"), **args)
+
+
+def test_issue28_no_usable_order_gives_order_inf_not_nan():
+    for conversion in CONVERSIONS:
+        conv = rdp_to_dp([2.0, 3.0], [math.inf, math.inf], 1e-5, conversion=conversion)
+        assert (conv.epsilon, conv.order) == (math.inf, math.inf)
+        back = dp_to_delta([2.0, 3.0], [math.inf, math.inf], 1.0, conversion=conversion)
+        assert back.delta == 1.0 and not math.isnan(back.order)
+    # the standard conversion has no KL rule: no order gives a bound at all
+    back = dp_to_delta([2.0, 3.0], [math.inf, math.inf], 1.0, conversion="standard")
+    assert (back.delta, back.order) == (1.0, math.inf)

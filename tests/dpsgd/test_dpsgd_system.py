@@ -145,12 +145,52 @@ def test_empty_poisson_batches_still_release_noise():
     assert any(not np.array_equal(t.state[k], init.state[k]) for k in t.state)
 
 
+def _relu(x: np.ndarray) -> np.ndarray:
+    return np.maximum(x, 0.0)
+
+
+def _numpy_mlp(state: dict, x: np.ndarray) -> np.ndarray:
+    """Independent oracle: the one-hidden-layer ReLU MLP's forward pass in float64 numpy."""
+    w = {k: np.asarray(v, dtype=np.float64) for k, v in state.items()}
+    h = _relu(x @ w["0.weight"].T + w["0.bias"])
+    return h @ w["2.weight"].T + w["2.bias"]
+
+
+def _conv3x3(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """(B, C, H, W) → (B, F, H, W): 3×3 cross-correlation with zero padding 1."""
+    _, _, h, wd = x.shape
+    pad = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    out = np.zeros((x.shape[0], weight.shape[0], h, wd))
+    for i in range(3):
+        for j in range(3):
+            out += np.einsum("bchw,fc->bfhw", pad[:, :, i : i + h, j : j + wd], weight[:, :, i, j])
+    return out + bias[None, :, None, None]
+
+
+def _numpy_cnn(state: dict, x: np.ndarray, image_shape: tuple[int, int]) -> np.ndarray:
+    """Independent oracle of the LeNet-style CNN (conv-ReLU-maxpool2, conv-ReLU, 4×4 average
+    pool — the identity on a 4×4 map —, flatten, dense-ReLU, dense) for 8×8 inputs."""
+    w = {k: np.asarray(v, dtype=np.float64) for k, v in state.items()}
+    a = x.reshape(-1, 1, *image_shape)
+    a = _relu(_conv3x3(a, w["0.weight"], w["0.bias"]))
+    b, c, h, wd = a.shape
+    a = a.reshape(b, c, h // 2, 2, wd // 2, 2).max(axis=(3, 5))
+    a = _relu(_conv3x3(a, w["3.weight"], w["3.bias"]))
+    assert a.shape[2:] == (4, 4)
+    a = _relu(a.reshape(b, -1) @ w["7.weight"].T + w["7.bias"])
+    return a @ w["9.weight"].T + w["9.bias"]
+
+
 def test_trained_model_pickles_and_scores():
     data = _data()
     t = train_dpsgd(data, None, None, SMALL, rng=0)
     back = pickle.loads(pickle.dumps(t))
     np.testing.assert_array_equal(back.logits(data.X[:5]), t.logits(data.X[:5]))
-    assert t.logits(data.X).shape == (120, 3)
+    x32 = data.X.astype(np.float32).astype(np.float64)  # the network reads float32 rows
+    np.testing.assert_allclose(t.logits(data.X), _numpy_mlp(t.state, x32), rtol=1e-5, atol=1e-5)
+    # and training moved the weights: the logits are not those of the initial network
+    init = train_dpsgd(data, None, None, dataclasses.replace(SMALL, steps=1), rng=0)
+    assert np.abs(t.logits(data.X) - init.logits(data.X)).max() > 1e-3
     with pytest.raises(ValueError, match="columns"):
         t.logits(np.zeros((2, 5)))
 
@@ -160,7 +200,10 @@ def test_cnn_on_images_through_the_system():
     data = LabelledData(g.random((60, 64)), g.integers(0, 10, 60), 10, image_shape=(8, 8))
     s = DPSGDSettings(model="cnn", noise_multiplier=1.0, batch_size=16, steps=3)
     t = DPSGD(s, dataset_size=60).train(data, rng=0)
-    assert t.logits(data.X[:4]).shape == (4, 10)
+    x32 = data.X[:4].astype(np.float32).astype(np.float64)
+    np.testing.assert_allclose(
+        t.logits(data.X[:4]), _numpy_cnn(t.state, x32, (8, 8)), rtol=1e-5, atol=1e-3
+    )  # float32 network, logits up to ~200: float32 rounding is ~1e-5 of that
 
 
 # ---------------------------------------------------------------------------- validation

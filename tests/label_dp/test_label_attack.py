@@ -111,19 +111,62 @@ def test_coverage_on_randomized_response(eps):
     assert max(bad.values()) <= allowed()
 
 
+def _logit(p: float) -> float:
+    return float(np.log(p / (1.0 - p)))
+
+
+def cp_epsilon(guesses: int, correct: int, beta: float) -> float:
+    """Independent oracle: ε = logit of the one-sided Clopper–Pearson lower bound on the
+    correct-guess rate at level 1 − β (Malek et al. 2021 Thm B.1), straight from scipy."""
+    return _logit(stats.beta.ppf(beta, correct, guesses - correct + 1))
+
+
 def test_bounds_have_power_on_rr_and_record_the_selection():
-    conf = rr_confidences(np.random.default_rng(7), 2000, 2.0)
+    eps = 2.0
+    conf = rr_confidences(np.random.default_rng(7), 2000, eps)
     res = label_memorization_attack(conf, rng=0)
-    assert res.cgr.selection.strategy == "split" and res.cgr.num_canaries == 1000
-    assert 1.2 < res.cgr.epsilon <= 2.0 and 1.2 < res.acgr.epsilon <= 2.0
-    assert res.cgr.interval.low == pytest.approx(res.cgr.epsilon, abs=0.4)
-    assert res.cgr.interval.low <= res.cgr.estimate <= res.cgr.interval.high
+    cgr = res.cgr
+    assert cgr.selection.strategy == "split" and cgr.num_canaries == 1000
+    n, k = cgr.num_guesses, cgr.num_correct
+    # Closed form of the game on ε-RR: a guess is made iff the released label is y′ or y″
+    # (then the model's confidence on it is U(0, 1), so above τ w.p. 1 − τ), and it is correct
+    # iff the released label is y′: P(correct | guess) = e^ε / (e^ε + 1).
+    p_guess = (np.exp(eps) + 1) / (np.exp(eps) + C - 1) * (1 - cgr.threshold)
+    assert stats.binomtest(n, cgr.num_canaries, p_guess).pvalue > 1e-3
+    assert stats.binomtest(k, n, np.exp(eps) / (np.exp(eps) + 1)).pvalue > 1e-3
+    # The reported numbers are the Clopper–Pearson ones for those counts (scipy oracle).
+    assert cgr.correct_guess_rate == pytest.approx(k / n, rel=1e-12)
+    assert cgr.estimate == pytest.approx(_logit(k / n), rel=1e-9)
+    assert cgr.epsilon == pytest.approx(cp_epsilon(n, k, BETA), rel=1e-9)
+    assert cgr.interval.low == pytest.approx(cp_epsilon(n, k, BETA / 2), rel=1e-9)
+    high = stats.beta.ppf(1 - BETA / 2, k + 1, n - k)
+    assert cgr.interval.high == pytest.approx(_logit(high), rel=1e-9)
+    assert cgr.epsilon <= eps and 0 < res.acgr.epsilon <= eps
     assert len(res.cgr.selection_epsilons) == len(res.cgr.thresholds)
     bonf = label_memorization_attack(conf, selection="bonferroni")
     assert bonf.cgr.per_test_confidence_level == pytest.approx(1 - 0.05 / 8)
     assert bonf.cgr.num_canaries == 2000 and bonf.cgr.selection.strategy == "bonferroni"
     fixed = label_memorization_attack(conf, selection=Explicit(0.5))
     assert fixed.cgr.threshold == 0.5 and fixed.cgr.selection.strategy == "explicit"
+
+
+@pytest.mark.parametrize("selection", [Explicit(0.5), Split(), Bonferroni()])
+def test_cgr_bound_is_computed_at_the_requested_level_not_twice_beta(selection):
+    """The coverage test above tolerates up to ``allowed()`` exceedances, which a bound computed
+    at 1 − 2β also meets (13 → 19 of 200 at β = 0.05). This pins the level exactly: the bound
+    equals the scipy Clopper–Pearson oracle at β (per test: β/G under Bonferroni over the G
+    thresholds) and is separated from the oracle at 2β by far more than the tolerance."""
+    conf = rr_confidences(np.random.default_rng(11), 2000, 1.0)
+    for beta in (0.05, 0.1):
+        cgr = label_memorization_attack(
+            conf, selection=selection, confidence_level=1 - beta, rng=0
+        ).cgr
+        per_test = beta / len(cgr.thresholds) if isinstance(selection, Bonferroni) else beta
+        assert cgr.per_test_confidence_level == pytest.approx(1 - per_test, rel=1e-12)
+        n, k = cgr.num_guesses, cgr.num_correct
+        assert cgr.epsilon == pytest.approx(cp_epsilon(n, k, per_test), rel=1e-9)
+        assert abs(cgr.epsilon - cp_epsilon(n, k, 2 * per_test)) > 1e-3
+        assert cgr.confidence_level == pytest.approx(1 - beta, rel=1e-12)
 
 
 def test_same_seed_same_split_and_pooling():

@@ -95,6 +95,41 @@ def test_bad_data_rejected_before_training(monkeypatch):
             wf.run_label_dp(s)
 
 
+def _cp_epsilon(guesses: int, correct: int, beta: float) -> float:
+    """logit of the one-sided Clopper–Pearson lower bound on the correct-guess rate (scipy)."""
+    from scipy import stats
+
+    p = stats.beta.ppf(beta, correct, guesses - correct + 1) if correct else 0.0
+    return max(0.0, math.log(p / (1 - p))) if p > 0 else 0.0
+
+
+def _check_values_against_oracles(result) -> None:
+    """RR and PATE-FM values (not only ranges) against independent oracles."""
+    for name in ("rr", "pate-fm"):
+        e = result.entry(name)
+        cgr = e.detail["cgr"]
+        beta = 1 - cgr.per_test_confidence_level
+        assert e.lower_bound.epsilon == cgr.epsilon  # the reported variant is CGR
+        assert cgr.epsilon == pytest.approx(
+            _cp_epsilon(cgr.num_guesses, cgr.num_correct, beta), rel=1e-9, abs=1e-12
+        )
+    # RR's claim is its ε; its released labels agree with the training label w.p. the
+    # closed form e^ε / (e^ε + C − 1) (300 rows of the 600 kept after 30 canaries: ±4 s.e.).
+    rr = result.entry("rr")
+    assert rr.claim.epsilon == 3.0
+    keep = math.exp(3.0) / (math.exp(3.0) + 9)
+    se = math.sqrt(keep * (1 - keep) / 600)
+    assert rr.detail["released_label_agreement"] == pytest.approx(keep, abs=4 * se)
+    # PATE-FM's data-independent claim: α/(2σ1²) per query and α/σ2² per answer (Papernot
+    # et al. 2018 Prop. 8), standard conversion at δ.
+    pf = result.entry("pate-fm")
+    di = pf.claims[2]
+    lam = np.asarray(di.rdp.orders)
+    rho = pf.detail["num_queries"] * lam / 2 + pf.detail["num_answered"] * lam / 0.5**2
+    np.testing.assert_allclose(di.rdp.epsilons, rho, rtol=1e-12)
+    assert di.epsilon == pytest.approx(np.min(rho + math.log(1 / di.delta) / (lam - 1)), rel=1e-9)
+
+
 @pytest.fixture(scope="module")
 def result():
     pytest.importorskip("torch")
@@ -120,6 +155,7 @@ def test_one_entry_per_mechanism_and_level(result):
         assert math.isfinite(e.claim.epsilon) and e.gap is not None
     assert result.entry("alibi").claim.epsilon == 8.0
     assert result.entry("pate-fm").claims[0].analysis.startswith("data-dependent")
+    _check_values_against_oracles(result)
     v = result.detail["validation"]
     assert v["runs"] == 2 and v["canaries_per_run"] == 30
     assert v["pooled"]["cgr"]["num_canaries"] == 30  # half of the 60 pooled canaries

@@ -141,5 +141,14 @@ def test_pate_fm_queries_use_confident_gnmax_on_the_max_vote(digits):
                    teachers=teachers)  # fmt: skip
     rel, dd, di = fit.claims
     assert rel.analysis.startswith("data-dependent, smooth-sensitivity release")
-    assert 0 < dd.epsilon <= di.epsilon
     assert fit.detail["num_answered"] == 40
+    # Independent oracle for the data-independent claim: every query pays the threshold
+    # check, a Gaussian mechanism of sensitivity 1 on the max vote (α/(2σ1²)); every answered
+    # one pays GNMax (α/σ2², L2 sensitivity √2; Papernot et al. 2018 Prop. 8); ε by the
+    # standard conversion min_α ρ(α) + log(1/δ)/(α − 1).
+    lam = np.asarray(di.rdp.orders)
+    queries, answered = fit.detail["num_queries"], fit.detail["num_answered"]
+    rho = queries * lam / (2 * 1.0**2) + answered * lam / 0.5**2
+    np.testing.assert_allclose(di.rdp.epsilons, rho, rtol=1e-12)
+    assert di.epsilon == pytest.approx(np.min(rho + np.log(1 / pate.delta) / (lam - 1)), rel=1e-9)
+    assert 0 < dd.epsilon <= di.epsilon

@@ -106,3 +106,26 @@ def test_neighbours():
 def test_bad_input(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+# ------------------------------------------------------------------ issue 28: work caps
+
+
+def test_issue28_many_classes_are_refused_before_any_quadrature():
+    import time
+
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"votes with C=2000 classes \(3996001 neighbours"):
+        worst_case_neighbour_renyi(np.arange(2000.0), 40.0, [2.0])
+    assert time.perf_counter() - start < 2.0
+
+
+def test_issue28_order_grids_are_capped(monkeypatch):
+    import dpaudit.divergence as div
+
+    with pytest.raises(ValueError, match=r"orders=<200000 orders>.*MAX_ORDERS"):
+        renyi_divergence([0.5, 0.5], [0.25, 0.75], np.linspace(1.5, 100, 200_000))
+    monkeypatch.setattr(div, "MAX_DIVERGENCE_TERMS", 5)
+    with pytest.raises(ValueError, match=r"orders=<3 orders> over log_p of shape \(2,\)"):
+        renyi_divergence([0.5, 0.5], [0.25, 0.75], [2.0, 3.0, 4.0])
+    assert renyi_divergence([0.5, 0.5], [0.25, 0.75], [2.0, 3.0]).shape == (2,)

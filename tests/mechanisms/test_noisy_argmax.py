@@ -242,3 +242,44 @@ def test_jacobian_matches_finite_differences():
 def test_bad_input(votes, sigma, exc, match):
     with pytest.raises(exc, match=match):
         argmax_probabilities(votes, sigma)
+
+
+# ------------------------------------------------------------------ issue 28: work caps
+
+
+def test_issue28_huge_batch_is_refused_before_allocating():
+    import time
+    import tracemalloc
+
+    votes = np.zeros((10**7, 10))  # calloc'd: no memory touched until written
+    tracemalloc.start()
+    start = time.perf_counter()
+    try:
+        for f in (argmax_probabilities, log_argmax_probabilities):
+            with pytest.raises(ValueError, match=r"votes with shape \(10000000, 10\).*NODES"):
+                f(votes, 40.0)
+        with pytest.raises(ValueError, match=r"votes with 3000000 entries.*OFFSETS"):
+            argmax_probabilities_jacobian(np.zeros((10**5, 30)), 40.0)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert time.perf_counter() - start < 2.0
+    assert peak < 100 * 2**20
+
+
+def test_issue28_quadrature_caps_can_be_raised(monkeypatch):
+    from dpaudit.mechanisms import noisy_argmax
+
+    votes = np.tile([200.0, 30.0, 20.0], (10, 1))
+    ref = argmax_probabilities(votes, 40.0)
+    nodes = 30 * noisy_argmax.shared_grid_nodes(3)
+    monkeypatch.setattr(noisy_argmax, "MAX_QUADRATURE_NODES", nodes - 1)
+    with pytest.raises(ValueError, match="MAX_QUADRATURE_NODES"):
+        argmax_probabilities(votes, 40.0)
+    monkeypatch.setattr(noisy_argmax, "MAX_QUADRATURE_NODES", nodes)
+    np.testing.assert_array_equal(argmax_probabilities(votes, 40.0), ref)
+    monkeypatch.setattr(noisy_argmax, "MAX_PER_CLASS_OFFSETS", 59)
+    with pytest.raises(ValueError, match="MAX_PER_CLASS_OFFSETS"):
+        argmax_probabilities_jacobian(votes, 40.0)
+    monkeypatch.setattr(noisy_argmax, "MAX_PER_CLASS_OFFSETS", 60)
+    assert argmax_probabilities_jacobian(votes, 40.0)[1].shape == (10, 3, 3)

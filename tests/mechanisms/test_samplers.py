@@ -272,3 +272,30 @@ def test_every_thinning_plan_has_the_exact_law(votes, sigma, monkeypatch):
         counts = sample_argmax_counts(votes, sigma, 300_000, rng=20 + k, block_size=100_000)
         assert counts.sum() == 300_000
         assert chi2_pvalue(counts, q) > 1e-4, (k, plan.explicit, plan.taus)
+
+
+# ------------------------------------------------------------------ issue 28: work caps
+
+
+def test_issue28_huge_n_is_refused_before_any_draw():
+    import time
+
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"n=1125899906842624 .*MAX_SAMPLE_DRAWS"):
+        sample_argmax_counts([200, 30, 20], 40.0, 2**50, rng=0)
+    with pytest.raises(ValueError, match=r"n=1125899906842624 .*MAX_SAMPLE_DRAWS"):
+        sample_argmax_counts_from(lambda g, s: np.tile([3.0, 0.0], (s, 1)), 1.0, 2**50, rng=0)
+    assert time.perf_counter() - start < 2.0
+    # the exact sampler is O(C) whatever n: the suggested way out
+    assert sample_argmax_counts_exact([200, 30, 20], 40.0, 2**50, rng=0).sum() == 2**50
+
+
+def test_issue28_draw_cap_counts_histograms_and_classes_and_can_be_raised(monkeypatch):
+    from dpaudit.mechanisms import noisy_argmax
+
+    monkeypatch.setattr(noisy_argmax, "MAX_SAMPLE_DRAWS", 600)
+    assert sample_argmax_counts([200, 30, 20], 40.0, 200, rng=0).sum() == 200
+    with pytest.raises(ValueError, match=r"about 1.2e\+03 class draws.*cap of 600"):
+        sample_argmax_counts([[200, 30, 20], [1, 1, 1]], 40.0, 200, rng=0)
+    monkeypatch.setattr(noisy_argmax, "MAX_SAMPLE_DRAWS", 1200)
+    assert sample_argmax_counts([[200, 30, 20], [1, 1, 1]], 40.0, 200, rng=0).sum() == 400

@@ -276,3 +276,24 @@ def test_continuous_samplers_moments_and_shapes():
 def test_bad_input(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+# ------------------------------------------------------------------ issue 28
+
+
+def test_issue28_label_message_names_num_classes():
+    with pytest.raises(ValueError, match=r"label must be in \[0, num_classes=2\), got 3"):
+        randomized_response_probabilities(3, num_classes=2, epsilon=1.0)
+
+
+def test_issue28_randomized_response_order_grid_is_capped():
+    with pytest.raises(ValueError, match=r"orders=<200000 orders>.*MAX_RR_ORDERS"):
+        randomized_response_renyi(np.linspace(2, 100, 200_000), num_classes=3, epsilon=1.0)
+
+
+def test_issue28_confident_gnmax_refuses_a_negative_threshold():
+    from dpaudit.mechanisms import ConfidentGNMax
+
+    with pytest.raises(ValueError, match=r"threshold must be non-negative, got -1.0"):
+        ConfidentGNMax(-1.0, 100.0, 40.0)
+    assert ConfidentGNMax(0.0, 100.0, 40.0).threshold == 0.0

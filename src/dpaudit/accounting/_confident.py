@@ -29,7 +29,13 @@ from dpaudit._validate import (
     check_votes,
 )
 from dpaudit.accounting._curve import RDPCurve
-from dpaudit.accounting._gnmax import ANALYSES, check_analysis, gnmax_rdp_details, rdp_gn_flat
+from dpaudit.accounting._gnmax import (
+    ANALYSES,
+    check_analysis,
+    check_rdp_table,
+    gnmax_rdp_details,
+    rdp_gn_flat,
+)
 from dpaudit.accounting._orders import DEFAULT_ORDERS
 
 __all__ = [
@@ -248,6 +254,7 @@ def confident_gnmax_cost(
     log_p, log_1mp = _log_p_and_1mp(votes, threshold, sigma1)
     s2 = check_positive("sigma2", sigma2)
     lam = check_orders(orders)
+    check_rdp_table(log_p.size, lam.size)
     lead = log_p.shape
     rho1, fb1 = _threshold_flat(log_p, log_1mp, float(sigma1), lam, analysis)
     step2 = gnmax_rdp_details(votes, s2, lam, analysis=analysis, q=q)

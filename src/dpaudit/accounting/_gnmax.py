@@ -25,9 +25,11 @@ from dpaudit._typing import ArrayLike, FloatArray
 from dpaudit._validate import (
     check_array,
     check_choice,
+    check_memory,
     check_orders,
     check_positive,
     check_votes,
+    check_work,
 )
 from dpaudit.accounting._curve import PerQueryRDP
 from dpaudit.accounting._numerics import log1mexp
@@ -179,6 +181,27 @@ class _RDPGN:
 _BLOCK_ROWS = 2048
 
 
+#: Largest per-query RDP table (queries × orders) of the GNMax-family accounting (~40 ns
+#: per entry, so ~20 s; its memory is also checked against the memory cap). Raise
+#: ``dpaudit.accounting._gnmax.MAX_RDP_ENTRIES`` for larger batches.
+MAX_RDP_ENTRIES = 5 * 10**8
+
+
+def check_rdp_table(num_queries: int, num_orders: int) -> None:
+    """Refuse, before allocating, a per-query RDP table of ``num_queries × num_orders``."""
+    what = (
+        f"the per-query RDP of votes with {num_queries} histograms at orders=<{num_orders} orders>"
+    )
+    check_work(
+        float(num_queries) * num_orders,
+        MAX_RDP_ENTRIES,
+        what,
+        "table entries",
+        "pass fewer histograms or orders, or raise dpaudit.accounting._gnmax.MAX_RDP_ENTRIES",
+    )
+    check_memory(32.0 * num_queries * num_orders, what)
+
+
 def rdp_gn_flat(
     log_q: np.ndarray, sigma: float, lam: np.ndarray, *, with_masks: bool = True
 ) -> _RDPGN:
@@ -188,6 +211,7 @@ def rdp_gn_flat(
     :data:`_BLOCK_ROWS`; V2 (μ1 > λ) is applied per order inside the block.
     """
     n, k = log_q.size, lam.size
+    check_rdp_table(n, k)
     with np.errstate(divide="ignore", over="ignore"):  # σ² underflows: λ/σ² = ∞, the limit
         rho_ind = lam / (sigma * sigma)
     lm1 = lam - 1.0
@@ -276,7 +300,9 @@ def _checked(
     """Checked arguments of the GNMax entry points: flat votes, batch shape, σ, orders."""
     check_analysis(analysis, q)
     flat, lead = _flat_votes(votes)
-    return flat, lead, check_positive("sigma", sigma), check_orders(orders)
+    s, lam = check_positive("sigma", sigma), check_orders(orders)
+    check_rdp_table(flat.shape[0], lam.size)
+    return flat, lead, s, lam
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

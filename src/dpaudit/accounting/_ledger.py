@@ -455,7 +455,7 @@ class PrivacyLedger:
         when no order gives a finite ε. See :attr:`fallback_counts`."""
         rdp, _, _, _, counts = self._snapshot()
         conv = self._rules.to_dp(rdp)
-        if np.isnan(conv.order):
+        if not np.isfinite(conv.order):  # no order gives a finite ε
             return int(counts.max())
         return int(counts[int(np.searchsorted(self.orders, conv.order))])
 
@@ -618,8 +618,9 @@ class PrivacyLedger:
         query answered, fallbacks ≤ queries, none for the data-independent analysis).
 
         Raises:
+            TypeError: ``text`` is not a ``str`` (bytes must be decoded first).
             ValueError: not a ledger JSON (not JSON, not an object, another format), a key
-                missing or unexpected, a value of the wrong type, a count too large for
+                given twice, missing or unexpected, a value of the wrong type, a count too large for
                 float64 accounting (> 2**53), or a state no sequence of charges can produce;
                 the message names the key.
         """
@@ -689,10 +690,22 @@ def _unhex(name: str, text: Any) -> float:
         raise ValueError(f"{name} is not a float.hex() string: {text!r}") from exc
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object refusing a key given twice (json.loads would keep the last silently)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r} in a JSON object")
+        out[key] = value
+    return out
+
+
 def _parse_document(text: str) -> dict[str, Any]:
     """The JSON object of a /3 ledger document with exactly the expected keys."""
+    if not isinstance(text, str):  # bytes too: to_json writes str, decode explicitly
+        raise TypeError(f"text must be a str (the output of to_json), got {type(text).__name__}")
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_unique_keys)
     except (TypeError, ValueError, RecursionError) as exc:
         raise ValueError(f"text is not valid ledger JSON: {exc}") from exc
     if not isinstance(data, dict):

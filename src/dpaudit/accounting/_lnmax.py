@@ -22,7 +22,7 @@ from scipy import special
 from dpaudit._typing import ArrayLike, FloatArray
 from dpaudit._validate import check_choice, check_orders, check_positive, check_votes
 from dpaudit.accounting._curve import PerQueryRDP
-from dpaudit.accounting._gnmax import ANALYSES
+from dpaudit.accounting._gnmax import ANALYSES, check_rdp_table
 from dpaudit.accounting._numerics import log1mexp
 from dpaudit.accounting._orders import DEFAULT_ORDERS
 
@@ -139,6 +139,7 @@ def lnmax_rdp_details(
     lead = arr.shape[:-1]
     flat = arr.reshape(-1, arr.shape[-1])
     n, k = flat.shape[0], lam.size
+    check_rdp_table(n, k)
     shape = (*lead, k)
     with np.errstate(over="ignore"):
         base = np.minimum(lam * eps * eps / 2.0, eps)

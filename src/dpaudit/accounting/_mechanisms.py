@@ -34,6 +34,7 @@ from dpaudit._validate import (
     check_votes,
 )
 from dpaudit.accounting._curve import RDPCurve
+from dpaudit.accounting._gnmax import check_rdp_table
 from dpaudit.accounting._orders import DEFAULT_ORDERS
 from dpaudit.mechanisms.values import (
     ConfidentGNMax,
@@ -230,6 +231,7 @@ def noisy_argmax_cost(
     if votes is not None:  # validated whether or not the analysis reads them
         votes = check_votes("votes", votes, min_classes=1, nonneg=True)
     shape: tuple[int, ...] = () if votes is None else np.shape(votes)[:-1]
+    check_rdp_table(math.prod(shape), lam.size)
     full = (*shape, lam.size)
     no_fallback = np.zeros(full, dtype=bool)
     if isinstance(mechanism, GNMax):
@@ -265,6 +267,27 @@ def noisy_argmax_cost(
     return NoisyArgmaxCost(
         mechanism, lam, rho1, rho2, no_fallback, no_fallback.copy(), p, expected, analysis, q
     )
+
+
+_ACCOUNTED = (
+    GNMax,
+    ConfidentGNMax,
+    LNMax,
+    SubsampledGaussian,
+    LaplaceLabels,
+    GaussianLabels,
+    RandomizedResponse,
+)
+
+
+def _check_mechanism(mechanism: object) -> None:
+    if not isinstance(mechanism, _ACCOUNTED):
+        names = ", ".join(t.__name__ for t in _ACCOUNTED)
+        text = repr(mechanism)
+        text = text if len(text) <= 80 else text[:77] + "..."
+        raise TypeError(
+            f"mechanism must be a mechanism value of dpaudit.mechanisms ({names}), got {text}"
+        )
 
 
 def mechanism_rdp(
@@ -323,6 +346,7 @@ def mechanism_rdp(
     lam = _orders(orders)
     check_choice("analysis", analysis, ANALYSES)
     answered = check_flag("answered", answered)
+    _check_mechanism(mechanism)
     dd = analysis == "data-dependent"
     if dd and votes is None:
         raise ValueError("analysis='data-dependent' needs the vote histograms (votes=...)")
@@ -354,7 +378,9 @@ def mechanism_rdp(
             lam, num_classes=mechanism.num_classes, epsilon=mechanism.epsilon
         )
     else:
-        raise TypeError(f"no accounting for mechanism value {type(mechanism).__name__}")
+        raise TypeError(  # pragma: no cover - _check_mechanism refused it already
+            f"no accounting for mechanism value {type(mechanism).__name__}"
+        )
     return np.broadcast_to(out, (*shape, lam.size)).copy()
 
 

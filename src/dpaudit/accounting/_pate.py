@@ -21,6 +21,7 @@ from dpaudit._typing import ArrayLike, FloatArray
 from dpaudit._validate import check_delta, check_mask, check_orders, check_votes
 from dpaudit.accounting._confident import check_threshold
 from dpaudit.accounting._curve import RDPCurve
+from dpaudit.accounting._gnmax import check_rdp_table
 from dpaudit.accounting._mechanisms import NoisyArgmaxCost, check_finite_cost, noisy_argmax_cost
 from dpaudit.accounting._orders import DEFAULT_ORDERS
 from dpaudit.mechanisms.values import ConfidentGNMax, GNMax
@@ -39,7 +40,7 @@ class PateEpsilon(ResultMixin):
         q: ``"union"``, ``"exact"`` (data-dependent) or ``"none"``.
         conversion: ``"standard"`` or ``"balle2020"``.
         epsilon: ε at the report's δ.
-        order: the optimal Rényi order.
+        order: the optimal Rényi order (``inf`` when no order gives a finite ε).
         fallback_fraction: share of queries whose data-dependent bound fell back to the
             data-independent one at the optimal order (a condition of Thm 6 failed, for
             either step of Confident GNMax); 0 for the data-independent rows.
@@ -137,6 +138,7 @@ def pate_accounting(
         raise ValueError(f"votes must have shape (n, C), got shape {batch.shape}")
     d = check_delta(delta, allow_zero=False)
     lam = check_orders(DEFAULT_ORDERS if orders is None else orders)
+    check_rdp_table(batch.shape[0], lam.size)
     check_finite_cost(mechanism, lam)
     n = batch.shape[0]
     mask = None
@@ -205,6 +207,9 @@ def _rows(
         for conversion in ("standard", "balle2020"):
             conv = curves[key].to_dp(delta, conversion=conversion)
             at = np.flatnonzero(lam == conv.order)
-            share = float(np.mean(fallback[key][:, at[0]])) if at.size else float("nan")
+            if at.size:
+                share = float(np.mean(fallback[key][:, at[0]]))
+            else:  # no order gives a finite ε (order = inf): the largest share over the orders
+                share = float(np.max(np.mean(fallback[key], axis=0)))
             rows.append(PateEpsilon(analysis, q, conversion, conv.epsilon, conv.order, share))
     return tuple(rows)

@@ -33,6 +33,7 @@ from dpaudit._validate import (
     check_positive_int,
     check_real,
     check_votes,
+    check_work,
 )
 from dpaudit.accounting._confident import check_threshold
 from dpaudit.accounting._gnmax import dd_terms, log_q_union_flat, raw_dd, rdp_gn_flat
@@ -50,6 +51,14 @@ __all__ = [
     "smooth_sensitivity_conditions",
     "threshold_local_sensitivity",
 ]
+
+#: Largest ``num_teachers`` of the local-sensitivity functions: their output holds one float64
+#: per teacher, and GNMax's walk may take one Python step per teacher (~20 µs each). Raise
+#: ``dpaudit.accounting._smooth.MAX_TEACHERS`` for larger ensembles.
+MAX_TEACHERS = 10**6
+#: Largest ``rows × num_teachers`` of :func:`pate_local_sensitivity` (each row costs
+#: O(num_teachers) work); raise ``dpaudit.accounting._smooth.MAX_LS_WORK`` to allow more.
+MAX_LS_WORK = 3 * 10**7
 
 _LOG_Q0_FLOOR = -1e4  # the reference aborts the bracket search below this
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -238,6 +247,28 @@ class _Beta:
         return max(up - b, b - down)
 
 
+def _check_teachers(num_teachers: object, what: str) -> int:
+    n_t = check_positive_int("num_teachers", num_teachers)
+    check_work(
+        n_t,
+        MAX_TEACHERS,
+        f"{what} with num_teachers={n_t}",
+        "output entries",
+        "raise dpaudit.accounting._smooth.MAX_TEACHERS",
+    )
+    return n_t
+
+
+def _check_vote_total(votes: np.ndarray, n_t: int) -> None:
+    """Every histogram (last axis) sums to at most ``num_teachers`` (one vote per teacher)."""
+    totals = votes.sum(axis=-1)
+    if votes.size and float(np.max(totals)) > n_t * (1.0 + 1e-12) + 1e-9:
+        raise ValueError(
+            f"votes must sum to at most num_teachers={n_t} (one vote per teacher), got a "
+            f"histogram summing to {float(np.max(totals)):g}"
+        )
+
+
 def _log_q_one(votes: np.ndarray, sigma: float) -> float:
     with np.errstate(over="ignore"):  # gap/σ → ∞: q̃ = 0, the correct limit
         return float(log_q_union_flat(votes[None, :], sigma)[0])
@@ -262,7 +293,8 @@ def gnmax_local_sensitivity(
         ``ls`` of shape ``(num_teachers,)``: ``ls[d]`` bounds the local sensitivity at distance d.
 
     Raises:
-        ValueError: bad votes (not 1-d, negative), N_T < 1, σ ≤ 0, λ ≤ 1.
+        ValueError: bad votes (not 1-d, negative, summing above N_T), N_T < 1 or above
+            :data:`MAX_TEACHERS`, σ ≤ 0, λ ≤ 1.
 
     Example:
         >>> ls = gnmax_local_sensitivity([10, 0, 0], 10, 0.5, 1.5)
@@ -272,7 +304,8 @@ def gnmax_local_sensitivity(
     v = check_votes("votes", votes, min_classes=2, nonneg=True)
     if v.ndim != 1:
         raise ValueError(f"votes must be one histogram (1-d), got shape {v.shape}")
-    n_t = check_positive_int("num_teachers", num_teachers)
+    n_t = _check_teachers(num_teachers, "gnmax_local_sensitivity")
+    _check_vote_total(v, n_t)
     check_memory(8.0 * n_t, f"gnmax_local_sensitivity with num_teachers={n_t}")
     s = check_positive("sigma", sigma)
     lam = _check_order(order)
@@ -334,7 +367,7 @@ def threshold_local_sensitivity(
     v = check_votes("votes", votes, min_classes=1, nonneg=True)
     if v.ndim != 1:
         raise ValueError(f"votes must be one histogram (1-d), got shape {v.shape}")
-    n_t = check_positive_int("num_teachers", num_teachers)
+    n_t = _check_teachers(num_teachers, "threshold_local_sensitivity")
     t = check_threshold(threshold)
     s1 = check_positive("sigma1", sigma1)
     lam = _check_order(order)
@@ -355,13 +388,15 @@ def threshold_local_sensitivity(
     ls_v[:-1] = step
     ls_v[1:] = np.maximum(ls_v[1:], step)
     out = np.zeros(n_t)
-    for d in range(max(c, n_t - c)):
-        best = 0.0
-        if c + d <= n_t:
-            best = max(best, ls_v[c + d])
-        if c - d >= 0:
-            best = max(best, ls_v[c - d])
-        out[d] = best
+    # out[d] = max(0, LS(c + d), LS(c − d)) over the terms that exist, for d < max(c, N_T − c),
+    # with Python's max semantics (a later value replaces only when strictly larger).
+    d = np.arange(max(c, n_t - c))
+    best = np.zeros(d.size)
+    up = ls_v[np.minimum(c + d, n_t)]
+    best = np.where((c + d <= n_t) & (up > best), up, best)
+    down = ls_v[np.maximum(c - d, 0)]
+    best = np.where((c - d >= 0) & (down > best), down, best)
+    out[: d.size] = best
     return out
 
 
@@ -394,7 +429,9 @@ def pate_local_sensitivity(
         ``(num_teachers,)`` array.
 
     Raises:
-        ValueError: bad shapes, ``threshold`` without ``sigma1`` (or vice versa), weights ∉ [0, 1].
+        ValueError: bad shapes, ``threshold`` without ``sigma1`` (or vice versa), weights ∉ [0, 1],
+            a histogram summing above N_T, N_T above :data:`MAX_TEACHERS` or rows × N_T
+            above :data:`MAX_LS_WORK`.
 
     Example:
         >>> three = [[230, 15, 5] + [0] * 7, [150, 60, 40] + [0] * 7, [120, 110, 20] + [0] * 7]
@@ -414,7 +451,15 @@ def pate_local_sensitivity(
             "threshold and sigma1 must be given together, got "
             f"threshold={threshold!r}, sigma1={sigma1!r}"
         )
-    n_t = check_positive_int("num_teachers", num_teachers)
+    n_t = _check_teachers(num_teachers, "pate_local_sensitivity")
+    check_work(
+        float(batch.shape[0]) * n_t,
+        MAX_LS_WORK,
+        f"pate_local_sensitivity of votes with {batch.shape[0]} rows and num_teachers={n_t}",
+        "teacher-steps",
+        "raise dpaudit.accounting._smooth.MAX_LS_WORK",
+    )
+    _check_vote_total(batch, n_t)
     check_memory(16.0 * n_t, f"pate_local_sensitivity with num_teachers={n_t}")
     if weights is None:
         w = np.ones(batch.shape[0])

@@ -22,6 +22,7 @@ from dpaudit._validate import (
     check_orders,
     check_probability,
     check_scale,
+    check_work,
 )
 from dpaudit.accounting._curve import RDPCurve
 from dpaudit.accounting._orders import DEFAULT_ORDERS
@@ -35,8 +36,28 @@ __all__ = ["private_knn_epsilon", "private_knn_rdp", "subsampled_gaussian_rdp"]
 MAX_ORDER = 1e6
 
 
-def _check_orders(orders: ArrayLike) -> np.ndarray:
-    return check_orders(orders, maximum=MAX_ORDER)
+#: Most series terms one call may ask of dp-accounting (about 5 µs each, so ~20 s): an
+#: integer order λ sums λ + 1 terms, a fractional one up to :data:`FRACTIONAL_TERMS`, once
+#: per composed event. Raise it (``dpaudit.accounting._subsampled.MAX_SERIES_TERMS``) to
+#: allow larger order grids.
+MAX_SERIES_TERMS = 4_000_000
+#: Worst-case terms of dp-accounting's fractional-order series (two series, ≤ 1000 each).
+FRACTIONAL_TERMS = 2000
+
+
+def _check_orders(orders: ArrayLike, num_events: int = 1) -> np.ndarray:
+    lam = check_orders(orders, maximum=MAX_ORDER)
+    integer = lam == np.floor(lam)
+    terms = float(np.sum(lam[integer] + 1.0)) + FRACTIONAL_TERMS * float(np.sum(~integer))
+    check_work(
+        terms * num_events,
+        MAX_SERIES_TERMS,
+        f"the subsampled-Gaussian RDP at orders=<{lam.size} orders up to "
+        f"{float(lam.max()):g}> for {num_events} event(s)",
+        "series terms",
+        "pass fewer or smaller orders, or raise dpaudit.accounting._subsampled.MAX_SERIES_TERMS",
+    )
+    return lam
 
 
 def _dp_accounting():
@@ -176,7 +197,7 @@ def private_knn_rdp(
         0.657837
     """
     q, parts = _knn_parts(sampling_rate, sigma, sigma1, num_queries, num_answered)
-    return _curve_of(_check_orders(orders), _events(q, parts))
+    return _curve_of(_check_orders(orders, len(parts)), _events(q, parts))
 
 
 def private_knn_epsilon(
@@ -213,6 +234,6 @@ def private_knn_epsilon(
     """
     d = check_delta(delta, allow_zero=False)
     q, parts = _knn_parts(sampling_rate, sigma, sigma1, num_queries, num_answered)
-    acct = _accountant(_check_orders(orders), _events(q, parts))
+    acct = _accountant(_check_orders(orders, len(parts)), _events(q, parts))
     eps, order = acct.get_epsilon_and_optimal_order(target_delta=d)
     return DPConversion(float(eps), d, float(order), "balle2020")

@@ -409,9 +409,10 @@ def reconstruct_histogram(
         round_to_integers: also return integer votes (largest remainder, then one-vote moves
             that improve the objective).
         abstentions: Confident-GNMax queries that were charged but not answered. They enter
-            the likelihood only when ``threshold`` and ``sigma1`` are given (the answer rate
-            ``Φ((max H − T)/σ1)`` then informs the top count); labelled answers are always
-            GNMax(σ) draws, so the abstentions never bias the estimate.
+            the likelihood through ``threshold`` and ``sigma1`` (the answer rate
+            ``Φ((max H − T)/σ1)`` then informs the top count), so a positive count needs
+            both; labelled answers are always GNMax(σ) draws, so the abstentions never bias
+            the estimate.
         threshold: Confident-GNMax threshold T (with ``sigma1``), or None.
         sigma1: Confident-GNMax threshold noise σ1 > 0 (with ``threshold``), or None.
         num_bootstrap: resamples for ``intervals="bootstrap"``.
@@ -549,6 +550,11 @@ def _check_arguments(
         raise ValueError(
             f"threshold and sigma1 must be given together, got threshold={threshold!r}, "
             f"sigma1={sigma1!r}"
+        )
+    if b > 0 and t is None:
+        raise ValueError(
+            f"abstentions={b} needs the Confident-GNMax model (threshold and sigma1): without "
+            "it abstentions carry no information; pass abstentions=0 or give both"
         )
     nb = check_positive_int("num_bootstrap", num_bootstrap)
     check_memory(8.0 * nb * n.size, f"reconstruct_histogram with num_bootstrap={nb}")

@@ -248,7 +248,8 @@ def extract_histogram(
         threshold: Confident-GNMax T; default: read from a Confident-GNMax aggregator.
         sigma1: Confident-GNMax σ1 (with ``threshold``).
         batch_size: queries per ``predict`` call.
-        max_queries: safety cap of the budget-limited mode.
+        max_queries: safety cap on the queries sent, in either mode (``num_queries`` above
+            it is refused before any query is sent).
         objective, intervals, confidence_level, round_to_integers: passed to
             :func:`reconstruct_histogram`.
         rng: randomness handed to the interface (its noise).
@@ -257,7 +258,8 @@ def extract_histogram(
         :class:`VoteExtraction`.
 
     Raises:
-        ValueError: missing public parameters, bad sizes, a label outside ``−2..C−1``.
+        ValueError: missing public parameters, bad sizes, ``num_queries > max_queries``, a
+            label outside ``−2..C−1``.
         TypeError: ``interface`` is neither callable nor has ``predict``.
 
     Example:
@@ -272,6 +274,11 @@ def extract_histogram(
     budget_limited = num_queries is None
     cap = check_positive_int("max_queries", max_queries)
     target = cap if budget_limited else check_positive_int("num_queries", num_queries)
+    if target > cap:  # one predict call per batch: the work is linear in the queries
+        raise ValueError(
+            f"num_queries={target} is above the safety cap max_queries={cap} (pass a larger "
+            "max_queries to send more)"
+        )
     b = check_positive_int("batch_size", batch_size)
     check_choice("objective", objective, OBJECTIVES)
     check_choice("intervals", intervals, INTERVAL_METHODS)
@@ -294,7 +301,8 @@ def extract_histogram(
             intervals=intervals,
             confidence_level=confidence_level,
             round_to_integers=round_to_integers,
-            abstentions=sent.abstained,
+            # without the threshold model abstentions carry no information (and are refused)
+            abstentions=sent.abstained if public.threshold is not None else 0,
             threshold=public.threshold,
             sigma1=public.sigma1,
             rng=gen,

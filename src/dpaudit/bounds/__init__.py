@@ -104,7 +104,7 @@ from dpaudit.bounds._one_run import (
     one_run_p_value,
     one_run_sweep,
 )
-from dpaudit.bounds._sweep import SweepResult, default_guess_counts
+from dpaudit.bounds._sweep import SweepResult, default_guess_counts, geometric_guess_counts
 
 # isort: split
 # One run, both procedures, the choice of procedure paid for (Liu et al.; Steinke et al. 2023)
@@ -183,6 +183,7 @@ __all__ = [  # noqa: RUF022 - grouped by concept, as the imports above
     "membership_slots",
     "one_run_bounds",
     "default_guess_counts",
+    "geometric_guess_counts",
     "fdp_one_run_epsilon",
     "fdp_one_run_epsilon_from_scores",
     "fdp_one_run_sweep",

@@ -497,6 +497,7 @@ def fdp_one_run_sweep(
     selection: Selection | str = DEFAULT_BONFERRONI,
     rng: RngLike = None,
     progress: ProgressLike = None,
+    refine: bool = False,
 ) -> SweepResult:
     """f-DP one-run bound over a guess-count sweep, with the choice of guess count paid for.
 
@@ -516,6 +517,11 @@ def fdp_one_run_sweep(
         selection: :class:`~dpaudit.bounds.Bonferroni` (default), :class:`~dpaudit.bounds.Split`
             (choose on a random part of the slots) or :class:`~dpaudit.bounds.Explicit`.
         rng: randomness of the split (keyword-only; recorded as ``seed``).
+        refine: also evaluate every guess count between the neighbours of the best grid
+            point (at most 256, :func:`dpaudit.bounds._sweep.refine_values`), on all
+            canaries for the uncorrected maximum and on the selection part for the valid
+            bound; needs a :class:`~dpaudit.bounds.Split` or
+            :class:`~dpaudit.bounds.MultiSplit` selection (the split pays for both stages).
         progress: a :class:`~dpaudit._typing.Progress` callback over sweep points, ``True``
             for a rich bar, or None.
 
@@ -538,5 +544,7 @@ def fdp_one_run_sweep(
     s, ins = _check_slot_scores(scores, inserted)
     level = check_confidence_level(confidence_level)
     game = _Game(s, ins, check_delta(delta), level, s.shape[1])
-    result = run_sweep(game, guess_counts, selection=selection, rng=rng, progress=progress)
+    result = run_sweep(
+        game, guess_counts, selection=selection, rng=rng, progress=progress, refine=refine
+    )
     return dataclasses.replace(result, mus=game.mus)

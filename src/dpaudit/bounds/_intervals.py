@@ -32,6 +32,7 @@ from dpaudit._validate import (
     check_positive,
     check_positive_int,
     check_rng,
+    check_work,
 )
 from dpaudit.errors import require
 
@@ -569,6 +570,10 @@ _BOOT_ALTERNATIVES = ("two-sided", "greater", "less")
 _TINY = float(np.finfo(np.float64).tiny)
 #: Largest total number of observations that ``engine="auto"`` expands for scipy.
 SCIPY_BOOTSTRAP_MAX_N = 20_000
+#: Largest resampling work of :func:`bootstrap_counts`: ``n_resamples ×`` the observations
+#: (scipy engine) or the categories (multinomial engine), ~10 ns each. Raise
+#: ``dpaudit.bounds._intervals.MAX_BOOTSTRAP_WORK`` to allow more.
+MAX_BOOTSTRAP_WORK = 2 * 10**9
 
 
 @dataclasses.dataclass(frozen=True)
@@ -667,9 +672,10 @@ def bootstrap_counts(
         :class:`BootstrapInterval` (flagged ``asymptotic``).
 
     Raises:
-        TypeError: ``statistic`` not callable.
-        ValueError: bad counts, level, method, alternative, engine, or BCa with the
-            multinomial engine.
+        TypeError: ``statistic`` not callable, or returning something other than numbers.
+        ValueError: bad counts (or count vectors of different lengths), level, method,
+            alternative, engine, BCa with the multinomial engine, or a statistic that
+            returns NaN on the observed counts or the wrong shape.
 
     Example:
         >>> def diff(a, b):
@@ -692,9 +698,27 @@ def bootstrap_counts(
         engine = "scipy" if total <= SCIPY_BOOTSTRAP_MAX_N else "multinomial"
     if method == "BCa" and engine == "multinomial":
         raise ValueError("method='BCa' needs engine='scipy' (jackknife on the observations)")
+    per = total if engine == "scipy" else sum(s.size for s in samples)
+    check_work(
+        float(n_resamples) * per,
+        MAX_BOOTSTRAP_WORK,
+        f"bootstrap_counts with n_resamples={n_resamples} over "
+        + (
+            f"{total} observations (engine='scipy')"
+            if engine == "scipy"
+            else f"{per} categories (engine='multinomial')"
+        ),
+        "resampled values",
+        "lower n_resamples, use engine='multinomial', or raise "
+        "dpaudit.bounds._intervals.MAX_BOOTSTRAP_WORK",
+    )
     seed = seed_entropy(rng)
     gen = as_generator(rng)
-    estimate = np.asarray(statistic(*[s[None, :] for s in samples]), dtype=np.float64)[0]
+    estimate = _call_statistic(statistic, [s[None, :] for s in samples])[0]
+    if np.any(np.isnan(estimate)):
+        raise ValueError(
+            f"statistic must return numbers, not NaN, on the observed counts; got {estimate!r}"
+        )
     if engine == "multinomial":
         check_memory(
             16.0 * n_resamples * sum(s.size for s in samples),
@@ -704,7 +728,7 @@ def bootstrap_counts(
             gen.multinomial(int(s.sum()), s / s.sum(), size=n_resamples).astype(np.int64)
             for s in samples
         ]
-        dist = np.asarray(statistic(*draws), dtype=np.float64)  # (R,) or (R, S)
+        dist = _call_statistic(statistic, draws)  # (R,) or (R, S)
         dist = np.moveaxis(dist, 0, -1)
         with np.errstate(invalid="ignore"):
             low, high = _bootstrap_quantiles(dist, estimate, level, method, alternative)
@@ -736,6 +760,33 @@ def bootstrap_counts(
     )
 
 
+def _call_statistic(statistic: Callable[..., ArrayLike], batch: list[np.ndarray]) -> np.ndarray:
+    """``statistic(*batch)`` as float64 of shape ``(R,)`` or ``(R, S)``; a failure or a
+    result of another type or shape is reported as an error naming ``statistic``."""
+    r = batch[0].shape[0]
+    shapes = [b.shape for b in batch]
+    try:
+        raw = statistic(*batch)
+    except (TypeError, ValueError, IndexError, ArithmeticError) as exc:
+        kind = TypeError if isinstance(exc, TypeError) else ValueError
+        raise kind(
+            f"statistic {getattr(statistic, '__name__', statistic)!r:.60} failed on count "
+            f"batches of shapes {shapes}: {type(exc).__name__}: {exc}"
+        ) from exc
+    try:
+        val = np.asarray(raw, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"statistic must return real numbers, got {type(raw).__name__} {raw!r:.60}"
+        ) from exc
+    if val.ndim not in (1, 2) or val.shape[0] != r:
+        raise ValueError(
+            f"statistic must return shape ({r},) or ({r}, S) for count batches of shapes "
+            f"{shapes}, got shape {val.shape}"
+        )
+    return val
+
+
 def _check_samples(counts: Sequence[ArrayLike]) -> list[np.ndarray]:
     """One 1-d count vector with a positive total per sample."""
     if isinstance(counts, (str, bytes)) or not isinstance(counts, Iterable):
@@ -754,6 +805,11 @@ def _check_samples(counts: Sequence[ArrayLike]) -> list[np.ndarray]:
             raise ValueError(f"counts[{j}] must be 1-d, got shape {s.shape}")
         if s.sum() == 0:
             raise ValueError(f"counts[{j}] must have a positive total, got {s.tolist()!r}")
+        if s.shape != samples[0].shape:
+            raise ValueError(
+                f"counts must all have the same number of categories (one outcome space), "
+                f"got {samples[0].size} in counts[0] and {s.size} in counts[{j}]"
+            )
     return samples
 
 
@@ -769,7 +825,7 @@ def _on_labels(statistic: Callable[..., ArrayLike], sizes: list[int]) -> Callabl
             offs = (np.arange(flat.shape[0]) * k)[:, None]
             cnt = np.bincount((flat + offs).ravel(), minlength=flat.shape[0] * k)
             batch.append(cnt.reshape(flat.shape[0], k))
-        val = np.asarray(statistic(*batch), dtype=np.float64)  # (B,) or (B, S)
+        val = _call_statistic(statistic, batch)  # (B,) or (B, S)
         val = np.moveaxis(val, 0, -1)  # (S, B) or (B,)
         return val.reshape(val.shape[:-1] + lead)
 

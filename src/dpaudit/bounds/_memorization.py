@@ -274,7 +274,9 @@ def _averaged(
     if fallback:
         low = _cp_lower(mean * n_eff, float(n_eff), beta)
     else:
-        low = max(0.0, mean - float(-special.ndtri(beta)) * se)
+        # A rate is at most 1: at a confidence level near 0 (β → 1) the normal bound
+        # mean + |z|·se passes 1 (and is mean + inf at β = 1 in float64), so it is clipped.
+        low = min(1.0, max(0.0, mean - float(-special.ndtri(beta)) * se))
     return _from_rate(
         mean, low, level, _AVERAGED, tally, threshold, standard_error=se,
         standard_error_form=se_form, degenerate_fallback=fallback,

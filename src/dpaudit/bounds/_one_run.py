@@ -529,6 +529,7 @@ def one_run_sweep(
     selection: Selection | str = DEFAULT_BONFERRONI,
     rng: RngLike = None,
     progress: ProgressLike = None,
+    refine: bool = False,
 ) -> SweepResult:
     """One-run ε bound over a guess-count sweep, with the choice of guess count paid for.
 
@@ -556,6 +557,11 @@ def one_run_sweep(
             (choose the guess count on a random part of the canaries) or
             :class:`~dpaudit.bounds.Explicit` (one guess count fixed in advance).
         rng: randomness of the split (keyword-only; recorded as ``seed``).
+        refine: also evaluate every guess count between the neighbours of the best grid
+            point (at most 256, :func:`dpaudit.bounds._sweep.refine_values`), on all
+            canaries for the uncorrected maximum and on the selection part for the valid
+            bound; needs a :class:`~dpaudit.bounds.Split` or
+            :class:`~dpaudit.bounds.MultiSplit` selection (the split pays for both stages).
         progress: a :class:`~dpaudit._typing.Progress` callback over sweep points (δ > 0),
             ``True`` for a rich bar, or None.
 
@@ -579,4 +585,6 @@ def one_run_sweep(
         "positive_fraction", positive_fraction, 0.0, 1.0, low_inclusive=True, high_inclusive=True
     )
     game = _Game(s, inc, check_delta(delta), check_confidence_level(confidence_level), fraction)
-    return run_sweep(game, guess_counts, selection=selection, rng=rng, progress=progress)
+    return run_sweep(
+        game, guess_counts, selection=selection, rng=rng, progress=progress, refine=refine
+    )

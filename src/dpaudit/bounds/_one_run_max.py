@@ -51,6 +51,7 @@ from dpaudit._validate import (
     check_array,
     check_confidence_level,
     check_delta,
+    check_flag,
     check_in_range,
     check_mask,
     check_positive_int,
@@ -147,14 +148,14 @@ def membership_slots(scores: ArrayLike, included: ArrayLike) -> tuple[np.ndarray
     return np.stack([c, -c], axis=1), np.where(inc, 0, 1)
 
 
-def _sweeps(s, inc, slots, inserted, grid, delta, level, selection, rng):
+def _sweeps(s, inc, slots, inserted, grid, delta, level, selection, rng, refine=False):
     steinke = one_run_sweep(
         s, inc, guess_counts=grid, delta=delta, confidence_level=level, selection=selection,
-        rng=rng,
+        rng=rng, refine=refine,
     )  # fmt: skip
     fdp = fdp_one_run_sweep(
         slots, inserted, guess_counts=grid, delta=delta, confidence_level=level,
-        selection=selection, rng=rng,
+        selection=selection, rng=rng, refine=refine,
     )  # fmt: skip
     return steinke, fdp
 
@@ -171,6 +172,7 @@ def one_run_bounds(
     max_points: int = 500,
     guess_counts: ArrayLike | None = None,
     rng: RngLike = None,
+    refine: bool = False,
 ) -> OneRunBounds:
     """ε_or, ε_or-fdp and their paid-for maximum for one score vector (module docstring).
 
@@ -189,6 +191,11 @@ def one_run_bounds(
         max_points: most grid points (:func:`~dpaudit.bounds.default_guess_counts`).
         guess_counts: an explicit grid instead (integers in [1, m]).
         rng: randomness of the split (keyword-only; the same split for every call).
+        refine: evaluate every guess count near the best grid point too (the best guess
+            count of Mahloujifar et al. 2024, Table 1): on all canaries for the uncorrected
+            numbers, on the selection part for the valid ones (split / multi-split only;
+            ``"bonferroni"`` raises — pass a fixed dense grid such as
+            :func:`~dpaudit.bounds.geometric_guess_counts` instead).
 
     Returns:
         :class:`OneRunBounds`.
@@ -207,6 +214,7 @@ def one_run_bounds(
         num_splits=check_positive_int("num_splits", num_splits, maximum=MAX_NUM_SPLITS),
     )
     points = check_positive_int("max_points", max_points)
+    refine = check_flag("refine", refine)
     if selection != "bonferroni" and not 1 <= round(fraction * s.size) <= s.size - 1:
         raise ValueError(
             f"split_fraction={fraction} leaves the selection or the held-out part empty for "
@@ -215,9 +223,9 @@ def one_run_bounds(
     grid = default_guess_counts(s.size, points) if guess_counts is None else guess_counts
     seed = _split_seed(rng)
     slots, inserted = membership_slots(s, inc)
-    steinke, fdp = _sweeps(s, inc, slots, inserted, grid, d, level, sel, seed)
+    steinke, fdp = _sweeps(s, inc, slots, inserted, grid, d, level, sel, seed, refine)
     half = 1.0 - (1.0 - level) / 2.0
-    st_half, fdp_half = _sweeps(s, inc, slots, inserted, grid, d, half, sel, seed)
+    st_half, fdp_half = _sweeps(s, inc, slots, inserted, grid, d, half, sel, seed, refine)
     best = "steinke" if st_half.epsilon >= fdp_half.epsilon else "fdp"
     record = Bonferroni(("steinke", "fdp")).record("procedure", n_candidates=2, chosen=best)
     return OneRunBounds(

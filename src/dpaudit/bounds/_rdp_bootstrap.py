@@ -21,6 +21,7 @@ from dpaudit._validate import (
     check_positive_int,
     check_progress,
     check_rng,
+    check_work,
     track,
 )
 from dpaudit.bounds._cuts import (
@@ -37,6 +38,10 @@ from dpaudit.bounds._cuts import (
 from dpaudit.bounds._intervals import bootstrap_counts
 
 __all__ = ["rdp_k_cut_bootstrap", "rdp_two_cut_bootstrap"]
+
+#: Largest bootstrap work of one call: queries × ``n_resamples`` × orders × cells (~10 ns
+#: each). Raise ``dpaudit.bounds._rdp_bootstrap.MAX_RDP_BOOTSTRAP_WORK`` to allow more.
+MAX_RDP_BOOTSTRAP_WORK = 2 * 10**9
 
 _NOTE_BOOT = (
     "bootstrap: asymptotic, invalid when the true divergence is 0 and valid order by order "
@@ -67,6 +72,21 @@ def _bootstrap_audit(
     n_resamples = check_positive_int("n_resamples", n_resamples)
     check_memory(
         16.0 * n_resamples * 2 * len(part), f"the RDP bootstrap with n_resamples={n_resamples}"
+    )
+    queries = data.c1.size // max(data.c1.shape[-1], 1)
+    a = data.lam.size
+    check_memory(  # the statistic's (R, A) bound and its intermediates, per query
+        32.0 * n_resamples * a * len(part),
+        f"the RDP bootstrap with n_resamples={n_resamples} at orders=<{a} orders>",
+    )
+    check_work(
+        float(queries) * n_resamples * a * len(part),
+        MAX_RDP_BOOTSTRAP_WORK,
+        f"the RDP bootstrap of {queries} queries with n_resamples={n_resamples} at "
+        f"orders=<{a} orders> over {len(part)} cells",
+        "terms",
+        "lower n_resamples or pass fewer orders, or raise "
+        "dpaudit.bounds._rdp_bootstrap.MAX_RDP_BOOTSTRAP_WORK",
     )
     check_rng(rng)
     report = check_progress(progress)

@@ -30,6 +30,17 @@ not a valid lower bound at the nominal level. Every sweep here returns, clearly 
 * ``epsilons`` / ``uncorrected_max_epsilon`` — the per-point bounds at the nominal level on
   all canaries and their maximum: what the papers report, labelled *uncorrected* (not valid).
 
+**Refinement** (``refine=True``, guess-count sweeps): the best guess count — the number
+Mahloujifar, Melis & Chaudhuri (2024, arXiv:2410.22235, Table 1) report — can sit between
+the points of a coarse grid, so the sweep also evaluates every guess count between the
+neighbours of the best coarse point (:func:`refine_values`). That second stage is chosen on
+the data, so a union bound over the coarse grid does not pay for it: with refinement the
+valid bound must come from a :class:`~dpaudit.bounds.Split` or
+:class:`~dpaudit.bounds.MultiSplit`, where *both* stages run on the selection part and the
+chosen count (rescaled) is tested once at ``1 − β`` on the held-out part; Bonferroni and
+Explicit refuse it. For Bonferroni, a fixed grid dense at every scale
+(:func:`geometric_guess_counts`, log-spaced) is the data-independent alternative.
+
 This module holds the result type and the driver; each bound defines its game (how a sweep
 point turns into guesses and a bound) next to the bound itself. The Bonferroni maximum is
 found without evaluating every point exactly: each point has a cheap upper bound and points
@@ -49,6 +60,7 @@ from dpaudit._results import ConfidenceInterval, ResultMixin, SelectionRecord
 from dpaudit._typing import ArrayLike, Progress, ProgressLike, RngLike
 from dpaudit._validate import (
     check_array,
+    check_flag,
     check_memory,
     check_positive_int,
     check_progress,
@@ -68,7 +80,10 @@ from dpaudit.bounds._selection import (
     split_indices,
 )
 
-__all__ = ["SweepResult", "default_guess_counts"]
+__all__ = ["SweepResult", "default_guess_counts", "geometric_guess_counts"]
+
+#: Most points of the fine grid that :func:`refine_values` adds around the best coarse point.
+REFINE_MAX_POINTS = 256
 
 _UNCORRECTED_NOTE = (
     "uncorrected_max_epsilon is the maximum over the sweep at the nominal confidence level "
@@ -107,7 +122,8 @@ class SweepResult(ResultMixin):
         split_fraction: fraction of canaries used for selection (split, multi-split).
         seed: integer seed of the split (of the seeds of the splits, multi-split).
         selection_epsilons: per-point bounds on the selection part (split; multi-split: of
-            the lower-middle split).
+            the lower-middle split); None for a refined sweep (``refine=True``), whose
+            selection grid is the selection part's own coarse + fine grid.
         mus: per-point largest rejected μ on all canaries, uncorrected (f-DP only).
         mu: the μ behind ``epsilon`` (f-DP only).
         uncorrected_note: what ``uncorrected_max_epsilon`` is and is not.
@@ -175,6 +191,67 @@ def default_guess_counts(num_canaries: int, max_points: int | None = None) -> np
     if num_canaries < 10:
         return np.array([num_canaries], dtype=np.int64)
     return np.arange(step, num_canaries + 1, step, dtype=np.int64)
+
+
+def geometric_guess_counts(
+    num_canaries: int, num_points: int = 256, min_count: int = 1
+) -> np.ndarray:
+    """A data-independent guess-count grid, log-spaced from ``min_count`` to ``num_canaries``.
+
+    ``round(min_count·(m/min_count)^(t/(P−1)))`` for t = 0, …, P−1, deduplicated: dense where
+    guess counts are small (consecutive points differ by a factor ``(m/min_count)^(1/(P−1))``,
+    1.046 for m = 10⁵ and P = 256), where the linear grid of :func:`default_guess_counts`
+    (steps of m/500) is coarse. Fixed before the data are seen, so a Bonferroni selection over
+    it is valid; for the best guess count of the paper metric (Mahloujifar, Melis & Chaudhuri
+    2024, arXiv:2410.22235, Table 1, which reports the best over the guess counts) refine it
+    near its optimum with ``refine=True`` in the sweeps (:func:`refine_values`).
+
+    Args:
+        num_canaries: m ≥ 1.
+        num_points: P ≥ 1 (before deduplication; fewer when m is small).
+        min_count: smallest guess count, in [1, m].
+
+    Returns:
+        Sorted unique int64 guess counts in [min_count, m], ending at m.
+
+    Raises:
+        TypeError, ValueError: non-positive integers, or ``min_count > num_canaries``.
+
+    Example:
+        >>> geometric_guess_counts(1000, 8).tolist()
+        [1, 3, 7, 19, 52, 139, 373, 1000]
+    """
+    m = check_positive_int("num_canaries", num_canaries)
+    points = check_positive_int("num_points", num_points)
+    low = check_positive_int("min_count", min_count)
+    if low > m:
+        raise ValueError(f"min_count must be at most num_canaries={m}, got {low}")
+    check_memory(8.0 * points, f"geometric_guess_counts with num_points={points}")
+    if points == 1:
+        return np.array([m], dtype=np.int64)
+    grid = np.rint(np.geomspace(low, m, points)).astype(np.int64)
+    return np.unique(np.clip(grid, low, m))
+
+
+def refine_values(values: np.ndarray, eps: np.ndarray, n: int) -> np.ndarray:
+    """The fine grid around the best point of a coarse guess-count sweep.
+
+    Every integer strictly between the neighbours of ``argmax(eps)`` in ``values`` (1 or
+    ``n`` at the ends), thinned evenly to at most :data:`REFINE_MAX_POINTS`, minus the coarse
+    points. Data-dependent: the points it returns are chosen on the data ``eps`` was computed
+    from, so a valid bound must pay for the coarse *and* fine stages together (a split does:
+    both stages run on the selection part only).
+    """
+    j = int(np.argmax(eps))
+    lo = int(values[j - 1]) + 1 if j > 0 else 1
+    hi = int(values[j + 1]) - 1 if j + 1 < values.size else n
+    if hi < lo:
+        return np.zeros(0, dtype=np.int64)
+    if hi - lo + 1 > REFINE_MAX_POINTS:
+        fine = np.unique(np.rint(np.linspace(lo, hi, REFINE_MAX_POINTS)).astype(np.int64))
+    else:
+        fine = np.arange(lo, hi + 1, dtype=np.int64)
+    return np.setdiff1d(fine, values)
 
 
 def check_guess_counts(guess_counts: ArrayLike | None, m: int, name: str = "guess_counts"):
@@ -316,15 +393,57 @@ class _Valid:
     seed: int | None = None
 
 
+def _refined(
+    game: SweepGame, idx: np.ndarray | None, vals: np.ndarray, n: int, report: Progress
+) -> tuple[np.ndarray, np.ndarray]:
+    """Coarse sweep on the canaries ``idx``, then the fine grid of :func:`refine_values`.
+
+    Returns the union of both grids (sorted) and the bound at each point; both stages see
+    only the canaries ``idx``. The f-DP game's per-point μ (``game.mus``, all canaries) is
+    kept in the same order.
+    """
+    eps = game.all_eps(idx, vals, n, report)
+    coarse_mus = getattr(game, "mus", None) if idx is None else None
+    fine = refine_values(vals, eps, n)
+    if fine.size == 0:
+        return vals, eps
+    eps_fine = game.all_eps(idx, fine, n, _quiet)
+    order = np.argsort(np.concatenate([vals, fine]), kind="stable")
+    if coarse_mus is not None:
+        game.mus = np.concatenate([coarse_mus, game.mus])[order]
+    return np.concatenate([vals, fine])[order], np.concatenate([eps, eps_fine])[order]
+
+
 def _split_bound(
-    game: SweepGame, values: np.ndarray, fraction: float, level: float, rng: RngLike
+    game: SweepGame,
+    values: np.ndarray,
+    fraction: float,
+    level: float,
+    rng: RngLike,
+    refine: bool = False,
 ) -> _Valid:
-    """Choose the sweep value on a random part of the canaries, bound it on the rest."""
+    """Choose the sweep value on a random part of the canaries, bound it on the rest.
+
+    With ``refine`` the choice is two-stage — the coarse grid (rescaled), then the fine grid
+    of :func:`refine_values` around its best point — and both stages use the selection part
+    only, so the test part's bound at level ``1 − β`` pays for the whole refinement.
+    """
     gen, seed = selection_generator(rng)
     sel_idx, test_idx = (np.sort(p) for p in split_indices(game.n, fraction, gen, "canaries"))
     scale = game.scale
     vals_sel = _scaled(values, sel_idx.size, game.n) if scale else values
     vals_test = _scaled(values, test_idx.size, game.n) if scale else values
+    if refine:
+        cand = np.unique(vals_sel[vals_sel >= 1])
+        if cand.size == 0:
+            cand = np.array([1], dtype=np.int64)
+        cand, cand_eps = _refined(game, sel_idx, cand, sel_idx.size, _quiet)
+        chosen = int(cand[int(np.argmax(cand_eps))])
+        test_k = int(np.rint(chosen * (test_idx.size / sel_idx.size)))
+        test_val = np.array([min(max(test_k, 1), test_idx.size)], dtype=np.int64)
+        out = game.outcome(test_idx, test_val, 1.0 - level, test_idx.size)
+        value = float(np.rint(chosen * (game.n / sel_idx.size)))
+        return _Valid(out, value, level, test_idx.size, None, seed)
     usable = vals_sel >= 1 if scale else np.ones(values.size, dtype=bool)
     sel_eps = np.zeros(values.size)
     sel_eps[usable] = game.all_eps(sel_idx, vals_sel[usable], sel_idx.size, _quiet)
@@ -337,13 +456,18 @@ def _split_bound(
 
 
 def _multi_split_bound(
-    game: SweepGame, values: np.ndarray, sel: MultiSplit, level: float, rng: RngLike
+    game: SweepGame,
+    values: np.ndarray,
+    sel: MultiSplit,
+    level: float,
+    rng: RngLike,
+    refine: bool = False,
 ) -> _Valid:
     """The median of ``sel.num_splits`` split bounds, each a split at level ``1 − β/2``."""
     half = multi_split_level(level)
     seeds, seed = multi_split_seeds(sel.num_splits, rng)
     split_game = dataclasses.replace(game, level=half)
-    runs = [_split_bound(split_game, values, sel.fraction, half, s) for s in seeds]
+    runs = [_split_bound(split_game, values, sel.fraction, half, s, refine) for s in seeds]
     eps, j = median_of_splits([r.out.eps for r in runs])
     rep = runs[j]
     out = dataclasses.replace(rep.out, eps=eps)
@@ -361,32 +485,54 @@ def run_sweep(
     selection: Selection | str,
     rng: RngLike,
     progress: ProgressLike,
+    refine: bool = False,
 ) -> SweepResult:
     """Run a sweep: all points uncorrected, and the valid bound paid for by ``selection``.
 
     ``grid`` is the sweep grid argument (None: ``Bonferroni.candidates`` or the game's
     default), checked by ``game.check_grid``, as is the value of an :class:`Explicit`
     selection.
+
+    ``refine`` (guess-count sweeps, :class:`Split` or :class:`MultiSplit` only) adds the fine
+    grid of :func:`refine_values` around the best point: on all canaries for the uncorrected
+    maximum (the best guess count, the papers' metric) and, for the valid bound, on the
+    selection part only (the split pays for both stages). Bonferroni and Explicit refuse it:
+    the fine grid depends on the data, so a union bound over the coarse grid does not pay for
+    it — use a fixed grid dense where it matters (:func:`geometric_guess_counts`) instead.
     """
     check_rng(rng)
     selection = as_selection(selection)
+    refine = check_flag("refine", refine)
+    if refine:
+        if game.parameter != "num_guesses":
+            raise ValueError(f"refine applies to guess-count sweeps, not to {game.parameter}")
+        if not isinstance(selection, (Split, MultiSplit)):
+            raise ValueError(
+                "refine=True chooses the fine grid on the data, which only a Split or "
+                f"MultiSplit selection pays for; got {type(selection).__name__} (use a fixed "
+                "grid such as geometric_guess_counts with Bonferroni instead)"
+            )
     values = sweep_grid(grid, selection, game.check_grid)
     if isinstance(selection, Explicit):
         fixed = game.check_grid([selection.value], "selection.value")
     report = check_progress(progress)
     level = game.level
     beta = 1.0 - level
+    coarse = values  # the split refines on its selection part from the coarse grid alone
+    if refine:
+        values, eps_all = _refined(game, None, coarse, game.n, report)
+    else:
+        eps_all = game.all_eps(None, values, game.n, report)
     ng_all, nc_all = game.counts(None, values)
-    eps_all = game.all_eps(None, values, game.n, report)
     j_unc = int(np.argmax(eps_all))
     g = values.size
     if isinstance(selection, Bonferroni):
         out = game.outcome(None, values, beta / g, game.n)
         valid = _Valid(out, float(values[out.index]), 1.0 - beta / g, game.n)
     elif isinstance(selection, Split):
-        valid = _split_bound(game, values, selection.fraction, level, rng)
+        valid = _split_bound(game, coarse, selection.fraction, level, rng, refine)
     elif isinstance(selection, MultiSplit):
-        valid = _multi_split_bound(game, values, selection, level, rng)
+        valid = _multi_split_bound(game, coarse, selection, level, rng, refine)
     elif isinstance(selection, Explicit):
         valid = _Valid(game.outcome(None, fixed, beta, game.n), float(fixed[0]), level, game.n)
     else:

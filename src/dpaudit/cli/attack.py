@@ -12,7 +12,8 @@ Ensemble Private Learning" (arXiv:2209.10732). Three modes:
   (:func:`dpaudit.attacks.audit_remote_extraction`); prints the estimate and the ε the
   service's ledger charged the key (``--json``: the AuditResult). The key may come from the
   ``DPAUDIT_API_KEY`` environment variable instead (keeps it out of the process list).
-* ``--config vote_leakage_mnist [--out DIR]`` (a shipped config by name, or a TOML file): the
+* ``--config vote_leakage_mnist [--out DIR]`` (a shipped config by name, or a TOML file; an
+  empty file is refused rather than run as every default): the
   whole reproduction (:func:`dpaudit.experiments.vote_leakage.pipeline.run_vote_leakage`), writing
   ``results.json`` (the :class:`~dpaudit._results.AuditResult`) and PNG plots
   (:func:`dpaudit.report.write_vote_leakage_report`); ``--json`` prints the AuditResult.
@@ -67,6 +68,30 @@ def _render_simulated(console, r) -> None:
         console.print("[yellow]warning: the optimiser did not fully converge[/yellow]")
 
 
+def _refuse_empty_config(config: str) -> None:
+    """Refuse a config file that sets nothing.
+
+    An empty TOML would silently mean every default, i.e. the whole MNIST reproduction (minutes
+    of work); that is almost always a wrong or truncated file, so it is refused before any work.
+    The defaults are one explicit name away: ``--config vote_leakage_mnist``, or
+    ``dpaudit audit vote-leakage`` (its flags are generated from ``VoteLeakageConfig``).
+    """
+    from dpaudit._settings import _toml, find_config
+
+    path = find_config(config)
+    try:
+        table = _toml.loads(path.read_text())
+    except _toml.TOMLDecodeError:
+        return  # the loader reports the syntax error with its location
+    if not table:
+        raise ValueError(
+            f"config file {str(path)!r} sets no option; an empty config is refused rather than "
+            "run as the full default reproduction (minutes). Give the settings to change, "
+            "the shipped config by name (--config vote_leakage_mnist), or use "
+            "`dpaudit audit vote-leakage` with its flags"
+        )
+
+
 def _reproduction(config: str, out: str | None, json_: bool) -> None:
     """Run the reproduction, write its report, print the tables or the AuditResult."""
     from dpaudit.cli._options import check_out
@@ -74,6 +99,7 @@ def _reproduction(config: str, out: str | None, json_: bool) -> None:
     from dpaudit.report.vote_leakage import render_vote_leakage, write_vote_leakage_report
 
     try:
+        _refuse_empty_config(config)
         cfg = load_vote_leakage_config(config)
     except (OSError, ValueError, TypeError) as exc:
         fail(f"--config: {exc}")

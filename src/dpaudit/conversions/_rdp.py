@@ -48,7 +48,8 @@ class DPConversion(ResultMixin):
     Attributes:
         epsilon: the converted ε (``inf`` when no order gives a finite value).
         delta: the δ used (or found, for :func:`dp_to_delta`).
-        order: the Rényi order at which the minimum is attained (``nan`` if none).
+        order: the Rényi order at which the minimum is attained (``inf`` if none: no order
+            gives a finite ε, or a δ below 1).
         conversion: ``"standard"`` or ``"balle2020"``.
     """
 
@@ -89,7 +90,7 @@ def rdp_to_dp(
 
     Returns:
         :class:`DPConversion` with the smallest ε over the orders and the order attaining it
-        (``epsilon = inf`` and ``order = nan`` when no order gives a finite ε).
+        (``epsilon = inf`` and ``order = inf`` when no order gives a finite ε).
 
     Raises:
         ValueError: orders ≤ 1, mismatched shapes, negative ρ, δ outside (0, 1).
@@ -117,7 +118,7 @@ def rdp_to_dp(
         # as δ > √(−expm1(−ρ)) (≥ TV) so that δ² cannot underflow (δ < 1e-154 with ρ = 0).
         eps = np.where(delta > np.sqrt(-np.expm1(-rho)), 0.0, eps)
     if not np.any(np.isfinite(eps)):
-        return DPConversion(math.inf, delta, math.nan, conversion)
+        return DPConversion(math.inf, delta, math.inf, conversion)
     idx = int(np.argmin(eps))
     return DPConversion(max(0.0, float(eps[idx])), delta, float(lam[idx]), conversion)
 
@@ -139,7 +140,7 @@ def dp_to_delta(
     The closed forms skip λ ≤ 1.01 and infinite ρ, as :func:`rdp_to_dp` does, so the two are
     inverse within each conversion: δ(ε) is the infimum of the δ ∈ (0, 1) for which
     ``rdp_to_dp(orders, rdp, δ).epsilon ≤ ε`` (any larger δ gives ≤ ε, any smaller one > ε).
-    δ is capped at 1 (1 with ``order = nan`` when no order gives a bound).
+    δ is capped at 1 (1 with ``order = inf`` when no order gives a bound).
 
     Args:
         orders: Rényi orders λ > 1 (1-d).
@@ -179,7 +180,7 @@ def dp_to_delta(
         if conversion == "balle2020":
             log_delta = np.fmin(log_delta, 0.5 * np.log(-np.expm1(-rho)))
     if not np.any(log_delta < np.inf):
-        return DPConversion(epsilon, 1.0, math.nan, conversion)
+        return DPConversion(epsilon, 1.0, math.inf, conversion)
     idx = int(np.argmin(log_delta))
     delta = math.exp(min(0.0, float(log_delta[idx])))
     return DPConversion(epsilon, delta, float(lam[idx]), conversion)

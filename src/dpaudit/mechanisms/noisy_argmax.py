@@ -69,6 +69,8 @@ from dpaudit._validate import (
     check_positive,
     check_positive_int,
     check_votes,
+    check_work,
+    memory_cap,
 )
 from dpaudit.engine import DEFAULT_ENGINE_BLOCK_SIZE, run_blocks
 from dpaudit.mechanisms import _joint
@@ -96,11 +98,82 @@ __all__ = [
 #: ``SeedSequence(seed).spawn``, so results depend only on (seed, n, block_size).
 DEFAULT_BLOCK_SIZE = DEFAULT_ENGINE_BLOCK_SIZE
 
+#: Largest shared-grid quadrature one call may take: histograms × classes × nodes per class
+#: (at least ~50, more for many classes; ~10–25 ns each, so ~10–25 s). Raise
+#: ``dpaudit.mechanisms.noisy_argmax.MAX_QUADRATURE_NODES`` to allow larger batches.
+MAX_QUADRATURE_NODES = 10**9
+#: Largest per-class quadrature (the exact fallback and the Jacobian): entries × (classes − 1)
+#: offsets, ~5–10 µs each (~20 s). Raise
+#: ``dpaudit.mechanisms.noisy_argmax.MAX_PER_CLASS_OFFSETS`` to allow more.
+MAX_PER_CLASS_OFFSETS = 2 * 10**6
+#: Largest Monte-Carlo work of :func:`sample_argmax_counts`: draws × histograms × classes
+#: (~1–10 ns each). Raise ``dpaudit.mechanisms.noisy_argmax.MAX_SAMPLE_DRAWS`` to allow more.
+MAX_SAMPLE_DRAWS = 4 * 10**9
+
+
+def shared_grid_nodes(num_classes: int) -> int:
+    """A lower bound on the shared-grid quadrature nodes per class (see ``_quadrature``)."""
+    h = quad.SHARED_STEP / math.sqrt(max(1.0, num_classes / 10.0))
+    return 4 * math.ceil(2.0 * quad.SHARED_TAIL / (4.0 * h)) + 1
+
+
+def check_quadrature_work(num_histograms: int, num_classes: int, what: str) -> None:
+    """Refuse, before any allocation, noisy-argmax probabilities of too many histograms.
+
+    The estimate is ``num_histograms × num_classes × nodes`` (:func:`shared_grid_nodes`),
+    checked against :data:`MAX_QUADRATURE_NODES`; ``what`` names the argument.
+    """
+    check_work(
+        float(num_histograms) * num_classes * shared_grid_nodes(num_classes),
+        MAX_QUADRATURE_NODES,
+        what,
+        "quadrature nodes",
+        "pass fewer histograms or classes, or raise "
+        "dpaudit.mechanisms.noisy_argmax.MAX_QUADRATURE_NODES",
+    )
+
+
+def _check_per_class_work(num_entries: int, num_classes: int) -> None:
+    check_work(
+        float(num_entries) * max(num_classes - 1, 1),
+        MAX_PER_CLASS_OFFSETS,
+        f"the per-class noisy-argmax quadrature of votes with {num_entries} entries of "
+        f"C={num_classes} classes",
+        "class offsets",
+        "pass fewer histograms or classes, or raise "
+        "dpaudit.mechanisms.noisy_argmax.MAX_PER_CLASS_OFFSETS",
+    )
+
+
+def _check_draws(n: int, num_entries: int, what: str) -> None:
+    check_work(
+        float(n) * num_entries,
+        MAX_SAMPLE_DRAWS,
+        what,
+        "class draws",
+        "draw fewer, use sample_argmax_counts_exact (O(C) whatever n), or raise "
+        "dpaudit.mechanisms.noisy_argmax.MAX_SAMPLE_DRAWS",
+    )
+
+
+def _check_batch(arr: np.ndarray) -> None:
+    """Refuse, before the centred copies, a batch whose copies or quadrature are too large."""
+    c = arr.shape[-1]
+    b = arr.size // max(c, 1)
+    what = f"noisy-argmax probabilities of votes with shape {arr.shape}"
+    check_memory(24.0 * arr.size, what)  # the centred and standardised copies, the output
+    if 32.0 * c * shared_grid_nodes(c) > memory_cap():
+        # One histogram's grid is over the memory cap: the quadrature refuses it with the
+        # exact (data-dependent) node count, after O(B·C) work on the copies checked above.
+        return
+    check_quadrature_work(b, c, what)
+
 
 def _centre(votes: ArrayLike, sigma: float) -> tuple[np.ndarray, float, tuple[int, ...]]:
     """Validated ``(votes − max votes, σ, shape)`` with the differences as (B, C)."""
     arr = check_votes("votes", votes)
     s = check_positive("sigma", sigma)
+    _check_batch(arr)
     return _centred(arr), s, arr.shape
 
 
@@ -156,6 +229,7 @@ def _log_q_standardised(
 def _offsets(v: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     """d[m, :] = v_i − v_j over j ≠ i for the (row, class) pairs given."""
     c = v.shape[1]
+    _check_per_class_work(rows.size, c)
     quad.check_offsets_memory(rows.size, c)
     vi = v[rows, cols]
     others = np.ones((rows.size, c), dtype=bool)
@@ -179,7 +253,10 @@ def log_argmax_probabilities(votes: ArrayLike, sigma: float) -> FloatArray:
         beyond any double (a class more than ~1e154 σ below the top).
 
     Raises:
-        ValueError: σ ≤ 0 or NaN, non-finite votes, fewer than two classes, empty input.
+        ValueError: σ ≤ 0 or NaN, non-finite votes, fewer than two classes, empty input, or
+            more quadrature than :data:`MAX_QUADRATURE_NODES` (histograms × classes × ~50
+            nodes) or, for entries the shared grid cannot resolve, than
+            :data:`MAX_PER_CLASS_OFFSETS`.
         TypeError: non-numeric input.
 
     Example:
@@ -231,6 +308,7 @@ def argmax_probabilities_jacobian(votes: ArrayLike, sigma: float) -> tuple[Float
     v, shape = _standardise(votes, sigma)
     s = float(sigma)
     b, c = v.shape
+    _check_per_class_work(b * c, c)  # every entry takes the per-class quadrature here
     rows = np.repeat(np.arange(b), c)
     cols = np.tile(np.arange(c), b)
     # Classes more than DEEP_GAP below the top have Q_i = 0 and ∂Q_i/∂H = 0 in double
@@ -614,7 +692,9 @@ def sample_argmax_counts(
         int64 counts of shape ``votes.shape``; each histogram's counts sum to ``n``.
 
     Raises:
-        ValueError, TypeError: bad votes, σ, n, block size, backend or device.
+        ValueError, TypeError: bad votes, σ, n, block size, backend or device, or
+            ``n × votes.size`` above :data:`MAX_SAMPLE_DRAWS` (use
+            :func:`sample_argmax_counts_exact` for huge n).
 
     Example:
         >>> sample_argmax_counts([200, 30, 20], 40, 1000, rng=0).sum()
@@ -623,6 +703,11 @@ def sample_argmax_counts(
     kernel = ArgmaxBlock(votes, sigma, backend=backend, device=device)
     n = check_nonneg_int("n", n)
     block_size = check_positive_int("block_size", block_size)
+    _check_draws(
+        n,
+        kernel.votes.size,
+        f"sample_argmax_counts with n={n} draws of votes with shape {kernel.shape}",
+    )
     if n == 0:
         as_seed_sequence(rng)  # validates rng (and advances a Generator, as for n > 0)
         return np.zeros(kernel.shape, dtype=np.int64)
@@ -658,7 +743,8 @@ def sample_argmax_counts_from(
 
     Raises:
         TypeError: ``histogram_sampler`` is not callable.
-        ValueError: the sampler returns the wrong shape or non-finite values.
+        ValueError: the sampler returns the wrong shape or non-finite values, or ``2n`` is
+            above :data:`MAX_SAMPLE_DRAWS`.
 
     Example:
         >>> def fixed(gen, size):
@@ -668,6 +754,8 @@ def sample_argmax_counts_from(
     """
     n = check_nonneg_int("n", n)
     block_size = check_positive_int("block_size", block_size)
+    # C ≥ 2 classes per experiment: the estimate is a lower bound until the sampler runs.
+    _check_draws(n, 2, f"sample_argmax_counts_from with n={n} experiments")
     kernel = NoisyArgmaxBlock(histogram_sampler, sigma, chunk=block_size)
     if n == 0:
         as_seed_sequence(rng)  # validates rng (and advances a Generator, as for n > 0)

@@ -36,6 +36,7 @@ from dpaudit._validate import (
     check_positive,
     check_positive_int,
     check_real,
+    check_work,
 )
 
 __all__ = [
@@ -353,14 +354,14 @@ def _check_labels(label: ArrayLike, c: int) -> np.ndarray:
     if not np.all(arr == np.round(arr)):
         raise ValueError(f"label must contain integers, got {label!r}")
     if np.any((arr < 0) | (arr >= c)):
-        raise ValueError(f"label must be in [0, {c}), got {label!r}")
+        raise ValueError(f"label must be in [0, num_classes={c}), got {label!r}")
     return arr.astype(np.int64)
 
 
 def _check_label(label: object, c: int) -> int:
     out = check_nonneg_int("label", label)
     if out >= c:
-        raise ValueError(f"label must be in [0, {c}), got {out}")
+        raise ValueError(f"label must be in [0, num_classes={c}), got {out}")
     return out
 
 
@@ -431,6 +432,11 @@ def sample_randomized_response_counts(
     return gen.multinomial(n, probs / probs.sum()).astype(np.int64)
 
 
+#: Most orders :func:`randomized_response_renyi` evaluates (one Python step each, ~20 µs).
+#: Raise ``dpaudit.mechanisms.simple.MAX_RR_ORDERS`` to allow longer order grids.
+MAX_RR_ORDERS = 100_000
+
+
 def randomized_response_renyi(orders: ArrayLike, *, num_classes: int, epsilon: float) -> FloatArray:
     """Exact Rényi divergence between RR outputs on two different labels.
 
@@ -453,6 +459,13 @@ def randomized_response_renyi(orders: ArrayLike, *, num_classes: int, epsilon: f
         array([0.735326, 1.      ])
     """
     lam = check_orders(orders, allow_one=True, allow_inf=True)
+    check_work(
+        lam.size,
+        MAX_RR_ORDERS,
+        f"randomized_response_renyi at orders=<{lam.size} orders>",
+        "orders",
+        "raise dpaudit.mechanisms.simple.MAX_RR_ORDERS",
+    )
     c, eps, log_p, log_q = _rr_params(num_classes, epsilon)
     out = np.empty_like(lam)
     for i, a in enumerate(lam):

@@ -157,7 +157,7 @@ class ConfidentGNMax(_AnswerMixin):
     Unanswered → :data:`ABSTAIN`.
 
     Attributes:
-        threshold: T (real; typically a vote count).
+        threshold: T ≥ 0 (real; typically a vote count).
         sigma1: threshold-step noise σ1 > 0.
         sigma2: answer-step noise σ2 > 0.
     """
@@ -167,7 +167,10 @@ class ConfidentGNMax(_AnswerMixin):
     sigma2: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "threshold", check_real("threshold", self.threshold))
+        threshold = check_real("threshold", self.threshold)
+        if threshold < 0:  # a vote count: a negative one answers every query
+            raise ValueError(f"threshold must be non-negative, got {threshold}")
+        object.__setattr__(self, "threshold", threshold)
         object.__setattr__(self, "sigma1", check_positive("sigma1", self.sigma1))
         object.__setattr__(self, "sigma2", check_positive("sigma2", self.sigma2))
 

@@ -342,7 +342,7 @@ def run_lidp_gaussian(
         sigma: noise standard deviation σ > 0 of the sum query (paper: σ² = 4.62 ↔ ε = 2).
         dim: dimension d ≥ 1 (paper: up to 10⁶; the cost does not depend on d).
         num_canaries: k ≥ 1 canaries per run for the LiDP audit (≥ 4 for ``wilson4``).
-        num_runs: audited runs per audit and repetition, n ≥ 1.
+        num_runs: audited runs per audit and repetition, n ≥ 10 (``settings.MIN_RUNS``).
         num_repetitions: independent repetitions averaged (paper: 25).
         num_tuning_runs: separate tuning runs per audit and repetition (default ``num_runs``).
         target_epsilon: ε both audits must reach (default: the mean 1-canary bound with all

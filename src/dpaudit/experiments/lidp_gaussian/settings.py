@@ -26,6 +26,14 @@ __all__ = ["LiDPGaussianSettings"]
 _METHODS = ("wilson1", "wilson2", "wilson4")
 _VARIANCES = ("reference", "exact")
 
+#: Fewest audited (and tuning) runs the experiment accepts. τ is tuned among thresholds
+#: between the 10 % and 90 % quantiles of the tuning statistics
+#: (:func:`~dpaudit.experiments.lidp_gaussian.protocol._tune`), which needs at least 10 runs
+#: for either quantile to leave the sample's extremes, and the default run grid starts at
+#: 10 runs (:func:`~dpaudit.experiments.lidp_gaussian.protocol._default_grid`). With fewer,
+#: the tuned τ and the runs-needed curve are degenerate (one run: one statistic per audit).
+MIN_RUNS = 10
+
 
 @dataclasses.dataclass(frozen=True)
 class LiDPGaussianSettings(ResultMixin):
@@ -40,7 +48,7 @@ class LiDPGaussianSettings(ResultMixin):
     sigma: float = option(2.149, help="noise standard deviation σ of the sum query")
     dim: int = option(10**6, help="dimension d of the sum query")
     num_canaries: int = option(16, help="canaries per run k of the LiDP audit", flag="--canaries")
-    num_runs: int = option(1000, help="audited runs per audit and repetition", flag="--runs")
+    num_runs: int = option(1000, help="audited runs per audit and repetition (≥ 10)", flag="--runs")
     num_repetitions: int = option(20, help="independent repetitions averaged", flag="--repetitions")
     num_tuning_runs: int | None = option(
         None, help="separate threshold-tuning runs (none: as many as --runs)", flag="--tuning-runs"
@@ -66,12 +74,13 @@ class LiDPGaussianSettings(ResultMixin):
         k = check_positive_int("num_canaries", self.num_canaries)
         put(self, "num_canaries", k)
         n = check_positive_int("num_runs", self.num_runs)
+        _check_min_runs("num_runs", n)
         put(self, "num_runs", n)
         put(self, "num_repetitions", check_positive_int("num_repetitions", self.num_repetitions))
         if self.num_tuning_runs is not None:
-            put(
-                self, "num_tuning_runs", check_positive_int("num_tuning_runs", self.num_tuning_runs)
-            )
+            n_tune = check_positive_int("num_tuning_runs", self.num_tuning_runs)
+            _check_min_runs("num_tuning_runs", n_tune)
+            put(self, "num_tuning_runs", n_tune)
         if self.target_epsilon is not None:
             target = check_real("target_epsilon", self.target_epsilon)
             if not (0.0 < target < math.inf):
@@ -96,3 +105,12 @@ class LiDPGaussianSettings(ResultMixin):
     def tuning_runs(self) -> int:
         """Tuning runs per audit and repetition (``num_tuning_runs`` or ``num_runs``)."""
         return self.num_runs if self.num_tuning_runs is None else self.num_tuning_runs
+
+
+def _check_min_runs(name: str, value: int) -> None:
+    if value < MIN_RUNS:
+        raise ValueError(
+            f"{name} must be at least {MIN_RUNS} (τ is tuned between the 10 % and 90 % "
+            f"quantiles of the runs' statistics and the run grid starts at {MIN_RUNS}), "
+            f"got {value}"
+        )
