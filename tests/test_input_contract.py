@@ -366,6 +366,7 @@ BASELINES: dict[str, dict[str, Any]] = {
     },
     "bounds.one_run_sweep": {"scores": SCORES, "included": INCLUDED, "rng": 0},
     "bounds.clopper_pearson_real": {"x": 2.5, "n": 10.0},
+    "bounds.geometric_guess_counts": {"num_canaries": 100},
     "bounds.gdp_from_error_rates": {"tpr_lower": 0.8, "fpr_upper": 0.3, "delta": 1e-5},
     "bounds.MultiSplit": {"num_splits": 5, "fraction": 0.5},
     "bounds.selection_from_name": {"selection": "multi-split", "num_splits": 5},
