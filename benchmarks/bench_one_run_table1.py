@@ -1,6 +1,6 @@
-"""Benchmark: the idealised one-run table of Mahloujifar, Melis & Chaudhuri (issue 27, item 6).
+"""Benchmark: the idealised one-run table of Mahloujifar, Melis & Chaudhuri (Table 1).
 
-Setting (issue 27, "Why"; Mahloujifar, Melis & Chaudhuri 2024, arXiv:2410.22235, Table 1):
+Setting (Mahloujifar, Melis & Chaudhuri 2024, arXiv:2410.22235, Table 1):
 m = 10⁵ canaries, each included independently with probability ½; a member's score is drawn
 from N(1, σ²), a non-member's from N(0, σ²) (the Gaussian mechanism with sensitivity 1, i.e.
 μ = 1/σ Gaussian DP); δ = 10⁻⁵, confidence 95 %; σ ∈ {0.5, 1, 2}; mean over 5 seeds. The
@@ -23,7 +23,7 @@ Columns, per σ and bound:
   refinement: a data-dependent fine grid is not paid for by a union bound).
 
 The published values: only the f-DP column at σ = 0.5 and σ = 1 was available to us (8.16
-and 3.61, as quoted in issue 27 from Table 1); the other entries are ``None`` and print as
+and 3.61, from Table 1); the other entries are ``None`` and print as
 "n/a" until filled in from the paper.
 
 Run: ``python benchmarks/bench_one_run_table1.py [--brute]`` →
@@ -55,14 +55,14 @@ DELTA = 1e-5
 LEVEL = 0.95
 SIGMAS = (0.5, 1.0, 2.0)
 SEEDS = range(5)
-#: Table 1 of Mahloujifar et al. 2024 as quoted in issue 27; None: not available to us.
+#: Table 1 of Mahloujifar et al. 2024; None: not available to us.
 PUBLISHED = {
     "steinke": {0.5: None, 1.0: None, 2.0: None},
     "fdp": {0.5: 8.16, 1.0: 3.61, 2.0: None},
 }
 PUBLISHED_SOURCE = (
     "Mahloujifar, Melis & Chaudhuri 2024 (arXiv:2410.22235) Table 1, f-DP column at "
-    "sigma = 0.5 and 1 as quoted in issue 27; the Steinke column and sigma = 2 were not "
+    "sigma = 0.5 and 1; the Steinke column and sigma = 2 were not "
     "retrievable here"
 )
 #: Upper end of the brute-force search over every guess count (the optimum lies far below).

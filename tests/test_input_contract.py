@@ -1145,7 +1145,7 @@ def test_contract_fuzzed_numbers(qualname, data):
 
 
 # ---------------------------------------------------------------------------------------------
-# issue 28: oversized requests, inconsistent arguments, degenerate inputs
+# oversized requests, inconsistent arguments, degenerate inputs
 # ---------------------------------------------------------------------------------------------
 
 LABEL_PROBS = np.random.default_rng(0).dirichlet([1.0, 1.0, 1.0], 100)

@@ -12,6 +12,7 @@ from scipy import special, stats
 from dpaudit.bounds import (
     BootstrapInterval,
     SimultaneousIntervals,
+    _bootstrap,
     _intervals,
     bootstrap_counts,
     clopper_pearson,
@@ -444,7 +445,7 @@ def test_bootstrap_bad_input():
         bootstrap_counts(_diff, [[1, 2], [2, 1]], method="BCa", engine="multinomial")
 
 
-# ------------------------------------------------------------------ issue 28
+# ----------------------------------------------------------- refused or computed correctly
 
 
 def test_issue28_count_vectors_of_different_lengths_are_refused():
@@ -479,8 +480,8 @@ def test_issue28_bootstrap_work_is_capped(monkeypatch):
     with pytest.raises(ValueError, match=r"n_resamples=10000 over 4000000 observations.*"):
         bootstrap_counts(_diff, [[10**6, 10**6], [10**6, 10**6]], engine="scipy", n_resamples=10**4)
     assert time.perf_counter() - start < 2.0
-    monkeypatch.setattr(_intervals, "MAX_BOOTSTRAP_WORK", 399)
+    monkeypatch.setattr(_bootstrap, "MAX_BOOTSTRAP_WORK", 399)
     with pytest.raises(ValueError, match=r"4 categories \(engine='multinomial'\).*BOOTSTRAP"):
         bootstrap_counts(_diff, [[60, 40], [45, 55]], engine="multinomial", n_resamples=100)
-    monkeypatch.setattr(_intervals, "MAX_BOOTSTRAP_WORK", 400)
+    monkeypatch.setattr(_bootstrap, "MAX_BOOTSTRAP_WORK", 400)
     bootstrap_counts(_diff, [[60, 40], [45, 55]], engine="multinomial", n_resamples=100)

@@ -1,4 +1,4 @@
-"""Refined guess-count sweeps (issue 27, item 6): the best guess count at every scale.
+"""Refined guess-count sweeps : the best guess count at every scale.
 
 The paper metric of Mahloujifar, Melis & Chaudhuri (2024, arXiv:2410.22235, Table 1) is the
 best bound over the guess counts; ``refine=True`` evaluates a data-independent log-spaced grid

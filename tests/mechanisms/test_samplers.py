@@ -274,7 +274,7 @@ def test_every_thinning_plan_has_the_exact_law(votes, sigma, monkeypatch):
         assert chi2_pvalue(counts, q) > 1e-4, (k, plan.explicit, plan.taus)
 
 
-# ------------------------------------------------------------------ issue 28: work caps
+# ------------------------------------------------------------------------- work caps
 
 
 def test_issue28_huge_n_is_refused_before_any_draw():

@@ -37,10 +37,9 @@ check. The names, by concept:
 from dpaudit._results import ConfidenceInterval
 
 # Intervals
+from dpaudit.bounds._bootstrap import BootstrapInterval, bootstrap_counts
 from dpaudit.bounds._intervals import (
-    BootstrapInterval,
     SimultaneousIntervals,
-    bootstrap_counts,
     clopper_pearson,
     clopper_pearson_arrays,
     clopper_pearson_real,

@@ -24,6 +24,7 @@ from dpaudit._validate import (
     check_work,
     track,
 )
+from dpaudit.bounds._bootstrap import bootstrap_counts
 from dpaudit.bounds._cuts import (
     Counts,
     Partition,
@@ -35,7 +36,6 @@ from dpaudit.bounds._cuts import (
     membership,
     two_cut_partition,
 )
-from dpaudit.bounds._intervals import bootstrap_counts
 
 __all__ = ["rdp_k_cut_bootstrap", "rdp_two_cut_bootstrap"]
 
