@@ -75,6 +75,11 @@ from dpaudit.attacks._qmia import (
     pinball_loss,
     pinball_membership,
 )
+from dpaudit.attacks._whitebox import (
+    GRADIENT_STATISTICS,
+    canary_gradient_scores,
+    simulate_canary_gradients,
+)
 from dpaudit.attacks.adversaries import (
     ADVERSARIES,
     ADVERSARY_NAMES,
@@ -138,6 +143,10 @@ from dpaudit.attacks.remote import (
 )
 
 __all__ = [  # noqa: RUF022 - grouped by concept
+    # White-box canary gradients (DP-SGD)
+    "GRADIENT_STATISTICS",
+    "canary_gradient_scores",
+    "simulate_canary_gradients",
     # label memorization (label DP)
     "DEFAULT_ATTACK_THRESHOLDS",
     "CanaryConfidences",
