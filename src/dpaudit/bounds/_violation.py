@@ -130,7 +130,6 @@ def check_dp_claim(audit: EpsDeltaAudit, *, epsilon: float, delta: float) -> Vio
     tail = 1.0 - audit.interval_level
     core = confusion_core(audit.tp, audit.fn, audit.fp, audit.tn, d, tail, audit.orientation)
     lb = float(core["epsilon"])
-    refuted = lb > eps_c
 
     def refutes(beta: float) -> bool:
         lb_b = epsilon_at_beta(
@@ -138,7 +137,26 @@ def check_dp_claim(audit: EpsDeltaAudit, *, epsilon: float, delta: float) -> Vio
         )
         return lb_b > eps_c
 
-    p = _smallest_beta(refutes)
+    return _dp_check(audit, eps_c, d, lb, _smallest_beta(refutes), "")
+
+
+def _multi_split_dp_check(audit: EpsDeltaAudit, eps_c: float, d: float) -> ViolationCheck:
+    """A median-over-splits audit against a claim at the audit's own δ (no p-value)."""
+    if d != audit.delta:
+        raise ValueError(
+            f"delta must be the audit's delta ({audit.delta:g}) for a multi-split audit (a "
+            f"median over splits holds at its own delta only), got {d:g}"
+        )
+    return _dp_check(
+        audit, eps_c, d, float(audit.epsilon), None, " (median over splits; no p-value)"
+    )
+
+
+def _dp_check(
+    audit: EpsDeltaAudit, eps_c: float, d: float, lb: float, p: float | None, remark: str
+) -> ViolationCheck:
+    """The check of an (ε, δ) claim against lower bound ``lb`` of ``audit``."""
+    refuted = lb > eps_c
     return ViolationCheck(
         refuted=refuted,
         claim="dp",
@@ -155,38 +173,8 @@ def check_dp_claim(audit: EpsDeltaAudit, *, epsilon: float, delta: float) -> Vio
         evidence=audit,
         note=(
             f"(eps={eps_c:g}, delta={d:g})-DP is {'refuted' if refuted else 'not refuted'} at "
-            f"confidence {audit.confidence_level:g}: lower bound {lb:.6g} at delta={d:g}."
-        ),
-    )
-
-
-def _multi_split_dp_check(audit: EpsDeltaAudit, eps_c: float, d: float) -> ViolationCheck:
-    """A median-over-splits audit against a claim at the audit's own δ (no p-value)."""
-    if d != audit.delta:
-        raise ValueError(
-            f"delta must be the audit's delta ({audit.delta:g}) for a multi-split audit (a "
-            f"median over splits holds at its own delta only), got {d:g}"
-        )
-    lb = float(audit.epsilon)
-    refuted = lb > eps_c
-    return ViolationCheck(
-        refuted=refuted,
-        claim="dp",
-        claimed_epsilon=eps_c,
-        claimed_delta=d,
-        lower_bound=lb,
-        margin=lb - eps_c,
-        orders=None,
-        refuted_orders=None,
-        confidence_level=audit.confidence_level,
-        valid=True,
-        p_value=None,
-        method=audit.method,
-        evidence=audit,
-        note=(
-            f"(eps={eps_c:g}, delta={d:g})-DP is {'refuted' if refuted else 'not refuted'} at "
-            f"confidence {audit.confidence_level:g}: lower bound {lb:.6g} at delta={d:g} "
-            "(median over splits; no p-value)."
+            f"confidence {audit.confidence_level:g}: lower bound {lb:.6g} at delta={d:g}"
+            f"{remark}."
         ),
     )
 

@@ -426,14 +426,9 @@ class TeacherEnsembleSystem:
         dropped_mass: float = 0.0,
         q: str = "union",
     ) -> FloatArray:
-        """Claimed RDP of one answered query.
-
-        ``"data-independent"``: :func:`dpaudit.accounting.mechanism_rdp` of the mechanism
-        (Papernot et al. 2018, arXiv:1802.08908, Prop. 8 for GNMax). ``"data-dependent"``: its
-        Thm 6 in expectation over the histograms ``votes`` with ``probabilities`` (and
-        ``dropped_mass`` charged data-independently),
-        :func:`dpaudit.accounting.expected_data_dependent_rdp`.
-        """
+        """Claimed RDP of one answered query:
+        :func:`~dpaudit.systems._protocols.noisy_argmax_query_rdp` of this ensemble's mechanism
+        (Papernot et al. 2018, arXiv:1802.08908, Prop. 8; Thm 6 for the data-dependent one)."""
         return noisy_argmax_query_rdp(
             self.mechanism, orders, analysis=analysis, votes=votes,
             probabilities=probabilities, dropped_mass=dropped_mass, q=q,
