@@ -17,13 +17,18 @@ random-sign canaries per run):
   read from ``benchmarks/results/lidp_dpsgd_gain.json`` if a run recorded it.
 
 The machine's load average is recorded before and after each measurement: this machine is
-shared, and timings scale with the CPU left over.
+shared, and timings scale with the CPU left over. A figure whose 1-minute load average
+exceeded its own workers + 0.5 is marked ``machine_shared`` (another job ran beside it), and
+so is every steady-state and overhead figure derived from such rows: those are not
+quiet-machine figures. Each row also records the engine's chunks and its measured overhead
+(``1 − Σ compute / (workers · wall)``, start-up included).
 
 ``--summarise DIR/results.json "LOAD"`` turns a finished ``dpaudit audit lidp-dp-sgd --config
 lidp-dp-sgd-gain.toml --out DIR`` run into ``benchmarks/results/lidp_dpsgd_gain.json``.
 
-Run: ``python benchmarks/bench_lidp_dpsgd.py [--gain DIR]`` →
-``benchmarks/results/lidp_dpsgd.json`` (``DPAUDIT_BENCH_QUICK=1``: 24 runs per measurement
+Run: ``python benchmarks/bench_lidp_dpsgd.py [--gain DIR] [--out PATH]`` →
+``benchmarks/results/lidp_dpsgd.json``, or ``lidp_dpsgd_shared.json`` when any figure was
+measured while the machine was shared (``DPAUDIT_BENCH_QUICK=1``: 24 runs per measurement
 instead of 96).
 """
 
@@ -71,16 +76,22 @@ def _measure(runs, executor, plan, label: str) -> dict:
     data, out = collect_statistics(runs, plan, rng=7, executor=executor)
     wall = time.perf_counter() - t0
     stats = np.concatenate([v.ravel() for v in data.stats.values()])
+    load1 = _load()
     row = {
         "label": label,
         "runs": out.num_tasks,
         "wall_seconds": round(wall, 3),
         "runs_per_minute": round(60.0 * out.num_tasks / wall, 1),
+        "chunks": out.chunks,
+        "overhead_fraction": round(out.overhead_fraction, 3),
         "load_before": load0,
-        "load_after": _load(),
+        "load_after": load1,
+        "machine_shared": max(load0[0], load1[0]) > executor.workers + 0.5,
     }
+    shared = " [machine shared]" if row["machine_shared"] else ""
     print(f"{label:>30}: {row['runs']:4d} runs in {wall:7.2f} s = {row['runs_per_minute']:7.1f} "
-          f"runs/min (load {load0[0]} → {row['load_after'][0]})", flush=True)  # fmt: skip
+          f"runs/min, {out.chunks} chunks, overhead {row['overhead_fraction']:.1%} "
+          f"(load {load0[0]} → {load1[0]}){shared}", flush=True)  # fmt: skip
     return row | {"_stats": stats}
 
 
@@ -92,7 +103,8 @@ def _steady(rows: list[dict], name: str) -> dict:
     start = a["wall_seconds"] - a["runs"] * per_run
     return {"executor": name, "seconds_per_run": round(per_run, 4),
             "runs_per_minute": round(60.0 / per_run, 1) if per_run > 0 else None,
-            "startup_seconds": round(start, 2)}  # fmt: skip
+            "startup_seconds": round(start, 2),
+            "machine_shared": a["machine_shared"] or b["machine_shared"]}  # fmt: skip
 
 
 def _ray_rows(runs, small, large) -> tuple[list[dict], dict]:
@@ -219,16 +231,23 @@ def main() -> int:
         "steady_state": steady,
         "ray_init_seconds": init,
         "ray_overhead_vs_processes_2_workers": overhead,
+        "measured_while_shared": any(r["machine_shared"] for r in rows),
         "target_ray_overhead": 0.10,
         "statistics_bit_identical": identical,
         "gain_experiment": _gain(gain_dir),
         "target_gain_wall_seconds": 45 * 60,
     }
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "lidp_dpsgd.json").write_text(json.dumps(out, indent=2) + "\n")
+    target = Path(sys.argv[sys.argv.index("--out") + 1]) if "--out" in sys.argv else None
+    if target is None:  # a shared machine's figures never replace the quiet-machine file
+        name = "lidp_dpsgd_shared.json" if out["measured_while_shared"] else "lidp_dpsgd.json"
+        target = RESULTS / name
+    target.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"wrote {target}")
     for name, st in steady.items():
+        shared = " [machine shared: not a quiet-machine figure]" if st["machine_shared"] else ""
         print(f"{name:>14}: steady {st['runs_per_minute']} runs/min, start-up "
-              f"{st['startup_seconds']} s")  # fmt: skip
+              f"{st['startup_seconds']} s{shared}")  # fmt: skip
     print(f"Ray init: {init} s; Ray overhead vs 2 processes: {overhead} (target ≤ 10 %); "
           f"statistics bit-identical: {identical}")  # fmt: skip
     if out["gain_experiment"]:

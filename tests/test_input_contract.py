@@ -122,9 +122,31 @@ EXEMPT: dict[str, str] = {
         "trains a quantile regressor per call (seconds): too slow for a catalogue of ~50 "
         "calls per function; the QMIA tests check its arguments"
     ),
+    "attacks.EnsembleTarget": (
+        "wraps a TeacherEnsemble trained by make_target (the system validated its data); "
+        "the group-privacy workflow tests exercise it"
+    ),
+    "attacks.KNNTarget": (
+        "wraps a fitted Private-kNN built by make_target (the system validated its data and "
+        "the wrapper checks the sampling rate); the group-privacy workflow tests exercise it"
+    ),
+    "attacks.GroupAdversary": (
+        "a registry record of GROUP_ADVERSARIES (fixed plug-ins), built by dpaudit, not user data"
+    ),
+    "attacks.make_target": (
+        "trains a system per call (seconds); its data are validated by the system's train/fit "
+        "and the group-privacy workflow tests check it"
+    ),
     "attacks.model_independent": (
         "its one argument is a ModelInputs record built by the audit pipeline; ModelInputs "
         "itself and the estimators it feeds (estimate_capc_model) are in the catalogue"
+    ),
+    "attacks.MechanismAttack": (
+        "a fitted attack returned by fit_mechanism_attack (in the catalogue), not user data"
+    ),
+    "attacks.EventCounts": (
+        "an engine block function the mechanism workflow builds from a checked mechanism and "
+        "a fitted attack; the workflow tests (tests/mechanism_audit) exercise it"
     ),
 }
 
@@ -171,6 +193,18 @@ def _interface():
 
 def _poison():
     return attacks.craft_poison([0.1, 0.2], [5, 3, 2], true_label=0)
+
+
+MECH_A = [[0.0]] * 30 + [[1.0]] * 10
+MECH_B = [[0.0]] * 10 + [[1.0]] * 30
+
+
+def _mechanism_attack():
+    return attacks.fit_mechanism_attack(MECH_A, MECH_B)
+
+
+def _noisy_count(database, rng):
+    return float(database[0] + rng.laplace(0.0, 1.0))
 
 
 def _dead_remote():
@@ -269,6 +303,22 @@ BASELINES: dict[str, dict[str, Any]] = {
         "orders": ORDERS,
     },
     "divergence.worst_case_neighbour_renyi": {"votes": [6, 2, 1], "sigma": 2.0, "orders": ORDERS},
+    # group privacy of the noisy argmax (issue 26)
+    "mechanisms.group_histograms": {"votes": [3, 1, 0], "distance": 2},
+    "mechanisms.worst_case_group_renyi": {
+        "votes": [6, 2, 1],
+        "sigma": 2.0,
+        "orders": ORDERS,
+        "distance": 2,
+    },
+    "mechanisms.gaussian_group_rdp": {"orders": ORDERS, "sigma": 2.0, "distance": 3},
+    "mechanisms.generic_group_rdp": {"orders": [2.0, 8.0], "rdp": [0.1, 0.4], "distance": 2},
+    "mechanisms.normalise_group_bound": {
+        "orders": [2.0, 4.0],
+        "lower": [0.9, 1.8],
+        "distance": 2,
+        "rule": "gaussian",
+    },
     # conversions
     "conversions.dp_to_delta": {"orders": ORDERS, "rdp": [0.1, 0.5], "epsilon": 1.0},
     "conversions.gdp_delta": {"epsilon": 1.0, "mu": 1.0},
@@ -381,6 +431,24 @@ BASELINES: dict[str, dict[str, Any]] = {
         "rng": 0,
     },
     "bounds.gdp_from_error_rates": {"tpr_lower": 0.8, "fpr_upper": 0.3, "delta": 1e-5},
+    "bounds.gaussian_pair_epsilon": {
+        "in_scores": [1.2, 0.4, 2.1, 0.9],
+        "out_scores": [0.1, -0.5, 0.3, -0.2],
+        "delta": 1e-5,
+    },
+    "attacks.per_step_llr": {
+        "observations": [[0.5, -0.2], [0.1, 1.3]],
+        "sampling_rate": 0.1,
+        "noise_multiplier": 0.8,
+    },
+    "attacks.gradients_from_iterates": {
+        "iterates": [[0.0, 1.0], [-0.5, 0.8], [-1.2, 0.5]],
+        "learning_rate": 0.5,
+        "momentum": 0.5,
+        "dampening": 0.0,
+        "optimizer": "sgd",
+        "nesterov": False,
+    },
     "bounds.MultiSplit": {"num_splits": 5, "fraction": 0.5},
     "bounds.selection_from_name": {"selection": "multi-split", "num_splits": 5},
     "bounds.check_membership_scores": {"scores": SCORES, "included": INCLUDED},
@@ -518,9 +586,22 @@ BASELINES: dict[str, dict[str, Any]] = {
     "attacks.NaturalCrafter": {},
     "attacks.NaturalQueries": {},
     "attacks.PoisoningCrafter": {},
+    "attacks.PoisonOneTeacher": {},
+    "attacks.ReplaceTeacher": {},
+    "attacks.PlaceNeighbours": {},
     "attacks.adversarial_queries": {"query_index": 2, "repetitions": 5},
     "attacks.choose_party": {"teacher_votes": [0, 1, 2, 2], "point": Lazy(_poison)},
     "attacks.craft_natural": {"x": [0.1, 0.2], "true_label": 1},
+    "attacks.input_patterns": {"dimensions": 3},
+    "attacks.output_features": {"outputs": [[1.0, -1.0], [0.0, 2.0]], "flags": (-1.0,)},
+    "attacks.fit_mechanism_attack": {"outputs_a": MECH_A, "outputs_b": MECH_B},
+    "attacks.choose_event": {
+        "attack": Lazy(_mechanism_attack),
+        "outputs_a": MECH_A,
+        "outputs_b": MECH_B,
+        "n_eval": 1000,
+    },
+    "attacks.batch_sampler": {"mechanism": _noisy_count},
     "attacks.craft_poison": {"x": [0.1, 0.2], "votes": [5, 3, 2], "true_label": 0},
     "attacks.get_adversary": {"name": "pois-advq"},
     "attacks.natural_queries": {"num_test": 100, "num_queries": 10, "rng": 0},
@@ -707,6 +788,8 @@ VALIDATE_ONLY: dict[str, dict[str, Any]] = {
 
 #: (callable, argument) → role, where the annotation does not say it.
 ROLE_OVERRIDES: dict[tuple[str, str], str] = {
+    # an optional feature function (None: the default features)
+    ("attacks.fit_mechanism_attack", "features"): "object",
     ("bounds.one_run_epsilon_from_scores", "included"): "mask",
     ("bounds.one_run_sweep", "included"): "mask",
     ("bounds.one_run_bounds", "included"): "mask",
@@ -758,6 +841,9 @@ ROLE_OVERRIDES: dict[tuple[str, str], str] = {
     ("attacks.NaturalQueries", "name"): "skip",
     ("attacks.NaturalCrafter", "name"): "skip",
     ("attacks.PoisoningCrafter", "name"): "skip",
+    ("attacks.PoisonOneTeacher", "name"): "skip",
+    ("attacks.ReplaceTeacher", "name"): "skip",
+    ("attacks.PlaceNeighbours", "name"): "skip",
     ("attacks.Adversary", "name"): "skip",
     ("attacks.craft_natural", "source_index"): "skip",  # −1 (the default) means "none"
     ("attacks.craft_poison", "source_index"): "skip",
@@ -1287,6 +1373,8 @@ OVERSIZED += [
     _over("divergence.renyi_divergence_from_log", "orders", BIG_GRID),
     _over("divergence.exact_renyi", "orders", BIG_GRID),
     _over("divergence.neighbouring_histograms", "votes", Lazy(lambda: np.ones(100_000))),
+    _over("mechanisms.group_histograms", "votes", Lazy(lambda: np.full(2000, 50.0))),
+    _over("mechanisms.worst_case_group_renyi", "votes", Lazy(lambda: np.full(300, 50.0))),
     _over("mechanisms.randomized_response_renyi", "orders", BIG_GRID),
     _over("accounting.smooth_sensitivity_conditions", "num_points", 10**12),
 ]

@@ -111,3 +111,35 @@ def test_the_dpsgd_setting_of_the_module_notes():
     inner = canary_gradient_scores(y, statistic="inner")
     assert round(one_run_bounds(inner, inc, delta=1e-5, rng=0).fdp.epsilon, 3) == 0.274
     assert round(one_run_bounds(llr, inc, delta=1e-5, rng=0).fdp.epsilon, 3) == 0.951
+
+
+@pytest.mark.parametrize(("momentum", "dampening"), [(0.0, 0.0), (0.9, 0.0), (0.5, 0.3)])
+def test_gradients_from_iterates_inverts_torch_sgd(momentum, dampening):
+    """The gradients fed to torch's SGD are recovered from its iterates alone."""
+    torch = pytest.importorskip("torch")
+    from dpaudit.attacks import gradients_from_iterates
+
+    g = np.random.default_rng(0)
+    grads = g.normal(size=(20, 5))
+    p = torch.nn.Parameter(torch.zeros(5, dtype=torch.float64))
+    opt = torch.optim.SGD([p], lr=0.3, momentum=momentum, dampening=dampening)
+    iterates = [p.detach().numpy().copy()]
+    for row in grads:
+        p.grad = torch.from_numpy(row.copy())
+        opt.step()
+        iterates.append(p.detach().numpy().copy())
+    got = gradients_from_iterates(np.array(iterates), learning_rate=0.3, momentum=momentum,
+                                  dampening=dampening)  # fmt: skip
+    np.testing.assert_allclose(got, grads, rtol=0, atol=1e-9)
+
+
+def test_gradients_from_iterates_refuses_what_it_cannot_invert():
+    from dpaudit.attacks import gradients_from_iterates
+
+    theta = np.zeros((3, 2))
+    with pytest.raises(ValueError, match="optimizer='adam' cannot be inverted"):
+        gradients_from_iterates(theta, learning_rate=0.1, optimizer="adam")
+    with pytest.raises(ValueError, match="nesterov"):
+        gradients_from_iterates(theta, learning_rate=0.1, momentum=0.9, nesterov=True)
+    with pytest.raises(ValueError, match="at least 2 rows"):
+        gradients_from_iterates(theta[:1], learning_rate=0.1)

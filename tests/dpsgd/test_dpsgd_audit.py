@@ -14,7 +14,7 @@ pytest.importorskip("opacus")
 from dpaudit import _settings
 from dpaudit.attacks import QMIASettings
 from dpaudit.errors import MissingDatasetError
-from dpaudit.experiments.dpsgd.pipeline import audit_dpsgd, load_pool
+from dpaudit.experiments.dpsgd import audit_dpsgd, load_pool
 from dpaudit.experiments.dpsgd.settings import (
     AttackSettings,
     AuditBoundSettings,

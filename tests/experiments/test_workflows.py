@@ -25,6 +25,8 @@ EXPECTED = {
     "lidp-gaussian",
     "lidp-dp-sgd",
     "vote-leakage",
+    "mechanism",
+    "group-privacy",
 }
 
 

@@ -8,10 +8,16 @@
   a system declares in :data:`HISTOGRAM_MODELS`.
 * **Vote-histogram extraction** (Wang et al. 2022, arXiv:2209.10732): repeated queries,
   maximum-likelihood / L2 / the paper's reconstruction, its privacy cost.
+* **Group adversaries** (Chadha et al. 2024, App. C): m poisoned points in one PATE teacher,
+  a whole CaPC party replaced, m points added to Private-kNN, found by name in
+  :data:`GROUP_ADVERSARIES`.
 * **Attribute inference** from vote consensus (Wang et al. 2022 §2, App. E).
 * **One-run audits of DP-SGD**: canaries and their inclusion (Steinke et al. 2023,
   arXiv:2305.08846), black-box membership scores, and quantile-regression membership
   inference (Bertran et al. 2023, arXiv:2307.03694).
+* **Black-box DP mechanisms** (Bichsel et al. 2021, DP-Sniper, IEEE S&P; Ding et al. 2018,
+  StatDP, CCS): input patterns, the classifier-threshold and exact-count attacks, the event
+  counts of :func:`dpaudit.engine.run_blocks`.
 * **Label memorization** (Malek et al. 2021, arXiv:2106.03408, App. B): flipped-label
   canaries (Game 3), the confidence attacker with an abstention threshold chosen on held-out
   canaries or paid for by Bonferroni, CGR and averaged-CGR bounds.
@@ -36,6 +42,18 @@ from dpaudit.attacks._canaries import (
     one_run_game,
     split_pool,
 )
+from dpaudit.attacks._group import (
+    GROUP_ADVERSARIES,
+    EnsembleTarget,
+    GroupAdversary,
+    GroupPoisoning,
+    GroupTarget,
+    KNNTarget,
+    PlaceNeighbours,
+    PoisonOneTeacher,
+    ReplaceTeacher,
+    make_target,
+)
 from dpaudit.attacks._histograms import (
     DEFAULT_MAX_SUPPORT,
     CaPCHistogramSampler,
@@ -51,6 +69,16 @@ from dpaudit.attacks._label_memorization import (
     canary_confidences,
     label_memorization_attack,
     plant_label_canaries,
+)
+from dpaudit.attacks._mechanism import (
+    ATTACK_KINDS,
+    EventCounts,
+    MechanismAttack,
+    batch_sampler,
+    choose_event,
+    fit_mechanism_attack,
+    input_patterns,
+    output_features,
 )
 from dpaudit.attacks._mia_scores import (
     MEMBERSHIP_SCORES,
@@ -77,7 +105,10 @@ from dpaudit.attacks._qmia import (
 )
 from dpaudit.attacks._whitebox import (
     GRADIENT_STATISTICS,
+    INVERTIBLE_OPTIMIZERS,
     canary_gradient_scores,
+    gradients_from_iterates,
+    per_step_llr,
     simulate_canary_gradients,
 )
 from dpaudit.attacks.adversaries import (
@@ -143,9 +174,21 @@ from dpaudit.attacks.remote import (
 )
 
 __all__ = [  # noqa: RUF022 - grouped by concept
+    # black-box DP mechanisms (DP-Sniper, StatDP)
+    "ATTACK_KINDS",
+    "EventCounts",
+    "MechanismAttack",
+    "batch_sampler",
+    "choose_event",
+    "fit_mechanism_attack",
+    "input_patterns",
+    "output_features",
     # White-box canary gradients (DP-SGD)
     "GRADIENT_STATISTICS",
+    "INVERTIBLE_OPTIMIZERS",
     "canary_gradient_scores",
+    "gradients_from_iterates",
+    "per_step_llr",
     "simulate_canary_gradients",
     # label memorization (label DP)
     "DEFAULT_ATTACK_THRESHOLDS",
@@ -176,6 +219,17 @@ __all__ = [  # noqa: RUF022 - grouped by concept
     "natural_queries",
     "parse_adversaries",
     "second_most_common_label",
+    # group adversaries (many poisoned points; Chadha et al. 2024 App. C)
+    "GROUP_ADVERSARIES",
+    "EnsembleTarget",
+    "GroupAdversary",
+    "GroupPoisoning",
+    "GroupTarget",
+    "KNNTarget",
+    "PlaceNeighbours",
+    "PoisonOneTeacher",
+    "ReplaceTeacher",
+    "make_target",
     # parametric histogram models
     "DEFAULT_MAX_SUPPORT",
     "HISTOGRAM_MODELS",

@@ -60,7 +60,14 @@ from dpaudit._validate import (
     check_work,
 )
 
-__all__ = ["GRADIENT_STATISTICS", "canary_gradient_scores", "simulate_canary_gradients"]
+__all__ = [
+    "GRADIENT_STATISTICS",
+    "INVERTIBLE_OPTIMIZERS",
+    "canary_gradient_scores",
+    "gradients_from_iterates",
+    "per_step_llr",
+    "simulate_canary_gradients",
+]
 
 #: The per-canary statistics of :func:`canary_gradient_scores`.
 GRADIENT_STATISTICS = ("llr", "inner")
@@ -115,11 +122,107 @@ def canary_gradient_scores(
         return y.sum(axis=1)
     if sampling_rate is None or noise_multiplier is None:
         raise ValueError("statistic='llr' needs sampling_rate and noise_multiplier")
+    return per_step_llr(y, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier).sum(
+        axis=1
+    )
+
+
+def per_step_llr(
+    observations: ArrayLike, *, sampling_rate: float, noise_multiplier: float
+) -> FloatArray:
+    """log[(1 − q) + q·exp((2y − 1)/(2σ²))] of each observation: the log-likelihood ratio of
+    the subsampled Gaussian ``(1 − q) N(0, σ²) + q N(1, σ²)`` against ``N(0, σ²)`` (module
+    notes; Nasr et al. 2023, arXiv:2302.07956, §4).
+
+    Args:
+        observations: projections in units of the clipping norm (any shape, finite).
+        sampling_rate: q in (0, 1].
+        noise_multiplier: σ > 0.
+
+    Returns:
+        The per-observation log-likelihood ratios (same shape).
+
+    Example:
+        >>> float(per_step_llr([0.5], sampling_rate=1.0, noise_multiplier=1.0)[0])
+        0.0
+    """
+    y = check_array("observations", observations)
     q, sigma = _check_rate_and_noise(sampling_rate, noise_multiplier)
     # log[(1 − q) + q·exp(a)] = logaddexp(log(1 − q), log q + a), stable for any a and q = 1
     a = (2.0 * y - 1.0) / (2.0 * sigma * sigma)
-    per_step = np.logaddexp(math.log1p(-q) if q < 1.0 else -np.inf, math.log(q) + a)
-    return per_step.sum(axis=1)
+    return np.logaddexp(math.log1p(-q) if q < 1.0 else -np.inf, math.log(q) + a)
+
+
+#: Optimizers whose privatised gradients :func:`gradients_from_iterates` recovers from the
+#: parameter iterates (Adam needs its second-moment state, which the iterates do not show).
+INVERTIBLE_OPTIMIZERS = ("sgd",)
+
+
+def gradients_from_iterates(
+    iterates: ArrayLike,
+    *,
+    learning_rate: float,
+    momentum: float = 0.0,
+    dampening: float = 0.0,
+    optimizer: str = "sgd",
+    nesterov: bool = False,
+) -> FloatArray:
+    """The gradients an SGD optimizer applied, recovered from its T + 1 parameter iterates.
+
+    torch's SGD (heavy-ball momentum μ, dampening d) updates ``b_t = μ b_{t−1} + (1 − d) g_t``
+    (``b_0 = g_0``) and ``θ_{t+1} = θ_t − η b_t``; so ``b_t = (θ_t − θ_{t+1})/η`` and
+    ``g_t = (b_t − μ b_{t−1})/(1 − d)`` for t ≥ 1, ``g_0 = b_0``. This is how a white-box
+    auditor who sees only the iterates reads each step's privatised gradient (Nasr et al.
+    2023, arXiv:2302.07956, §3: the "all iterates" threat model), without weight decay.
+
+    Args:
+        iterates: ``(T + 1, d)`` parameters before the first and after every step.
+        learning_rate: η > 0.
+        momentum: μ in [0, 1).
+        dampening: d in [0, 1).
+        optimizer: ``"sgd"`` (:data:`INVERTIBLE_OPTIMIZERS`).
+        nesterov: Nesterov momentum is not invertible this way (refused).
+
+    Returns:
+        ``(T, d)`` gradients, in the units the optimizer applied them (Opacus' are the noisy
+        sums divided by the expected batch size).
+
+    Raises:
+        ValueError: an optimizer other than SGD (e.g. ``"adam"``), Nesterov momentum, fewer
+            than 2 iterates, bad rates.
+
+    Example:
+        >>> theta = np.array([[0.0], [-0.5], [-1.25]])  # g = 1, 1 at η = 0.5, μ = 0.5
+        >>> gradients_from_iterates(theta, learning_rate=0.5, momentum=0.5).ravel().tolist()
+        [1.0, 1.0]
+    """
+    check_choice("optimizer", optimizer, (*INVERTIBLE_OPTIMIZERS, "adam"))
+    if optimizer != "sgd":
+        raise ValueError(
+            f"optimizer={optimizer!r} cannot be inverted from the iterates (its update depends "
+            "on second-moment state the iterates do not show); read the privatised gradients "
+            "directly (dpaudit.integrations.opacus.CanaryAuditor)"
+        )
+    if not isinstance(nesterov, (bool, np.bool_)):
+        raise TypeError(f"nesterov must be a bool, got {type(nesterov).__name__}")
+    if nesterov:
+        raise ValueError("nesterov=True is not supported by gradients_from_iterates")
+    theta = check_array("iterates", iterates, ndim=2)
+    if theta.shape[0] < 2:
+        raise ValueError(f"iterates needs at least 2 rows (T + 1), got {theta.shape[0]}")
+    lr = check_positive("learning_rate", learning_rate)
+    mu = check_in_range("momentum", momentum, 0.0, 1.0, low_inclusive=True)
+    d = check_in_range("dampening", dampening, 0.0, 1.0, low_inclusive=True)
+    with np.errstate(over="ignore", invalid="ignore"):
+        grads = (theta[:-1] - theta[1:]) / lr
+        if mu > 0.0:
+            grads[1:] = (grads[1:] - mu * grads[:-1].copy()) / (1.0 - d)
+    if not np.all(np.isfinite(grads)):
+        raise ValueError(
+            f"learning_rate={lr!r} is too small for these iterates: the recovered gradients "
+            "overflow"
+        )
+    return grads
 
 
 def simulate_canary_gradients(

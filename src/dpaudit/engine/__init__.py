@@ -36,7 +36,11 @@ block planning, seeding, executors, checkpoints and progress. The block function
   run per task): ``fn(index, seed) -> float array`` with ``seed = SeedSequence(root).spawn(n)
   [index]`` derived lazily, the same executors, and a checkpoint that is an append-only
   journal of every finished task's result (verified on resume, refused if it belongs to
-  another run; see :mod:`dpaudit.engine._tasks`). The block API above is unchanged by it.
+  another run; see :mod:`dpaudit.engine._tasks`). Tasks travel in chunks sized by a measured
+  cost model (scheduling and transfer ≤ about 5 % of the work), and a task function may ask
+  for groups of tasks computed together (``group_size``, ``run_group``: many small models
+  trained at once); results are assembled in index order, so neither changes a result. The
+  block API above is unchanged by it.
 
 Example:
     >>> def coin(size, seed):

@@ -42,6 +42,20 @@ def _run_block(fn: BlockFunction, index: int, size: int, seed: np.random.SeedSeq
     return index, np.asarray(fn(size, seed), dtype=np.int64)
 
 
+#: The block function of this worker process, sent once when the pool starts.
+_INSTALLED: list[BlockFunction] = []
+
+
+def _install(fn: BlockFunction) -> None:
+    """Pool initialiser: keep ``fn`` in the worker, so tasks travel without it."""
+    _INSTALLED[:] = [fn]
+
+
+def _run_installed(index: int, size: int, seed: np.random.SeedSequence):
+    """One block of the installed function (see :func:`_install`)."""
+    return _run_block(_INSTALLED[0], index, size, seed)
+
+
 @runtime_checkable
 class Executor(Protocol):
     """Runs blocks somewhere and yields ``(index, counts)`` as they finish (any order).
@@ -52,6 +66,10 @@ class Executor(Protocol):
     Attributes:
         name: recorded in :class:`EngineRun`.
         workers: workers it uses (1 for serial).
+
+    An executor may also say ``remote = False`` when it computes in the calling process
+    (:func:`dpaudit.engine.run_tasks` then sends one task per chunk); without the attribute
+    an executor of more than one worker is taken to be remote.
     """
 
     name: str
@@ -66,6 +84,7 @@ class SerialExecutor:
     """Runs every block in this process, in order (``workers`` is ignored)."""
 
     name = "serial"
+    remote = False  # computes in this process: nothing for the engine's chunks to amortise
 
     def __init__(self, workers: int = 1) -> None:
         check_positive_int("workers", workers)
@@ -98,13 +117,16 @@ class ProcessExecutor:
     """``concurrent.futures`` with spawned local processes (serial when ``workers == 1``).
 
     Spawned (not forked) workers: forking a process that already runs BLAS threads may
-    deadlock, and Python 3.12+ warns about it. At most ``2·workers`` blocks are in flight.
+    deadlock, and Python 3.12+ warns about it. The block function is sent once per worker
+    (the pool's initialiser), then only ``(index, size, seed)`` per block. At most
+    ``2·workers`` blocks are in flight.
     """
 
     name = "processes"
 
     def __init__(self, workers: int = 1) -> None:
         self.workers = check_positive_int("workers", workers)
+        self.remote = self.workers > 1  # one worker runs in this process
 
     def map(self, fn: BlockFunction, tasks: Iterable[Task]) -> Iterator[tuple[int, IntArray]]:
         """Compute the blocks in worker processes, yielding them as they finish."""
@@ -114,11 +136,13 @@ class ProcessExecutor:
         import multiprocessing
 
         ctx = multiprocessing.get_context("spawn")
-        with cf.ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx) as pool:
+        with cf.ProcessPoolExecutor(
+            max_workers=self.workers, mp_context=ctx, initializer=_install, initargs=(fn,)
+        ) as pool:
             futures: set = set()
 
             def submit(task: Task):
-                fut = pool.submit(_run_block, fn, *task)
+                fut = pool.submit(_run_installed, *task)
                 futures.add(fut)
                 return fut
 
@@ -141,6 +165,7 @@ class JoblibExecutor:
 
     def __init__(self, workers: int = 1) -> None:
         self.workers = check_positive_int("workers", workers)
+        self.remote = self.workers > 1  # joblib runs n_jobs = 1 in this process
         self._joblib = require("joblib", "ml")
 
     def map(self, fn: BlockFunction, tasks: Iterable[Task]) -> Iterator[tuple[int, IntArray]]:
@@ -163,6 +188,7 @@ class RayExecutor:
     """
 
     name = "ray"
+    remote = True  # even one worker is another process: chunks amortise the dispatch
 
     def __init__(self, workers: int = 1, *, address: str | None = None) -> None:
         self.workers = check_positive_int("workers", workers)

@@ -14,6 +14,7 @@ scores                :mod:`.canary_scores`        Steinke et al. 2023; Mahlouji
 lidp-gaussian         :mod:`.lidp_gaussian`        Pillutla et al. 2023, arXiv:2305.18447
 lidp-dp-sgd           :mod:`.lidp_dpsgd`           Pillutla et al. 2023, arXiv:2305.18447
 vote-leakage          :mod:`.vote_leakage`         Wang et al. 2022, arXiv:2209.10732
+mechanism             :mod:`.mechanism`            Bichsel et al. 2021 (DP-Sniper), S&P
 ====================  ===========================  ======================================
 
 Each package holds its settings, its stages and its reproduction driver, nothing else: the
@@ -23,8 +24,8 @@ statistics live in :mod:`dpaudit.bounds`, the systems in :mod:`dpaudit.systems`,
 Example:
     >>> from dpaudit.experiments import WORKFLOWS
     >>> sorted(WORKFLOWS.names())  # doctest: +NORMALIZE_WHITESPACE
-    ['dp-sgd', 'label-dp', 'lidp-dp-sgd', 'lidp-gaussian', 'private-prediction', 'scores',
-     'vote-leakage']
+    ['dp-sgd', 'group-privacy', 'label-dp', 'lidp-dp-sgd', 'lidp-gaussian', 'mechanism',
+     'private-prediction', 'scores', 'vote-leakage']
     >>> s = WORKFLOWS.get("lidp-gaussian").load_settings(num_runs=100, num_repetitions=2, seed=0)
     >>> run_workflow("lidp-gaussian", s).entries[0].adversary
     '1 canary per run'
@@ -37,6 +38,7 @@ from dpaudit.experiments.canary_scores import (
     audit_scores,
 )
 from dpaudit.experiments.dpsgd import DPSGDAuditSettings, audit_dpsgd
+from dpaudit.experiments.group_privacy import GroupPrivacySettings, audit_group_privacy
 from dpaudit.experiments.label_dp import LabelDPSettings, run_label_dp
 from dpaudit.experiments.lidp_dpsgd import LiDPDPSGDSettings, run_lidp_dpsgd
 from dpaudit.experiments.lidp_gaussian import (
@@ -44,6 +46,11 @@ from dpaudit.experiments.lidp_gaussian import (
     LiDPGaussianSettings,
     audit_lidp_gaussian,
     run_lidp_gaussian,
+)
+from dpaudit.experiments.mechanism import (
+    MechanismAuditSettings,
+    audit_mechanism,
+    replay_witness,
 )
 from dpaudit.experiments.private_prediction import (
     AdversaryAudit,
@@ -66,10 +73,12 @@ __all__ = [
     "WORKFLOWS",
     "AdversaryAudit",
     "DPSGDAuditSettings",
+    "GroupPrivacySettings",
     "LabelDPSettings",
     "LiDPDPSGDSettings",
     "LiDPExperimentResult",
     "LiDPGaussianSettings",
+    "MechanismAuditSettings",
     "PrivatePredictionSettings",
     "Reporter",
     "ScoresAuditSettings",
@@ -78,13 +87,16 @@ __all__ = [
     "Workflow",
     "audit_canary_scores",
     "audit_dpsgd",
+    "audit_group_privacy",
     "audit_lidp_gaussian",
+    "audit_mechanism",
     "audit_private_prediction",
     "audit_scores",
     "config_schema",
     "demo_settings",
     "load_config",
     "parse_config",
+    "replay_witness",
     "run_label_dp",
     "run_lidp_dpsgd",
     "run_lidp_gaussian",

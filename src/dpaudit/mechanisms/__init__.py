@@ -12,8 +12,23 @@
   :func:`noise_labels`, the Bayesian posteriors of ALIBI / AGIBI
   (:func:`laplace_label_posterior`, :func:`gaussian_label_posterior`, :func:`label_posterior`)
   and the simplex projection :func:`project_to_simplex` (Duchi et al. 2008).
+* Group privacy of the noisy argmax (:mod:`dpaudit.mechanisms._group`; Chadha et al. 2024,
+  arXiv:2402.09403, App. C): histograms at distance m (:func:`group_histograms`), their exact
+  worst-case RDP (:func:`worst_case_group_renyi`), the Gaussian m² rule
+  (:func:`gaussian_group_rdp`), Mironov's generic conversion (:func:`generic_group_rdp`) and
+  the normalisation of a group lower bound (:func:`normalise_group_bound`).
 """
 
+from dpaudit.mechanisms._group import (
+    GROUP_RELATIONS,
+    NORMALISATIONS,
+    GroupRenyi,
+    gaussian_group_rdp,
+    generic_group_rdp,
+    group_histograms,
+    normalise_group_bound,
+    worst_case_group_renyi,
+)
 from dpaudit.mechanisms._kernels import MultinomialBlock, NoisyArgmaxBlock
 from dpaudit.mechanisms._labels import (
     check_labels,
@@ -68,11 +83,14 @@ from dpaudit.mechanisms.values import (
 __all__ = [
     "ABSTAIN",
     "DEFAULT_BLOCK_SIZE",
+    "GROUP_RELATIONS",
+    "NORMALISATIONS",
     "REFUSED",
     "ArgmaxBlock",
     "ConfidentGNMax",
     "GNMax",
     "GaussianLabels",
+    "GroupRenyi",
     "LNMax",
     "LaplaceLabels",
     "Mechanism",
@@ -86,9 +104,12 @@ __all__ = [
     "check_labels",
     "gaussian_delta",
     "gaussian_epsilon",
+    "gaussian_group_rdp",
     "gaussian_label_log_likelihood",
     "gaussian_label_posterior",
     "gaussian_renyi",
+    "generic_group_rdp",
+    "group_histograms",
     "label_log_likelihood",
     "label_posterior",
     "laplace_delta",
@@ -97,6 +118,7 @@ __all__ = [
     "laplace_renyi",
     "log_argmax_probabilities",
     "noise_labels",
+    "normalise_group_bound",
     "project_to_simplex",
     "randomized_response_delta",
     "randomized_response_probabilities",
@@ -109,4 +131,5 @@ __all__ = [
     "sample_laplace_mechanism",
     "sample_randomized_response",
     "sample_randomized_response_counts",
+    "worst_case_group_renyi",
 ]

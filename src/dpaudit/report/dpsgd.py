@@ -36,6 +36,7 @@ __all__ = [
     "render_canary_scores",
     "render_dpsgd",
     "scores_table",
+    "whitebox_table",
     "write_dpsgd_report",
     "write_scores_report",
 ]
@@ -81,8 +82,47 @@ def dpsgd_table(result: Any):
     return t
 
 
+def whitebox_table(result: Any):
+    """A rich Table of the white-box DP-SGD audit: one row per statistic × bound."""
+    rich_table = require("rich.table", "cli")
+    d = result.detail
+    run, m = d.runs[0], d.mechanism
+    claims = "; ".join(f"{c.analysis}: ε = {c.epsilon:.3f}" for c in result.entries[0].claims)
+    lo, hi = run.noise_multipliers
+    t = rich_table.Table(
+        title=(
+            f"White-box audit of DP-SGD: m = {run.num_canaries} canary gradients, "
+            f"{run.steps} steps (claimed q = {m.sampling_rate:.4g}, σ = {m.noise_multiplier:.4g}); "
+            f"σ seen in the updates {lo:.4g}–{hi:.4g}; δ = {result.entries[0].lower_bound.delta:g}"
+        ),
+        caption=f"claims — {claims}. Valid bounds: confidence "
+        f"{result.entries[0].lower_bound.confidence_level:g}, guess count paid for.",
+    )
+    for col in ("entry", "ε", "valid?", f"over {len(d.runs)} run(s)"):
+        t.add_column(col, justify="left" if col == "entry" else "right")
+    for e in result.entries:
+        v = d.valid[e.adversary]
+        spread = f"{np.mean(v):.3f} ± {np.std(v, ddof=1) if len(v) > 1 else 0.0:.3f}"
+        valid = "yes" if e.lower_bound.epsilon_is_valid else "NO (estimate)"
+        t.add_row(e.adversary, f"{e.lower_bound.epsilon:.3f}", valid, spread)
+    return t
+
+
 def render_dpsgd(console: Any, result: Any) -> None:
-    """Print the DP-SGD table and a line per repetition (accuracy, throughput, QMIA)."""
+    """Print the DP-SGD table and a line per repetition (accuracy, throughput, QMIA); a
+    white-box result (``detail.runs``) prints its own table and the auditor's cost, an
+    all-iterates one (``detail.one_run``) the table of its pooled scores' bounds."""
+    if hasattr(result.detail, "one_run"):  # all-iterates: the pooled scores' bounds
+        console.print(scores_table(result))
+        return
+    if hasattr(result.detail, "runs"):
+        console.print(whitebox_table(result))
+        for i, (train, book) in enumerate(
+            zip(result.detail.training_seconds, result.detail.bookkeeping_seconds, strict=True)
+        ):
+            console.print(f"run {i}: {train:.1f} s of DP-SGD, of which {book:.2f} s canary "
+                          "bookkeeping")  # fmt: skip
+        return
     console.print(dpsgd_table(result))
     for r in result.detail.repetitions:
         sc = r.scores
@@ -145,9 +185,9 @@ def plot_guess_sweep(result: Any, path: str | Path) -> Path:
     """
     claims = result.entries[0].claims
     claim_eps = claims[0].epsilon if len(claims) else None
-    reps = getattr(result.detail, "repetitions", None)
+    reps = getattr(result.detail, "repetitions", None) or getattr(result.detail, "runs", None)
     if reps is not None:
-        bmap = reps[0].bounds
+        bmap = _member(reps[0], "bounds")
         panels = [(name, _member(bmap, name)) for name in bmap]
     else:
         panels = [("scores", result.detail.one_run)]

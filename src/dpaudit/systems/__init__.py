@@ -10,6 +10,9 @@ its claim from that value (:mod:`dpaudit.accounting`). The systems are grouped b
 - :mod:`dpaudit.systems.label_dp` — label-DP trainers (Malek et al. 2021, arXiv:2106.03408):
   :class:`ALIBI`, AGIBI, randomized response, soft RR and :class:`PATEFM`.
 - :mod:`dpaudit.systems.dpsgd` — :class:`DPSGD` (Opacus training, its accountant's claim).
+- :mod:`dpaudit.systems.dp_mechanisms` — DP mechanisms under black-box audit: the DP-Sniper
+  benchmark suite, a naive floating-point Laplace and library adapters, by name in
+  :data:`MECHANISMS` (:class:`MechanismSpec`).
 - Shared: :data:`SYSTEMS`, :class:`System`, :class:`PrivatePredictionSystem` (the registry
   and the protocols every system implements, ``_protocols``) and the torch networks
   (``_torch_nets``).
@@ -36,6 +39,10 @@ from dpaudit.systems._protocols import (
     PrivatePredictionSystem,
     System,
     SystemFactory,
+)
+from dpaudit.systems.dp_mechanisms import (  # registers the DP-Sniper suite in MECHANISMS
+    MECHANISMS,
+    MechanismSpec,
 )
 from dpaudit.systems.dpsgd import (
     DPSGD,
@@ -92,6 +99,7 @@ __all__ = [
     "DEFAULT_ESTIMATOR",
     "DPSGD",
     "ESTIMATOR_NAMES",
+    "MECHANISMS",
     "PARTITIONS",
     "PATE",
     "PATEFM",
@@ -109,6 +117,7 @@ __all__ = [
     "Instantiations",
     "LabelledData",
     "Ledger",
+    "MechanismSpec",
     "PATEFMCell",
     "PairedVotes",
     "PrivateKNN",

@@ -4,7 +4,10 @@ Privacy Auditing with Quantile Regression-Based Membership Inference"; Steinke, 
 bounds with the number of guesses paid for.
 
 * :mod:`.settings` — :class:`DPSGDAuditSettings`.
-* :mod:`.pipeline` — :func:`audit_dpsgd`, the stages in order.
+* :mod:`.threat_models` — :data:`THREAT_MODELS` (black-box, white-box) and
+  :func:`audit_dpsgd`, which runs the one ``settings.threat_model`` names.
+* :mod:`.pipeline` — the black-box stages in order.
+* :mod:`.whitebox` — the white-box stages (canary gradients read at every step).
 * :mod:`.reproduction` — the Table 1–2 layouts of Liu et al. and their summary.
 """
 
@@ -17,7 +20,7 @@ from dpaudit.experiments.dpsgd.pipeline import (
     EntrySummary,
     Repetition,
     RunLayout,
-    audit_dpsgd,
+    audit_black_box,
     bound_scores,
     draw_layout,
     load_pool,
@@ -39,12 +42,16 @@ from dpaudit.experiments.dpsgd.settings import (
     CanarySettings,
     DataSettings,
     DPSGDAuditSettings,
+    WhiteBoxSettings,
 )
+from dpaudit.experiments.dpsgd.threat_models import THREAT_MODELS, ThreatModel, audit_dpsgd
+from dpaudit.experiments.dpsgd.whitebox import WhiteBoxDetail, audit_white_box
 
 __all__ = [
     "BOUND_NAMES",
     "LAYOUTS",
     "PAPER",
+    "THREAT_MODELS",
     "WORKFLOW",
     "AttackSettings",
     "AuditBoundSettings",
@@ -57,7 +64,12 @@ __all__ = [
     "Layout",
     "Repetition",
     "RunLayout",
+    "ThreatModel",
+    "WhiteBoxDetail",
+    "WhiteBoxSettings",
+    "audit_black_box",
     "audit_dpsgd",
+    "audit_white_box",
     "bound_scores",
     "draw_layout",
     "layout_settings",
@@ -75,8 +87,9 @@ WORKFLOWS.register(
         name="dp-sgd",
         settings=DPSGDAuditSettings,
         run=audit_dpsgd,
-        summary="One-run black-box audit of DP-SGD: canaries, baseline vs QMIA scores, one-run "
-        "and f-DP bounds with the number of guesses paid for, next to the accountant's claim.",
+        summary="One-run audit of DP-SGD, black-box (canaries, baseline vs QMIA scores) or "
+        "white-box (canary gradients read at every step): one-run and f-DP bounds with the "
+        "number of guesses paid for, next to the accountant's claim.",
         report="dpaudit.report.dpsgd:DPSGD_REPORT",
         source="Liu et al. (one-run QMIA audits); Steinke et al. 2023, arXiv:2305.08846",
     ),

@@ -22,10 +22,13 @@ Quantile Regression-Based Membership Inference*), on the game of Steinke, Nasr &
    choice paid for, their paid-for maximum, and the papers' uncorrected ε_max beside it
    (:mod:`dpaudit.bounds._one_run_max`).
 
-:func:`audit_dpsgd` runs steps 2–6 ``repetitions`` times with independent child seeds and
-returns an :class:`~dpaudit._results.AuditResult` (workflow ``"dp-sgd"``): one entry
-per score × bound (``"baseline:or"``, ``"qmia:or-fdp"``, ``"qmia:max"``, …) whose lower
-bound is repetition 0's valid bound (one training run), with the claims of the system
+:func:`audit_black_box` (the ``"black-box"`` entry of
+:data:`~dpaudit.experiments.dpsgd.settings.THREAT_MODELS`, run by
+:func:`~dpaudit.experiments.dpsgd.threat_models.audit_dpsgd` after steps 1 and 3) runs steps
+2 and 4–6 ``repetitions`` times with independent child seeds and returns an
+:class:`~dpaudit._results.AuditResult` (workflow ``"dp-sgd"``): one entry per score × bound
+(``"baseline:or"``, ``"qmia:or-fdp"``, ``"qmia:max"``, …) whose lower bound is repetition 0's
+valid bound (one training run), with the claims of the system
 (Opacus' accountant first); per-repetition values, their mean and standard deviation are in
 each entry's ``detail`` and the run's ``detail``. A system object can be passed in (e.g. a
 copy that trains with less noise than it claims: the planted-bug test).
@@ -47,7 +50,6 @@ import numpy as np
 from dpaudit._results import AuditEntry, AuditResult, LowerBound, ResultMixin, package_versions
 from dpaudit._rng import child_seed
 from dpaudit._typing import ProgressLike
-from dpaudit._validate import check_progress
 from dpaudit.attacks import (
     SYNTHETIC_KINDS,
     CanaryGame,
@@ -60,7 +62,7 @@ from dpaudit.attacks import (
 from dpaudit.bounds._one_run_max import OneRunBounds, one_run_bounds
 from dpaudit.data import load_dataset
 from dpaudit.experiments.dpsgd.settings import DPSGDAuditSettings
-from dpaudit.systems import SYSTEMS, LabelledData
+from dpaudit.systems import LabelledData
 
 __all__ = [
     "BOUND_NAMES",
@@ -70,7 +72,7 @@ __all__ = [
     "EntrySummary",
     "Repetition",
     "RunLayout",
-    "audit_dpsgd",
+    "audit_black_box",
     "bound_scores",
     "draw_layout",
     "load_pool",
@@ -445,45 +447,19 @@ def _entry(rep0: Repetition, summary: EntrySummary, claims, level: float, delta:
                       selections=selections, detail=summary)  # fmt: skip
 
 
-def audit_dpsgd(
+def audit_black_box(
     settings: DPSGDAuditSettings,
+    system: Any,
+    pool: LabelledData,
+    claims: tuple,
     *,
-    data: LabelledData | None = None,
     progress: ProgressLike = None,
     checkpoint: Any = None,
-    system: Any = None,
 ) -> AuditResult:
-    """The one-run black-box audit of DP-SGD (module docstring), ``repetitions`` times.
-
-    Args:
-        settings: :class:`~dpaudit.experiments.dpsgd.settings.DPSGDAuditSettings`.
-        system: the system to audit (default: ``SYSTEMS.get("dp-sgd")`` of
-            ``settings.system_cell``); anything with
-            ``train(members, canaries, included, *, rng, progress)``, ``claims()``,
-            ``mechanism`` — e.g. a copy that trains with less noise than it claims.
-        data: the data pool (default :func:`load_pool` of ``settings.data``).
-        progress: a progress callback over training steps, ``True`` for a bar, or None.
-        checkpoint: unused (one training run per repetition); accepted for the workflow
-            signature.
-
-    Returns:
-        :class:`~dpaudit._results.AuditResult` (module docstring).
-
-    Raises:
-        TypeError, ValueError: bad settings or a layout that does not fit the data — before
-            any training. MissingDependencyError: torch or opacus missing.
-    """
-    if not isinstance(settings, DPSGDAuditSettings):
-        raise TypeError(f"settings must be DPSGDAuditSettings, got {type(settings).__name__}")
-    report = check_progress(progress)
-    t0 = time.perf_counter()
-    pool = load_pool(settings.data.dataset, settings.data.path) if data is None else data
-    check_layout(settings, pool)
-    system = SYSTEMS.get("dp-sgd")(settings.system_cell) if system is None else system
-    claims = tuple(system.claims())
+    """The black-box threat model: ``repetitions`` runs of steps 2–6 (module docstring)."""
     t1 = time.perf_counter()
     reps = [
-        run_repetition(settings, system, pool, i, progress=report)
+        run_repetition(settings, system, pool, i, progress=progress)
         for i in range(settings.repetitions)
     ]
     attacks = tuple(reps[0].bounds)
@@ -495,13 +471,12 @@ def audit_dpsgd(
         settings.data.num_holdout, settings.nominal_size, system.mechanism, summaries,
         tuple(reps),
     )  # fmt: skip
-    timings = {"setup+claims": t1 - t0, "repetitions": time.perf_counter() - t1}
     return AuditResult(
         workflow=WORKFLOW,
         entries=tuple(entries),
         settings=settings,
         seed=settings.seed,
-        timings=timings,
+        timings={"repetitions": time.perf_counter() - t1},
         versions=package_versions("torch", "opacus", "dp-accounting", "scikit-learn"),
         detail=detail,
         note=(

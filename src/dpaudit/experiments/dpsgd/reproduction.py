@@ -129,7 +129,7 @@ def run_layouts(
     Returns:
         layout → the results file.
     """
-    from dpaudit.experiments.dpsgd.pipeline import audit_dpsgd
+    from dpaudit.experiments.dpsgd.threat_models import audit_dpsgd
 
     unknown = [name for name in layouts if name not in LAYOUTS]
     if unknown:

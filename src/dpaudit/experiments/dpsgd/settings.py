@@ -24,7 +24,11 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from typing import Any
 
+from dpaudit._registry import Registry
+from dpaudit._results import AuditResult
 from dpaudit._settings import option
 from dpaudit._validate import (
     check_choice,
@@ -39,11 +43,14 @@ from dpaudit.data import DATASET_NAMES
 from dpaudit.systems import DPSGDCell, DPSGDSettings
 
 __all__ = [
+    "THREAT_MODELS",
     "AttackSettings",
     "AuditBoundSettings",
     "CanarySettings",
     "DPSGDAuditSettings",
     "DataSettings",
+    "ThreatModel",
+    "WhiteBoxSettings",
 ]
 
 
@@ -122,14 +129,77 @@ class AuditBoundSettings:
 
 
 @dataclasses.dataclass(frozen=True)
+class ThreatModel:
+    """One threat model of the DP-SGD audit.
+
+    Attributes:
+        name: registry name (``settings.threat_model``).
+        sees: what the auditor observes.
+        may_change: what the auditor may insert or choose.
+        source: where the threat model and its attack come from.
+        nominal_size: settings → the dataset size n that fixes q = batch_size / n.
+        check_settings: settings → None, raising ValueError for settings it cannot run.
+        check_data: (settings, pool) → None, raising ValueError before any training.
+        audit: (settings, system, pool, claims, *, progress, checkpoint) → AuditResult.
+    """
+
+    name: str
+    sees: str
+    may_change: str
+    source: str
+    nominal_size: Callable[[DPSGDAuditSettings], int]
+    check_settings: Callable[[DPSGDAuditSettings], None]
+    check_data: Callable[[DPSGDAuditSettings, Any], None]
+    audit: Callable[..., AuditResult]
+
+
+#: The DP-SGD audit's threat models, by name.
+THREAT_MODELS: Registry[ThreatModel] = Registry("threat model")
+
+
+@dataclasses.dataclass(frozen=True)
+class WhiteBoxSettings:
+    """The white-box threat models' canary gradients (Dirac, at the clipping norm): m in one
+    run (``white-box``), or ``canaries_per_run`` in each of ``runs`` runs (``all-iterates``)."""
+
+    gradient_canaries: int = option(
+        10000, help="m: Dirac canary gradients in free coordinates", flag="--gradient-canaries"
+    )
+    noise_source: str = option(
+        "optimizer",
+        help="the canaries' noise: optimizer (the noise it added, read at m model coordinates;"
+        " m ≤ their number) | auditor (drawn at the configured σ)",
+    )
+    runs: int = option(200, help="independent training runs (all-iterates threat model)")
+    canaries_per_run: int = option(
+        1, help="canary gradients per run (all-iterates; 1: independent trials)"
+    )
+
+    def __post_init__(self) -> None:
+        check_positive_int("gradient_canaries", self.gradient_canaries)
+        check_choice("noise_source", self.noise_source, ("optimizer", "auditor"))
+        if check_positive_int("runs", self.runs) < 2:
+            raise ValueError(f"runs must be at least 2, got {self.runs}")
+        check_positive_int("canaries_per_run", self.canaries_per_run)
+
+
+@dataclasses.dataclass(frozen=True)
 class DPSGDAuditSettings:
-    """One-run black-box audit of DP-SGD (Steinke et al. 2023; Liu et al., QMIA)."""
+    """One-run audit of DP-SGD: black-box canaries (Steinke et al. 2023; Liu et al., QMIA) or
+    white-box canary gradients (Nasr et al. 2023), by ``threat_model``."""
 
     name: str = option("dp-sgd", help="run name")
     seed: int = option(0, help="root seed (repetition i uses its child stream i)")
     repetitions: int = option(1, help="independent training runs (mean and spread)")
+    threat_model: str = option(
+        "black-box",
+        help="what the auditor sees and changes: black-box | white-box | all-iterates",
+    )
     data: DataSettings = option(default_factory=DataSettings, help="data")
     canaries: CanarySettings = option(default_factory=CanarySettings, help="canaries")
+    white_box: WhiteBoxSettings = option(
+        default_factory=WhiteBoxSettings, help="white-box canary gradients"
+    )
     training: DPSGDSettings = option(default_factory=DPSGDSettings, help="DP-SGD")
     attack: AttackSettings = option(default_factory=AttackSettings, help="attack")
     audit: AuditBoundSettings = option(default_factory=AuditBoundSettings, help="bounds")
@@ -137,11 +207,9 @@ class DPSGDAuditSettings:
     def __post_init__(self) -> None:
         check_nonneg_int("seed", self.seed)
         check_positive_int("repetitions", self.repetitions)
-        if self.attack.use_qmia and self.data.num_holdout < 10:
-            raise ValueError(
-                f"the QMIA attack needs a holdout of at least 10 non-members, got "
-                f"num_holdout={self.data.num_holdout} (or set attack.use_qmia = false)"
-            )
+        if not isinstance(self.threat_model, str):
+            raise TypeError(f"threat_model must be a str, got {type(self.threat_model).__name__}")
+        THREAT_MODELS.get(self.threat_model).check_settings(self)
 
     @property
     def nominal_size(self) -> int:

@@ -3,10 +3,12 @@
 
 * :mod:`.settings` — :class:`LiDPDPSGDSettings`.
 * :mod:`.runs` — many training runs as engine tasks and their audit.
+* :mod:`.batched` — the runs trained many at once (``training.trainer = "batched"``).
 * :mod:`.pipeline` — :func:`run_lidp_dpsgd`, the stages in order.
 """
 
 from dpaudit.experiments._workflow import WORKFLOWS, Workflow
+from dpaudit.experiments.lidp_dpsgd.batched import BatchedDPSGDCanaryRuns
 from dpaudit.experiments.lidp_dpsgd.pipeline import (
     JOURNAL,
     SYSTEM,
@@ -39,6 +41,7 @@ from dpaudit.experiments.lidp_dpsgd.runs import (
 )
 from dpaudit.experiments.lidp_dpsgd.settings import (
     EXECUTOR_NAMES,
+    TRAINERS,
     ExecutionSettings,
     LiDPCanarySettings,
     LiDPDataSettings,
@@ -52,7 +55,9 @@ __all__ = [
     "LIDP_METHODS",
     "METHOD_MIN_CANARIES",
     "SYSTEM",
+    "TRAINERS",
     "WORKFLOW",
+    "BatchedDPSGDCanaryRuns",
     "CanaryCountAudit",
     "CanaryRuns",
     "DPSGDCanaryRuns",

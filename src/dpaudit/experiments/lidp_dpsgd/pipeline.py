@@ -65,6 +65,7 @@ from dpaudit._validate import check_progress
 from dpaudit.attacks import draw_canaries, membership_score, split_pool
 from dpaudit.engine import EXECUTORS, Executor, RayExecutor
 from dpaudit.experiments.dpsgd.pipeline import load_pool
+from dpaudit.experiments.lidp_dpsgd.batched import BatchedDPSGDCanaryRuns
 from dpaudit.experiments.lidp_dpsgd.runs import LiDPRunsAudit, audit_canary_runs
 from dpaudit.experiments.lidp_dpsgd.settings import LiDPDPSGDSettings
 from dpaudit.systems import SYSTEMS, DPSGDSettings, LabelledData, train_dpsgd
@@ -222,12 +223,16 @@ class DPSGDCanaryRuns:
         return np.append(scores, trained.final_loss)
 
 
-def build_runs(settings: LiDPDPSGDSettings, layout: Layout, system: Any) -> DPSGDCanaryRuns:
-    """The run function of this audit (the system's training settings, σ resolved)."""
-    return DPSGDCanaryRuns(
-        layout.train, layout.canary_pool, settings.canaries.kind, settings.canaries.statistic,
-        system.training_settings, system.dataset_size,
-    )  # fmt: skip
+def build_runs(settings: LiDPDPSGDSettings, layout: Layout, system: Any) -> Any:
+    """The run function of this audit (the system's training settings, σ resolved): one
+    Opacus run per task, or with ``training.trainer = "batched"`` groups of runs at once
+    (:class:`~dpaudit.experiments.lidp_dpsgd.batched.BatchedDPSGDCanaryRuns`)."""
+    c = settings.canaries
+    common = (layout.train, layout.canary_pool, c.kind, c.statistic,
+              system.training_settings, system.dataset_size)  # fmt: skip
+    if settings.training.trainer == "batched":
+        return BatchedDPSGDCanaryRuns(*common, group_size=settings.training.group_size)
+    return DPSGDCanaryRuns(*common)
 
 
 def resolve_executor(settings: LiDPDPSGDSettings) -> Executor:

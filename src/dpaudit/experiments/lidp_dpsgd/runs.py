@@ -275,11 +275,26 @@ class _PlanTask:
 
     def __call__(self, index: int, seed: np.random.SeedSequence) -> np.ndarray:
         k = int(self.ks[index])
-        out = np.asarray(self.runs(bool(self.alternative[index]), k, seed), dtype=np.float64)
+        out = self.runs(bool(self.alternative[index]), k, seed)
+        return self._checked(out, k)
+
+    def _checked(self, out: Any, k: int) -> np.ndarray:
+        out = np.asarray(out, dtype=np.float64)
         want = k + len(self.runs.extras)
         if out.shape != (want,):
             raise ValueError(f"the run function returned shape {out.shape}, expected ({want},)")
         return out
+
+    @property
+    def group_size(self) -> int | None:
+        """The run function's group (runs trained at once), or None: one run per task."""
+        return getattr(self.runs, "group_size", None)
+
+    def run_group(self, indices: Sequence[int], seeds: Sequence) -> list[np.ndarray]:
+        """Runs ``indices`` together (the engine's groups; ``runs.run_group``)."""
+        idx = np.asarray(indices)
+        outs = self.runs.run_group(self.alternative[idx].tolist(), self.ks[idx].tolist(), seeds)
+        return [self._checked(o, int(k)) for o, k in zip(outs, self.ks[idx], strict=True)]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -8,7 +8,9 @@ Sections (``dpaudit audit lidp-dp-sgd``; shipped configs ``lidp-dp-sgd*.toml``):
 * ``[canaries]`` — the canary counts k per run (several: one audit per k, and the gain over
   k = 1 when 1 is among them), the canary distribution and the test statistic;
 * ``[training]`` — :class:`LiDPTrainingSettings`, i.e. :class:`dpaudit.systems.DPSGDSettings`
-  with this workflow's defaults (logistic regression, full-batch steps) and a sampling rate;
+  with this workflow's defaults (logistic regression, full-batch steps), a sampling rate and
+  the trainer (``per-run``: Opacus, one model at a time; ``batched``: ``group_size`` models
+  at once, :mod:`dpaudit.experiments.lidp_dpsgd.batched`);
 * ``[audit]`` — :class:`dpaudit.experiments.lidp_dpsgd.runs.LiDPAuditSettings` (runs, tuning runs,
   repetitions, intervals, curve, gain target);
 * ``[execution]`` — where the training runs go: local processes, or Ray (an address, or a
@@ -49,6 +51,7 @@ from dpaudit.systems import DPSGDCell, DPSGDSettings
 
 __all__ = [
     "EXECUTOR_NAMES",
+    "TRAINERS",
     "ExecutionSettings",
     "LiDPCanarySettings",
     "LiDPDPSGDSettings",
@@ -56,6 +59,9 @@ __all__ = [
     "LiDPTrainingSettings",
 ]
 
+#: How the training runs are computed: one Opacus run at a time, or many at once
+#: (:func:`dpaudit.systems.dpsgd.train_dpsgd_batched`).
+TRAINERS: tuple[str, ...] = ("per-run", "batched")
 #: Where the training runs can go (``dpaudit.engine.EXECUTORS``).
 EXECUTOR_NAMES: tuple[str, ...] = ("serial", "processes", "joblib", "ray")
 _SYNTHETIC = ("noise", "signs")
@@ -138,11 +144,21 @@ class LiDPTrainingSettings(DPSGDSettings):
     sampling_rate: float | None = option(
         1.0, help="Poisson sampling rate q (1: full batch); overrides batch_size"
     )
+    trainer: str = option(
+        "per-run",
+        help="per-run (Opacus, one model at a time) | batched (group_size models at once, "
+        "same law; SGD only)",
+    )
+    group_size: int = option(64, help="runs trained together by the batched trainer")
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.sampling_rate is not None:
             check_in_range("sampling_rate", self.sampling_rate, 0.0, 1.0, high_inclusive=True)
+        check_choice("trainer", self.trainer, TRAINERS)
+        check_positive_int("group_size", self.group_size)
+        if self.trainer == "batched" and self.optimizer != "sgd":
+            raise ValueError(f"trainer='batched' needs optimizer='sgd', got {self.optimizer!r}")
 
 
 @dataclasses.dataclass(frozen=True)

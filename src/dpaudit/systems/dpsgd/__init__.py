@@ -3,6 +3,7 @@ its accountant's claim, registered as ``"dp-sgd"`` in :data:`dpaudit.systems.SYS
 (``_dpsgd``). torch and opacus are imported only when training.
 """
 
+from dpaudit.systems.dpsgd._batched import BATCHED_METHODS, BatchedDPSGD, train_dpsgd_batched
 from dpaudit.systems.dpsgd._dpsgd import (
     ACCOUNTANTS,
     DPSGD,
@@ -21,9 +22,11 @@ from dpaudit.systems.dpsgd._dpsgd import (
 
 __all__ = [
     "ACCOUNTANTS",
+    "BATCHED_METHODS",
     "DPSGD",
     "MODELS",
     "OPTIMIZERS",
+    "BatchedDPSGD",
     "DPSGDCell",
     "DPSGDSettings",
     "LabelledData",
@@ -33,4 +36,5 @@ __all__ = [
     "opacus_epsilon",
     "opacus_rdp",
     "train_dpsgd",
+    "train_dpsgd_batched",
 ]

@@ -41,6 +41,7 @@ import logging
 import math
 import time
 import warnings
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -462,13 +463,17 @@ def _optimizer(torch: Any, params: Any, settings: DPSGDSettings) -> Any:
     return torch.optim.SGD(params, lr=settings.learning_rate, momentum=settings.momentum)
 
 
-def _noise_only_step(torch: Any, opt: Any, sigma: float, clip: float, expected: float) -> None:
-    """An empty Poisson batch still releases noise: ``p.grad = N(0, σ²C²)/B`` and step."""
-    for group in opt.original_optimizer.param_groups:
-        for p in group["params"]:
-            p.grad = torch.normal(0.0, sigma * clip, size=p.shape, device=p.device) / expected
+def _noise_only_step(torch: Any, opt: Any) -> None:
+    """An empty Poisson batch still releases noise: a zero clipped sum goes through the
+    optimizer's own ``add_noise`` (``p.grad = N(0, σ²C²)``, seen by any attached auditor),
+    is divided by the expected batch size, and the step is taken."""
+    for p in opt.params:
+        p.summed_grad = torch.zeros_like(p)
+    opt.add_noise()
+    for p in opt.params:
+        p.grad /= opt.expected_batch_size
     opt.original_optimizer.step()
-    opt.original_optimizer.zero_grad(set_to_none=True)
+    opt.zero_grad(set_to_none=True)
 
 
 @dataclasses.dataclass
@@ -506,11 +511,10 @@ def _run_steps(torch, loop: _Loop, s: DPSGDSettings, steps: int, q: float, gen, 
     n = int(loop.y.shape[0])
     processed, losses = 0, []
     lossf = torch.nn.CrossEntropyLoss()
-    expected = max(1, round(q * n))
     for t in range(steps):
         idx = np.flatnonzero(gen.random(n) < q)
         if idx.size == 0:
-            _noise_only_step(torch, loop.optimizer, s.noise_multiplier, s.max_grad_norm, expected)
+            _noise_only_step(torch, loop.optimizer)
         else:
             ix = torch.from_numpy(idx).to(loop.y.device)
             loop.optimizer.zero_grad(set_to_none=True)
@@ -533,6 +537,7 @@ def train_dpsgd(
     rng: RngLike,
     nominal_size: int | None = None,
     progress: ProgressLike = None,
+    instrument: Callable[[Any, float], Any] | None = None,
 ) -> TrainedDPSGD:
     """Train one model with DP-SGD on ``data`` plus the included canaries (a pure function).
 
@@ -553,6 +558,9 @@ def train_dpsgd(
             (default ``len(data) + len(canaries)/2``, the expected size when each canary is
             included with probability ½).
         progress: a progress callback over steps, ``True`` for a bar, or None.
+        instrument: called once with ``(optimizer, q)`` — Opacus' ``DPOptimizer`` and the
+            sampling rate — before the first step (e.g. to attach
+            :class:`dpaudit.integrations.opacus.CanaryAuditor`).
 
     Returns:
         :class:`TrainedDPSGD`.
@@ -592,6 +600,8 @@ def train_dpsgd(
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=_HOOK_WARNING, category=UserWarning)
             loop = _setup(torch, members, spec, settings, q * nominal_size)
+            if instrument is not None:
+                instrument(loop.optimizer, q)
             start = time.perf_counter()
             processed, losses = _run_steps(torch, loop, settings, steps, q, gen, report)
             seconds = time.perf_counter() - start
@@ -727,6 +737,7 @@ class DPSGD:
         *,
         rng: RngLike,
         progress: ProgressLike = None,
+        instrument: Callable[[Any, float], Any] | None = None,
     ) -> TrainedDPSGD:
         """One training run (:func:`train_dpsgd` with this system's σ and nominal size)."""
         return train_dpsgd(
@@ -737,6 +748,7 @@ class DPSGD:
             rng=rng,
             nominal_size=self.dataset_size,
             progress=progress,
+            instrument=instrument,
         )
 
 

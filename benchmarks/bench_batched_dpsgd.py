@@ -1,0 +1,158 @@
+"""Benchmark: the batched DP-SGD trainer against one Opacus run at a time (issue 30).
+
+Both trainers compute the same LiDP training runs (same plan, same seeds, serial executor,
+one torch thread, i.e. one core) in the same process, one after the other, on:
+
+* the default model of ``lidp-dp-sgd.toml`` (softmax regression on 2×2-pooled Fashion-MNIST,
+  196 features, |D| = 128, T = 9 full-batch steps, σ = 3, k = 16 random-sign canaries);
+* a Fashion-MNIST MLP: 784 → 256 → 10 (no pooling), the same D, steps and canaries;
+* the LeNet-style CNN of the DP-SGD audits (:func:`dpaudit.systems._torch_nets.build_cnn`) on
+  the 14×14 images, learning rate 0.5: the batched trainer's ``vmap`` path, which
+  materialises per-example gradients as Opacus does.
+
+Reported: runs per minute of each trainer, the speed-up (targets: ≥ 10× on the default
+model, ≥ 3× on the MLP), the largest difference between the two trainers' statistics for the
+same seeds (float32 rounding), and the machine's load average before and after each figure;
+a figure whose load average exceeded ``1.5`` (this process plus another job) is marked
+``machine_shared``. On a CUDA device (``--device cuda``) the batched trainer's runs/min on it
+are recorded with the card's name (the per-run trainer stays on the CPU).
+
+Run: ``python benchmarks/bench_batched_dpsgd.py [--skip-default|mlp|cnn] [--device]`` →
+``benchmarks/results/batched_dpsgd.json`` (a skipped model keeps its recorded figures;
+``DPAUDIT_BENCH_QUICK=1``: fewer runs).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from dpaudit import _settings
+from dpaudit._rng import child_seed
+from dpaudit._settings import find_config
+from dpaudit.experiments.lidp_dpsgd.pipeline import build_runs, draw_layout, load_data
+from dpaudit.experiments.lidp_dpsgd.runs import RunPlan, collect_statistics
+from dpaudit.experiments.lidp_dpsgd.settings import LiDPDPSGDSettings
+from dpaudit.systems import SYSTEMS
+
+RESULTS = Path(__file__).parent / "results"
+QUICK = os.environ.get("DPAUDIT_BENCH_QUICK") == "1"
+SHARED_LOAD = 1.5
+MODELS = {
+    "default (softmax regression, 196 features)": ({}, 128 if QUICK else 256, 64),
+    "Fashion-MNIST MLP 784-256-10": (
+        {"data.pooling": 1, "training.hidden": (256,)}, 32 if QUICK else 64, 32),
+    "LeNet-style CNN on 14x14 images": (
+        {"training.model": "cnn", "training.learning_rate": 0.5}, 32, 16),
+}  # fmt: skip
+#: ``--skip-NAME`` leaves a model out (its recorded figures are kept).
+SHORT = dict(zip(("default", "mlp", "cnn"), MODELS, strict=True))
+
+
+def _load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def _runs(overrides: dict, trainer: str, group: int, device: str = "cpu"):
+    settings = _settings.load_toml(find_config("lidp-dp-sgd"), LiDPDPSGDSettings)
+    over = overrides | {"training.trainer": trainer, "training.group_size": group}
+    settings = _settings.apply_overrides(settings, over | {"training.device": device})
+    pool = load_data(settings)
+    system = SYSTEMS.get("dp-sgd")(settings.system_cell)
+    layout = draw_layout(pool, settings, rng=child_seed(settings.seed, 0))
+    return build_runs(settings, layout, system)
+
+
+def _measure(runs, plan: RunPlan) -> tuple[dict, np.ndarray]:
+    load0 = _load()
+    t0 = time.perf_counter()
+    data, out = collect_statistics(runs, plan, rng=7)
+    wall = time.perf_counter() - t0
+    load1 = _load()
+    stats = np.concatenate([v.ravel() for v in data.stats.values()])
+    row = {"runs": out.num_tasks, "wall_seconds": round(wall, 3),
+           "runs_per_minute": round(60.0 * out.num_tasks / wall, 1),
+           "load_before": load0, "load_after": load1,
+           "machine_shared": max(load0[0], load1[0]) > SHARED_LOAD}  # fmt: skip
+    return row, stats
+
+
+def _model(name: str, overrides: dict, n: int, group: int) -> dict:
+    plan = RunPlan((16,), 1, n // 4, n // 4)
+    warm = RunPlan((16,), 1, 2, 2)
+    rows, stats = {}, {}
+    for trainer in ("per-run", "batched"):
+        runs = _runs(overrides, trainer, group)
+        collect_statistics(runs, warm, rng=0)  # imports, first-call costs
+        rows[trainer], stats[trainer] = _measure(runs, plan)
+        r = rows[trainer]
+        print(f"{name:>44} {trainer:>8}: {r['runs']} runs in {r['wall_seconds']:7.2f} s = "
+              f"{r['runs_per_minute']:8.1f} runs/min (load {r['load_before'][0]} → "
+              f"{r['load_after'][0]})", flush=True)  # fmt: skip
+    speedup = rows["batched"]["runs_per_minute"] / rows["per-run"]["runs_per_minute"]
+    diff = float(np.max(np.abs(stats["batched"] - stats["per-run"])))
+    print(f"{'':>44} speed-up {speedup:.1f}×; max |Δ statistic| same seeds {diff:.2e}")
+    return {"model": name, "overrides": {k: list(v) if isinstance(v, tuple) else v
+                                         for k, v in overrides.items()},
+            "group_size": group, "per_run": rows["per-run"], "batched": rows["batched"],
+            "speedup": round(speedup, 2), "max_abs_statistic_difference": diff}  # fmt: skip
+
+
+def _cuda() -> dict | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    runs = _runs({}, "batched", 256, device="cuda")
+    collect_statistics(runs, RunPlan((16,), 1, 2, 2), rng=0)
+    row, _ = _measure(runs, RunPlan((16,), 1, 256, 256))
+    return {"device": torch.cuda.get_device_name(0), **row}
+
+
+def main() -> int:
+    chosen = [m for short, m in SHORT.items() if f"--skip-{short}" not in sys.argv]
+    path = RESULTS / "batched_dpsgd.json"
+    previous = json.loads(path.read_text())["results"] if path.exists() else []
+    results = [_model(name, *MODELS[name]) for name in chosen]
+    results += [r for r in previous if r["model"] in MODELS and r["model"] not in chosen]
+    out = {
+        "benchmark": "batched_dpsgd",
+        "machine": {
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "note": "one core (serial executor, 1 torch thread); other jobs may share "
+            "the machine: see load_before/after and machine_shared",
+        },
+        "plan": "k = 16, n alternative + n null audited runs and as many tuning runs",
+        "targets": {"default": 10.0, "mlp": 3.0, "cnn": None},
+        "results": results,
+        "cuda": _cuda() if "--device" in sys.argv else None,
+    }
+    out["results"] = [dataclasses.asdict(_Row(**r)) for r in out["results"]]
+    RESULTS.mkdir(exist_ok=True)
+    path.write_text(json.dumps(out, indent=2) + "\n")
+    return 0
+
+
+@dataclasses.dataclass
+class _Row:
+    model: str
+    overrides: dict
+    group_size: int
+    per_run: dict
+    batched: dict
+    speedup: float
+    max_abs_statistic_difference: float
+
+
+if __name__ == "__main__":
+    sys.exit(main())

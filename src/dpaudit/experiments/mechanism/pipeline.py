@@ -1,0 +1,330 @@
+"""Black-box audit of a DP mechanism, DP-Sniper style (``dpaudit audit mechanism``).
+
+Bichsel, Steffen, Bogunovic & Vechev 2021 ("DP-Sniper", IEEE S&P): for each neighbouring
+pair (given, or StatDP's input patterns, Ding et al. 2018, CCS), fit a score that tells
+M(a′) from M(a) — logistic regression on the outputs' features, or the exact log-ratio of
+counts for outputs with few values — and take the event ``S = {score ≥ t}``. Three
+independent sample sets per input keep every choice honest:
+
+1. **train** (``train_samples``): fit the score;
+2. **select** (``select_samples``): choose the pair and the threshold ``t`` whose bound,
+   projected to the evaluation size, is best (:func:`dpaudit.attacks.choose_event`);
+3. **evaluate** (``samples``, fresh, drawn in seeded engine blocks and resumable from a
+   checkpoint): count ``M(a) ∈ S`` and ``M(a′) ∈ S`` and bound ε with exact one-sided
+   Clopper–Pearson intervals (:func:`dpaudit.bounds.epsilon_from_confusion`; Chadha et al.
+   2024, arXiv:2402.09403, §2.2). The pair and the event are fixed before these samples are
+   drawn, so the bound needs no further correction (selection strategy ``"split"``).
+
+The result's witness (:class:`MechanismWitness`) is the pair and the event in words, with the
+counts; :func:`replay_witness` draws new samples and recomputes the bound with the same event.
+
+Example:
+    >>> s = MechanismAuditSettings(mechanism="svt5", train_samples=2000,
+    ...                            select_samples=2000, samples=20_000)
+    >>> e = audit_mechanism(s).entries[0]
+    >>> e.gap.refutes_claim, e.lower_bound.epsilon > 1.0
+    (True, True)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpaudit._results import (
+    AuditEntry,
+    AuditResult,
+    Claim,
+    ConfidenceInterval,
+    LowerBound,
+    ResultMixin,
+    SelectionRecord,
+    package_versions,
+)
+from dpaudit._rng import child_seed
+from dpaudit.attacks import (
+    EventCounts,
+    MechanismAttack,
+    batch_sampler,
+    choose_event,
+    fit_mechanism_attack,
+    input_patterns,
+)
+from dpaudit.bounds import EpsDeltaAudit, epsilon_from_confusion
+from dpaudit.engine import run_blocks
+from dpaudit.experiments.mechanism.settings import MechanismAuditSettings
+from dpaudit.systems import MECHANISMS, MechanismSpec
+
+__all__ = ["WORKFLOW", "MechanismWitness", "audit_mechanism", "replay_witness", "resolve_mechanism"]
+
+WORKFLOW = "mechanism"
+_PROBE = 16  # outputs per input drawn to check the mechanism before any real work
+
+
+@dataclasses.dataclass(frozen=True)
+class MechanismWitness(ResultMixin):
+    """What refutes (or supports) the claim, in a form a person can read and rerun.
+
+    Attributes:
+        mechanism: the mechanism's name.
+        database_a, database_b: the neighbouring pair (``b`` is the one the event signals).
+        event: the event ``S`` in words (the outputs it holds, or the linear score and
+            threshold).
+        attack: ``"counts"`` or ``"logistic"``.
+        count_a, count_b: fresh runs on a / b whose output fell in ``S``.
+        samples: fresh runs per input.
+        projected_epsilon: the bound the selection split projected for this event.
+        seed: the root seed (the evaluation's samples are its child stream 2).
+        model: the fitted attack (its mechanism-specific feature function left out; see
+            :func:`replay_witness`).
+    """
+
+    mechanism: str
+    database_a: tuple[float, ...]
+    database_b: tuple[float, ...]
+    event: str
+    attack: str
+    count_a: int
+    count_b: int
+    samples: int
+    projected_epsilon: float
+    seed: int
+    model: MechanismAttack = dataclasses.field(repr=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Candidate:
+    a: np.ndarray
+    b: np.ndarray
+    attack: MechanismAttack
+    projected: float
+
+
+# ------------------------------------------------------------------------- stages
+
+
+def resolve_mechanism(settings: MechanismAuditSettings, data: Any = None) -> MechanismSpec:
+    """The mechanism to audit: ``data`` (a :class:`MechanismSpec` or a plain callable
+    ``mechanism(database, rng)``) or the registered ``settings.mechanism``; the settings'
+    ``claimed_epsilon`` overrides the claim.
+
+    Raises:
+        TypeError: ``data`` is neither a spec nor callable.
+        ValueError: a callable without ``claimed_epsilon``, or an unknown name.
+    """
+    if data is None:
+        spec = MECHANISMS.get(settings.mechanism)
+    elif isinstance(data, MechanismSpec):
+        spec = data
+    elif callable(data):
+        if settings.claimed_epsilon is None:
+            raise ValueError("a mechanism given as a callable needs settings.claimed_epsilon")
+        dims = len(settings.pair_a) or 1
+        name = getattr(data, "__name__", type(data).__name__)
+        spec = MechanismSpec(name, batch_sampler(data), settings.claimed_epsilon, dims,
+                             "given by the user")  # fmt: skip
+    else:
+        raise TypeError(f"data must be a MechanismSpec or mechanism(database, rng), got {data!r}")
+    if settings.claimed_epsilon is not None:
+        spec = dataclasses.replace(spec, claimed_epsilon=settings.claimed_epsilon)
+    return spec
+
+
+def _pairs(settings: MechanismAuditSettings, spec: MechanismSpec):
+    if settings.pair_a:
+        a, b = np.asarray(settings.pair_a, float), np.asarray(settings.pair_b, float)
+        if a.size != spec.dimensions:
+            raise ValueError(
+                f"pair_a has {a.size} entries, mechanism {spec.name!r} takes {spec.dimensions}"
+            )
+        return ((a, b),)
+    return input_patterns(spec.dimensions, low=spec.low, high=spec.high,
+                          component_wise=spec.component_wise)  # fmt: skip
+
+
+def _draw(spec: MechanismSpec, db: np.ndarray, size: int, seed) -> np.ndarray:
+    """``size`` outputs on ``db``, checked: errors, NaN and wrong shapes name the mechanism."""
+    try:
+        out = spec.sample(db.copy(), size, np.random.default_rng(seed))
+        out = np.asarray(out, dtype=float)
+    except TypeError as exc:  # an output of the wrong type (batch_sampler's checks)
+        raise TypeError(f"mechanism {spec.name!r} on database={db.tolist()}: {exc}") from exc
+    except Exception as exc:  # the user's code: report it with the input that broke it
+        raise ValueError(f"mechanism {spec.name!r} raised {type(exc).__name__} on "
+                         f"database={db.tolist()}: {exc}") from exc  # fmt: skip
+    if out.ndim == 1:
+        out = out[:, None]
+    if out.ndim != 2 or out.shape[0] != size:
+        raise TypeError(
+            f"mechanism {spec.name!r} returned shape {out.shape} for {size} samples; "
+            f"expected ({size}, k)"
+        )
+    if not np.all(np.isfinite(out)):
+        bad = out[~np.isfinite(out)][0]
+        raise ValueError(
+            f"mechanism {spec.name!r} returned a non-finite output ({bad}) on "
+            f"database={db.tolist()}"
+        )
+    return out
+
+
+def _probe(spec: MechanismSpec, pairs, root: np.random.SeedSequence) -> None:
+    """A few outputs on every input: errors, NaN and changing output widths surface here."""
+    width = None
+    for i, (a, b) in enumerate(pairs):
+        for j, db in enumerate((a, b)):
+            out = _draw(spec, db, _PROBE, child_seed(root, 9, i, j))
+            if width is not None and out.shape[1] != width:
+                raise TypeError(
+                    f"mechanism {spec.name!r} changed its output type: {out.shape[1]} values "
+                    f"on database={db.tolist()}, {width} before"
+                )
+            width = out.shape[1]
+
+
+def _search(spec, pairs, s: MechanismAuditSettings, root) -> _Candidate:
+    """Fit the attack on the training samples of every pair, choose on the selection ones."""
+    best = None
+    for i, (a, b) in enumerate(pairs):
+        n = s.train_samples + s.select_samples
+        out_a = _draw(spec, a, n, child_seed(root, 1, i, 0))
+        out_b = _draw(spec, b, n, child_seed(root, 1, i, 1))
+        t = s.train_samples
+        attack = fit_mechanism_attack(
+            out_a[:t], out_b[:t], kind=s.attack, flags=spec.flags, features=spec.features,
+            max_outputs=s.max_outputs,
+        )  # fmt: skip
+        attack, proj = choose_event(attack, out_a[t:], out_b[t:], n_eval=s.samples,
+                                    confidence_level=s.confidence_level)  # fmt: skip
+        if best is None or proj > best.projected:
+            best = _Candidate(a, b, attack, proj)
+    return best
+
+
+def _evaluate(spec, cand: _Candidate, s: MechanismAuditSettings, root, checkpoint, progress):
+    """Fresh samples in engine blocks: how many outputs of a and of a′ fall in the event."""
+    path = None
+    if checkpoint is not None:
+        Path(checkpoint).mkdir(parents=True, exist_ok=True)
+        path = Path(checkpoint) / f"{s.name}-{spec.name}-evaluation.npz"
+    key = (f"{spec.name}|{cand.a.tolist()}|{cand.b.tolist()}|{cand.attack.describe()}|"
+           f"{cand.attack.threshold!r}")  # fmt: skip
+    run = run_blocks(EventCounts(spec.sample, cand.a, cand.b, cand.attack), s.samples,
+                     rng=child_seed(root, 2), block_size=s.block_size, checkpoint=path, key=key,
+                     progress=progress is True, description=f"sampling {spec.name}")  # fmt: skip
+    count_a, count_b = (int(x) for x in run.counts)
+    bound = epsilon_from_confusion(count_b, s.samples - count_b, count_a, s.samples - count_a,
+                                   delta=s.delta, confidence_level=s.confidence_level)  # fmt: skip
+    return bound, count_a, count_b
+
+
+def _entry(spec, cand, bound: EpsDeltaAudit, witness, s: MechanismAuditSettings) -> AuditEntry:
+    claims = (Claim("claimed", spec.source, spec.claimed_epsilon, s.delta),)
+    exact = None
+    if spec.true_epsilon is not None:
+        exact = Claim("true epsilon (closed form)", spec.source, spec.true_epsilon, 0.0)
+    n_pairs = "given pair" if s.pair_a else "StatDP input patterns"
+    selections = (
+        SelectionRecord("input pair", "split", f"best projected bound among the {n_pairs}, "
+                        f"chosen on the selection samples; bounded on fresh samples only"),
+        SelectionRecord("event", "split", f"{cand.attack.kind} score fitted on "
+                        f"{s.train_samples} training samples per input, threshold chosen on "
+                        f"{s.select_samples} selection samples; bounded on {s.samples} fresh "
+                        f"samples per input"),
+    )  # fmt: skip
+    note = spec.note
+    if spec.published_lower is not None:
+        note = f"{note}; DP-Sniper's published bound {spec.published_lower}".lstrip("; ")
+    lower = LowerBound(
+        "Clopper-Pearson on a fresh split (DP-Sniper event)", s.confidence_level, bound.epsilon,
+        s.delta, interval=ConfidenceInterval(bound.epsilon, math.inf), note=note,
+    )  # fmt: skip
+    return AuditEntry(spec.name, f"dp-sniper-{cand.attack.kind}", lower, claims, exact,
+                      selections, detail=witness)  # fmt: skip
+
+
+def audit_mechanism(
+    settings: MechanismAuditSettings,
+    *,
+    data: Any = None,
+    progress: Any = None,
+    checkpoint: Any = None,
+) -> AuditResult:
+    """Audit one mechanism (module docstring): probe, search, evaluate, report.
+
+    Args:
+        settings: :class:`MechanismAuditSettings`.
+        data: a :class:`~dpaudit.systems.MechanismSpec` or a plain callable
+            ``mechanism(database, rng) -> output`` used instead of ``settings.mechanism``.
+        progress: truthy for a progress bar over the evaluation's blocks.
+        checkpoint: a directory; the evaluation's finished blocks are kept there and a rerun
+            with the same settings resumes from them.
+
+    Returns:
+        :class:`~dpaudit.AuditResult` (workflow ``"mechanism"``), one entry.
+
+    Raises:
+        TypeError: a mechanism whose output is not numeric, or changes width.
+        ValueError: a mechanism that raises or returns NaN/inf (before any expensive work),
+            a bad pair or claim.
+    """
+    t0 = time.perf_counter()
+    spec = resolve_mechanism(settings, data)
+    root = np.random.SeedSequence(settings.seed)
+    pairs = _pairs(settings, spec)
+    _probe(spec, pairs, root)
+    cand = _search(spec, pairs, settings, root)
+    t1 = time.perf_counter()
+    bound, count_a, count_b = _evaluate(spec, cand, settings, root, checkpoint, progress)
+    t2 = time.perf_counter()
+    witness = MechanismWitness(
+        spec.name, tuple(cand.a.tolist()), tuple(cand.b.tolist()), cand.attack.describe(),
+        cand.attack.kind, count_a, count_b, settings.samples, cand.projected, settings.seed,
+        dataclasses.replace(cand.attack, features=None),
+    )  # fmt: skip
+    entry = _entry(spec, cand, bound, witness, settings)
+    return AuditResult(
+        WORKFLOW, (entry,), settings, settings.seed,
+        {"search": t1 - t0, "evaluation": t2 - t1, "total": t2 - t0},
+        package_versions(), detail=bound,
+    )  # fmt: skip
+
+
+def replay_witness(
+    witness: MechanismWitness,
+    *,
+    samples: int = 100_000,
+    rng: Any = None,
+    mechanism: MechanismSpec | None = None,
+    delta: float = 0.0,
+    confidence_level: float = 0.95,
+) -> EpsDeltaAudit:
+    """Rerun a witness: new samples on its pair, the same event, a new bound.
+
+    Args:
+        witness: from an audit's entry (``entry.detail``).
+        samples: fresh runs per input.
+        rng: seed of the new samples.
+        mechanism: the spec to run (default: the registered mechanism of that name).
+        delta, confidence_level: of the new bound.
+
+    Example:
+        >>> s = MechanismAuditSettings(mechanism="svt5", train_samples=2000,
+        ...                            select_samples=2000, samples=20_000)
+        >>> w = audit_mechanism(s).entries[0].detail
+        >>> replay_witness(w, samples=20_000, rng=1).epsilon > 1.0
+        True
+    """
+    spec = mechanism if mechanism is not None else MECHANISMS.get(witness.mechanism)
+    attack = dataclasses.replace(witness.model, features=spec.features)
+    a, b = np.asarray(witness.database_a), np.asarray(witness.database_b)
+    counter = EventCounts(spec.sample, a, b, attack)
+    count_a, count_b = counter(samples, np.random.SeedSequence(rng))
+    return epsilon_from_confusion(int(count_b), samples - int(count_b), int(count_a),
+                                  samples - int(count_a), delta=delta,
+                                  confidence_level=confidence_level)  # fmt: skip

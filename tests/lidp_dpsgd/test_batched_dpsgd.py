@@ -1,0 +1,243 @@
+"""The batched DP-SGD trainer (dpaudit.systems.dpsgd.train_dpsgd_batched) and its LiDP runs.
+
+* equality: run r of a batched call equals the one-run Opacus trainer (same seed) to 1e-6 —
+  it does: same initial weights, Poisson batches and noise tensors; only the float32 sums
+  are taken in another order (≈ 1e-7 apart);
+* a naive oracle (one example at a time with torch.autograd, the same noise tensors) for
+  both gradient methods, the CNN included;
+* the same law: KS and χ² two-sample tests on LiDP canary statistics from independent seeds;
+* a run's statistics do not depend on the executor, the chunking, the workers or a resume.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from scipy import stats
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("opacus")
+
+from tiny_lidp import tiny_pool, tiny_settings  # noqa: E402
+
+from dpaudit import _settings  # noqa: E402
+from dpaudit.engine import SerialExecutor  # noqa: E402
+from dpaudit.experiments.lidp_dpsgd import (  # noqa: E402
+    BatchedDPSGDCanaryRuns,
+    DPSGDCanaryRuns,
+    RunPlan,
+    collect_statistics,
+    run_lidp_dpsgd,
+)
+from dpaudit.systems.dpsgd import (  # noqa: E402
+    DPSGDSettings,
+    LabelledData,
+    train_dpsgd,
+    train_dpsgd_batched,
+)
+from dpaudit.systems.dpsgd._batched import _run_seeds  # noqa: E402
+
+G = np.random.default_rng(0)
+DATA = LabelledData(G.normal(size=(40, 6)).astype(np.float32), G.integers(0, 3, 40), 3)
+CANARIES = LabelledData(G.normal(size=(4, 6)).astype(np.float32), G.integers(0, 3, 4), 3)
+INCLUDED = [np.array([1, 1, 0, 1], bool), np.zeros(4, bool), np.ones(4, bool)]
+SEEDS = [5, 6, 7]
+
+
+def _settings_for(hidden, momentum, batch):
+    return DPSGDSettings(model="mlp", hidden=hidden, noise_multiplier=1.0, batch_size=batch,
+                         steps=7, momentum=momentum, learning_rate=1.0)  # fmt: skip
+
+
+# batch 1 of 44: empty Poisson batches happen (the noise-only step)
+@pytest.mark.parametrize(("hidden", "momentum", "batch"), [((), 0.0, 44), ((8,), 0.5, 10),
+                                                           ((8, 4), 0.0, 1)])  # fmt: skip
+@pytest.mark.parametrize("method", ["ghost", "vmap"])
+def test_equal_to_the_one_run_opacus_trainer_to_1e6(hidden, momentum, batch, method):
+    s = _settings_for(hidden, momentum, batch)
+    out = train_dpsgd_batched(DATA, [CANARIES] * 3, INCLUDED, s, rngs=SEEDS, nominal_size=44,
+                              method=method)  # fmt: skip
+    for r, seed in enumerate(SEEDS):
+        one = train_dpsgd(DATA, CANARIES, INCLUDED[r], s, rng=seed, nominal_size=44)
+        for name, w in one.state.items():
+            np.testing.assert_allclose(out.state[name][r], w, rtol=0, atol=1e-6)
+        np.testing.assert_allclose(out.final_loss[r], one.final_loss, rtol=1e-6)
+        assert out.run(r).num_members == one.num_members
+
+
+def _naive(data, settings, seed, nominal):
+    """One run, one example at a time (torch.autograd), noise from the same generator."""
+    batch_gen, torch_seed = _run_seeds(seed)
+    torch.default_generator.manual_seed(torch_seed)
+    spec_net = _spec(data, settings).build()
+    gen = torch.Generator()
+    gen.set_state(torch.default_generator.get_state())
+    q = settings.batch_size / nominal
+    X, y = torch.from_numpy(np.array(data.X)), torch.from_numpy(np.array(data.y))
+    draws = batch_gen.random((settings.steps, len(data))) < q
+    params = list(spec_net.parameters())
+    C, sigma = settings.max_grad_norm, settings.noise_multiplier
+    for t in range(settings.steps):
+        total = [torch.zeros_like(p) for p in params]
+        for i in np.flatnonzero(draws[t]):
+            spec_net.zero_grad()
+            x = _spec(data, settings).fold(X[i : i + 1])
+            torch.nn.functional.cross_entropy(spec_net(x), y[i : i + 1]).backward()
+            norm = torch.sqrt(sum((p.grad * p.grad).sum() for p in params))
+            c = min(1.0, C / (float(norm) + 1e-6))
+            total = [a + c * p.grad for a, p in zip(total, params, strict=True)]
+        div = max(1, round(q * nominal)) if draws[t].any() else max(1, round(q * len(data)))
+        with torch.no_grad():
+            for p, s_ in zip(params, total, strict=True):
+                p -= settings.learning_rate * (s_ + torch.normal(0.0, sigma * C, p.shape,
+                                                                 generator=gen)) / div  # fmt: skip
+    return {k: v.detach().numpy() for k, v in spec_net.state_dict().items()}
+
+
+def _spec(data, settings):
+    from dpaudit.systems.dpsgd import ModelSpec
+
+    return ModelSpec.for_data(data, settings.model, settings.hidden)
+
+
+@pytest.mark.parametrize("model", ["mlp", "cnn"])
+def test_equal_to_a_naive_loop_with_the_same_noise(model):
+    g = np.random.default_rng(1)
+    data = LabelledData(g.random((12, 16)), g.integers(0, 2, 12), 2, image_shape=(4, 4))
+    s = DPSGDSettings(model=model, hidden=(5,), noise_multiplier=0.7, batch_size=6, steps=3,
+                      momentum=0.0, learning_rate=0.5)  # fmt: skip
+    methods = ["ghost", "vmap"] if model == "mlp" else ["vmap"]
+    for method in methods:
+        with torch.random.fork_rng(devices=[]):
+            out = train_dpsgd_batched(data, [None, None], [None, None], s, rngs=[3, 4],
+                                      nominal_size=12, method=method)  # fmt: skip
+            for r, seed in enumerate([3, 4]):
+                ref = _naive(data, s, seed, 12)
+                for name, w in ref.items():
+                    np.testing.assert_allclose(out.state[name][r], w, rtol=0, atol=1e-6)
+
+
+def test_logits_and_validation():
+    s = _settings_for((), 0.0, 20)
+    out = train_dpsgd_batched(DATA, [None, None], [None, None], s, rngs=[0, 1], nominal_size=40)
+    logits = out.logits([DATA.X[:3], DATA.X[:5]])
+    assert [x.shape for x in logits] == [(3, 3), (5, 3)]
+    np.testing.assert_allclose(logits[1], out.run(1).logits(DATA.X[:5]), rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match="one array per run"):
+        out.logits([DATA.X])
+    with pytest.raises(ValueError, match="one entry per run"):
+        train_dpsgd_batched(DATA, [None], [None, None], s, rngs=[0, 1], nominal_size=40)
+    with pytest.raises(ValueError, match="optimizer='sgd'"):
+        train_dpsgd_batched(DATA, [None], [None], dataclasses.replace(s, optimizer="adam"),
+                            rngs=[0], nominal_size=40)  # fmt: skip
+    with pytest.raises(ValueError, match="needs model='mlp'"):
+        train_dpsgd_batched(DATA, [None], [None], dataclasses.replace(s, model="cnn"),
+                            rngs=[0], nominal_size=40, method="ghost")  # fmt: skip
+    with pytest.raises(ValueError, match="width=10 is below"):
+        train_dpsgd_batched(DATA, [None], [None], s, rngs=[0], nominal_size=40, width=10)
+    with pytest.raises(ValueError, match="noise_multiplier must be set"):
+        bad = dataclasses.replace(s, noise_multiplier=None, target_epsilon=1.0)
+        train_dpsgd_batched(DATA, [None], [None], bad, rngs=[0], nominal_size=40)
+    with pytest.raises(ValueError, match="included was given"):
+        train_dpsgd_batched(DATA, [None], [INCLUDED[0]], s, rngs=[0], nominal_size=40)
+
+
+# ------------------------------------------------------------------------------- LiDP runs
+
+
+def _runs(group_size=8):
+    pool = tiny_pool()
+    train = pool.subset(np.arange(32))
+    s = DPSGDSettings(model="mlp", hidden=(), noise_multiplier=1.0, batch_size=36, steps=6,
+                      learning_rate=2.0, momentum=0.0)  # fmt: skip
+    per = DPSGDCanaryRuns(train, None, "signs", "margin", s, 36)
+    return per, BatchedDPSGDCanaryRuns(train, None, "signs", "margin", s, 36, group_size)
+
+
+def test_lidp_statistics_have_the_same_law():
+    """Two-sample KS (statistics of alternative and of null runs, pooled over canaries) and
+    χ² (counts above fixed quantiles) between the per-run and the batched trainer, from
+    independent seeds; and the same seeds give the same statistics to float32 rounding."""
+    per, bat = _runs(group_size=40)
+    plan = RunPlan((4,), 1, 40, 40)
+    a, _ = collect_statistics(per, plan, rng=1)
+    b, _ = collect_statistics(bat, plan, rng=2)
+    same, _ = collect_statistics(bat, plan, rng=1)
+    for key in a.stats:
+        x, y = a.stats[key].ravel(), b.stats[key].ravel()
+        assert stats.ks_2samp(x, y).pvalue > 0.01, key
+        edges = np.quantile(np.concatenate([x, y]), [0.25, 0.5, 0.75])
+        table = np.array([np.bincount(np.searchsorted(edges, v), minlength=4) for v in (x, y)])
+        assert stats.chi2_contingency(table).pvalue > 0.01, key
+        np.testing.assert_allclose(same.stats[key], a.stats[key], rtol=1e-5, atol=1e-5)
+
+
+class _StopAfter:
+    """Serial executor interrupted after ``after`` chunks."""
+
+    name, workers = "stop-after", 1
+
+    def __init__(self, after):
+        self.after = after
+
+    def map(self, fn, tasks):
+        for i, item in enumerate(SerialExecutor().map(fn, tasks)):
+            if i == self.after:
+                raise KeyboardInterrupt
+            yield item
+
+
+def test_batched_statistics_do_not_depend_on_chunks_executor_or_resume(tmp_path):
+    """Groups of 4 runs straddle the blocks of k; processes × 2 with the cost model's
+    chunks; a run interrupted after 3 groups and resumed: bit-identical statistics."""
+    _, bat = _runs(group_size=4)
+    plan = RunPlan((2, 3), 1, 5, 3)  # 32 runs
+    ref = collect_statistics(bat, plan, rng=9, executor=SerialExecutor())[0].stats
+    ck = tmp_path / "runs.tasks"
+    with pytest.raises(KeyboardInterrupt):
+        collect_statistics(bat, plan, rng=9, executor=_StopAfter(3), checkpoint=ck)
+    resumed, out = collect_statistics(bat, plan, rng=9, checkpoint=ck)
+    assert out.resumed_tasks == 12
+    per, _ = _runs(group_size=4)
+    with pytest.raises(ValueError, match=r"another run|belongs to"):
+        collect_statistics(per, plan, rng=9, checkpoint=ck)  # the other trainer's journal
+    got = collect_statistics(bat, plan, rng=9, executor="processes", workers=2)[0].stats
+    for key in ref:
+        np.testing.assert_array_equal(got[key], ref[key])
+        np.testing.assert_array_equal(resumed.stats[key], ref[key])
+
+
+def test_workflow_with_the_batched_trainer():
+    s = tiny_settings(training={"trainer": "batched", "group_size": 4})
+    res = run_lidp_dpsgd(s, data=tiny_pool())
+    per = run_lidp_dpsgd(tiny_settings(), data=tiny_pool())
+    a, b = res.detail.audit.audit(4), per.detail.audit.audit(4)
+    np.testing.assert_allclose(a.alternative, b.alternative, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(a.null, b.null, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="trainer"):
+        tiny_settings(training={"trainer": "vectorised"})
+    with pytest.raises(ValueError, match="needs optimizer='sgd'"):
+        tiny_settings(training={"trainer": "batched", "optimizer": "adam"})
+    assert _settings.from_mapping(type(s), _settings.to_mapping(s)).training.group_size == 4
+
+
+def test_module_examples():
+    from doctest_support import module_examples
+
+    assert module_examples("dpaudit.systems.dpsgd._batched").failed == 0
+
+
+def test_vmap_in_slices_of_runs_is_the_same_training(monkeypatch):
+    from dpaudit.systems.dpsgd import _batched
+
+    s = _settings_for((8,), 0.5, 10)
+    whole = train_dpsgd_batched(DATA, [CANARIES] * 3, INCLUDED, s, rngs=SEEDS, nominal_size=44,
+                                method="vmap")  # fmt: skip
+    monkeypatch.setattr(_batched, "_VMAP_FLOATS", 1)  # one run per slice
+    sliced = train_dpsgd_batched(DATA, [CANARIES] * 3, INCLUDED, s, rngs=SEEDS, nominal_size=44,
+                                 method="vmap")  # fmt: skip
+    for name, w in whole.state.items():
+        np.testing.assert_allclose(sliced.state[name], w, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(sliced.final_loss, whole.final_loss, rtol=1e-6)
