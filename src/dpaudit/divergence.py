@@ -301,6 +301,41 @@ class WorstCaseRenyi(ResultMixin):
     method: str = "exact"
 
 
+def worst_over_neighbours(
+    votes: np.ndarray, sigma: float, alphas: np.ndarray, chunks: Iterator[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """The running maximum of ``D_α(Q(H)‖Q(H′))`` (forward) and ``D_α(Q(H′)‖Q(H))`` (reverse)
+    over chunks of neighbouring histograms H′, per order — shared by the worst-case
+    neighbour and the worst-case group divergences.
+
+    Ties keep the first neighbour (and the caller prefers "forward"), as an argmax over all
+    forward divergences followed by all reverse ones would.
+
+    Returns:
+        ``(best (2, n_orders), argmax neighbours (2, n_orders, C), neighbours seen)``.
+    """
+    lq = log_argmax_probabilities(votes, sigma)[None, :]
+    best = np.full((2, alphas.size), -np.inf)
+    arg = np.zeros((2, alphas.size, votes.size))
+    cols = np.arange(alphas.size)
+    total = 0
+    for neigh in chunks:
+        total += neigh.shape[0]
+        lq_n = log_argmax_probabilities(neigh, sigma)
+        for d, div in enumerate(
+            (
+                renyi_divergence_from_log(lq, lq_n, alphas),
+                renyi_divergence_from_log(lq_n, lq, alphas),
+            )
+        ):
+            i = div.argmax(axis=0)
+            top = div[i, cols]
+            better = top > best[d]
+            best[d, better] = top[better]
+            arg[d, better] = neigh[i[better]]
+    return best, arg, total
+
+
 def worst_case_neighbour_renyi(
     votes: ArrayLike, sigma: float, orders: ArrayLike, relation: str = "replace"
 ) -> WorstCaseRenyi:
@@ -345,24 +380,9 @@ def worst_case_neighbour_renyi(
         f"worst_case_neighbour_renyi of votes with C={h.size} classes ({k} neighbours under "
         f"relation={relation!r})",
     )
-    lq = log_argmax_probabilities(h, sigma)[None, :]
-    # Running maximum per direction; ties keep the first neighbour and prefer "forward",
-    # as an argmax over all forward divergences followed by all reverse ones would.
-    best = np.full((2, alphas.size), -np.inf)
-    arg = np.zeros((2, alphas.size, h.size))
-    for neigh in _neighbour_chunks(h, relation, NEIGHBOUR_CHUNK):
-        lq_n = log_argmax_probabilities(neigh, sigma)
-        for d, div in enumerate(
-            (
-                renyi_divergence_from_log(lq, lq_n, alphas),
-                renyi_divergence_from_log(lq_n, lq, alphas),
-            )
-        ):
-            i = div.argmax(axis=0)
-            top = div[i, np.arange(alphas.size)]
-            better = top > best[d]
-            best[d, better] = top[better]
-            arg[d, better] = neigh[i[better]]
+    best, arg, _ = worst_over_neighbours(
+        h, sigma, alphas, _neighbour_chunks(h, relation, NEIGHBOUR_CHUNK)
+    )
     reverse = best[1] > best[0]
     cols = np.arange(alphas.size)
     return WorstCaseRenyi(

@@ -46,7 +46,7 @@ from dpaudit._validate import (
     check_positive_int,
     check_votes,
 )
-from dpaudit.mechanisms.noisy_argmax import check_quadrature_work, log_argmax_probabilities
+from dpaudit.mechanisms.noisy_argmax import check_quadrature_work
 
 __all__ = [
     "GROUP_RELATIONS",
@@ -235,7 +235,7 @@ def worst_case_group_renyi(
         >>> bool(r2.epsilons[0] > r1.epsilons[0])
         True
     """
-    from dpaudit.divergence import renyi_divergence_from_log
+    from dpaudit.divergence import worst_over_neighbours
 
     h = _check_histogram(votes)
     s = check_positive("sigma", sigma)
@@ -249,26 +249,12 @@ def worst_case_group_renyi(
         f"worst_case_group_renyi of votes with C={h.size} classes at distance={m} "
         f"(≤ {bound} histograms)",
     )
-    lq = log_argmax_probabilities(h, s)[None, :]
-    best = np.full((2, alphas.size), -np.inf)
-    arg = np.zeros((2, alphas.size, h.size))
-    total = 0
     shifts = _shifts(h, m, relation)
-    while batch := list(itertools.islice(shifts, GROUP_CHUNK)):
-        neigh = h + np.stack(batch).astype(np.float64)
-        total += neigh.shape[0]
-        lq_n = log_argmax_probabilities(neigh, s)
-        for d, div in enumerate(
-            (
-                renyi_divergence_from_log(lq, lq_n, alphas),
-                renyi_divergence_from_log(lq_n, lq, alphas),
-            )
-        ):
-            i = div.argmax(axis=0)
-            top = div[i, np.arange(alphas.size)]
-            better = top > best[d]
-            best[d, better] = top[better]
-            arg[d, better] = neigh[i[better]]
+    chunks = (
+        h + np.stack(batch).astype(np.float64)
+        for batch in iter(lambda: list(itertools.islice(shifts, GROUP_CHUNK)), [])
+    )
+    best, arg, total = worst_over_neighbours(h, s, alphas, chunks)
     if total == 0:
         raise ValueError(f"votes has no histogram at distance {m} under {relation!r}: {votes!r}")
     pick = (best[1] > best[0]).astype(int)
