@@ -21,6 +21,9 @@
 * **Label memorization** (Malek et al. 2021, arXiv:2106.03408, App. B): flipped-label
   canaries (Game 3), the confidence attacker with an abstention threshold chosen on held-out
   canaries or paid for by Bonferroni, CGR and averaged-CGR bounds.
+* **DP-SGD implementation bugs**: crafted add/remove pairs and white-box statistics that
+  catch shuffled batches, a dataset-size-dependent normaliser, weighted samplers, batch
+  clipping and mis-scaled noise (:data:`BUG_PAIRS`, :data:`BUG_STATISTICS`).
 * **Remote targets**: :func:`remote_interface` — a deployed :mod:`dpaudit.serve` service over
   HTTP, with the same callable shape as an in-process interface.
 """
@@ -103,6 +106,7 @@ from dpaudit.attacks._qmia import (
     pinball_loss,
     pinball_membership,
 )
+from dpaudit.attacks._dpsgd_bugs import BUG_PAIRS, BUG_STATISTICS, BugStatistic, bug_pair
 from dpaudit.attacks._whitebox import (
     GRADIENT_STATISTICS,
     INVERTIBLE_OPTIMIZERS,
@@ -173,7 +177,11 @@ from dpaudit.attacks.remote import (
     remote_interface,
 )
 
-__all__ = [  # noqa: RUF022 - grouped by concept
+__all__ = [
+    "BUG_PAIRS",
+    "BUG_STATISTICS",
+    "BugStatistic",
+    "bug_pair",  # noqa: RUF022 - grouped by concept
     # black-box DP mechanisms (DP-Sniper, StatDP)
     "ATTACK_KINDS",
     "EventCounts",

@@ -10,6 +10,7 @@ name                  package                      source
 private-prediction    :mod:`.private_prediction`   Chadha et al. 2024, arXiv:2402.09403
 label-dp              :mod:`.label_dp`             Malek et al. 2021, arXiv:2106.03408
 dp-sgd                :mod:`.dpsgd`                Liu et al.; Steinke et al. 2023
+dp-sgd-bugs           :mod:`.dpsgd_bugs`           Chua et al. 2024; Opacus issues
 scores                :mod:`.canary_scores`        Steinke et al. 2023; Mahloujifar et al.
 lidp-gaussian         :mod:`.lidp_gaussian`        Pillutla et al. 2023, arXiv:2305.18447
 lidp-dp-sgd           :mod:`.lidp_dpsgd`           Pillutla et al. 2023, arXiv:2305.18447
@@ -24,8 +25,8 @@ statistics live in :mod:`dpaudit.bounds`, the systems in :mod:`dpaudit.systems`,
 Example:
     >>> from dpaudit.experiments import WORKFLOWS
     >>> sorted(WORKFLOWS.names())  # doctest: +NORMALIZE_WHITESPACE
-    ['dp-sgd', 'group-privacy', 'label-dp', 'lidp-dp-sgd', 'lidp-gaussian', 'mechanism',
-     'private-prediction', 'scores', 'vote-leakage']
+    ['dp-sgd', 'dp-sgd-bugs', 'group-privacy', 'label-dp', 'lidp-dp-sgd', 'lidp-gaussian',
+     'mechanism', 'private-prediction', 'scores', 'vote-leakage']
     >>> s = WORKFLOWS.get("lidp-gaussian").load_settings(num_runs=100, num_repetitions=2, seed=0)
     >>> run_workflow("lidp-gaussian", s).entries[0].adversary
     '1 canary per run'
@@ -38,6 +39,7 @@ from dpaudit.experiments.canary_scores import (
     audit_scores,
 )
 from dpaudit.experiments.dpsgd import DPSGDAuditSettings, audit_dpsgd
+from dpaudit.experiments.dpsgd_bugs import DPSGDBugsSettings, audit_dpsgd_bugs
 from dpaudit.experiments.group_privacy import GroupPrivacySettings, audit_group_privacy
 from dpaudit.experiments.label_dp import LabelDPSettings, run_label_dp
 from dpaudit.experiments.lidp_dpsgd import LiDPDPSGDSettings, run_lidp_dpsgd
@@ -70,6 +72,7 @@ from dpaudit.experiments.vote_leakage import (
 )
 
 __all__ = [
+    "DPSGDBugsSettings",
     "WORKFLOWS",
     "AdversaryAudit",
     "DPSGDAuditSettings",
@@ -87,6 +90,7 @@ __all__ = [
     "Workflow",
     "audit_canary_scores",
     "audit_dpsgd",
+    "audit_dpsgd_bugs",
     "audit_group_privacy",
     "audit_lidp_gaussian",
     "audit_mechanism",

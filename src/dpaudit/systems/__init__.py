@@ -10,6 +10,8 @@ its claim from that value (:mod:`dpaudit.accounting`). The systems are grouped b
 - :mod:`dpaudit.systems.label_dp` — label-DP trainers (Malek et al. 2021, arXiv:2106.03408):
   :class:`ALIBI`, AGIBI, randomized response, soft RR and :class:`PATEFM`.
 - :mod:`dpaudit.systems.dpsgd` — :class:`DPSGD` (Opacus training, its accountant's claim).
+- :mod:`dpaudit.systems.dpsgd_variants` — :data:`DPSGD_VARIANTS`: the correct DP-SGD and
+  the implementation bugs that shipped, each run on the real library.
 - :mod:`dpaudit.systems.dp_mechanisms` — DP mechanisms under black-box audit: the DP-Sniper
   benchmark suite, a naive floating-point Laplace and library adapters, by name in
   :data:`MECHANISMS` (:class:`MechanismSpec`).
@@ -44,6 +46,7 @@ from dpaudit.systems.dp_mechanisms import (  # registers the DP-Sniper suite in 
     MECHANISMS,
     MechanismSpec,
 )
+from dpaudit.systems.dpsgd_variants import DPSGD_VARIANTS, DPSGDVariant
 from dpaudit.systems.dpsgd import (
     DPSGD,
     DPSGDCell,
@@ -93,6 +96,8 @@ from dpaudit.systems.private_prediction import (  # registers pate, capc, privat
 )
 
 __all__ = [
+    "DPSGD_VARIANTS",
+    "DPSGDVariant",
     "ABSTAIN",
     "AGIBI",
     "ALIBI",
