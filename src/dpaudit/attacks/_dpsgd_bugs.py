@@ -26,6 +26,8 @@ Statistics (``z`` is the coordinate-1 gradient rescaled to the noise's standard 
   arXiv:2302.07956, §4), with the shift μ of the pair.
 * ``noise-scale``: ``−log`` of the mean square of the noise-only coordinates 2…d: the update's
   scale (Opacus issue #819: the normaliser depends on the private n).
+* ``update-size``: ``log`` of the mean square of every update, for d = 1 (Opacus issue #571).
+* ``step-count``: how many steps the run took.
 * ``canary-sum``: the canary coordinate's total, in units of C/B.
 """
 
@@ -42,6 +44,9 @@ from dpaudit._validate import check_positive_int
 from dpaudit.systems.dpsgd_variants import ProbeData, ProbeSetting, Transcript
 
 __all__ = ["BUG_PAIRS", "BUG_STATISTICS", "BugStatistic", "bug_pair"]
+
+#: The most record values (n · d) a crafted pair may hold.
+MAX_RECORD_VALUES = 10**8
 
 BUG_PAIRS: Registry[Callable[[int, ProbeSetting], tuple[ProbeData, ProbeData]]] = Registry(
     "DP-SGD bug pair"
@@ -91,10 +96,20 @@ def bug_pair(name: str, n: int, setting: ProbeSetting) -> tuple[ProbeData, Probe
     """The pair ``(D, D′)`` of a registered kind with n fillers.
 
     Raises:
-        KeyError: unknown pair name.
-        ValueError: n < 1.
+        TypeError: ``setting`` is not a :class:`~dpaudit.systems.dpsgd_variants.ProbeSetting`.
+        ValueError: unknown pair name, n < 1, or n · d above :data:`MAX_RECORD_VALUES`.
     """
-    return BUG_PAIRS.get(name)(check_positive_int("n", n), setting)
+    if not isinstance(setting, ProbeSetting):
+        raise TypeError(f"setting must be a ProbeSetting, got {type(setting).__name__}")
+    if name not in BUG_PAIRS:
+        raise ValueError(f"name must be one of {BUG_PAIRS.names()}, got {name!r}")
+    n = check_positive_int("n", n)
+    if n * setting.dimension > MAX_RECORD_VALUES:
+        raise ValueError(
+            f"n={n} records of dimension {setting.dimension} exceed the probe's cap of "
+            f"{MAX_RECORD_VALUES:,} values"
+        )
+    return BUG_PAIRS.get(name)(n, setting)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,6 +158,14 @@ def _noise_scale(t: Transcript, s: ProbeSetting, q: float) -> float:
     return float(-np.log(np.mean(t.gradients[:, 1:] ** 2)))
 
 
+def _update_size(t: Transcript, s: ProbeSetting, q: float) -> float:
+    return float(np.log(np.mean(t.gradients**2)))
+
+
+def _step_count(t: Transcript, s: ProbeSetting, q: float) -> float:
+    return float(t.steps)
+
+
 def _canary_sum(t: Transcript, s: ProbeSetting, q: float) -> float:
     return float(np.sum(t.gradients[:, 0]) * s.batch_size / s.max_grad_norm)
 
@@ -157,5 +180,10 @@ BUG_STATISTICS.register("clipped-llr", BugStatistic(
 BUG_STATISTICS.register("noise-scale", BugStatistic(
     "noise-scale", "−log mean square of the noise-only coordinates (the update's scale)",
     _noise_scale))  # fmt: skip
+BUG_STATISTICS.register("update-size", BugStatistic(
+    "update-size", "log mean square of every update (scale and data together; any d)",
+    _update_size))  # fmt: skip
+BUG_STATISTICS.register("step-count", BugStatistic(
+    "step-count", "the number of steps the run took", _step_count))  # fmt: skip
 BUG_STATISTICS.register("canary-sum", BugStatistic(
     "canary-sum", "the canary coordinate's total over all steps", _canary_sum))  # fmt: skip

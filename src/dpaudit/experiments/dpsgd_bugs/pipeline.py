@@ -5,7 +5,7 @@ variant — the real library, configured as the bug's reporter did — many time
 fresh seeds, score every white-box transcript with the audit's statistic, and bound ε:
 
 1. **pilot** (``pilot_runs`` per dataset, their own seeds): choose the threshold whose
-   Clopper–Pearson bound, projected to the evaluation size, is largest;
+   Clopper–Pearson bound on the pilot runs is largest;
 2. **evaluate** (``runs`` per dataset, fresh seeds, engine tasks resumable from a
    checkpoint): count how many D′ and D runs score above it and bound ε at the audit's δ
    with exact one-sided Clopper–Pearson intervals (Jagielski, Ullman & Oprea 2020,
@@ -46,7 +46,7 @@ from dpaudit.experiments.dpsgd_bugs.audits import BUG_AUDITS, BugAudit
 from dpaudit.experiments.dpsgd_bugs.settings import DPSGDBugsSettings
 from dpaudit.systems.dpsgd_variants import DPSGD_VARIANTS, Session
 
-__all__ = ["WORKFLOW", "BugAuditDetail", "audit_bug", "audit_dpsgd_bugs", "run_block"]
+__all__ = ["WORKFLOW", "BugAuditDetail", "RunPair", "audit_bug", "audit_dpsgd_bugs", "run_pair"]
 
 WORKFLOW = "dp-sgd-bugs"
 CONTROL = "poisson"
@@ -69,57 +69,62 @@ def _rate(audit: BugAudit) -> float:
 
 
 @dataclasses.dataclass(frozen=True)
-class RunBlock:
-    """One engine task: ``size`` runs on D′ then ``size`` on D → their ``2·size`` scores.
+class RunPair:
+    """One engine task: a run on D′ and a run on D (seeds from the task's seed) → their two
+    scores. Runs are grouped into executor calls by the engine's ``chunk_size``, which never
+    changes a result.
 
     Attributes:
         variant: the variant trained.
         audit: the bug's audit (pair, statistic, setting).
-        size: runs per dataset in this block.
     """
 
     variant: str
     audit: BugAudit
-    size: int
 
     def __call__(self, index: int, seed: np.random.SeedSequence) -> np.ndarray:
-        return run_block(self.variant, self.audit, self.size, seed)
+        return run_pair(self.variant, self.audit, seed)
 
 
-def run_block(variant: str, audit: BugAudit, size: int, seed: Any) -> np.ndarray:
-    """``size`` runs on D′ and ``size`` on D (seeds from ``seed``) → ``[scores D′, scores D]``."""
+def run_pair(variant: str, audit: BugAudit, seed: Any) -> np.ndarray:
+    """A run on D′ and one on D with seeds drawn from ``seed`` → ``[score D′, score D]``."""
     out, inn = _sessions(variant, audit)
     stat = BUG_STATISTICS.get(audit.statistic)
     seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-    seeds = seq.generate_state(2 * size, dtype=np.uint32)
+    s_in, s_out = (int(x) for x in seq.generate_state(2, dtype=np.uint32))
     q = _rate(audit)
-    scores = [stat.score(inn.run(int(s)), audit.setting, q) for s in seeds[:size]]
-    scores += [stat.score(out.run(int(s)), audit.setting, q) for s in seeds[size:]]
-    return np.asarray(scores, dtype=np.float64)
+    return np.array([stat.score(inn.run(s_in), audit.setting, q),
+                     stat.score(out.run(s_out), audit.setting, q)])  # fmt: skip
 
 
 def _scores(variant, audit, runs, root, s: DPSGDBugsSettings, journal, progress, label):
-    block = min(s.block_size, runs)
-    blocks = math.ceil(runs / block)
-    run = run_tasks(RunBlock(variant, audit, block), blocks, rng=root, executor=s.executor,
+    run = run_tasks(RunPair(variant, audit), runs, rng=root, executor=s.executor,
                     workers=s.workers, checkpoint=journal, key=f"{WORKFLOW}:{variant}:{label}",
-                    progress=progress, description=f"{variant} {label} runs")  # fmt: skip
+                    progress=progress, description=f"{variant} {label} runs",
+                    chunk_size=s.block_size)  # fmt: skip
     res = run.stacked()
-    return res[:, :block].ravel(), res[:, block:].ravel(), run.wall_seconds
+    return res[:, 0], res[:, 1], run.wall_seconds
 
 
-def choose_threshold(pos: np.ndarray, neg: np.ndarray, runs: int, delta: float, level: float):
-    """The threshold whose bound, with the pilot's rates projected to ``runs`` runs per
-    dataset, is largest (candidates: every pilot score)."""
-    best_t, best_e = float(np.max(neg)), -1.0
+def choose_threshold(pos: np.ndarray, neg: np.ndarray, delta: float, level: float):
+    """The threshold with the largest Clopper–Pearson bound on the pilot runs themselves
+    (candidates: every pilot score; ties, e.g. all 0 on a small pilot, broken by the largest
+    TPR − FPR). A threshold that only a handful of pilot runs pass gets the wide interval it
+    deserves, so the choice does not chase the tails.
+
+    Returns:
+        ``(threshold, the pilot's bound there)``.
+    """
+    best, best_key = float(np.max(neg)), (-1.0, -1.0)
+    n_pos, n_neg = pos.size, neg.size
     for t in np.unique(np.concatenate([pos, neg])):
-        tp = round(float(np.mean(pos >= t)) * runs)
-        fp = round(float(np.mean(neg >= t)) * runs)
-        e = epsilon_from_confusion(tp, runs - tp, fp, runs - fp, delta=delta,
+        tp, fp = int(np.sum(pos >= t)), int(np.sum(neg >= t))
+        e = epsilon_from_confusion(tp, n_pos - tp, fp, n_neg - fp, delta=delta,
                                    confidence_level=level).epsilon  # fmt: skip
-        if e > best_e:
-            best_t, best_e = float(t), e
-    return best_t, best_e
+        key = (e, tp / n_pos - fp / n_neg)
+        if key > best_key:
+            best, best_key = float(t), key
+    return best, best_key[0]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,7 +132,7 @@ class BugAuditDetail(ResultMixin):
     """How one variant fared under one bug's audit.
 
     Attributes:
-        bug: the bug whose audit this is.
+        bug: the audit's name (the bug, or the reported issue it reproduces).
         variant: the variant trained (the bug, or the correct control).
         title, defect, source, runs_what: the variant's catalogue entry.
         pair, fillers, statistic: the adversary.
@@ -135,7 +140,7 @@ class BugAuditDetail(ResultMixin):
         delta: δ of claim and bound.
         claim_out, claim_in: the accountant's ε on D and on D′.
         threshold: chosen on the pilot runs.
-        projected: the pilot's projected bound at that threshold.
+        projected: the pilot runs' own bound at that threshold.
         tp, fp: D′ and D runs scoring ≥ threshold, of ``runs`` each.
         runs, pilot_runs: runs per dataset.
         wall_seconds: training and scoring time of the audit.
@@ -166,7 +171,7 @@ class BugAuditDetail(ResultMixin):
 
 
 def audit_bug(
-    bug: str,
+    bug: str | BugAudit,
     variant: str,
     settings: DPSGDBugsSettings,
     *,
@@ -175,11 +180,19 @@ def audit_bug(
 ) -> AuditEntry:
     """Run ``bug``'s audit against ``variant`` (the bug itself, or the control).
 
+    Args:
+        bug: a name in :data:`~.audits.BUG_AUDITS`, or a :class:`~.audits.BugAudit` (e.g. a
+            registered one with other run counts or δ).
+        variant: a name in :data:`~dpaudit.systems.DPSGD_VARIANTS`.
+        settings: the workflow settings (``runs_scale``, executor, confidence, seed).
+        checkpoint: a directory for the evaluation runs' journal.
+        progress: truthy for progress bars.
+
     Returns:
         an :class:`~dpaudit.AuditEntry`: the bound, the accountant's claim, the threshold's
         selection record and a :class:`BugAuditDetail`.
     """
-    audit = BUG_AUDITS.get(bug)
+    audit = bug if isinstance(bug, BugAudit) else BUG_AUDITS.get(bug)
     v = DPSGD_VARIANTS.get(variant)
     runs = max(1, round(audit.runs * settings.runs_scale))
     pilot = max(1, round(audit.pilot_runs * settings.runs_scale))
@@ -187,20 +200,19 @@ def audit_bug(
     t0 = time.perf_counter()
     out, inn = _sessions(variant, audit)
     claim_out, claim_in = out.claim(audit.delta), inn.claim(audit.delta)
-    key = (BUG_AUDITS.names().index(bug), DPSGD_VARIANTS.names().index(variant))
-    journal = _journal(checkpoint, bug, variant)
+    key = (_index(BUG_AUDITS.names(), audit.name), _index(DPSGD_VARIANTS.names(), variant))
+    journal = _journal(checkpoint, audit.name, variant)
     ppos, pneg, _ = _scores(variant, audit, pilot, child_seed(settings.seed, *key, 0), settings,
                            None, progress, "pilot")  # fmt: skip
-    t, projected = choose_threshold(ppos, pneg, runs, audit.delta, level)
+    t, projected = choose_threshold(ppos, pneg, audit.delta, level)
     pos, neg, _ = _scores(variant, audit, runs, child_seed(settings.seed, *key, 1), settings,
                          journal, progress, "evaluation")  # fmt: skip
-    pos, neg = pos[:runs], neg[:runs]
     b = epsilon_from_scores(pos, neg, selection=Explicit(t), delta=audit.delta,
                             confidence_level=level)  # fmt: skip
     wall = time.perf_counter() - t0
     claim = max(claim_out, claim_in)
     detail = BugAuditDetail(
-        bug, variant, v.title, v.bug, v.source, v.runs, audit.pair, audit.fillers,
+        audit.name, variant, v.title, v.bug, v.source, v.runs, audit.pair, audit.fillers,
         audit.statistic, audit.setting, audit.delta, claim_out, claim_in, t, projected,
         b.tp, b.fp, runs, pilot, wall, audit.published,
     )  # fmt: skip
@@ -215,9 +227,13 @@ def audit_bug(
                     "(arXiv:2106.02848)", claim, audit.delta),)  # fmt: skip
     sel = SelectionRecord("threshold", "split",
                           f"chosen on {pilot} held-out pilot runs per dataset")  # fmt: skip
-    system = variant if variant == bug else f"{variant} (control for {bug})"
+    system = variant if variant == audit.bug else f"{variant} (control for {audit.name})"
     return AuditEntry(system, f"{audit.pair}+{audit.statistic}", lower, claims,
                       selections=(sel,), detail=detail)  # fmt: skip
+
+
+def _index(names: tuple[str, ...], name: str) -> int:
+    return names.index(name) if name in names else len(names)
 
 
 def _journal(checkpoint: Any, bug: str, variant: str) -> Path | None:
@@ -259,7 +275,8 @@ def audit_dpsgd_bugs(
     t0 = time.perf_counter()
     entries, timings = [], {}
     for bug in s.bugs or BUG_AUDITS.names():
-        for variant in (bug, CONTROL) if s.control else (bug,):
+        buggy = BUG_AUDITS.get(bug).bug
+        for variant in (buggy, CONTROL) if s.control else (buggy,):
             e = audit_bug(bug, variant, s, checkpoint=checkpoint, progress=progress)
             entries.append(e)
             timings[e.system] = e.detail.wall_seconds

@@ -28,7 +28,7 @@ class DPSGDBugsSettings:
     bugs: tuple[str, ...] = option((), help="bugs to audit (empty: the whole catalogue)")
     control: bool = option(True, help="also audit the correct implementation in each setting")
     runs_scale: float = option(1.0, help="multiply every audit's run counts by this")
-    block_size: int = option(100, help="runs per engine task (checkpoint granularity)")
+    block_size: int | None = option(None, help="runs per executor call (None: the engine sizes it)")
     executor: str = option("serial", help="engine executor (serial | processes | joblib | ray)")
     workers: int = option(1, help="workers of the executor")
     confidence_level: float = option(0.95, help="confidence 1 − β of each bound")
@@ -39,9 +39,10 @@ class DPSGDBugsSettings:
 
         for b in self.bugs:
             if b not in BUG_AUDITS:
-                raise ValueError(f"unknown bug {b!r}; the catalogue has {BUG_AUDITS.names()}")
+                raise ValueError(f"unknown bug audit {b!r}; the catalogue has {BUG_AUDITS.names()}")
         check_positive("runs_scale", self.runs_scale)
-        check_positive_int("block_size", self.block_size)
+        if self.block_size is not None:
+            check_positive_int("block_size", self.block_size)
         check_positive_int("workers", self.workers)
         check_confidence_level(self.confidence_level)
         check_nonneg_int("seed", self.seed)

@@ -5,25 +5,23 @@ claims. Where the bug lives in a library, the variant *is* that library (Opacus 
 installed, configured the way the bug's reporter did); the classic hand-written mistakes run
 a short loop on torch with Opacus' own sampler and accountant.
 
-=====================  =============================================================  ==========
-name                   what runs                                                      source
-=====================  =============================================================  ==========
-``poisson``            correct: Poisson sampling at a public rate q, noise σC on the   Abadi et al. 2016
-                       clipped sum, division by the public batch size                   (arXiv:1607.00133)
-``shuffle``            shuffled fixed-size batches (``DataLoader(shuffle=True,         Opacus #80, PR #128;
-                       drop_last=True)``, ``make_private(poisson_sampling=False)``),    Chua et al. 2024
-                       accounted as Poisson sampling at 1/len(loader)                   (arXiv:2403.17673)
-``floored-batch-size`` Opacus' default ``make_private``: the sum is divided by         Opacus #571, #819
-                       ``int(len(dataset) · q)``, a function of the private dataset
-                       size (Opacus 1.0–1.6)
-``weighted-sampler``   a class-balancing ``WeightedRandomSampler`` (with replacement)  Opacus #813, #600
-                       kept by ``make_private(poisson_sampling=False)``, accounted as
-                       Poisson sampling at 1/len(loader)
-``batch-clipping``     the *batch* gradient clipped (``clip_grad_norm_``) instead of    Abadi et al. 2016
-                       each example's, then noise σC                                    §3.1 (the fix)
-``noise-scaled-twice`` noise σC divided by the batch size twice (added to the mean     classic
-                       gradient as σC/B²)
-=====================  =============================================================  ==========
+* ``poisson`` — correct: Poisson sampling at a public rate q, noise σC on the clipped sum,
+  division by the public batch size (Abadi et al. 2016, arXiv:1607.00133, Alg. 1).
+* ``shuffle`` — shuffled fixed-size batches (``DataLoader(shuffle=True, drop_last=True)``,
+  ``make_private(poisson_sampling=False)``) accounted as Poisson sampling at 1/len(loader)
+  (Opacus issue #80, PR #128; Chua et al. 2024, arXiv:2403.17673).
+* ``shuffle-last-batch`` — the same with the ``DataLoader`` default ``drop_last=False``: the
+  number of steps, ceil(n/B), is a function of the private n.
+* ``floored-batch-size`` — Opacus' default ``make_private``: the sum is divided by
+  ``int(len(dataset) · q)``, a function of the private dataset size (Opacus 1.0–1.6; issues
+  #571, #819).
+* ``weighted-sampler`` — a class-balancing ``WeightedRandomSampler`` (with replacement) kept
+  by ``make_private(poisson_sampling=False)``, accounted as Poisson sampling at 1/len(loader)
+  (Opacus issues #813, #600).
+* ``batch-clipping`` — the *batch* gradient clipped (``clip_grad_norm_``) instead of each
+  example's, then noise σC (per-example clipping is Abadi et al. 2016 §3.1's fix).
+* ``noise-scaled-twice`` — noise σC divided by the batch size twice (σC/B² on the mean
+  gradient): a classic hand-written slip.
 """
 
 from __future__ import annotations
@@ -36,7 +34,6 @@ import numpy as np
 
 from dpaudit._registry import Registry
 from dpaudit._validate import check_array, check_positive_int
-from dpaudit.errors import require
 from dpaudit.systems.dpsgd_variants._probe import ProbeSetting, Session, linear_probe, opacus_step
 
 __all__ = ["DPSGD_VARIANTS", "DPSGDVariant", "ProbeData"]
@@ -171,6 +168,16 @@ def _build_shuffle(data: ProbeData, s: ProbeSetting) -> Callable[[Any], tuple]:
     return build
 
 
+def _build_shuffle_last(data: ProbeData, s: ProbeSetting) -> Callable[[Any], tuple]:
+    def build(torch: Any) -> tuple:
+        from torch.utils.data import DataLoader
+
+        loader = DataLoader(_dataset(torch, data), batch_size=s.batch_size, shuffle=True)
+        return _private(torch, s, loader, poisson=False)
+
+    return build
+
+
 def _build_floored(data: ProbeData, s: ProbeSetting) -> Callable[[Any], tuple]:
     def build(torch: Any) -> tuple:
         from torch.utils.data import DataLoader
@@ -262,6 +269,18 @@ DPSGD_VARIANTS.register(
         "Opacus make_private(poisson_sampling=False) on DataLoader(shuffle=True, "
         "drop_last=True)",
         _build_shuffle,
+    ),
+)  # fmt: skip
+DPSGD_VARIANTS.register(
+    "shuffle-last-batch",
+    DPSGDVariant(
+        "shuffle-last-batch", "shuffled batches with the last partial batch kept",
+        "the loader's default drop_last=False: the number of steps per epoch, ceil(n/B), is a "
+        "function of the private dataset size; the accountant analyses Poisson sampling",
+        "Opacus issues #80 and #571 (the dataset's cardinality leaks); PyTorch DataLoader "
+        "defaults",
+        "Opacus make_private(poisson_sampling=False) on DataLoader(shuffle=True)",
+        _build_shuffle_last,
     ),
 )  # fmt: skip
 DPSGD_VARIANTS.register(

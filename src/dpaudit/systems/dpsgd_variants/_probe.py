@@ -106,6 +106,7 @@ class Session:
         self._build = build
         self._objects: tuple | None = None
         self._history: list | None = None
+        self._claims: dict[float, float] = {}
 
     def _ensure(self, torch: Any) -> tuple:
         if self._objects is None:
@@ -116,8 +117,9 @@ class Session:
 
     def run(self, seed: int) -> Transcript:
         """Train once from ``w = 0`` with torch seeded by ``seed``; return the transcript."""
-        with torch_context(int(seed)) as torch:
+        with torch_context(0) as torch:  # building draws from torch's generator: not the run's
             model, optimizer, loader, accountant, step = self._ensure(torch)
+        with torch_context(int(seed)) as torch:
             weight = _weight(model)
             with torch.no_grad():
                 weight.zero_()
@@ -140,6 +142,12 @@ class Session:
 
     def claim(self, delta: float) -> float:
         """ε at δ that the library's accountant reports for one run (after a first run)."""
+        delta = float(delta)
+        if delta not in self._claims:
+            self._claims[delta] = self._claim(delta)
+        return self._claims[delta]
+
+    def _claim(self, delta: float) -> float:
         if self._history is None:
             self.run(0)
         if self._history is None:
@@ -149,7 +157,10 @@ class Session:
         acct = create_accountant(self.setting.accountant)
         acct.history = list(self._history)
         with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="Optimal order is the largest alpha")
+            # "Optimal order is the smallest/largest alpha": Opacus' RDP ε is then merely less
+            # tight (still valid); PRV's log(1 − q) at q = 1 warns too.
+            warnings.filterwarnings("ignore", message="Optimal order is the")
+            warnings.simplefilter("ignore", RuntimeWarning)
             return float(acct.get_epsilon(delta=float(delta)))
 
 
