@@ -100,7 +100,17 @@ def _exempt_by_rule(obj: Callable) -> str | None:
 
 
 #: Callables exempt from the per-argument catalogue, with the reason.
+def _probe_setting() -> Any:
+    from dpaudit.systems.dpsgd_variants import ProbeSetting
+
+    return ProbeSetting(dimension=2, batch_size=2)
+
+
 EXEMPT: dict[str, str] = {
+    "attacks.BugStatistic": (
+        "a registry record (a name, a description and a scoring function) of BUG_STATISTICS; "
+        "the statistics' values are checked against their formulas in tests/dpsgd_bugs"
+    ),
     "bounds.Selection": "abstract base of the selection strategies: takes no arguments",
     "attacks.model_multinomial": (
         "its one argument is a ModelInputs record built by the audit pipeline; ModelInputs "
@@ -436,6 +446,7 @@ BASELINES: dict[str, dict[str, Any]] = {
         "out_scores": [0.1, -0.5, 0.3, -0.2],
         "delta": 1e-5,
     },
+    "attacks.bug_pair": {"name": "opposed", "n": 5, "setting": _probe_setting()},
     "attacks.per_step_llr": {
         "observations": [[0.5, -0.2], [0.1, 1.3]],
         "sampling_rate": 0.1,

@@ -72,10 +72,10 @@ from dpaudit.experiments.vote_leakage import (
 )
 
 __all__ = [
-    "DPSGDBugsSettings",
     "WORKFLOWS",
     "AdversaryAudit",
     "DPSGDAuditSettings",
+    "DPSGDBugsSettings",
     "GroupPrivacySettings",
     "LabelDPSettings",
     "LiDPDPSGDSettings",

@@ -46,7 +46,6 @@ from dpaudit.systems.dp_mechanisms import (  # registers the DP-Sniper suite in 
     MECHANISMS,
     MechanismSpec,
 )
-from dpaudit.systems.dpsgd_variants import DPSGD_VARIANTS, DPSGDVariant
 from dpaudit.systems.dpsgd import (
     DPSGD,
     DPSGDCell,
@@ -55,6 +54,7 @@ from dpaudit.systems.dpsgd import (
     TrainedDPSGD,
     train_dpsgd,
 )
+from dpaudit.systems.dpsgd_variants import DPSGD_VARIANTS, DPSGDVariant
 from dpaudit.systems.label_dp import (  # registers alibi, agibi, rr, soft-rr, pate-fm
     AGIBI,
     ALIBI,
@@ -96,13 +96,12 @@ from dpaudit.systems.private_prediction import (  # registers pate, capc, privat
 )
 
 __all__ = [
-    "DPSGD_VARIANTS",
-    "DPSGDVariant",
     "ABSTAIN",
     "AGIBI",
     "ALIBI",
     "DEFAULT_ESTIMATOR",
     "DPSGD",
+    "DPSGD_VARIANTS",
     "ESTIMATOR_NAMES",
     "MECHANISMS",
     "PARTITIONS",
@@ -118,6 +117,7 @@ __all__ = [
     "ConfidentGNMax",
     "DPSGDCell",
     "DPSGDSettings",
+    "DPSGDVariant",
     "GNMax",
     "Instantiations",
     "LabelledData",
