@@ -154,6 +154,22 @@ EXEMPT: dict[str, str] = {
     "attacks.MechanismAttack": (
         "a fitted attack returned by fit_mechanism_attack (in the catalogue), not user data"
     ),
+    "attacks.pretrain_initial_state": (
+        "trains a torch network per call (seconds): too slow for a catalogue of ~50 calls; "
+        "tests/dpsgd/test_worstcase_init.py checks its arguments"
+    ),
+    "attacks.craft_blank_target": (
+        "its argument is an InitialParameters record returned by pretrain_initial_state; the "
+        "label is checked by blank_target (in the catalogue)"
+    ),
+    "attacks.per_example_gradient_norms": (
+        "evaluates a torch network's per-example gradients on an InitialParameters record "
+        "and LabelledData (validated on construction); tests/dpsgd/test_worstcase_init.py"
+    ),
+    "attacks.target_loss_score": (
+        "scores one model's logits on a LabelledData target built by blank_target (in the "
+        "catalogue); the worst-case-init workflow tests exercise it"
+    ),
     "attacks.EventCounts": (
         "an engine block function the mechanism workflow builds from a checked mechanism and "
         "a fitted attack; the workflow tests (tests/mechanism_audit) exercise it"
@@ -441,6 +457,12 @@ BASELINES: dict[str, dict[str, Any]] = {
         "rng": 0,
     },
     "bounds.gdp_from_error_rates": {"tpr_lower": 0.8, "fpr_upper": 0.3, "delta": 1e-5},
+    "bounds.gdp_estimate_from_scores": {
+        "positive_scores": [1.2, 0.4, 2.1, 0.9],
+        "negative_scores": [0.1, -0.5, 0.3, -0.2],
+        "delta": 1e-5,
+    },
+    "attacks.blank_target": {"image_shape": (1, 4, 4), "label": 2, "num_classes": 3},
     "bounds.gaussian_pair_epsilon": {
         "in_scores": [1.2, 0.4, 2.1, 0.9],
         "out_scores": [0.1, -0.5, 0.3, -0.2],
@@ -610,6 +632,12 @@ BASELINES: dict[str, dict[str, Any]] = {
         "attack": Lazy(_mechanism_attack),
         "outputs_a": MECH_A,
         "outputs_b": MECH_B,
+        "n_eval": 1000,
+    },
+    "attacks.choose_threshold": {
+        "attack": Lazy(_mechanism_attack),
+        "scores_a": [0.1, 0.5, 0.9],
+        "scores_b": [0.2, 0.8, 1.0],
         "n_eval": 1000,
     },
     "attacks.batch_sampler": {"mechanism": _noisy_count},

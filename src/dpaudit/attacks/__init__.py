@@ -45,6 +45,7 @@ from dpaudit.attacks._canaries import (
     one_run_game,
     split_pool,
 )
+from dpaudit.attacks._dpsgd_bugs import BUG_PAIRS, BUG_STATISTICS, BugStatistic, bug_pair
 from dpaudit.attacks._group import (
     GROUP_ADVERSARIES,
     EnsembleTarget,
@@ -79,6 +80,7 @@ from dpaudit.attacks._mechanism import (
     MechanismAttack,
     batch_sampler,
     choose_event,
+    choose_threshold,
     fit_mechanism_attack,
     input_patterns,
     output_features,
@@ -106,7 +108,6 @@ from dpaudit.attacks._qmia import (
     pinball_loss,
     pinball_membership,
 )
-from dpaudit.attacks._dpsgd_bugs import BUG_PAIRS, BUG_STATISTICS, BugStatistic, bug_pair
 from dpaudit.attacks._whitebox import (
     GRADIENT_STATISTICS,
     INVERTIBLE_OPTIMIZERS,
@@ -114,6 +115,14 @@ from dpaudit.attacks._whitebox import (
     gradients_from_iterates,
     per_step_llr,
     simulate_canary_gradients,
+)
+from dpaudit.attacks._worstcase_init import (
+    InitialParameters,
+    blank_target,
+    craft_blank_target,
+    per_example_gradient_norms,
+    pretrain_initial_state,
+    target_loss_score,
 )
 from dpaudit.attacks.adversaries import (
     ADVERSARIES,
@@ -177,17 +186,14 @@ from dpaudit.attacks.remote import (
     remote_interface,
 )
 
-__all__ = [
-    "BUG_PAIRS",
-    "BUG_STATISTICS",
-    "BugStatistic",
-    "bug_pair",  # noqa: RUF022 - grouped by concept
+__all__ = [  # noqa: RUF022 - grouped by concept
     # black-box DP mechanisms (DP-Sniper, StatDP)
     "ATTACK_KINDS",
     "EventCounts",
     "MechanismAttack",
     "batch_sampler",
     "choose_event",
+    "choose_threshold",
     "fit_mechanism_attack",
     "input_patterns",
     "output_features",
@@ -318,4 +324,16 @@ __all__ = [
     "evaluate_attribute_inference",
     "flag_low_consensus",
     "vote_consensus",
+    # worst-case initial parameters (Annamalai & De Cristofaro 2024)
+    "InitialParameters",
+    "blank_target",
+    "craft_blank_target",
+    "per_example_gradient_norms",
+    "pretrain_initial_state",
+    "target_loss_score",
+    # DP-SGD implementation bugs: crafted pairs and white-box statistics
+    "BUG_PAIRS",
+    "BUG_STATISTICS",
+    "BugStatistic",
+    "bug_pair",
 ]

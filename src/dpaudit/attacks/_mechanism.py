@@ -45,6 +45,7 @@ __all__ = [
     "MechanismAttack",
     "batch_sampler",
     "choose_event",
+    "choose_threshold",
     "fit_mechanism_attack",
     "input_patterns",
     "output_features",
@@ -211,6 +212,8 @@ class MechanismAttack:
         outputs: ``"counts"``: the distinct outputs, in ``codes`` order (for the witness).
         flags: special values of the feature transform.
         features: a mechanism's own feature function, or None.
+        medians: ``"logistic"`` with indicator features: the pooled training medians of the
+            output columns; the features then end with ``1{output > median}`` per column.
         threshold: the event's threshold (``inf``, an empty event, until
             :func:`choose_event`).
     """
@@ -225,12 +228,17 @@ class MechanismAttack:
     outputs: np.ndarray | None = None
     flags: tuple[float, ...] = ()
     features: Callable[[np.ndarray], np.ndarray] | None = None
+    medians: np.ndarray | None = None
     threshold: float = math.inf
 
     def _features(self, outputs: np.ndarray) -> np.ndarray:
         if self.features is not None:
-            return np.asarray(self.features(outputs), dtype=float)
-        return output_features(outputs, self.flags)
+            fx = np.asarray(self.features(outputs), dtype=float)
+        else:
+            fx = output_features(outputs, self.flags)
+        if self.medians is None:
+            return fx
+        return np.hstack([fx, (np.asarray(outputs, dtype=float) > self.medians).astype(float)])
 
     def scores(self, outputs: np.ndarray) -> np.ndarray:
         """The score of each output row (larger: more likely from a′)."""
@@ -261,7 +269,10 @@ class MechanismAttack:
             return f"output in {{{shown}{more}}} ({rows.shape[0]} outputs)"
         w = np.round(self.weights / self.scale, 6).tolist()
         off = float(self.bias - np.sum(self.weights * self.mean / self.scale))
-        return f"{w} . features(output) + {off:.6g} >= {self.threshold:.6g}"
+        ind = ""
+        if self.medians is not None:
+            ind = f" (features end with 1{{output > {np.round(self.medians, 6).tolist()}}})"
+        return f"{w} . features(output) + {off:.6g} >= {self.threshold:.6g}{ind}"
 
 
 def _fit_logistic(x: np.ndarray, y: np.ndarray, reg: float) -> tuple[np.ndarray, float]:
@@ -318,6 +329,7 @@ def fit_mechanism_attack(
     features: Callable[[np.ndarray], np.ndarray] | None = None,
     max_outputs: int = 1000,
     regularization: float = 1e-3,
+    indicators: bool = False,
 ) -> MechanismAttack:
     """Fit a score telling outputs of a′ (``outputs_b``) from outputs of a (``outputs_a``).
 
@@ -326,7 +338,12 @@ def fit_mechanism_attack(
     optimal event for discrete outputs; Neyman–Pearson). ``"logistic"``: DP-Sniper's
     logistic regression on :func:`output_features`. ``"auto"``: counts when the training
     outputs take at most ``max_outputs`` distinct values, each seen 20 times on average,
-    else logistic.
+    else logistic. ``indicators`` (logistic only) adds one feature per output column,
+    ``1{output > its pooled training median}``: the log-likelihood ratio of a shift much
+    smaller than the scale of Laplace-like noise is a clipped linear function of each
+    coordinate, close to such a step (Neyman–Pearson), which a linear score on the raw values
+    cannot follow — for many parallel Laplace mechanisms the optimal event counts the
+    coordinates above the middle, not their sum.
 
     Raises:
         ValueError: empty or non-finite outputs, outputs of different widths, unknown kind.
@@ -347,6 +364,7 @@ def fit_mechanism_attack(
         raise TypeError(f"features must be callable or None, got {features!r:.60}")
     max_outputs = check_positive_int("max_outputs", max_outputs)
     regularization = check_positive("regularization", regularization)
+    indicators = check_flag("indicators", indicators)
     both = np.vstack([a, b])
     if kind == "auto":  # counts when few outputs, each seen 20 times on average
         distinct = np.unique(_row_codes(both)).size  # cheap: one float per row
@@ -354,7 +372,8 @@ def fit_mechanism_attack(
         kind = "counts" if few else "logistic"
     if kind == "counts":
         return _fit_counts(a, b, both, flags)
-    att = MechanismAttack("logistic", flags=flags, features=features)
+    medians = np.median(both, axis=0) if indicators else None
+    att = MechanismAttack("logistic", flags=flags, features=features, medians=medians)
     fx = np.vstack([att._features(a), att._features(b)])
     mean, scale = fx.mean(axis=0), fx.std(axis=0)
     scale = np.where(scale > 0, scale, 1.0)
@@ -403,18 +422,62 @@ def choose_event(
     a = check_array("outputs_a", outputs_a, ndim=2)
     b = check_array("outputs_b", outputs_b, ndim=2)
     width = attack.mean.size if attack.kind == "logistic" and attack.features is None else None
+    if width is not None and attack.medians is not None:
+        width -= attack.medians.size
     for name, arr in (("outputs_a", a), ("outputs_b", b)):
         if attack.kind == "counts" and arr.shape[1] != attack.outputs.shape[1]:
             raise ValueError(f"{name} has {arr.shape[1]} columns, the attack's outputs "
                              f"{attack.outputs.shape[1]}")  # fmt: skip
-        if width is not None and output_features(arr, attack.flags).shape[1] != width:
+        wrong = attack.medians is not None and arr.shape[1] != attack.medians.size
+        if wrong or (width is not None and output_features(arr, attack.flags).shape[1] != width):
             raise ValueError(f"{name} does not have the width the attack was fitted on")
-    sa, sb = attack.scores(a), attack.scores(b)
+    return choose_threshold(attack, attack.scores(a), attack.scores(b), n_eval=n_eval,
+                            confidence_level=confidence_level,
+                            max_candidates=max_candidates)  # fmt: skip
+
+
+def choose_threshold(
+    attack: MechanismAttack,
+    scores_a: np.ndarray,
+    scores_b: np.ndarray,
+    *,
+    n_eval: int,
+    confidence_level: float = 0.95,
+    max_candidates: int = 256,
+) -> tuple[MechanismAttack, float]:
+    """:func:`choose_event` on the selection samples' scores (``attack.scores(outputs)``)
+    rather than on the outputs, so that a large selection set can be scored in chunks.
+
+    Returns:
+        ``(attack with its threshold, projected ε)``.
+
+    Example:
+        >>> g = np.random.default_rng(0)
+        >>> att = fit_mechanism_attack(g.laplace(0, 1, (2000, 1)), g.laplace(1, 1, (2000, 1)))
+        >>> sa = att.scores(g.laplace(0, 1, (2000, 1)))
+        >>> sb = att.scores(g.laplace(1, 1, (2000, 1)))
+        >>> att, eps = choose_threshold(att, sa, sb, n_eval=10**5)
+        >>> 0.7 < eps < 1.1
+        True
+    """
+    if not isinstance(attack, MechanismAttack):
+        raise TypeError(f"attack must be a MechanismAttack, got {type(attack).__name__}")
+    n_eval = check_positive_int("n_eval", n_eval)
+    confidence_level = check_confidence_level(confidence_level)
+    max_candidates = check_positive_int("max_candidates", max_candidates, maximum=10**5)
+    sa = check_array("scores_a", scores_a, ndim=1)
+    sb = check_array("scores_b", scores_b, ndim=1)
     pooled = np.unique(np.r_[sa, sb])
     if pooled.size > max_candidates:
-        pooled = np.unique(np.quantile(pooled, np.linspace(0, 1, max_candidates)))
-    ka = (sa[None, :] >= pooled[:, None]).sum(axis=1)
-    kb = (sb[None, :] >= pooled[:, None]).sum(axis=1)
+        # max_candidates evenly spaced in probability, and a quarter as many more
+        # log-spaced into each tail: the best events of mechanisms with many small
+        # likelihood ratios (parallel compositions) hold well under 1/max_candidates of
+        # the outputs.
+        deep = np.geomspace(1.0 / pooled.size, 0.5, max(max_candidates // 4, 2))
+        levels = np.r_[np.linspace(0, 1, max_candidates), deep, 1.0 - deep]
+        pooled = np.unique(np.quantile(pooled, np.clip(levels, 0.0, 1.0)))
+    ka = sa.size - np.searchsorted(np.sort(sa), pooled, side="left")  # #{score >= t}
+    kb = sb.size - np.searchsorted(np.sort(sb), pooled, side="left")
     tail = 1.0 - (1.0 - confidence_level) / 2.0
     # Conservative rates (one-sided Clopper-Pearson on the selection counts at
     # _SELECTION_LEVEL) keep rare events, whose ratio is mostly noise on a small selection

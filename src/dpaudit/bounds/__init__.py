@@ -68,6 +68,7 @@ from dpaudit.bounds._epsdelta import (
     epsilon_from_scores,
 )
 from dpaudit.bounds._gaussian_pair import GaussianPairEstimate, gaussian_pair_epsilon
+from dpaudit.bounds._gdp_estimate import GDPEstimate, gdp_estimate_from_scores
 from dpaudit.bounds._gdp_rates import GDPBound, gdp_from_error_rates
 
 # isort: split
@@ -154,12 +155,14 @@ __all__ = [  # noqa: RUF022 - grouped by concept, as the imports above
     # (ε, δ) audits
     "EpsDeltaAudit",
     "GDPBound",
+    "GDPEstimate",
     "GaussianPairEstimate",
     "epsilon_from_confusion",
     "epsilon_from_error_rates",
     "epsilon_from_rejection_set",
     "epsilon_from_scores",
     "gaussian_pair_epsilon",
+    "gdp_estimate_from_scores",
     "gdp_from_error_rates",
     # RDP audits and composition
     "MAX_CLASSES_K_CUT",

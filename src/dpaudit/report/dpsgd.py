@@ -11,6 +11,9 @@ Tables 1–2 layout) and :func:`dpaudit.experiments.canary_scores.pipeline.audit
   the uncorrected per-guess-count bounds of both procedures, the valid bounds as horizontal
   lines, and the claimed ε as a line.
 * :func:`scores_table` — the canary-scores audit: one row per bound, valid or not.
+* The worst-case-initialised audit (``detail.estimate``): :func:`worstcase_table` (the valid
+  bound and the papers' estimate, labelled) and, instead of the guess sweep, the histogram of
+  the target's scores with and without it (:func:`plot_guess_sweep` draws it).
 * :func:`write_dpsgd_report`, :func:`write_scores_report` — ``results.json`` and the PNG.
 
 rich and matplotlib are imported lazily (extras ``cli`` and ``plot``).
@@ -37,6 +40,7 @@ __all__ = [
     "render_dpsgd",
     "scores_table",
     "whitebox_table",
+    "worstcase_table",
     "write_dpsgd_report",
     "write_scores_report",
 ]
@@ -108,10 +112,37 @@ def whitebox_table(result: Any):
     return t
 
 
+def worstcase_table(result: Any):
+    """A rich Table of the worst-case-initialised audit: the valid bound and the estimate."""
+    rich_table = require("rich.table", "cli")
+    d, m = result.detail, result.detail.mechanism
+    claims = "; ".join(f"{c.analysis}: ε = {c.epsilon:.3f}" for c in result.entries[0].claims)
+    t = rich_table.Table(
+        title=(
+            f"Worst-case-initialised black-box audit on {d.dataset}: |D⁻| = {d.num_members}, "
+            f"{len(d.in_scores)} + {len(d.out_scores)} models (q = {m.sampling_rate:.4g}, "
+            f"σ = {m.noise_multiplier:.4g}, T = {m.steps}); θ₀ pre-trained "
+            f"{d.pretrain_epochs} epochs on {d.num_public} public records; target label "
+            f"{d.target_label}"
+        ),
+        caption=f"claims — {claims}.",
+    )
+    for col in ("entry", "ε", "valid?", "note"):
+        t.add_column(col)
+    for e in result.entries:
+        lb = e.lower_bound
+        valid = "yes" if lb.epsilon_is_valid else "NO (estimate)"
+        t.add_row(e.adversary, f"{lb.epsilon:.3f}", valid, lb.note)
+    return t
+
+
 def render_dpsgd(console: Any, result: Any) -> None:
     """Print the DP-SGD table and a line per repetition (accuracy, throughput, QMIA); a
     white-box result (``detail.runs``) prints its own table and the auditor's cost, an
     all-iterates one (``detail.one_run``) the table of its pooled scores' bounds."""
+    if hasattr(result.detail, "estimate"):  # worst-case-init: valid bound and estimate
+        console.print(worstcase_table(result))
+        return
     if hasattr(result.detail, "one_run"):  # all-iterates: the pooled scores' bounds
         console.print(scores_table(result))
         return
@@ -183,6 +214,8 @@ def plot_guess_sweep(result: Any, path: str | Path) -> Path:
     Raises:
         MissingDependencyError: matplotlib is not installed.
     """
+    if hasattr(result.detail, "in_scores"):  # worst-case-init: no guess sweep, the scores
+        return _plot_target_scores(result.detail, path)
     claims = result.entries[0].claims
     claim_eps = claims[0].epsilon if len(claims) else None
     reps = getattr(result.detail, "repetitions", None) or getattr(result.detail, "runs", None)
@@ -194,6 +227,21 @@ def plot_guess_sweep(result: Any, path: str | Path) -> Path:
     fig, axes = figure(1, len(panels), 5.0, 3.8)
     for ax, (name, bounds) in zip(axes[0], panels, strict=True):
         _sweep_panel(ax, bounds, f"{name}: ε vs guesses (δ = {bounds.delta:g})", claim_eps)
+    return save(fig, path)
+
+
+def _plot_target_scores(detail: Any, path: str | Path) -> Path:
+    """Histogram of the target's negative loss on the models with and without it."""
+    fig, axes = figure(1, 1, 5.0, 3.8)
+    ax = axes[0][0]
+    ins, outs = np.asarray(detail.in_scores, float), np.asarray(detail.out_scores, float)
+    bins = np.linspace(min(ins.min(), outs.min()), max(ins.max(), outs.max()), 30)
+    ax.hist(outs, bins=bins, alpha=0.6, label=f"without the target ({outs.size})")
+    ax.hist(ins, bins=bins, alpha=0.6, label=f"with the target ({ins.size})")
+    ax.set_xlabel("−loss of the target on the final model")
+    ax.set_ylabel("models")
+    ax.set_title("Worst-case-initialised audit: the target's score")
+    ax.legend(fontsize=7, loc="best")
     return save(fig, path)
 
 

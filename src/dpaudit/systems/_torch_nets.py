@@ -20,7 +20,7 @@ from typing import Any
 from dpaudit._validate import check_positive_int
 from dpaudit.errors import require
 
-__all__ = ["build_cnn", "build_mlp", "resolve_device", "torch_context"]
+__all__ = ["build_cnn", "build_mlp", "build_tanh_cnn", "resolve_device", "torch_context"]
 
 
 def build_cnn(channels: int, num_classes: int) -> Any:
@@ -45,6 +45,37 @@ def build_cnn(channels: int, num_classes: int) -> Any:
         nn.Linear(32 * 16, 64),
         nn.ReLU(),
         nn.Linear(64, k),
+    )
+
+
+def build_tanh_cnn(channels: int, num_classes: int, image_shape: tuple[int, int]) -> Any:
+    """The small tanh CNN of Dörmann, Frisk, Andersen & Pedersen 2021 (arXiv:2110.06255) used
+    on MNIST by Annamalai & De Cristofaro 2024 (arXiv:2405.14106): conv 5×5 (16 maps), 2×2 max
+    pool, tanh; conv 4×4 (32 maps), 2×2 max pool, tanh; dense 32, tanh; dense ``num_classes``
+    (25,386 parameters on 28×28 inputs).
+
+    Raises:
+        ValueError: non-positive sizes or images smaller than 14×14.
+    """
+    torch = require("torch", "torch")
+    c = check_positive_int("channels", channels)
+    k = check_positive_int("num_classes", num_classes)
+    h, w = (check_positive_int("image_shape", s) for s in image_shape)
+    fh, fw = ((h - 4) // 2 - 3) // 2, ((w - 4) // 2 - 3) // 2
+    if min(fh, fw) < 1:
+        raise ValueError(f"the tanh CNN needs images of at least 14×14, got {h}×{w}")
+    nn = torch.nn
+    return nn.Sequential(
+        nn.Conv2d(c, 16, kernel_size=5),
+        nn.MaxPool2d(2),
+        nn.Tanh(),
+        nn.Conv2d(16, 32, kernel_size=4),
+        nn.MaxPool2d(2),
+        nn.Tanh(),
+        nn.Flatten(),
+        nn.Linear(32 * fh * fw, 32),
+        nn.Tanh(),
+        nn.Linear(32, k),
     )
 
 

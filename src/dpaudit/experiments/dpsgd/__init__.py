@@ -8,6 +8,8 @@ bounds with the number of guesses paid for.
   :func:`audit_dpsgd`, which runs the one ``settings.threat_model`` names.
 * :mod:`.pipeline` — the black-box stages in order.
 * :mod:`.whitebox` — the white-box stages (canary gradients read at every step).
+* :mod:`.worstcase` — the worst-case-initialised black-box stages (Annamalai & De
+  Cristofaro 2024, arXiv:2405.14106: crafted θ₀ and target, many runs).
 * :mod:`.reproduction` — the Table 1–2 layouts of Liu et al. and their summary.
 """
 
@@ -43,9 +45,11 @@ from dpaudit.experiments.dpsgd.settings import (
     DataSettings,
     DPSGDAuditSettings,
     WhiteBoxSettings,
+    WorstCaseInitSettings,
 )
 from dpaudit.experiments.dpsgd.threat_models import THREAT_MODELS, ThreatModel, audit_dpsgd
 from dpaudit.experiments.dpsgd.whitebox import WhiteBoxDetail, audit_white_box
+from dpaudit.experiments.dpsgd.worstcase import WorstCaseDetail, audit_worst_case_init
 
 __all__ = [
     "BOUND_NAMES",
@@ -67,9 +71,12 @@ __all__ = [
     "ThreatModel",
     "WhiteBoxDetail",
     "WhiteBoxSettings",
+    "WorstCaseDetail",
+    "WorstCaseInitSettings",
     "audit_black_box",
     "audit_dpsgd",
     "audit_white_box",
+    "audit_worst_case_init",
     "bound_scores",
     "draw_layout",
     "layout_settings",

@@ -24,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -40,6 +41,7 @@ from dpaudit._validate import (
 from dpaudit.attacks import CANARY_KINDS, MEMBERSHIP_SCORES, QMIASettings
 from dpaudit.bounds import SELECTION_NAMES
 from dpaudit.data import DATASET_NAMES
+from dpaudit.engine import EXECUTORS
 from dpaudit.systems import DPSGDCell, DPSGDSettings
 
 __all__ = [
@@ -51,6 +53,7 @@ __all__ = [
     "DataSettings",
     "ThreatModel",
     "WhiteBoxSettings",
+    "WorstCaseInitSettings",
 ]
 
 
@@ -184,6 +187,44 @@ class WhiteBoxSettings:
 
 
 @dataclasses.dataclass(frozen=True)
+class WorstCaseInitSettings:
+    """The worst-case-initialised black-box threat model (Annamalai & De Cristofaro 2024,
+    arXiv:2405.14106): θ₀ pre-trained on a public split, a blank target, ``runs_in`` models
+    trained on D = D⁻ ∪ {target} and ``runs_out`` on D⁻ (``data.num_non_canaries`` records)."""
+
+    runs_in: int = option(100, help="models trained with the target (D)")
+    runs_out: int = option(100, help="models trained without it (D⁻)")
+    public_size: int = option(
+        4000, help="public records θ₀ is pre-trained on (disjoint from D⁻)", flag="--public"
+    )
+    pretrain_epochs: int = option(10, help="pre-training epochs (0: fixed random θ₀)")
+    pretrain_learning_rate: float = option(0.05, help="pre-training SGD learning rate")
+    pretrain_batch_size: int = option(64, help="pre-training batch size")
+    target_label: int = option(-1, help="the blank target's label (-1: least likely under θ₀)")
+    paper_alpha: float = option(
+        0.05, help="α of the papers' GDP estimate (one-sided 1 − 2α Clopper–Pearson rates)"
+    )
+    executor: str = option("serial", help="engine executor of the runs: serial | processes | …")
+    workers: int = option(1, help="engine workers")
+
+    def __post_init__(self) -> None:
+        for name in ("runs_in", "runs_out"):
+            if check_positive_int(name, getattr(self, name)) < 2:
+                raise ValueError(f"{name} must be at least 2, got {getattr(self, name)}")
+        check_nonneg_int("public_size", self.public_size)
+        check_nonneg_int("pretrain_epochs", self.pretrain_epochs)
+        if self.pretrain_epochs > 0 and self.public_size == 0:
+            raise ValueError("pretrain_epochs > 0 needs public_size > 0")
+        check_in_range("pretrain_learning_rate", self.pretrain_learning_rate, 0.0, math.inf)
+        check_positive_int("pretrain_batch_size", self.pretrain_batch_size)
+        if not isinstance(self.target_label, int) or self.target_label < -1:
+            raise ValueError(f"target_label must be an int ≥ -1, got {self.target_label!r}")
+        check_in_range("paper_alpha", self.paper_alpha, 0.0, 0.5)
+        check_choice("executor", self.executor, tuple(EXECUTORS.names()))
+        check_positive_int("workers", self.workers)
+
+
+@dataclasses.dataclass(frozen=True)
 class DPSGDAuditSettings:
     """One-run audit of DP-SGD: black-box canaries (Steinke et al. 2023; Liu et al., QMIA) or
     white-box canary gradients (Nasr et al. 2023), by ``threat_model``."""
@@ -193,12 +234,16 @@ class DPSGDAuditSettings:
     repetitions: int = option(1, help="independent training runs (mean and spread)")
     threat_model: str = option(
         "black-box",
-        help="what the auditor sees and changes: black-box | white-box | all-iterates",
+        help="what the auditor sees and changes: black-box | white-box | all-iterates | "
+        "worst-case-init",
     )
     data: DataSettings = option(default_factory=DataSettings, help="data")
     canaries: CanarySettings = option(default_factory=CanarySettings, help="canaries")
     white_box: WhiteBoxSettings = option(
         default_factory=WhiteBoxSettings, help="white-box canary gradients"
+    )
+    worst_case: WorstCaseInitSettings = option(
+        default_factory=WorstCaseInitSettings, help="worst-case initial parameters"
     )
     training: DPSGDSettings = option(default_factory=DPSGDSettings, help="DP-SGD")
     attack: AttackSettings = option(default_factory=AttackSettings, help="attack")

@@ -11,10 +11,13 @@ any training) and its audit.
   m Dirac canary gradients at the clipping norm, Poisson-sampled like examples.
 * ``all-iterates`` — sees every update of each of many independent runs; inserts one canary
   gradient per run (Nasr et al. 2023's multi-run audit).
+* ``worst-case-init`` — sees the final model's loss on one crafted input in each of many
+  runs; chooses the initial parameters (pre-trained on public data) and a blank target
+  (Annamalai & De Cristofaro 2024).
 
 Example:
     >>> sorted(THREAT_MODELS.names())
-    ['all-iterates', 'black-box', 'white-box']
+    ['all-iterates', 'black-box', 'white-box', 'worst-case-init']
     >>> print(THREAT_MODELS.get("white-box").sees)
     every privatised update of the run (the noisy sum of clipped gradients, step by step)
 """
@@ -32,7 +35,9 @@ from dpaudit.experiments.dpsgd.multirun import audit_all_iterates
 from dpaudit.experiments.dpsgd.pipeline import audit_black_box, check_layout, load_pool
 from dpaudit.experiments.dpsgd.settings import THREAT_MODELS, DPSGDAuditSettings, ThreatModel
 from dpaudit.experiments.dpsgd.whitebox import audit_white_box
+from dpaudit.experiments.dpsgd.worstcase import audit_worst_case_init
 from dpaudit.systems import SYSTEMS, DPSGDCell, LabelledData
+from dpaudit.systems.dpsgd import ModelSpec
 
 __all__ = ["THREAT_MODELS", "ThreatModel", "audit_dpsgd"]
 
@@ -93,6 +98,50 @@ THREAT_MODELS.register("all-iterates", ThreatModel(
     check_settings=lambda s: None,
     check_data=_white_box_data,
     audit=audit_all_iterates,
+))  # fmt: skip
+
+
+def _worst_case_settings(s: DPSGDAuditSettings) -> None:
+    if s.audit.selection == "bonferroni":
+        raise ValueError(
+            "the worst-case-init audit chooses its threshold on held-out runs: set "
+            "audit.selection to 'split' or 'multi-split' (Bonferroni needs thresholds fixed "
+            "in advance)"
+        )
+
+
+def _worst_case_data(s: DPSGDAuditSettings, pool: LabelledData) -> None:
+    r, public = s.data.num_non_canaries, s.worst_case.public_size
+    if r < 1 or r + public > len(pool):
+        raise ValueError(
+            f"the worst-case-init audit needs num_non_canaries={r} ≥ 1 records plus "
+            f"public_size={public} public ones; {s.data.dataset} has {len(pool)}"
+        )
+    if s.training.batch_size > r + 1:
+        raise ValueError(f"batch_size={s.training.batch_size} exceeds |D| = {r + 1}")
+    if s.training.model != "mlp" and pool.image_shape is None:
+        raise ValueError(
+            f"model={s.training.model!r} needs image data; {s.data.dataset} is tabular"
+        )
+    if s.worst_case.target_label >= pool.num_classes:
+        raise ValueError(
+            f"target_label={s.worst_case.target_label} is not a class of {s.data.dataset} "
+            f"(0..{pool.num_classes - 1}, or -1 for the least likely)"
+        )
+    ModelSpec.for_data(pool, s.training.model, s.training.hidden).build()  # e.g. too small
+
+
+THREAT_MODELS.register("worst-case-init", ThreatModel(
+    name="worst-case-init",
+    sees="the final model's loss on one crafted input, in each of many independent runs",
+    may_change="the initial parameters (pre-trained on a disjoint public split) and one blank "
+    "target record, included in half of the runs",
+    source="Annamalai & De Cristofaro 2024 (arXiv:2405.14106); estimate of Nasr et al. 2023 "
+    "(arXiv:2302.07956)",
+    nominal_size=lambda s: s.data.num_non_canaries + 1,
+    check_settings=_worst_case_settings,
+    check_data=_worst_case_data,
+    audit=audit_worst_case_init,
 ))  # fmt: skip
 
 

@@ -6,9 +6,13 @@ M(a′) from M(a) — logistic regression on the outputs' features, or the exact
 counts for outputs with few values — and take the event ``S = {score ≥ t}``. Three
 independent sample sets per input keep every choice honest:
 
-1. **train** (``train_samples``): fit the score;
-2. **select** (``select_samples``): choose the pair and the threshold ``t`` whose bound,
-   projected to the evaluation size, is best (:func:`dpaudit.attacks.choose_event`);
+1. **train** (``train_samples``): fit the score — for continuous outputs two of them,
+   logistic regression on the raw features and on the features plus one median indicator per
+   output column (``fit_mechanism_attack(..., indicators=True)``);
+2. **select** (``select_samples``): choose the pair, the score and the threshold ``t`` whose
+   bound, projected to the evaluation size, is best (:func:`dpaudit.attacks.choose_event`;
+   large selection sets are drawn in chunks and only their scores kept,
+   :func:`dpaudit.attacks.choose_threshold`);
 3. **evaluate** (``samples``, fresh, drawn in seeded engine blocks and resumable from a
    checkpoint): count ``M(a) ∈ S`` and ``M(a′) ∈ S`` and bound ε with exact one-sided
    Clopper–Pearson intervals (:func:`dpaudit.bounds.epsilon_from_confusion`; Chadha et al.
@@ -52,6 +56,7 @@ from dpaudit.attacks import (
     MechanismAttack,
     batch_sampler,
     choose_event,
+    choose_threshold,
     fit_mechanism_attack,
     input_patterns,
 )
@@ -64,6 +69,10 @@ __all__ = ["WORKFLOW", "MechanismWitness", "audit_mechanism", "replay_witness", 
 
 WORKFLOW = "mechanism"
 _PROBE = 16  # outputs per input drawn to check the mechanism before any real work
+# Above this many output values per input (samples × output width), the search draws its
+# selection samples in chunks of this size and keeps only their scores (memory stays bounded
+# for large selection sets); below it, training and selection come from one draw.
+_CHUNK_VALUES = 2**24
 
 
 @dataclasses.dataclass(frozen=True)
@@ -185,25 +194,62 @@ def _probe(spec: MechanismSpec, pairs, root: np.random.SeedSequence) -> None:
                     f"on database={db.tolist()}, {width} before"
                 )
             width = out.shape[1]
+    return width
 
 
-def _search(spec, pairs, s: MechanismAuditSettings, root) -> _Candidate:
-    """Fit the attack on the training samples of every pair, choose on the selection ones."""
+def _search(spec, pairs, s: MechanismAuditSettings, root, width: int = 1) -> _Candidate:
+    """Fit the attacks on the training samples of every pair, choose on the selection ones:
+    the pair, the score (logistic regression with and without median-indicator features,
+    unless the outputs are few or the mechanism brings its own features) and the threshold."""
     best = None
     for i, (a, b) in enumerate(pairs):
-        n = s.train_samples + s.select_samples
-        out_a = _draw(spec, a, n, child_seed(root, 1, i, 0))
-        out_b = _draw(spec, b, n, child_seed(root, 1, i, 1))
-        t = s.train_samples
-        attack = fit_mechanism_attack(
-            out_a[:t], out_b[:t], kind=s.attack, flags=spec.flags, features=spec.features,
-            max_outputs=s.max_outputs,
-        )  # fmt: skip
-        attack, proj = choose_event(attack, out_a[t:], out_b[t:], n_eval=s.samples,
-                                    confidence_level=s.confidence_level)  # fmt: skip
-        if best is None or proj > best.projected:
-            best = _Candidate(a, b, attack, proj)
+        n, t = s.train_samples + s.select_samples, s.train_samples
+        chunked = n * width > _CHUNK_VALUES
+        if not chunked:
+            out_a = _draw(spec, a, n, child_seed(root, 1, i, 0))
+            out_b = _draw(spec, b, n, child_seed(root, 1, i, 1))
+            train_a, train_b = out_a[:t], out_b[:t]
+        else:
+            train_a = _draw(spec, a, t, child_seed(root, 1, i, 0))
+            train_b = _draw(spec, b, t, child_seed(root, 1, i, 1))
+        attacks = [_fit(spec, train_a, train_b, s, indicators=False)]
+        if attacks[0].kind == "logistic" and spec.features is None:
+            attacks.append(_fit(spec, train_a, train_b, s, indicators=True))
+        del train_a, train_b
+        if chunked:
+            scores = _chunked_scores(spec, attacks, a, b, s.select_samples, width,
+                                     child_seed(root, 3, i))  # fmt: skip
+        for k, attack in enumerate(attacks):
+            if not chunked:
+                attack, proj = choose_event(attack, out_a[t:], out_b[t:], n_eval=s.samples,
+                                            confidence_level=s.confidence_level)  # fmt: skip
+            else:
+                attack, proj = choose_threshold(attack, *scores[k], n_eval=s.samples,
+                                                confidence_level=s.confidence_level)  # fmt: skip
+            if best is None or proj > best.projected:
+                best = _Candidate(a, b, attack, proj)
     return best
+
+
+def _fit(spec, out_a, out_b, s: MechanismAuditSettings, indicators: bool) -> MechanismAttack:
+    return fit_mechanism_attack(out_a, out_b, kind=s.attack, flags=spec.flags,
+                                features=spec.features, max_outputs=s.max_outputs,
+                                indicators=indicators)  # fmt: skip
+
+
+def _chunked_scores(spec, attacks, a, b, size: int, width: int, seed):
+    """Each attack's scores of the same ``size`` selection outputs on a and on b, drawn in
+    chunks (only the scores are kept)."""
+    chunk = max(_CHUNK_VALUES // max(width, 1), 1)
+    parts = [([], []) for _ in attacks]
+    for j, start in enumerate(range(0, size, chunk)):
+        m = min(chunk, size - start)
+        out_a = _draw(spec, a, m, child_seed(seed, j, 0))
+        out_b = _draw(spec, b, m, child_seed(seed, j, 1))
+        for attack, (pa, pb) in zip(attacks, parts, strict=True):
+            pa.append(attack.scores(out_a))
+            pb.append(attack.scores(out_b))
+    return [(np.concatenate(pa), np.concatenate(pb)) for pa, pb in parts]
 
 
 def _evaluate(spec, cand: _Candidate, s: MechanismAuditSettings, root, checkpoint, progress):
@@ -277,8 +323,8 @@ def audit_mechanism(
     spec = resolve_mechanism(settings, data)
     root = np.random.SeedSequence(settings.seed)
     pairs = _pairs(settings, spec)
-    _probe(spec, pairs, root)
-    cand = _search(spec, pairs, settings, root)
+    width = _probe(spec, pairs, root)
+    cand = _search(spec, pairs, settings, root, width)
     t1 = time.perf_counter()
     bound, count_a, count_b = _evaluate(spec, cand, settings, root, checkpoint, progress)
     t2 = time.perf_counter()

@@ -41,8 +41,9 @@ class MechanismSpec:
         true_epsilon: the exact ε where known in closed form (``inf``: not DP for any ε),
             else None.
         private: whether the claim is known to hold (False: a known violation).
-        published_lower: DP-Sniper's published 95 % lower bound (logistic regression, Bichsel
-            et al. 2021, eval_sp2021 reference results), where it has one.
+        published_lower: DP-Sniper's published lower bound (logistic regression, Bichsel
+            et al. 2021, eval_sp2021 reference results: confidence 90 %, two one-sided 95 %
+            Clopper–Pearson bounds on 2·10⁸ fresh samples), where it has one.
         component_wise: neighbours differ in every entry by at most 1 (StatDP's notion for
             query vectors) rather than in one entry.
         low, high: the input domain (patterns are clipped to it).

@@ -4,7 +4,7 @@ Twenty mechanisms of the evaluation of DP-Sniper (Bichsel, Steffen, Bogunovic & 
 "DP-Sniper: Black-Box Discovery of Differential Privacy Violations using Classifiers", IEEE
 S&P), each at the paper's default ε = 0.1 and with the parameters of its evaluation
 (``c = 1`` positive answers for the sparse vector variants, threshold ``T = 1``, or 0.5 for
-SVT1). Definitions come from:
+SVT1; SVT34-parallel keeps DP-Sniper's defaults ``c = 2, T = 1``). Definitions come from:
 
 * Report noisy max 1–4 and noisy histograms 1–2: Ding, Wang, Wang, Zhang & Kifer 2018,
   "Detecting Violations of Differential Privacy" (StatDP), CCS, Algs. 5–10.
@@ -36,7 +36,13 @@ import numpy as np
 
 from dpaudit.systems.dp_mechanisms._spec import MECHANISMS, MechanismSpec
 
-__all__ = ["geometric_pmf", "rappor_bits", "suite"]
+__all__ = [
+    "geometric_pmf",
+    "noisy_max_true_epsilon",
+    "rappor_bits",
+    "rappor_true_epsilon",
+    "suite",
+]
 
 EPS = 0.1
 _STATDP = "Ding, Wang, Wang, Zhang & Kifer 2018 (StatDP), CCS"
@@ -94,6 +100,27 @@ def _noisy_max(eps: float, noise: str, report: str):
         return out.astype(float)[:, None]
 
     return sample
+
+
+def noisy_max_true_epsilon(epsilon: float) -> float:
+    """True ε of report noisy max releasing the index, with Laplace or exponential noise of
+    scale 2/ε on queries of sensitivity 1 that may all change (StatDP's Algs. 5 and 6): ε.
+
+    Upper bound: both are ε-DP (Dwork & Roth 2014, "The Algorithmic Foundations of
+    Differential Privacy", §3.3, Claim 3.9 with the factor 2 for queries that move in both
+    directions; with exponential noise it is the permute-and-flip mechanism, McKenna &
+    Sheldon 2020, arXiv:2010.12603, shown identical by Ding, Kifer et al. 2021,
+    arXiv:2105.07260). Lower bound: on the pair (1,…,1) → (0,2,…,2) the candidate that goes
+    down wins with probabilities whose ratio is exactly e^ε for exponential noise
+    (memorylessness) and tends to e^ε for Laplace noise as the gap between the candidates
+    grows (the difference of two Laplace variables has exponential tails of rate ε/2 and the
+    pair moves it by 2).
+
+    Example:
+        >>> noisy_max_true_epsilon(0.1)
+        0.1
+    """
+    return float(epsilon)
 
 
 # ------------------------------------------------------------------------- sparse vector
@@ -284,6 +311,40 @@ def _rappor_claims(f: float, p: float, q: float, h: int = 4) -> tuple[float, flo
     return eps_inf, h * math.log(q_star * (1 - p_star) / (p_star * (1 - q_star)))
 
 
+def rappor_true_epsilon(
+    f: float, p: float | None = None, q: float | None = None, *, low: int = -10, high: int = 10
+) -> float:
+    """Exact ε of RAPPOR on the integer values ``low..high`` with :func:`rappor_bits`.
+
+    Each report bit depends only on its Bloom bit, independently of the others, so the worst
+    log-ratio of a report on values v, v′ is the sum over the bits where their Bloom filters
+    differ of that bit's worst log-ratio (Erlingsson, Pihur & Korolova 2014, CCS, §3.1 and
+    Thm. 1, which take all 2h bits to differ): ``ln(q*/p*)`` for a bit set only for v and
+    ``ln((1 − p*)/(1 − q*))`` for one set only for v′, with ``q* = P[report 1 | bit 1]``,
+    ``p* = P[report 1 | bit 0]`` — ``q* = ½f(p+q) + (1−f)q``, ``p* = ½f(p+q) + (1−f)p`` for
+    one report, ``1 − f/2`` and ``f/2`` for the permanent response alone (``p``, ``q``
+    None). The maximum over the ordered pairs of distinct values is the true ε; it equals the
+    paper's ε₁ (or ε∞) when two values have disjoint filters.
+
+    Example:
+        >>> round(rappor_true_epsilon(0.95), 4)  # one-time RAPPOR: 8 · ln(0.525/0.475)
+        0.8007
+    """
+    if p is None:
+        q_star, p_star = 1 - f / 2, f / 2
+    else:
+        q_star = 0.5 * f * (p + q) + (1 - f) * q
+        p_star = 0.5 * f * (p + q) + (1 - f) * p
+    only_v, only_w = math.log(q_star / p_star), math.log((1 - p_star) / (1 - q_star))
+    bits = [rappor_bits(v).astype(bool) for v in range(low, high + 1)]
+    worst = 0.0
+    for i, bv in enumerate(bits):
+        for j, bw in enumerate(bits):
+            if i != j:
+                worst = max(worst, int(np.sum(bv & ~bw)) * only_v + int(np.sum(bw & ~bv)) * only_w)
+    return worst
+
+
 # ------------------------------------------------------------------------- registration
 
 
@@ -318,11 +379,11 @@ def suite(epsilon: float = EPS) -> tuple[MechanismSpec, ...]:
                       true_epsilon=1 / EPS, private=False, published_lower=4.602, low=0,
                       high=10, note="Laplace scale eps instead of 1/eps"),
         MechanismSpec("report-noisy-max1", _noisy_max(EPS, "laplace", "index"), EPS, 5,
-                      _STATDP + ", Alg. 5", published_lower=0.0923, component_wise=True,
-                      discrete=True),
+                      _STATDP + ", Alg. 5", true_epsilon=noisy_max_true_epsilon(EPS),
+                      published_lower=0.0923, component_wise=True, discrete=True),
         MechanismSpec("report-noisy-max2", _noisy_max(EPS, "exponential", "index"), EPS, 5,
-                      _STATDP + ", Alg. 6", published_lower=0.0975, component_wise=True,
-                      discrete=True),
+                      _STATDP + ", Alg. 6", true_epsilon=noisy_max_true_epsilon(EPS),
+                      published_lower=0.0975, component_wise=True, discrete=True),
         MechanismSpec("report-noisy-max3", _noisy_max(EPS, "laplace", "value"), EPS, 5,
                       _STATDP + ", Alg. 7", private=False, published_lower=0.2478,
                       component_wise=True, note="releases the noisy maximum, not its index"),
@@ -350,19 +411,23 @@ def suite(epsilon: float = EPS) -> tuple[MechanismSpec, ...]:
                       published_lower=0.2720, component_wise=True, discrete=True,
                       note="no cut-off: answers every query"),
         MechanismSpec("rappor", _rappor(0.75, 0.45, 0.55), r_one, 1, _RAPPOR + ", steps 1-3",
+                      true_epsilon=rappor_true_epsilon(0.75, 0.45, 0.55),
                       published_lower=0.2930, low=-10, high=10, discrete=True,
                       note=f"h = 4, f = 0.75, p = 0.45, q = 0.55; one report (eps_inf = "
                       f"{r_inf:.3f})"),
         MechanismSpec("one-time-rappor", _rappor(0.95, None, None), otr_inf, 1,
-                      _RAPPOR + ", steps 1-2", published_lower=0.5978, low=-10, high=10,
+                      _RAPPOR + ", steps 1-2", true_epsilon=rappor_true_epsilon(0.95),
+                      published_lower=0.5978, low=-10, high=10,
                       discrete=True, note="h = 4, f = 0.95"),
         MechanismSpec("laplace-parallel", _laplace_parallel(0.005, 20), EPS, 1,
                       "Bichsel et al. 2021, IEEE S&P (20 Laplace mechanisms at eps = 0.005)",
                       true_epsilon=EPS, published_lower=0.0350),
-        MechanismSpec("svt34-parallel", _svt34(EPS, 1, 1.0), 2 * EPS, 10,
+        MechanismSpec("svt34-parallel", _svt34(EPS, 2, 1.0), 2 * EPS, 10,
                       _LYU + ", Algs. 3 and 4 run together", private=False,
                       published_lower=0.2610, component_wise=True,
-                      flags=(-1.0, -1000.0, -2000.0), note="claim: 2 x 0.1 (composition)"),
+                      flags=(-1.0, -1000.0, -2000.0),
+                      note="c = 2, T = 1 (DP-Sniper's defaults); claim: 2 x 0.1 "
+                           "(composition); Alg. 4 alone is 0.325-DP at c = 2"),
         MechanismSpec("prefix-sum", _prefix_sum(EPS), 10 * EPS, 10, _SHADOW,
                       true_epsilon=10 * EPS, published_lower=0.5040, component_wise=True,
                       note="eps-DP per entry; 10 entries change together (component-wise)"),

@@ -63,7 +63,13 @@ from dpaudit.accounting import DEFAULT_ORDERS, RDPCurve, mechanism_rdp
 from dpaudit.errors import require
 from dpaudit.mechanisms.values import SubsampledGaussian
 from dpaudit.systems._protocols import SYSTEMS, SystemFactory
-from dpaudit.systems._torch_nets import build_cnn, build_mlp, resolve_device, torch_context
+from dpaudit.systems._torch_nets import (
+    build_cnn,
+    build_mlp,
+    build_tanh_cnn,
+    resolve_device,
+    torch_context,
+)
 
 __all__ = [
     "ACCOUNTANTS",
@@ -81,7 +87,7 @@ __all__ = [
     "train_dpsgd",
 ]
 
-MODELS: tuple[str, ...] = ("cnn", "mlp")
+MODELS: tuple[str, ...] = ("cnn", "mlp", "cnn-tanh")
 OPTIMIZERS: tuple[str, ...] = ("sgd", "adam")
 ACCOUNTANTS: tuple[str, ...] = ("prv", "rdp")
 _CLAIM_SOURCE = {
@@ -112,7 +118,9 @@ _HOOK_WARNING = "Full backward hook is firing"
 class DPSGDSettings:
     """DP-SGD training: model, sampling, clipping, noise (or a target ε) and optimiser."""
 
-    model: str = option("cnn", help="network: cnn (28×28 / 8×8 images) | mlp (tabular)")
+    model: str = option(
+        "cnn", help="network: cnn (28×28 / 8×8 images) | mlp (tabular) | cnn-tanh (≥ 14×14)"
+    )
     hidden: tuple[int, ...] = option((128,), help="hidden widths of the MLP")
     epochs: float = option(5.0, help="passes over the data: steps = round(epochs / q)")
     steps: int | None = option(None, help="number of steps T (overrides epochs)")
@@ -248,8 +256,8 @@ class ModelSpec:
     @classmethod
     def for_data(cls, data: LabelledData, model: str, hidden: tuple[int, ...]) -> ModelSpec:
         """The spec of ``model`` on ``data`` (a CNN needs image rows)."""
-        if model == "cnn" and data.image_shape is None:
-            raise ValueError("model='cnn' needs image data (image_shape); use model='mlp'")
+        if model != "mlp" and data.image_shape is None:
+            raise ValueError(f"model={model!r} needs image data (image_shape); use model='mlp'")
         return cls(
             model, int(data.X.shape[1]), data.num_classes, data.image_shape, data.channels, hidden
         )
@@ -258,11 +266,13 @@ class ModelSpec:
         """A freshly initialised torch module (initialisation uses torch's global generator)."""
         if self.kind == "cnn":
             return build_cnn(self.channels, self.num_classes)
+        if self.kind == "cnn-tanh":
+            return build_tanh_cnn(self.channels, self.num_classes, self.image_shape)
         return build_mlp(self.num_features, self.num_classes, self.hidden)
 
     def fold(self, X: Any) -> Any:
         """Reshape a (B, d) tensor to the network's input layout."""
-        if self.kind == "cnn":
+        if self.kind != "mlp":
             h, w = self.image_shape
             return X.reshape(-1, self.channels, h, w)
         return X
@@ -381,8 +391,10 @@ def opacus_epsilon(
     acct = create_accountant(accountant)
     acct.history = [(mech.noise_multiplier, mech.sampling_rate, mech.steps)]
     with warnings.catch_warnings():
-        # "Optimal order is the largest alpha": Opacus' ε is then merely less tight (valid).
+        # "Optimal order is the largest alpha": Opacus' ε is then merely less tight (valid);
+        # PRV at q = 1 takes log(0) in the branch np.where discards (harmless).
         warnings.filterwarnings("ignore", message="Optimal order is the largest alpha")
+        warnings.filterwarnings("ignore", "divide by zero encountered in log", RuntimeWarning)
         return float(acct.get_epsilon(delta=d))
 
 
@@ -487,12 +499,15 @@ class _Loop:
     spec: ModelSpec
 
 
-def _setup(torch: Any, members: LabelledData, spec: ModelSpec, s: DPSGDSettings, batch: float):
+def _setup(torch, members: LabelledData, spec: ModelSpec, s: DPSGDSettings, batch: float, init):
     from opacus import GradSampleModule
     from opacus.optimizers import DPOptimizer
 
     device = resolve_device(s.device)
-    net = spec.build().to(device)
+    net = spec.build()
+    if init is not None:  # the auditor's initial parameters (Annamalai & De Cristofaro 2024)
+        net.load_state_dict({k: torch.as_tensor(np.array(v)) for k, v in init.items()})
+    net = net.to(device)
     gsm = GradSampleModule(net, loss_reduction="mean")
     opt = DPOptimizer(
         _optimizer(torch, gsm.parameters(), s),
@@ -538,6 +553,7 @@ def train_dpsgd(
     nominal_size: int | None = None,
     progress: ProgressLike = None,
     instrument: Callable[[Any, float], Any] | None = None,
+    initial_state: dict[str, np.ndarray] | None = None,
 ) -> TrainedDPSGD:
     """Train one model with DP-SGD on ``data`` plus the included canaries (a pure function).
 
@@ -561,6 +577,8 @@ def train_dpsgd(
         instrument: called once with ``(optimizer, q)`` — Opacus' ``DPOptimizer`` and the
             sampling rate — before the first step (e.g. to attach
             :class:`dpaudit.integrations.opacus.CanaryAuditor`).
+        initial_state: parameter name → array: the initial parameters (default: a fresh
+            network seeded from ``rng``); DP-SGD's analysis holds for any fixed choice.
 
     Returns:
         :class:`TrainedDPSGD`.
@@ -599,7 +617,7 @@ def train_dpsgd(
     with torch_context(torch_seed, num_threads=settings.num_threads) as torch:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=_HOOK_WARNING, category=UserWarning)
-            loop = _setup(torch, members, spec, settings, q * nominal_size)
+            loop = _setup(torch, members, spec, settings, q * nominal_size, initial_state)
             if instrument is not None:
                 instrument(loop.optimizer, q)
             start = time.perf_counter()
@@ -738,6 +756,7 @@ class DPSGD:
         rng: RngLike,
         progress: ProgressLike = None,
         instrument: Callable[[Any, float], Any] | None = None,
+        initial_state: dict[str, np.ndarray] | None = None,
     ) -> TrainedDPSGD:
         """One training run (:func:`train_dpsgd` with this system's σ and nominal size)."""
         return train_dpsgd(
@@ -749,6 +768,7 @@ class DPSGD:
             nominal_size=self.dataset_size,
             progress=progress,
             instrument=instrument,
+            initial_state=initial_state,
         )
 
 
