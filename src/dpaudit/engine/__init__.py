@@ -79,7 +79,7 @@ from dpaudit.engine._executors import (
 )
 from dpaudit.engine._fingerprint import fingerprint, probabilities_key
 from dpaudit.engine._task_checkpoint import TASK_CHECKPOINT_VERSION, read_task_checkpoint
-from dpaudit.engine._tasks import TaskFunction, TaskRun, run_tasks
+from dpaudit.engine._tasks import TaskFunction, TaskRun, journal_in, run_tasks
 from dpaudit.errors import require
 
 __all__ = [
@@ -100,6 +100,7 @@ __all__ = [
     "block_seed",
     "block_sizes",
     "fingerprint",
+    "journal_in",
     "probabilities_key",
     "read_task_checkpoint",
     "resolve_executor",

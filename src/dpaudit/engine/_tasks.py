@@ -259,6 +259,17 @@ class TaskRun(ResultMixin):
         return np.stack(self.results)
 
 
+def journal_in(directory: str | os.PathLike[str] | None, name: str) -> Path | None:
+    """The task journal ``name`` inside a checkpoint ``directory`` (created if missing), or
+    None without a directory: how a workflow turns its ``checkpoint`` argument into
+    :func:`run_tasks`' ``checkpoint``."""
+    if directory is None:
+        return None
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    return d / name
+
+
 def run_tasks(
     fn: TaskFunction,
     num_tasks: int,

@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from dpaudit._results import AuditResult, package_versions
 from dpaudit._typing import ProgressLike
-from dpaudit.engine import run_tasks
+from dpaudit.engine import journal_in, run_tasks
 from dpaudit.experiments.canary_scores import audit_canary_scores
 from dpaudit.experiments.dpsgd.settings import DPSGDAuditSettings
 from dpaudit.experiments.dpsgd.whitebox import draw_members
@@ -70,14 +69,6 @@ class CanaryRun:
         return np.concatenate([a.scores()["llr"], a.included.astype(float)])
 
 
-def _journal(checkpoint: Any) -> Path | None:
-    if checkpoint is None:
-        return None
-    d = Path(checkpoint)
-    d.mkdir(parents=True, exist_ok=True)
-    return d / "all-iterates.tasks"
-
-
 def audit_all_iterates(
     settings: DPSGDAuditSettings,
     system: Any,
@@ -91,7 +82,8 @@ def audit_all_iterates(
     t0 = time.perf_counter()
     wb = settings.white_box
     run = run_tasks(CanaryRun(settings, system, pool), wb.runs, rng=settings.seed,
-                    checkpoint=_journal(checkpoint), key=f"all-iterates:{settings.name}",
+                    checkpoint=journal_in(checkpoint, "all-iterates.tasks"),
+                    key=f"all-iterates:{settings.name}",
                     progress=progress, description="DP-SGD runs")  # fmt: skip
     k = wb.canaries_per_run
     stacked = run.stacked()

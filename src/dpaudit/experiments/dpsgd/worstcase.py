@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -53,7 +52,7 @@ from dpaudit.bounds import (
     gdp_estimate_from_scores,
     selection_from_name,
 )
-from dpaudit.engine import run_tasks
+from dpaudit.engine import journal_in, run_tasks
 from dpaudit.experiments.dpsgd.settings import DPSGDAuditSettings
 from dpaudit.systems import LabelledData
 
@@ -201,14 +200,6 @@ def _entries(valid: EpsDeltaAudit, est: GDPEstimate, claims: tuple, level: float
     return cp, AuditEntry("dp-sgd", "worst-case-init:paper-gdp", paper, claims, detail=est)
 
 
-def _journal(checkpoint: Any) -> Path | None:
-    if checkpoint is None:
-        return None
-    d = Path(checkpoint)
-    d.mkdir(parents=True, exist_ok=True)
-    return d / "worst-case-init.tasks"
-
-
 def audit_worst_case_init(
     settings: DPSGDAuditSettings,
     system: Any,
@@ -229,7 +220,7 @@ def audit_worst_case_init(
     threads = settings.training.num_threads
     task = WorstCaseRun(system, members, target, init.state, w.runs_in, threads)
     run = run_tasks(task, w.runs_in + w.runs_out, rng=runs_seq, executor=w.executor,
-                    workers=w.workers, checkpoint=_journal(checkpoint),
+                    workers=w.workers, checkpoint=journal_in(checkpoint, "worst-case-init.tasks"),
                     key=f"worst-case-init:{settings.name}", progress=progress,
                     description="DP-SGD models")  # fmt: skip
     scores = run.stacked()[:, 0]

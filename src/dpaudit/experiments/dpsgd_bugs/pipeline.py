@@ -23,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -41,7 +40,7 @@ from dpaudit._results import (
 from dpaudit._rng import child_seed
 from dpaudit.attacks import BUG_STATISTICS, bug_pair
 from dpaudit.bounds import Explicit, epsilon_from_confusion, epsilon_from_scores
-from dpaudit.engine import run_tasks
+from dpaudit.engine import journal_in, run_tasks
 from dpaudit.experiments.dpsgd_bugs.audits import BUG_AUDITS, BugAudit
 from dpaudit.experiments.dpsgd_bugs.settings import DPSGDBugsSettings
 from dpaudit.systems.dpsgd_variants import DPSGD_VARIANTS, Session
@@ -201,7 +200,7 @@ def audit_bug(
     out, inn = _sessions(variant, audit)
     claim_out, claim_in = out.claim(audit.delta), inn.claim(audit.delta)
     key = (_index(BUG_AUDITS.names(), audit.name), _index(DPSGD_VARIANTS.names(), variant))
-    journal = _journal(checkpoint, audit.name, variant)
+    journal = journal_in(checkpoint, f"{audit.name}.{variant}.tasks")
     ppos, pneg, _ = _scores(variant, audit, pilot, child_seed(settings.seed, *key, 0), settings,
                            None, progress, "pilot")  # fmt: skip
     t, projected = choose_threshold(ppos, pneg, audit.delta, level)
@@ -234,14 +233,6 @@ def audit_bug(
 
 def _index(names: tuple[str, ...], name: str) -> int:
     return names.index(name) if name in names else len(names)
-
-
-def _journal(checkpoint: Any, bug: str, variant: str) -> Path | None:
-    if checkpoint is None:
-        return None
-    d = Path(checkpoint)
-    d.mkdir(parents=True, exist_ok=True)
-    return d / f"{bug}.{variant}.tasks"
 
 
 def audit_dpsgd_bugs(
