@@ -17,16 +17,19 @@ random-sign canaries per run):
   read from ``benchmarks/results/lidp_dpsgd_gain.json`` if a run recorded it.
 
 The machine's load average is recorded before and after each measurement: this machine is
-shared, and timings scale with the CPU left over. A figure whose 1-minute load average
-exceeded its own workers + 0.5 is marked ``machine_shared`` (another job ran beside it), and
-so is every steady-state and overhead figure derived from such rows: those are not
-quiet-machine figures. Each row also records the engine's chunks and its measured overhead
+shared, and timings scale with the CPU left over. The CPU other processes used during a
+measurement is measured too (``/proc/stat`` minus this process tree's own CPU time, in
+cores; the load average lags by a minute and still shows the previous measurement's
+workers): a figure during which others took more than 0.1 core is marked ``machine_shared``
+(without ``/proc``: its 1-minute load average exceeded its own workers + 0.5), and so is every
+steady-state and overhead figure derived from such rows: those are not quiet-machine
+figures. Each row also records the engine's chunks and its measured overhead
 (``1 − Σ compute / (workers · wall)``, start-up included).
 
 ``--summarise DIR/results.json "LOAD"`` turns a finished ``dpaudit audit lidp-dp-sgd --config
 lidp-dp-sgd-gain.toml --out DIR`` run into ``benchmarks/results/lidp_dpsgd_gain.json``.
 
-Run: ``python benchmarks/bench_lidp_dpsgd.py [--gain DIR] [--out PATH]`` →
+Run: ``python benchmarks/bench_lidp_dpsgd.py [--runs N] [--gain DIR] [--out PATH]`` →
 ``benchmarks/results/lidp_dpsgd.json``, or ``lidp_dpsgd_shared.json`` when any figure was
 measured while the machine was shared (``DPAUDIT_BENCH_QUICK=1``: 24 runs per measurement
 instead of 96).
@@ -54,12 +57,53 @@ from dpaudit.systems import SYSTEMS
 
 RESULTS = Path(__file__).parent / "results"
 QUICK = os.environ.get("DPAUDIT_BENCH_QUICK") == "1"
-RUNS = 24 if QUICK else 96  # per measurement: RUNS/4 alternative + null, audit + tuning
+# per measurement: RUNS/4 alternative + null, audit + tuning (``--runs N`` overrides)
+RUNS = 24 if QUICK else 96
+if "--runs" in sys.argv:
+    RUNS = int(sys.argv[sys.argv.index("--runs") + 1])
 K = 16
+#: A measurement during which other processes used more CPU than this (in cores) is marked
+#: ``machine_shared``: not a quiet-machine figure.
+SHARED_CORES = 0.1
 
 
 def _load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
+
+
+def _busy_seconds() -> float:
+    """CPU seconds spent by every process on the machine (``/proc/stat``: all but idle and
+    iowait), or NaN where ``/proc`` is not there."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    except OSError:
+        return float("nan")
+    ticks = [int(x) for x in fields]
+    return (sum(ticks[:8]) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_seconds() -> float:
+    """CPU seconds of this process and all its descendants, reaped ones included
+    (``/proc/<pid>/stat`` utime + stime + cutime + cstime), or NaN without ``/proc``."""
+    try:
+        stats = {}
+        for d in Path("/proc").iterdir():
+            if d.name.isdigit():
+                try:
+                    raw = (d / "stat").read_text()
+                except OSError:
+                    continue
+                f = raw.rsplit(")", 1)[1].split()
+                stats[int(d.name)] = (int(f[1]), sum(int(x) for x in f[11:15]))
+    except OSError:
+        return float("nan")
+    tree, frontier = {os.getpid()}, [os.getpid()]
+    while frontier:
+        parent = frontier.pop()
+        kids = [p for p, (pp, _) in stats.items() if pp == parent and p not in tree]
+        tree.update(kids)
+        frontier += kids
+    return sum(stats[p][1] for p in tree if p in stats) / os.sysconf("SC_CLK_TCK")
 
 
 def _setup():
@@ -72,11 +116,16 @@ def _setup():
 
 def _measure(runs, executor, plan, label: str) -> dict:
     load0 = _load()
+    busy0, own0 = _busy_seconds(), _own_seconds()
     t0 = time.perf_counter()
     data, out = collect_statistics(runs, plan, rng=7, executor=executor)
     wall = time.perf_counter() - t0
+    busy1, own1 = _busy_seconds(), _own_seconds()
     stats = np.concatenate([v.ravel() for v in data.stats.values()])
     load1 = _load()
+    # CPU that other processes took during the measurement, in cores: the load average
+    # lags by a minute (it still shows the previous measurement's workers), this does not
+    others = max(0.0, (busy1 - busy0) - (own1 - own0)) / wall
     row = {
         "label": label,
         "runs": out.num_tasks,
@@ -86,12 +135,16 @@ def _measure(runs, executor, plan, label: str) -> dict:
         "overhead_fraction": round(out.overhead_fraction, 3),
         "load_before": load0,
         "load_after": load1,
-        "machine_shared": max(load0[0], load1[0]) > executor.workers + 0.5,
+        "other_processes_cores": round(others, 3),
+        "machine_shared": bool(others > SHARED_CORES)
+        if np.isfinite(others)
+        else max(load0[0], load1[0]) > executor.workers + 0.5,
     }
     shared = " [machine shared]" if row["machine_shared"] else ""
     print(f"{label:>30}: {row['runs']:4d} runs in {wall:7.2f} s = {row['runs_per_minute']:7.1f} "
           f"runs/min, {out.chunks} chunks, overhead {row['overhead_fraction']:.1%} "
-          f"(load {load0[0]} → {load1[0]}){shared}", flush=True)  # fmt: skip
+          f"(load {load0[0]} → {load1[0]}, others {others:.2f} cores){shared}",
+          flush=True)  # fmt: skip
     return row | {"_stats": stats}
 
 

@@ -14,7 +14,8 @@ through it in *chunks*: the executor's size slot carries a chunk (a tuple of uni
 indices), the seed slot the root seed, and the chunk's float64 results come back packed as
 one int64 array (bit patterns: exact for every value, NaN included) with the time spent
 computing them. A chunk holds ``⌈o / (0.05 · t)⌉`` units, where the per-chunk overhead o
-(``workers · wall − Σ compute`` over the chunks so far) and the compute time per unit t are
+(``workers · wall − Σ compute`` over the chunks so far, plus this process's own CPU time,
+which competes with the workers when they fill the cores) and the compute time per unit t are
 measured as the run goes, so scheduling and transfer stay within about 5 % of the work,
 capped at ``remaining / (2 · workers)`` units so that every worker keeps busy and at about
 5 s of compute so that finished results reach the journal soon. An executor
@@ -136,10 +137,19 @@ def _units(n: int, group: int | None, done: dict) -> list[tuple[int, ...]]:
     return out
 
 
+def _unit_count(values: list[tuple[int, np.ndarray]], group: int | None) -> int:
+    """Units in a finished chunk: its tasks, or its groups for a grouped ``fn`` (the cost
+    model sizes chunks in units, so counting tasks would make a group look ``group`` times
+    cheaper and its chunks that much longer)."""
+    return len({i // group for i, _ in values}) if group else len(values)
+
+
 class _ChunkPlan:
     """Chunks of units sized by a measured cost model (module notes, "Chunks").
 
-    Per-chunk overhead ``o = (workers · wall − Σ compute) / chunks`` and per-unit compute
+    Per-chunk overhead ``o = (workers · wall − Σ compute + c) / chunks``, where c is this
+    process's own CPU time (dispatch, decoding, the journal: on a machine with as many cores
+    as workers it is taken from the workers), and per-unit compute
     ``t = Σ compute / units`` are measured on the chunks finished so far; the next chunk
     holds ``⌈o / (share · t)⌉`` units, so overhead stays at most ``share`` of the work, but
     no more than ``remaining / (2 · workers)`` (every worker keeps getting work) nor
@@ -168,11 +178,13 @@ class _ChunkPlan:
         self.chunks = 0
         self.first = True
         self.start = time.perf_counter()
+        self.cpu_start = time.process_time()
 
     def record(self, units: int, seconds: float) -> None:
         if self.first:  # the clock starts at the first result: start-up is not dispatch
             self.first = False
             self.start = time.perf_counter()
+            self.cpu_start = time.process_time()
             return
         self.compute += seconds
         self.done_units += units
@@ -184,7 +196,8 @@ class _ChunkPlan:
         if not self.remote or self.done_chunks == 0 or self.compute <= 0:
             return 1
         wall = time.perf_counter() - self.start
-        overhead = max(0.0, self.workers * wall - self.compute) / self.done_chunks
+        own = time.process_time() - self.cpu_start
+        overhead = (max(0.0, self.workers * wall - self.compute) + own) / self.done_chunks
         per_unit = self.compute / self.done_units
         want = math.ceil(overhead / (self.share * per_unit))
         longest = int(self.max_seconds / per_unit)  # journal and progress stay fine-grained
@@ -350,7 +363,8 @@ def run_tasks(
     resumed = len(done)
     start = time.perf_counter()
     remote = bool(getattr(runner, "remote", runner.workers > 1))
-    plan = _ChunkPlan(_units(n, _grouped(fn), done), runner.workers, chunk_size, remote=remote)
+    group = _grouped(fn)
+    plan = _ChunkPlan(_units(n, group, done), runner.workers, chunk_size, remote=remote)
     compute = 0.0
     try:
         report(resumed, n, description)
@@ -358,7 +372,7 @@ def run_tasks(
         try:
             for _, packed in stream:
                 values, seconds = _decode(packed)
-                plan.record(len(values), seconds)
+                plan.record(_unit_count(values, group), seconds)
                 compute += seconds
                 for index, value in values:
                     if index in done:  # a finished task of a group recomputed whole
