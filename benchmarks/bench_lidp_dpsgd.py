@@ -12,9 +12,10 @@ random-sign canaries per run):
 * the overhead of Ray vs plain processes on the same runs (2 workers; target ≤ 10 %): steady
   state, and for the whole gain experiment (15,360 runs) with start-ups; and that the
   statistics are bit-identical whatever the executor;
-* the wall time of the gain experiment (``lidp-dp-sgd-gain.toml``, the README figure; target
-  ≤ 45 min on 2 cores): with ``--gain DIR`` it is run here (resumable in ``DIR``), otherwise
-  read from ``benchmarks/results/lidp_dpsgd_gain.json`` if a run recorded it.
+* the wall time of the gain experiment (target ≤ 45 min on 2 cores): with ``--gain DIR`` the
+  ``lidp-dp-sgd-gain.toml`` run (n = 256) is run here (resumable in ``DIR``), otherwise read
+  from ``benchmarks/results/lidp_dpsgd_gain16384.json`` (the paper-scale
+  ``lidp-dp-sgd-gain-16384.toml`` run, n = 16,384) or ``lidp_dpsgd_gain.json``.
 
 The machine's load average is recorded before and after each measurement: this machine is
 shared, and timings scale with the CPU left over. The CPU other processes used during a
@@ -26,8 +27,9 @@ steady-state and overhead figure derived from such rows: those are not quiet-mac
 figures. Each row also records the engine's chunks and its measured overhead
 (``1 − Σ compute / (workers · wall)``, start-up included).
 
-``--summarise DIR/results.json "LOAD"`` turns a finished ``dpaudit audit lidp-dp-sgd --config
-lidp-dp-sgd-gain.toml --out DIR`` run into ``benchmarks/results/lidp_dpsgd_gain.json``.
+``--summarise DIR/results.json "LOAD" [--name NAME]`` turns a finished ``dpaudit audit
+lidp-dp-sgd --config lidp-dp-sgd-gain.toml --out DIR`` run into
+``benchmarks/results/lidp_dpsgd_gain.json`` (or ``NAME.json``).
 
 Run: ``python benchmarks/bench_lidp_dpsgd.py [--runs N] [--gain DIR] [--out PATH]`` →
 ``benchmarks/results/lidp_dpsgd.json``, or ``lidp_dpsgd_shared.json`` when any figure was
@@ -114,11 +116,33 @@ def _setup():
     return build_runs(settings, layout, system)
 
 
+class _Clock:
+    """A progress callback that timestamps every finished run (it changes no result)."""
+
+    def __init__(self) -> None:
+        self.marks: list[tuple[float, int]] = []
+
+    def __call__(self, done: int, total: int, description: str) -> None:
+        self.marks.append((time.perf_counter(), done))
+
+    def steady(self, low: float = 0.2, high: float = 0.9) -> float | None:
+        """Runs per minute between the first moments ``low`` and ``high`` of the runs were
+        done: no start-up (workers spawning, importing torch) and no tail (the last chunks
+        leave a worker idle)."""
+        total = self.marks[-1][1] if self.marks else 0
+        a = next((m for m in self.marks if m[1] >= low * total), None)
+        b = next((m for m in self.marks if m[1] >= high * total), None)
+        if a is None or b is None or b[0] <= a[0]:
+            return None
+        return 60.0 * (b[1] - a[1]) / (b[0] - a[0])
+
+
 def _measure(runs, executor, plan, label: str) -> dict:
     load0 = _load()
     busy0, own0 = _busy_seconds(), _own_seconds()
     t0 = time.perf_counter()
-    data, out = collect_statistics(runs, plan, rng=7, executor=executor)
+    clock = _Clock()
+    data, out = collect_statistics(runs, plan, rng=7, executor=executor, progress=clock)
     wall = time.perf_counter() - t0
     busy1, own1 = _busy_seconds(), _own_seconds()
     stats = np.concatenate([v.ravel() for v in data.stats.values()])
@@ -131,6 +155,7 @@ def _measure(runs, executor, plan, label: str) -> dict:
         "runs": out.num_tasks,
         "wall_seconds": round(wall, 3),
         "runs_per_minute": round(60.0 * out.num_tasks / wall, 1),
+        "steady_runs_per_minute": clock.steady(),
         "chunks": out.chunks,
         "overhead_fraction": round(out.overhead_fraction, 3),
         "load_before": load0,
@@ -141,22 +166,38 @@ def _measure(runs, executor, plan, label: str) -> dict:
         else max(load0[0], load1[0]) > executor.workers + 0.5,
     }
     shared = " [machine shared]" if row["machine_shared"] else ""
+    steady = row["steady_runs_per_minute"] or float("nan")
     print(f"{label:>30}: {row['runs']:4d} runs in {wall:7.2f} s = {row['runs_per_minute']:7.1f} "
-          f"runs/min, {out.chunks} chunks, overhead {row['overhead_fraction']:.1%} "
+          f"runs/min (steady {steady:7.1f}), {out.chunks} chunks, "
+          f"overhead {row['overhead_fraction']:.1%} "
           f"(load {load0[0]} → {load1[0]}, others {others:.2f} cores){shared}",
           flush=True)  # fmt: skip
     return row | {"_stats": stats}
 
 
 def _steady(rows: list[dict], name: str) -> dict:
-    """Start-up and steady throughput of one executor from calls of n and 2n runs:
-    ``t(n) = start + n·s`` (a process pool starts per call; a warm Ray instance does not)."""
+    """Steady throughput and start-up of one executor over its calls of n and 2n runs.
+
+    The steady rate is each call's own (runs finished between 20 % and 90 % of the call,
+    per minute of that stretch: :class:`_Clock`), averaged over the two calls; the start-up
+    is what the wall time has beyond the runs at that rate. The older estimate from the
+    difference of the two calls, ``t(n) = start + n·s``, is kept beside it: it assumes both
+    calls pay the same start-up and overhead, which the adaptive chunks do not (a call's
+    chunks depend on what it measured), so it is the noisier of the two."""
     a, b = (r for r in rows if r["label"].startswith(name))
     per_run = (b["wall_seconds"] - a["wall_seconds"]) / (b["runs"] - a["runs"])
-    start = a["wall_seconds"] - a["runs"] * per_run
-    return {"executor": name, "seconds_per_run": round(per_run, 4),
-            "runs_per_minute": round(60.0 / per_run, 1) if per_run > 0 else None,
-            "startup_seconds": round(start, 2),
+    rates = [r["steady_runs_per_minute"] for r in (a, b)]
+    rate = float(np.mean(rates)) if all(rates) else None
+    start = (
+        float(np.mean([r["wall_seconds"] - 60.0 * r["runs"] / rate for r in (a, b)]))
+        if rate else None
+    )  # fmt: skip
+    return {"executor": name,
+            "runs_per_minute": round(rate, 1) if rate else None,
+            "runs_per_minute_by_call": [round(x, 1) if x else None for x in rates],
+            "seconds_per_run": round(60.0 / rate, 5) if rate else None,
+            "startup_seconds": round(start, 2) if start is not None else None,
+            "difference_runs_per_minute": round(60.0 / per_run, 1) if per_run > 0 else None,
             "machine_shared": a["machine_shared"] or b["machine_shared"]}  # fmt: skip
 
 
@@ -193,15 +234,17 @@ def _gain(gain_dir: str | None) -> dict | None:
             "load_before": load0,
             "load_after": _load(),
         }
-    path = RESULTS / "lidp_dpsgd_gain.json"
-    if path.exists():
-        return json.loads(path.read_text()).get("timing")
+    for name in ("lidp_dpsgd_gain16384.json", "lidp_dpsgd_gain.json"):  # the paper-scale run
+        path = RESULTS / name
+        if path.exists():
+            return json.loads(path.read_text()).get("timing")
     return None
 
 
-def summarise_gain(results_json: str, load: str) -> dict:
+def summarise_gain(results_json: str, load: str, name: str = "lidp_dpsgd_gain") -> dict:
     """A finished gain run's ``results.json`` (``dpaudit audit lidp-dp-sgd --out``) as the
-    summary the README and this benchmark read: curves, gains, wall time and load."""
+    summary the README and this benchmark read: curves, gains, wall time and load
+    (``benchmarks/results/<name>.json``)."""
     res = json.loads(Path(results_json).read_text())
     a, t = res["detail"]["audit"], res["timings"]
     out = {
@@ -230,7 +273,7 @@ def summarise_gain(results_json: str, load: str) -> dict:
             "load_average": load,
         },
     }
-    path = RESULTS / "lidp_dpsgd_gain.json"
+    path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(out, indent=2) + "\n")
     print(f"wrote {path}")
     return out
@@ -239,7 +282,8 @@ def summarise_gain(results_json: str, load: str) -> dict:
 def main() -> int:
     if "--summarise" in sys.argv:
         i = sys.argv.index("--summarise")
-        summarise_gain(sys.argv[i + 1], sys.argv[i + 2] if len(sys.argv) > i + 2 else "")
+        name = sys.argv[sys.argv.index("--name") + 1] if "--name" in sys.argv else "lidp_dpsgd_gain"
+        summarise_gain(sys.argv[i + 1], sys.argv[i + 2] if len(sys.argv) > i + 2 else "", name)
         return 0
     gain_dir = sys.argv[sys.argv.index("--gain") + 1] if "--gain" in sys.argv else None
     runs = _setup()
@@ -275,6 +319,13 @@ def main() -> int:
                 (init[2] + r2["startup_seconds"] + total * r2["seconds_per_run"])
                 / (p2["startup_seconds"] + total * p2["seconds_per_run"]) - 1.0, 3),
         }  # fmt: skip
+    scaling = None
+    if {"processes × 1", "processes × 2"} <= steady.keys():
+        p1, p2 = (
+            steady["processes × 1"]["runs_per_minute"],
+            steady["processes × 2"]["runs_per_minute"],
+        )
+        scaling = round(p2 / p1, 3) if p1 and p2 else None
     out = {
         "benchmark": "lidp_dpsgd",
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
@@ -286,6 +337,8 @@ def main() -> int:
         "ray_overhead_vs_processes_2_workers": overhead,
         "measured_while_shared": any(r["machine_shared"] for r in rows),
         "target_ray_overhead": 0.10,
+        "scaling_processes_2_over_1": scaling,
+        "target_scaling": 1.8,
         "statistics_bit_identical": identical,
         "gain_experiment": _gain(gain_dir),
         "target_gain_wall_seconds": 45 * 60,
@@ -301,6 +354,7 @@ def main() -> int:
         shared = " [machine shared: not a quiet-machine figure]" if st["machine_shared"] else ""
         print(f"{name:>14}: steady {st['runs_per_minute']} runs/min, start-up "
               f"{st['startup_seconds']} s{shared}")  # fmt: skip
+    print(f"processes × 2 / processes × 1 (steady): {scaling} (target ≥ 1.8)")
     print(f"Ray init: {init} s; Ray overhead vs 2 processes: {overhead} (target ≤ 10 %); "
           f"statistics bit-identical: {identical}")  # fmt: skip
     if out["gain_experiment"]:

@@ -26,7 +26,10 @@ The published values: only the f-DP column at σ = 0.5 and σ = 1 was available 
 and 3.61, from Table 1); the other entries are ``None`` and print as
 "n/a" until filled in from the paper.
 
-Run: ``python benchmarks/bench_one_run_table1.py [--brute]`` →
+``--extra-seeds N`` adds the paper metric's mean and standard error over the 5 seeds and N
+more (``many_seeds``), and the spread of a 5-seed mean: the published values are 5-seed means.
+
+Run: ``python benchmarks/bench_one_run_table1.py [--brute] [--extra-seeds N]`` →
 ``benchmarks/results/one_run_table1.json``.
 """
 
@@ -111,12 +114,52 @@ def one_setting(sigma: float, seed: int, brute: bool) -> dict[str, object]:
     return row
 
 
+def paper_metrics(sigma: float, seed: int) -> dict[str, dict[str, float]]:
+    """The paper metric on the refined and on the old grid only (for the many-seed means)."""
+    s, inc = scores(sigma, seed)
+    refined = one_run_bounds(s, inc, delta=DELTA, guess_counts=geometric_guess_counts(M),
+                             refine=True, rng=seed)  # fmt: skip
+    default = one_run_bounds(s, inc, delta=DELTA, guess_counts=default_guess_counts(M, 500))
+    return {name: {"paper_metric": getattr(refined, name).uncorrected_max_epsilon,
+                   "default_grid": getattr(default, name).uncorrected_max_epsilon}
+            for name in ("steinke", "fdp")}  # fmt: skip
+
+
+def many_seeds(rows: list[dict], extra: int) -> dict[float, dict[str, dict[str, float]]]:
+    """Mean and standard error of the paper metric over the table's seeds and ``extra`` more,
+    and the spread of a 5-seed mean (sd/√5): how far a published 5-seed mean may sit from
+    the expectation by chance alone."""
+    out: dict[float, dict[str, dict[str, float]]] = {}
+    for sigma in SIGMAS:
+        got = [{k: {m: r[k][m] for m in ("paper_metric", "default_grid")}
+                for k in ("steinke", "fdp")} for r in rows if r["sigma"] == sigma]  # fmt: skip
+        got += [paper_metrics(sigma, seed) for seed in range(len(SEEDS), len(SEEDS) + extra)]
+        out[sigma] = {}
+        for name in ("steinke", "fdp"):
+            entry: dict[str, float] = {"seeds": len(got)}
+            for metric in ("paper_metric", "default_grid"):
+                v = np.array([g[name][metric] for g in got])
+                entry[f"{metric}_mean"] = float(v.mean())
+                entry[f"{metric}_se"] = float(v.std(ddof=1) / np.sqrt(v.size))
+                entry[f"{metric}_five_seed_sd"] = float(v.std(ddof=1) / np.sqrt(len(SEEDS)))
+            pub = PUBLISHED[name][sigma]
+            if pub is not None:
+                for metric in ("paper_metric", "default_grid"):
+                    entry[f"{metric}_relative_error"] = entry[f"{metric}_mean"] / pub - 1
+                    entry[f"{metric}_published_z"] = (pub - entry[f"{metric}_mean"]) / entry[
+                        f"{metric}_five_seed_sd"
+                    ]
+            out[sigma][name] = entry
+    return out
+
+
 def fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.3f}"
 
 
 def main() -> None:
     brute = "--brute" in sys.argv
+    extra = int(sys.argv[sys.argv.index("--extra-seeds") + 1]) if "--extra-seeds" in sys.argv else 0
     t_all = time.perf_counter()
     rows = []
     for sigma in SIGMAS:
@@ -147,6 +190,7 @@ def main() -> None:
         },
         "published_source": PUBLISHED_SOURCE,
         "table": table,
+        "many_seeds": many_seeds(rows, extra) if extra else None,
         "runs": rows,
         "seconds": time.perf_counter() - t_all,
         "python": platform.python_version(),
@@ -177,6 +221,14 @@ def main() -> None:
                     f"{st['brute_force']:.4f} (refined {st['paper_metric']:.4f}), "
                     f"fdp {fd['brute_force']:.4f} (refined {fd['paper_metric']:.4f})"
                 )
+    for sigma, entry in (results["many_seeds"] or {}).items():
+        for name, e in entry.items():
+            print(
+                f"σ = {sigma} {name:8s} over {e['seeds']} seeds: paper metric "
+                f"{e['paper_metric_mean']:.3f} ± {e['paper_metric_se']:.3f} (a 5-seed mean: "
+                f"sd {e['paper_metric_five_seed_sd']:.3f}); old grid {e['default_grid_mean']:.3f}"
+                f" ± {e['default_grid_se']:.3f}"
+            )
     print(f"total {results['seconds']:.1f} s; wrote {out}")
 
 

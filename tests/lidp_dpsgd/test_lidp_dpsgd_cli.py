@@ -33,6 +33,11 @@ def test_shipped_configs_parse():
         assert s.training.sampling_rate == 1.0 and s.batch_size == s.nominal_size
     gain = _settings.load_toml(find_config("lidp-dp-sgd-gain"), LiDPDPSGDSettings)
     assert gain.canaries.counts == (1, 4, 16, 64) and gain.audit.repetitions == 5
+    big = _settings.load_toml(find_config("lidp-dp-sgd-gain-16384"), LiDPDPSGDSettings)
+    # the same experiment as lidp-dp-sgd-gain, at the paper's scale, with the batched trainer
+    assert big.canaries == gain.canaries and big.seed == gain.seed
+    assert big.audit.num_runs == 16384 and big.audit.run_grid[-1] == 16384
+    assert big.training.trainer == "batched" and big.execution.workers == 2
     default = _settings.load_toml(find_config("lidp-dp-sgd"), LiDPDPSGDSettings)
     assert _settings.from_mapping(LiDPDPSGDSettings, _settings.to_mapping(default)) == default
 
