@@ -40,3 +40,20 @@ def test_rank_auc_rejects_bad_input():
 def test_summary_of_an_empty_directory_lists_every_layout_as_not_run(tmp_path):
     summary = reproduction_summary(tmp_path)
     assert summary["layouts"] == {} and summary["not_run"] == list(LAYOUTS)
+
+
+def test_layouts_keep_or_flip_the_canary_labels():
+    from dpaudit import _settings
+    from dpaudit._settings import find_config
+    from dpaudit.experiments.dpsgd.reproduction import layout_settings
+    from dpaudit.experiments.dpsgd.settings import DPSGDAuditSettings
+
+    base = _settings.load_toml(find_config("dp-sgd-fashion-mnist"), DPSGDAuditSettings)
+    assert base.canaries.kind == "flipped"
+    liu = layout_settings(base, "table2-n5000-r0", canary_kind="data", repetitions=5)
+    # true labels, as Liu et al. (§4: "we do not flip the canary labels"); the layout's sizes
+    assert liu.canaries.kind == "data" and liu.repetitions == 5
+    assert liu.canaries.num_canaries == 10000 and liu.data.num_non_canaries == 0
+    assert layout_settings(base, "table1").canaries.kind == "flipped"
+    with pytest.raises(ValueError, match="kind"):
+        layout_settings(base, "table1", canary_kind="upside-down")

@@ -24,7 +24,7 @@ skipped, so an interrupted reproduction resumes; ``dpaudit report`` or
 a small JSON-ready mapping: per layout the mechanism, the claims, wall times, training
 diagnostics, the per-run bounds and the rank AUC of each score. Run
 ``python -m dpaudit.experiments.dpsgd.reproduction --out DIR [--layouts ...]
-[--repetitions 5] [--summary FILE]``.
+[--repetitions 5] [--canary-kind data] [--summary FILE]``.
 
 Example:
     >>> LAYOUTS["table2-n5000-r0"]
@@ -97,15 +97,22 @@ PAPER: dict[str, dict[str, tuple[float, float, float]]] = {
 
 
 def layout_settings(
-    base: DPSGDAuditSettings, name: str, *, repetitions: int | None = None
+    base: DPSGDAuditSettings,
+    name: str,
+    *,
+    repetitions: int | None = None,
+    canary_kind: str | None = None,
 ) -> DPSGDAuditSettings:
-    """The base settings with one layout's r, m and holdout (and ``repetitions``).
+    """The base settings with one layout's r, m and holdout (and ``repetitions``, and the
+    canaries' ``kind``: ``"data"`` keeps their true labels as Liu et al. do, §4: "we do not
+    flip the canary labels"; the shipped base config flips them).
 
     Raises:
         KeyError: an unknown layout.
+        ValueError: an unknown canary kind.
     """
     lay = LAYOUTS[name]
-    overrides = {
+    overrides: dict[str, Any] = {
         "name": f"{base.name}-{name}",
         "data.num_non_canaries": lay.num_non_canaries,
         "data.num_holdout": lay.num_holdout,
@@ -113,6 +120,8 @@ def layout_settings(
     }
     if repetitions is not None:
         overrides["repetitions"] = repetitions
+    if canary_kind is not None:
+        overrides["canaries.kind"] = canary_kind
     return _settings.apply_overrides(base, overrides)
 
 
@@ -122,6 +131,7 @@ def run_layouts(
     out_dir: str | Path,
     *,
     repetitions: int | None = None,
+    canary_kind: str | None = None,
     log: Any = print,
 ) -> dict[str, Path]:
     """Run each layout's audit and write ``out_dir/<layout>/results.json`` (resumable).
@@ -140,7 +150,7 @@ def run_layouts(
         target = out / name / "results.json"
         if not target.is_file():
             start = time.perf_counter()
-            settings = layout_settings(base, name, repetitions=repetitions)
+            settings = layout_settings(base, name, repetitions=repetitions, canary_kind=canary_kind)
             audit_dpsgd(settings).write_json(target)
             log(f"{name}: done in {time.perf_counter() - start:.0f} s")
         paths[name] = target
@@ -287,13 +297,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--config", default=None, help="base TOML (default: shipped config)")
     parser.add_argument("--layouts", nargs="*", default=list(LAYOUTS), help="layouts to run")
     parser.add_argument("--repetitions", type=int, default=None, help="runs per layout")
+    parser.add_argument("--canary-kind", default=None,
+                        help='canary kind, e.g. "data" (true labels, as Liu et al.) or '
+                             '"flipped" (the base config\'s)')  # fmt: skip
     parser.add_argument("--summary", default=None, help="also write a compact summary JSON")
     parser.add_argument("--no-run", action="store_true", help="only tabulate stored results")
     args = parser.parse_args(argv)
     if not args.no_run:
         config = args.config or find_config("dp-sgd-fashion-mnist")
         base = _settings.load_toml(config, DPSGDAuditSettings)
-        run_layouts(base, args.layouts, args.out, repetitions=args.repetitions)
+        run_layouts(base, args.layouts, args.out, repetitions=args.repetitions,
+                    canary_kind=args.canary_kind)  # fmt: skip
     print(reproduction_markdown(args.out, args.layouts))
     if args.summary:
         summary = reproduction_summary(args.out, args.layouts)
