@@ -310,7 +310,9 @@ def main() -> int:
               ("processes × 1", "processes × 2", "ray × 1", "ray × 2")
               if sum(r["label"].startswith(name) for r in rows) == 2}  # fmt: skip
     overhead = None
-    if "ray × 2" in steady:
+    if "ray × 2" in steady and all(
+        steady[e]["seconds_per_run"] for e in ("processes × 2", "ray × 2")
+    ):
         p2, r2 = steady["processes × 2"], steady["ray × 2"]
         total = 15_360  # the gain experiment
         overhead = {
