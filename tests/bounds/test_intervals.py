@@ -485,3 +485,29 @@ def test_issue28_bootstrap_work_is_capped(monkeypatch):
         bootstrap_counts(_diff, [[60, 40], [45, 55]], engine="multinomial", n_resamples=100)
     monkeypatch.setattr(_bootstrap, "MAX_BOOTSTRAP_WORK", 400)
     bootstrap_counts(_diff, [[60, 40], [45, 55]], engine="multinomial", n_resamples=100)
+
+
+def test_beta_quantiles_are_checked_against_the_forward_function():
+    """scipy 1.17's incomplete-beta inverse returns 1.52× the true quantile at a = 1000,
+    b ≈ 2·10⁸ (so the Clopper–Pearson *lower* bound of 1,000 in 2·10⁸ exceeded the
+    estimate); the checked quantile matches mpmath there and scipy elsewhere."""
+    import mpmath as mp
+    from scipy import stats
+
+    from dpaudit.bounds._beta import beta_isf, beta_ppf
+
+    mp.mp.dps = 40
+    k = 1000
+    for n in (2e8, 1e9):
+        want = mp.findroot(
+            lambda x, n=n: mp.betainc(k, n - k + 1, 0, x, regularized=True) - mp.mpf("0.025"),
+            (0.5 * k / n, 1.0 * k / n), solver="bisect",
+        )  # fmt: skip
+        got = float(beta_ppf(0.025, k, n - k + 1))
+        assert abs(got / float(want) - 1) < 1e-9
+        low = clopper_pearson(k, int(n), alternative="greater", confidence_level=0.975).low
+        assert abs(low / float(want) - 1) < 1e-9 and low < k / n
+    g = np.random.default_rng(0)
+    a, b, p = g.uniform(0.5, 500, 200), g.uniform(0.5, 1e6, 200), g.uniform(1e-12, 1, 200)
+    np.testing.assert_allclose(beta_ppf(p, a, b), stats.beta.ppf(p, a, b), rtol=1e-9)
+    np.testing.assert_allclose(beta_isf(p, a, b), stats.beta.isf(p, a, b), rtol=1e-9)

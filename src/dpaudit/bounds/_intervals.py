@@ -28,6 +28,7 @@ from dpaudit._validate import (
     check_positive,
     check_positive_int,
 )
+from dpaudit.bounds._beta import beta_isf, beta_ppf
 from dpaudit.errors import require
 
 __all__ = [
@@ -93,8 +94,8 @@ def _clopper_pearson_arrays(
     a = 1.0 - confidence_level
     tail = a / 2 if alternative == "two-sided" else a
     with np.errstate(invalid="ignore", divide="ignore"):
-        low = np.where(k > 0, stats.beta.ppf(tail, k, n - k + 1), 0.0)
-        high = np.where(k < n, stats.beta.ppf(1 - tail, k + 1, n - k), 1.0)
+        low = np.where(k > 0, beta_ppf(tail, np.maximum(k, 1), n - k + 1), 0.0)
+        high = np.where(k < n, beta_ppf(1 - tail, k + 1, np.maximum(n - k, 1)), 1.0)
     if alternative == "greater":
         high = np.ones_like(high)
     elif alternative == "less":
@@ -114,8 +115,8 @@ def cp_one_sided(k, n, tail) -> tuple[np.ndarray, np.ndarray]:
     tail = np.asarray(tail, dtype=np.float64)
     k, n, tail = np.broadcast_arrays(k, n, tail)
     with np.errstate(invalid="ignore", divide="ignore"):
-        low = np.where(k > 0, stats.beta.ppf(tail, np.maximum(k, 1), n - k + 1), 0.0)
-        high = np.where(k < n, stats.beta.isf(tail, k + 1, np.maximum(n - k, 1)), 1.0)
+        low = np.where(k > 0, beta_ppf(tail, np.maximum(k, 1), n - k + 1), 0.0)
+        high = np.where(k < n, beta_isf(tail, k + 1, np.maximum(n - k, 1)), 1.0)
     return np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
 
 
@@ -186,8 +187,8 @@ def clopper_pearson_real(
     level = check_confidence_level(confidence_level)
     tail = (1.0 - level) / 2.0
     # within the smallest normal float of 0 (of n) the quantile is 0 (1); scipy raises there
-    lo = 0.0 if x < _TINY else float(stats.beta.ppf(tail, x, n - x + 1))
-    hi = 1.0 if n - x < _TINY else float(stats.beta.ppf(1 - tail, x + 1, n - x))
+    lo = 0.0 if x < _TINY else float(beta_ppf(tail, x, n - x + 1))
+    hi = 1.0 if n - x < _TINY else float(beta_ppf(1 - tail, x + 1, n - x))
     return lo, hi
 
 

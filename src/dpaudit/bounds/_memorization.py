@@ -49,6 +49,7 @@ from dpaudit._validate import (
     check_real,
     track,
 )
+from dpaudit.bounds._beta import beta_ppf
 from dpaudit.bounds._selection import DEFAULT_BONFERRONI, Explicit, Selection
 from dpaudit.bounds._sweep import Outcome, SweepData, SweepResult, run_sweep
 
@@ -128,7 +129,7 @@ def _cp_lower(successes: float, trials: float, beta: float) -> float:
     """One-sided Clopper–Pearson lower bound, continuous in ``successes`` (0 at 0 successes)."""
     if successes <= 0:
         return 0.0
-    return float(special.betaincinv(successes, trials - successes + 1.0, beta))
+    return float(beta_ppf(beta, successes, trials - successes + 1.0))
 
 
 @dataclasses.dataclass(frozen=True)

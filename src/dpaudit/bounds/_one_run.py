@@ -54,6 +54,7 @@ from dpaudit._validate import (
     check_real,
     track,
 )
+from dpaudit.bounds._beta import beta_ppf
 from dpaudit.bounds._selection import DEFAULT_BONFERRONI, Explicit, Selection
 from dpaudit.bounds._sweep import (
     GuessCountData,
@@ -245,7 +246,7 @@ def _epsilon_delta0(r: int, v: int, beta: float) -> float:
     """Closed form of the δ = 0 bound: logit of the Clopper–Pearson lower bound on accuracy."""
     if v == 0:
         return 0.0
-    q = float(special.betaincinv(v, r - v + 1, beta))
+    q = float(beta_ppf(beta, v, r - v + 1))
     if q <= 0.5:
         return 0.0
     if q >= 1.0:  # β rounds to 1 (a confidence level below ~1e-16): nothing bounds ε
@@ -458,7 +459,7 @@ def _eps_all(
     if delta == 0.0:
         out = np.zeros(r.size)
         pos = v > 0
-        q = special.betaincinv(v[pos].astype(float), (r[pos] - v[pos] + 1).astype(float), beta)
+        q = beta_ppf(beta, v[pos].astype(float), (r[pos] - v[pos] + 1).astype(float))
         with np.errstate(divide="ignore"):
             out[pos] = np.maximum(0.0, np.log(q) - np.log1p(-q))
         return out
