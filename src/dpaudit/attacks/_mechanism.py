@@ -13,6 +13,8 @@ This module holds the pieces that are attack rather than statistics:
 * :func:`fit_mechanism_attack` — a score: L2-regularised logistic regression on the features
   (DP-Sniper's default classifier), or, for outputs with few distinct values, the exact
   log-ratio of their counts (the likelihood-ratio test on the empirical distributions).
+* ``MechanismAttack("llr", llr=…, pair_a=a, pair_b=a′)`` — a mechanism's own closed-form
+  log-likelihood ratio as the score (the Neyman–Pearson optimal events for the pair).
 * :func:`choose_event` — the threshold with the best bound *projected* to the evaluation
   sample size, chosen on a selection split (never on the samples that are bounded).
 * :class:`EventCounts` — the engine block function counting how many fresh outputs of a and
@@ -204,8 +206,9 @@ class MechanismAttack:
     Large scores mean "the output came from a′" (the second input of the pair).
 
     Attributes:
-        kind: ``"logistic"`` (DP-Sniper's logistic regression) or ``"counts"`` (exact
-            per-output log-ratios).
+        kind: ``"logistic"`` (DP-Sniper's logistic regression), ``"counts"`` (exact
+            per-output log-ratios) or ``"llr"`` (the mechanism's closed-form log-likelihood
+            ratio ``llr(outputs, pair_a, pair_b)``).
         weights, bias, mean, scale: the logistic model on standardised features.
         codes, table: ``"counts"``: sorted output codes and their scores (log-ratio of the
             training counts, ½ added to each); unseen outputs score 0.
@@ -214,6 +217,8 @@ class MechanismAttack:
         features: a mechanism's own feature function, or None.
         medians: ``"logistic"`` with indicator features: the pooled training medians of the
             output columns; the features then end with ``1{output > median}`` per column.
+        llr, pair_a, pair_b: ``"llr"``: ``llr(outputs, a, a′) -> ln p_{a′}(o)/p_a(o)`` and
+            the pair it is evaluated on.
         threshold: the event's threshold (``inf``, an empty event, until
             :func:`choose_event`).
     """
@@ -229,6 +234,9 @@ class MechanismAttack:
     flags: tuple[float, ...] = ()
     features: Callable[[np.ndarray], np.ndarray] | None = None
     medians: np.ndarray | None = None
+    llr: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None = None
+    pair_a: np.ndarray | None = None
+    pair_b: np.ndarray | None = None
     threshold: float = math.inf
 
     def _features(self, outputs: np.ndarray) -> np.ndarray:
@@ -243,6 +251,14 @@ class MechanismAttack:
     def scores(self, outputs: np.ndarray) -> np.ndarray:
         """The score of each output row (larger: more likely from a′)."""
         outputs = np.asarray(outputs, dtype=float)
+        if self.kind == "llr":
+            if self.llr is None:
+                raise ValueError("an 'llr' attack needs its log-likelihood ratio function")
+            # Rounded to 1e-9: the log-ratio of Laplace noise is clipped, its clip levels
+            # have positive probability, and the last bits of a closed form evaluated on
+            # float outputs (a + noise rounded) would otherwise decide which of those ties
+            # fall in the event — a floating-point artefact, not the mechanism's ε.
+            return np.round(np.asarray(self.llr(outputs, self.pair_a, self.pair_b), float), 9)
         if self.kind == "counts":
             c = _row_codes(outputs)
             i = np.clip(np.searchsorted(self.codes, c), 0, self.codes.size - 1)
@@ -262,6 +278,9 @@ class MechanismAttack:
 
     def describe(self) -> str:
         """The event in words."""
+        if self.kind == "llr":
+            return (f"ln p_a'(output)/p_a(output) >= {self.threshold:.6g} (the mechanism's "
+                    f"closed-form log-likelihood ratio on the pair)")  # fmt: skip
         if self.kind == "counts":
             rows = self.event_outputs()
             shown = "; ".join(str(r.tolist()) for r in rows[:6])

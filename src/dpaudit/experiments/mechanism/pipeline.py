@@ -19,6 +19,12 @@ independent sample sets per input keep every choice honest:
    2024, arXiv:2402.09403, §2.2). The pair and the event are fixed before these samples are
    drawn, so the bound needs no further correction (selection strategy ``"split"``).
 
+A mechanism whose spec gives its log-likelihood ratio in closed form
+(``MechanismSpec.log_likelihood_ratio``) is scored by it instead of a fitted classifier
+(Neyman–Pearson: its level sets are the most powerful events for the pair); with many pairs
+and a large selection set, the pairs are first screened on a smaller training and selection
+set of their own (``screen_pairs``, ``screen_samples``), all on samples the bound never sees.
+
 The result's witness (:class:`MechanismWitness`) is the pair and the event in words, with the
 counts; :func:`replay_witness` draws new samples and recomputes the bound with the same event.
 
@@ -89,8 +95,8 @@ class MechanismWitness(ResultMixin):
         samples: fresh runs per input.
         projected_epsilon: the bound the selection split projected for this event.
         seed: the root seed (the evaluation's samples are its child stream 2).
-        model: the fitted attack (its mechanism-specific feature function left out; see
-            :func:`replay_witness`).
+        model: the fitted attack (its mechanism-specific feature and log-likelihood ratio
+            functions left out; see :func:`replay_witness`).
     """
 
     mechanism: str
@@ -152,8 +158,15 @@ def _pairs(settings: MechanismAuditSettings, spec: MechanismSpec):
                 f"pair_a has {a.size} entries, mechanism {spec.name!r} takes {spec.dimensions}"
             )
         return ((a, b),)
-    return input_patterns(spec.dimensions, low=spec.low, high=spec.high,
-                          component_wise=spec.component_wise)  # fmt: skip
+    pairs = list(input_patterns(spec.dimensions, low=spec.low, high=spec.high,
+                                component_wise=spec.component_wise))  # fmt: skip
+    seen = {(a.tobytes(), b.tobytes()) for a, b in pairs}
+    for a, b in spec.pairs:  # the mechanism's own candidates, after StatDP's
+        a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+        if (a.tobytes(), b.tobytes()) not in seen and not np.array_equal(a, b):
+            seen.add((a.tobytes(), b.tobytes()))
+            pairs.append((a, b))
+    return tuple(pairs)
 
 
 def _draw(spec: MechanismSpec, db: np.ndarray, size: int, seed) -> np.ndarray:
@@ -200,22 +213,28 @@ def _probe(spec: MechanismSpec, pairs, root: np.random.SeedSequence) -> None:
 def _search(spec, pairs, s: MechanismAuditSettings, root, width: int = 1) -> _Candidate:
     """Fit the attacks on the training samples of every pair, choose on the selection ones:
     the pair, the score (logistic regression with and without median-indicator features,
-    unless the outputs are few or the mechanism brings its own features) and the threshold."""
+    unless the outputs are few or the mechanism brings its own features) and the threshold.
+    A mechanism with a closed-form log-likelihood ratio (``spec.log_likelihood_ratio``) is
+    scored with it under ``attack="auto"``: nothing is fitted, the training samples are not
+    drawn, and the pair and threshold are still chosen on the selection samples.
+
+    With more than ``s.screen_pairs`` pairs and more than ``s.screen_samples`` selection
+    samples, the pairs are screened first (:func:`_screened_search`)."""
+    screen = 0 < s.screen_pairs < len(pairs) and s.select_samples > s.screen_samples
+    if screen:
+        return _screened_search(spec, pairs, s, root, width)
     best = None
+    use_llr = _uses_llr(spec, s)
     for i, (a, b) in enumerate(pairs):
-        n, t = s.train_samples + s.select_samples, s.train_samples
+        t = 0 if use_llr else s.train_samples
+        n = t + s.select_samples
         chunked = n * width > _CHUNK_VALUES
         if not chunked:
             out_a = _draw(spec, a, n, child_seed(root, 1, i, 0))
             out_b = _draw(spec, b, n, child_seed(root, 1, i, 1))
-            train_a, train_b = out_a[:t], out_b[:t]
+            attacks = _attacks(spec, s, a, b, out_a[:t], out_b[:t])
         else:
-            train_a = _draw(spec, a, t, child_seed(root, 1, i, 0))
-            train_b = _draw(spec, b, t, child_seed(root, 1, i, 1))
-        attacks = [_fit(spec, train_a, train_b, s, indicators=False)]
-        if attacks[0].kind == "logistic" and spec.features is None:
-            attacks.append(_fit(spec, train_a, train_b, s, indicators=True))
-        del train_a, train_b
+            attacks = _attacks(spec, s, a, b, *_training(spec, s, a, b, root, i))
         if chunked:
             scores = _chunked_scores(spec, attacks, a, b, s.select_samples, width,
                                      child_seed(root, 3, i))  # fmt: skip
@@ -229,6 +248,64 @@ def _search(spec, pairs, s: MechanismAuditSettings, root, width: int = 1) -> _Ca
             if best is None or proj > best.projected:
                 best = _Candidate(a, b, attack, proj)
     return best
+
+
+def _screened_search(spec, pairs, s: MechanismAuditSettings, root, width: int) -> _Candidate:
+    """:func:`_search` in two stages. Screening: every pair's attacks are fitted on
+    ``min(train_samples, screen_samples)`` training outputs per input and scored on
+    ``screen_samples`` selection outputs, all of their own. Then only the ``screen_pairs``
+    pairs with the best projected bound are fitted on the full training set and scored on
+    the full selection set (independent draws): the training and selection budget goes to
+    the pairs that can win. Every draw here is one the bound never sees, so the bound stays
+    valid with no correction."""
+    ranked = []
+    small = min(s.train_samples, s.screen_samples)
+    for i, (a, b) in enumerate(pairs):
+        train = _training(spec, s, a, b, root, i, size=small, stream=5)
+        attacks = _attacks(spec, s, a, b, *train)
+        del train
+        scores = _chunked_scores(spec, attacks, a, b, s.screen_samples, width,
+                                 child_seed(root, 4, i))  # fmt: skip
+        proj = max(choose_threshold(att, *sc, n_eval=s.samples,
+                                    confidence_level=s.confidence_level)[1]
+                   for att, sc in zip(attacks, scores, strict=True))  # fmt: skip
+        ranked.append((proj, i, a, b))
+    ranked.sort(key=lambda r: (-r[0], r[1]))
+    best = None
+    for _, i, a, b in ranked[: s.screen_pairs]:
+        attacks = _attacks(spec, s, a, b, *_training(spec, s, a, b, root, i))
+        scores = _chunked_scores(spec, attacks, a, b, s.select_samples, width,
+                                 child_seed(root, 3, i))  # fmt: skip
+        for attack, sc in zip(attacks, scores, strict=True):
+            attack, proj = choose_threshold(attack, *sc, n_eval=s.samples,
+                                            confidence_level=s.confidence_level)  # fmt: skip
+            if best is None or proj > best.projected:
+                best = _Candidate(a, b, attack, proj)
+    return best
+
+
+def _uses_llr(spec, s: MechanismAuditSettings) -> bool:
+    return spec.log_likelihood_ratio is not None and s.attack == "auto"
+
+
+def _training(spec, s: MechanismAuditSettings, a, b, root, i: int, size=None, stream=1):
+    """The training outputs of pair ``i`` (none for a closed-form log-likelihood ratio)."""
+    if _uses_llr(spec, s):
+        return None, None
+    size = s.train_samples if size is None else size
+    return (_draw(spec, a, size, child_seed(root, stream, i, 0)),
+            _draw(spec, b, size, child_seed(root, stream, i, 1)))  # fmt: skip
+
+
+def _attacks(spec, s: MechanismAuditSettings, a, b, train_a, train_b) -> list[MechanismAttack]:
+    """The candidate scores of one pair: the closed-form log-likelihood ratio, or the fitted
+    attack (and, for logistic regression, its median-indicator variant)."""
+    if _uses_llr(spec, s):
+        return [MechanismAttack("llr", llr=spec.log_likelihood_ratio, pair_a=a, pair_b=b)]
+    attacks = [_fit(spec, train_a, train_b, s, indicators=False)]
+    if attacks[0].kind == "logistic" and spec.features is None:
+        attacks.append(_fit(spec, train_a, train_b, s, indicators=True))
+    return attacks
 
 
 def _fit(spec, out_a, out_b, s: MechanismAuditSettings, indicators: bool) -> MechanismAttack:
@@ -275,11 +352,22 @@ def _entry(spec, cand, bound: EpsDeltaAudit, witness, s: MechanismAuditSettings)
     if spec.true_epsilon is not None:
         exact = Claim("true epsilon (closed form)", spec.source, spec.true_epsilon, 0.0)
     n_pairs = "given pair" if s.pair_a else "StatDP input patterns"
+    if not s.pair_a and spec.pairs:
+        n_pairs += " and the mechanism's own pairs"
+    npairs = 1 if s.pair_a else len(_pairs(s, spec))
+    if 0 < s.screen_pairs < npairs and s.select_samples > s.screen_samples:
+        n_pairs += (f" (screened on {min(s.train_samples, s.screen_samples)} training and "
+                    f"{s.screen_samples} selection samples per input of their own; the best "
+                    f"{s.screen_pairs} fitted and scored on the full sets)")  # fmt: skip
+    if cand.attack.kind == "llr":
+        score = "the mechanism's closed-form log-likelihood ratio (nothing fitted)"
+    else:
+        score = (f"{cand.attack.kind} score fitted on {s.train_samples} training samples per "
+                 f"input")  # fmt: skip
     selections = (
         SelectionRecord("input pair", "split", f"best projected bound among the {n_pairs}, "
                         f"chosen on the selection samples; bounded on fresh samples only"),
-        SelectionRecord("event", "split", f"{cand.attack.kind} score fitted on "
-                        f"{s.train_samples} training samples per input, threshold chosen on "
+        SelectionRecord("event", "split", f"{score}, threshold chosen on "
                         f"{s.select_samples} selection samples; bounded on {s.samples} fresh "
                         f"samples per input"),
     )  # fmt: skip
@@ -331,7 +419,7 @@ def audit_mechanism(
     witness = MechanismWitness(
         spec.name, tuple(cand.a.tolist()), tuple(cand.b.tolist()), cand.attack.describe(),
         cand.attack.kind, count_a, count_b, settings.samples, cand.projected, settings.seed,
-        dataclasses.replace(cand.attack, features=None),
+        dataclasses.replace(cand.attack, features=None, llr=None),
     )  # fmt: skip
     entry = _entry(spec, cand, bound, witness, settings)
     return AuditResult(
@@ -368,6 +456,8 @@ def replay_witness(
     """
     spec = mechanism if mechanism is not None else MECHANISMS.get(witness.mechanism)
     attack = dataclasses.replace(witness.model, features=spec.features)
+    if attack.kind == "llr":
+        attack = dataclasses.replace(attack, llr=spec.log_likelihood_ratio)
     a, b = np.asarray(witness.database_a), np.asarray(witness.database_b)
     counter = EventCounts(spec.sample, a, b, attack)
     count_a, count_b = counter(samples, np.random.SeedSequence(rng))

@@ -25,6 +25,11 @@ class MechanismAuditSettings:
     The samples come in three independent parts, each per input of a pair: ``train_samples``
     fit the attack's score, ``select_samples`` choose the input pair and the event's
     threshold, and ``samples`` fresh ones (drawn in the engine, resumable) give the bound.
+    When ``select_samples`` exceeds ``screen_samples`` and there are more than
+    ``screen_pairs`` candidate pairs, every pair is first screened (fitted on at most
+    ``screen_samples`` training outputs and scored on ``screen_samples`` selection outputs
+    per input, of its own) and only the ``screen_pairs`` best are fitted and scored on the
+    full training and selection sets.
     """
 
     name: str = option("mechanism", help="run name")
@@ -38,6 +43,10 @@ class MechanismAuditSettings:
     train_samples: int = option(20_000, help="samples per input to fit the attack")
     select_samples: int = option(20_000, help="samples per input to choose pair and threshold")
     samples: int = option(200_000, help="fresh samples per input for the bound")
+    screen_pairs: int = option(4, help="pairs kept after screening (0: no screening)")
+    screen_samples: int = option(
+        100_000, help="samples per input to screen the pairs (when select_samples is larger)"
+    )
     block_size: int = option(2**16, help="samples per engine block (checkpoint granularity)")
     confidence_level: float = option(0.95, help="confidence 1 − β of the bound")
     seed: int = option(0, help="root seed")
@@ -47,6 +56,8 @@ class MechanismAuditSettings:
         check_positive_int("select_samples", self.select_samples)
         check_positive_int("samples", self.samples)
         check_positive_int("block_size", self.block_size)
+        check_nonneg_int("screen_pairs", self.screen_pairs)
+        check_positive_int("screen_samples", self.screen_samples)
         check_positive_int("max_outputs", self.max_outputs)
         check_choice("attack", self.attack, ATTACK_KINDS)
         check_confidence_level(self.confidence_level)

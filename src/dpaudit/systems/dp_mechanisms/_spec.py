@@ -51,6 +51,15 @@ class MechanismSpec:
         flags: special output values that mean "false"/"aborted" (one-hot features).
         features: optional ``features(outputs) -> (size, m)`` array of attack features that
             the mechanism's documentation suggests (e.g. Mironov's test); None: the defaults.
+        pairs: neighbouring pairs ``((a, …), (a′, …))`` tried besides StatDP's patterns (e.g.
+            for a local randomiser, where any two values are neighbours, input 0 against every
+            other value of the domain).
+        log_likelihood_ratio: optional ``llr(outputs, a, a′) -> (size,)`` array of
+            ``ln p_{a′}(o) / p_a(o)`` in closed form from the mechanism's published definition
+            (public knowledge of the mechanism, not of its randomness). When given, the audit
+            scores outputs with it instead of fitting a classifier: by the Neyman–Pearson
+            lemma its level sets are the most powerful events for the pair, and a threshold
+            on it is still chosen on the selection split.
         note: anything a reader must know.
     """
 
@@ -69,6 +78,8 @@ class MechanismSpec:
     discrete: bool = False
     flags: tuple[float, ...] = ()
     features: Callable[[np.ndarray], np.ndarray] | None = None
+    pairs: tuple[tuple[tuple[float, ...], tuple[float, ...]], ...] = ()
+    log_likelihood_ratio: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None = None
     note: str = ""
 
     def __post_init__(self) -> None:
@@ -81,6 +92,13 @@ class MechanismSpec:
             raise ValueError(f"claimed_delta must be in [0, 1), got {self.claimed_delta!r}")
         if not isinstance(self.dimensions, int) or self.dimensions < 1:
             raise ValueError(f"dimensions must be a positive int, got {self.dimensions!r}")
+        for a, b in self.pairs:
+            if len(a) != self.dimensions or len(b) != self.dimensions:
+                raise ValueError(f"pairs must have {self.dimensions} entries per input, got "
+                                 f"{a!r}, {b!r}")  # fmt: skip
+        if self.log_likelihood_ratio is not None and not callable(self.log_likelihood_ratio):
+            raise TypeError(f"log_likelihood_ratio must be callable or None, got "
+                            f"{self.log_likelihood_ratio!r}")  # fmt: skip
 
     def __call__(self, database: Any, rng: np.random.Generator) -> np.ndarray:
         """One output on ``database`` (the ``mechanism(database, rng)`` form)."""
