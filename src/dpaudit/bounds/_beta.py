@@ -30,7 +30,14 @@ def _solve(forward, p: float, a: float, b: float) -> float:
         return 0.0
     if f1 == 0.0 or np.sign(f0) == np.sign(f1):  # p at the end of the range
         return 0.0 if abs(f0) <= abs(f1) else 1.0
-    return float(optimize.brentq(lambda x: forward(a, b, x) - p, 0.0, 1.0, xtol=1e-300, rtol=1e-15))
+
+    def g(x: float) -> float:
+        return forward(a, b, x) - p
+
+    try:
+        return float(optimize.brentq(g, 0.0, 1.0, xtol=1e-300, rtol=1e-15, maxiter=1000))
+    except RuntimeError:  # a root far below 1e-300: bisection always ends, on doubles
+        return float(optimize.bisect(g, 0.0, 1.0, xtol=5e-324, rtol=1e-15, maxiter=4000))
 
 
 def _checked(x, p, a, b, forward) -> np.ndarray:
@@ -38,8 +45,13 @@ def _checked(x, p, a, b, forward) -> np.ndarray:
     x = x.copy()
     ok = np.isfinite(x) & (a > 0) & (b > 0)
     with np.errstate(invalid="ignore"):
-        got = forward(a, b, np.where(ok, x, 0.5))
-        bad = ok & ~(np.abs(got - p) <= RTOL * p + 1e-300)
+        at = np.where(ok, x, 0.5)
+        got = forward(a, b, at)
+        # right to RTOL, or no double closer: p lies between F at x and at a neighbour of x
+        up, down = forward(a, b, np.nextafter(at, 2.0)), forward(a, b, np.nextafter(at, -1.0))
+        between = (np.minimum(got, up) <= p) & (p <= np.maximum(got, up))
+        between |= (np.minimum(got, down) <= p) & (p <= np.maximum(got, down))
+        bad = ok & ~((np.abs(got - p) <= RTOL * p + 1e-300) | between)
     for i in np.argwhere(bad):
         i = tuple(i)
         x[i] = _solve(forward, float(p[i]), float(a[i]), float(b[i]))
