@@ -431,11 +431,18 @@ def suite(epsilon: float = EPS) -> tuple[MechanismSpec, ...]:
     if not isinstance(epsilon, (int, float)) or not 0 < epsilon < math.inf:
         raise ValueError(f"epsilon must be a positive finite number, got {epsilon!r}")
     EPS = float(epsilon)
+    specs = [*_noise_and_max(EPS), *_sparse_vector(EPS), *_local_and_composed(EPS)]
+    if EPS != 0.1:
+        specs = [dataclasses.replace(sp, published_lower=None) for sp in specs]
+    return tuple(specs)
+
+
+def _noise_and_max(eps: float) -> list[MechanismSpec]:
+    """The additive-noise, histogram and report-noisy-max mechanisms of :func:`suite`."""
+    EPS = eps
     geo, k = _geometric(EPS, 5)
     geo_claim = math.log(1.0 + 2.0**-k)
-    r_inf, r_one = _rappor_claims(0.75, 0.45, 0.55)
-    otr_inf, _ = _rappor_claims(0.95, 0.5, 0.5)
-    specs = [
+    return [
         MechanismSpec("laplace", _laplace(EPS), EPS, 1, "Dwork et al. 2006, TCC",
                       true_epsilon=EPS, published_lower=0.0968),
         MechanismSpec("truncated-geometric", geo, geo_claim, 1,
@@ -460,6 +467,13 @@ def suite(epsilon: float = EPS) -> tuple[MechanismSpec, ...]:
                       _STATDP + ", Alg. 8", true_epsilon=math.inf, private=False,
                       published_lower=0.3463, component_wise=True,
                       note="exponential noise is one-sided: some outputs only one input gives"),
+    ]  # fmt: skip
+
+
+def _sparse_vector(eps: float) -> list[MechanismSpec]:
+    """Lyu, Su & Li's sparse vector variants 1-6 of :func:`suite`."""
+    EPS = eps
+    return [
         MechanismSpec("svt1", _svt_flags(EPS / 2, 2.0 / (EPS / 2), 1, 0.5), EPS, 10,
                       _LYU + ", Alg. 1", published_lower=0.0858, component_wise=True,
                       discrete=True, flags=(-1.0,), note="c = 1, T = 0.5"),
@@ -479,6 +493,16 @@ def suite(epsilon: float = EPS) -> tuple[MechanismSpec, ...]:
         MechanismSpec("svt6", _svt6(EPS, 1.0), EPS, 10, _LYU + ", Alg. 6", private=False,
                       published_lower=0.2720, component_wise=True, discrete=True,
                       note="no cut-off: answers every query"),
+    ]  # fmt: skip
+
+
+def _local_and_composed(eps: float) -> list[MechanismSpec]:
+    """RAPPOR, one-time RAPPOR and the composed mechanisms (parallel Laplace, SVT34, prefix
+    sum, numerical SVT) of :func:`suite`."""
+    EPS = eps
+    r_inf, r_one = _rappor_claims(0.75, 0.45, 0.55)
+    otr_inf, _ = _rappor_claims(0.95, 0.5, 0.5)
+    return [
         MechanismSpec("rappor", _rappor(0.75, 0.45, 0.55), r_one, 1, _RAPPOR + ", steps 1-3",
                       true_epsilon=rappor_true_epsilon(0.75, 0.45, 0.55),
                       published_lower=0.2930, low=-10, high=10, discrete=True,
@@ -510,9 +534,6 @@ def suite(epsilon: float = EPS) -> tuple[MechanismSpec, ...]:
                       published_lower=0.0343, component_wise=True, flags=(-1000.0, 0.0),
                       note="c = 1, T = 1"),
     ]  # fmt: skip
-    if EPS != 0.1:
-        specs = [dataclasses.replace(sp, published_lower=None) for sp in specs]
-    return tuple(specs)
 
 
 for _spec in suite(EPS):
