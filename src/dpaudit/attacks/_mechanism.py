@@ -433,11 +433,9 @@ def choose_event(
         >>> 0.7 < eps < 1.1
         True
     """
-    if not isinstance(attack, MechanismAttack):
-        raise TypeError(f"attack must be a MechanismAttack, got {type(attack).__name__}")
-    n_eval = check_positive_int("n_eval", n_eval)
-    confidence_level = check_confidence_level(confidence_level)
-    max_candidates = check_positive_int("max_candidates", max_candidates, maximum=10**5)
+    n_eval, confidence_level, max_candidates = _check_choice(
+        attack, n_eval, confidence_level, max_candidates
+    )
     a = check_array("outputs_a", outputs_a, ndim=2)
     b = check_array("outputs_b", outputs_b, ndim=2)
     width = attack.mean.size if attack.kind == "logistic" and attack.features is None else None
@@ -453,6 +451,17 @@ def choose_event(
     return choose_threshold(attack, attack.scores(a), attack.scores(b), n_eval=n_eval,
                             confidence_level=confidence_level,
                             max_candidates=max_candidates)  # fmt: skip
+
+
+def _check_choice(attack, n_eval, confidence_level, max_candidates) -> tuple[int, float, int]:
+    """The shared arguments of :func:`choose_event` and :func:`choose_threshold`, checked."""
+    if not isinstance(attack, MechanismAttack):
+        raise TypeError(f"attack must be a MechanismAttack, got {type(attack).__name__}")
+    return (
+        check_positive_int("n_eval", n_eval),
+        check_confidence_level(confidence_level),
+        check_positive_int("max_candidates", max_candidates, maximum=10**5),
+    )
 
 
 def choose_threshold(
@@ -479,11 +488,9 @@ def choose_threshold(
         >>> 0.7 < eps < 1.1
         True
     """
-    if not isinstance(attack, MechanismAttack):
-        raise TypeError(f"attack must be a MechanismAttack, got {type(attack).__name__}")
-    n_eval = check_positive_int("n_eval", n_eval)
-    confidence_level = check_confidence_level(confidence_level)
-    max_candidates = check_positive_int("max_candidates", max_candidates, maximum=10**5)
+    n_eval, confidence_level, max_candidates = _check_choice(
+        attack, n_eval, confidence_level, max_candidates
+    )
     sa = check_array("scores_a", scores_a, ndim=1)
     sb = check_array("scores_b", scores_b, ndim=1)
     pooled = np.unique(np.r_[sa, sb])
