@@ -83,13 +83,15 @@ class NeverTrained:
         raise AssertionError("claims computed despite bad input")
 
 
-def _naive_paper_estimate(pos, neg, alpha, delta):
-    """The papers' released procedure, one threshold at a time with scipy's binomtest."""
+def _naive_paper_estimate(pos, neg, alpha, delta, alternative="less"):
+    """The papers' released procedure, one threshold at a time with scipy's binomtest
+    (``alternative="less"``: the version marked as a correction; ``"two-sided"``: the other)."""
     best = 0.0
     for t in np.unique(np.concatenate([pos, neg])):
         fp, fn = int(np.sum(neg >= t)), int(np.sum(pos < t))
-        _, fpr_u = stats.binomtest(fp, neg.size, alternative="less").proportion_ci(1 - 2 * alpha)
-        _, fnr_u = stats.binomtest(fn, pos.size, alternative="less").proportion_ci(1 - 2 * alpha)
+        level = 1 - 2 * alpha
+        _, fpr_u = stats.binomtest(fp, neg.size, alternative=alternative).proportion_ci(level)
+        _, fnr_u = stats.binomtest(fn, pos.size, alternative=alternative).proportion_ci(level)
         best = max(best, stats.norm.ppf(1 - fpr_u) - stats.norm.ppf(fnr_u))
     return best
 
@@ -102,6 +104,12 @@ def test_paper_estimate_matches_the_released_procedure():
         np.testing.assert_allclose(est.mu, _naive_paper_estimate(pos, neg, alpha, 1e-5),
                                    rtol=1e-10)  # fmt: skip
     assert est.num_thresholds == 140 and (est.num_positive, est.num_negative) == (60, 80)
+    for alpha in (0.05, 0.1):
+        one = gdp_estimate_from_scores(pos, neg, delta=1e-5, alpha=alpha)
+        two = gdp_estimate_from_scores(pos, neg, delta=1e-5, alpha=alpha, interval="two-sided")
+        naive = _naive_paper_estimate(pos, neg, alpha, 1e-5, alternative="two-sided")
+        np.testing.assert_allclose(two.mu, naive, rtol=1e-10)
+        assert two.interval == "two-sided" and two.mu < one.mu  # the more conservative one
     # μ = 2 is ε = 10.00 at δ = 1e-5 (Dong, Roth & Su 2022, Cor. 2.13): the claim of the
     # paper's full-batch setting (σ = 5, T = 100).
     sep = gdp_estimate_from_scores(np.full(100, 1.0), np.zeros(100), delta=1e-5)
@@ -110,6 +118,7 @@ def test_paper_estimate_matches_the_released_procedure():
 
 @pytest.mark.parametrize(("kwargs", "match"), [
     ({"delta": 0.0}, "delta"), ({"delta": 1e-5, "alpha": 0.5}, "alpha"),
+    ({"delta": 1e-5, "interval": "both"}, "interval"),
 ])  # fmt: skip
 def test_paper_estimate_rejects_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):

@@ -68,6 +68,7 @@ from dpaudit.bounds._epsdelta import (
     epsilon_from_scores,
 )
 from dpaudit.bounds._gaussian_pair import GaussianPairEstimate, gaussian_pair_epsilon
+from dpaudit.bounds._gdp_estimate import INTERVALS as GDP_INTERVALS
 from dpaudit.bounds._gdp_estimate import GDPEstimate, gdp_estimate_from_scores
 from dpaudit.bounds._gdp_rates import GDPBound, gdp_from_error_rates
 
@@ -153,6 +154,7 @@ __all__ = [  # noqa: RUF022 - grouped by concept, as the imports above
     "Split",
     "selection_from_name",
     # (ε, δ) audits
+    "GDP_INTERVALS",
     "EpsDeltaAudit",
     "GDPBound",
     "GDPEstimate",

@@ -39,7 +39,7 @@ from dpaudit._validate import (
     check_positive_int,
 )
 from dpaudit.attacks import CANARY_KINDS, MEMBERSHIP_SCORES, QMIASettings
-from dpaudit.bounds import SELECTION_NAMES
+from dpaudit.bounds import GDP_INTERVALS, SELECTION_NAMES
 from dpaudit.data import DATASET_NAMES
 from dpaudit.engine import EXECUTORS
 from dpaudit.systems import DPSGDCell, DPSGDSettings
@@ -202,7 +202,11 @@ class WorstCaseInitSettings:
     pretrain_batch_size: int = option(64, help="pre-training batch size")
     target_label: int = option(-1, help="the blank target's label (-1: least likely under θ₀)")
     paper_alpha: float = option(
-        0.05, help="α of the papers' GDP estimate (one-sided 1 − 2α Clopper–Pearson rates)"
+        0.05, help="α of the papers' GDP estimate (1 − 2α Clopper–Pearson rate bounds)"
+    )
+    paper_interval: str = option(
+        "one-sided",
+        help="the estimate's rate bounds: one-sided | two-sided (the authors' two code versions)",
     )
     executor: str = option("serial", help="engine executor of the runs: serial | processes | …")
     workers: int = option(1, help="engine workers")
@@ -220,6 +224,7 @@ class WorstCaseInitSettings:
         if not isinstance(self.target_label, int) or self.target_label < -1:
             raise ValueError(f"target_label must be an int ≥ -1, got {self.target_label!r}")
         check_in_range("paper_alpha", self.paper_alpha, 0.0, 0.5)
+        check_choice("paper_interval", self.paper_interval, GDP_INTERVALS)
         check_choice("executor", self.executor, tuple(EXECUTORS.names()))
         check_positive_int("workers", self.workers)
 

@@ -177,8 +177,9 @@ def bound_runs(
         in_scores, out_scores, selection=selection, delta=delta,
         confidence_level=a.confidence_level, rng=rng,
     )  # fmt: skip
+    w = settings.worst_case
     estimate = gdp_estimate_from_scores(
-        in_scores, out_scores, delta=delta, alpha=settings.worst_case.paper_alpha
+        in_scores, out_scores, delta=delta, alpha=w.paper_alpha, interval=w.paper_interval
     )
     return valid, estimate
 
