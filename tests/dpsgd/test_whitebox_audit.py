@@ -301,3 +301,25 @@ def test_all_iterates_runs_are_engine_tasks_that_resume(tmp_path):
     assert first.detail.num_in + first.detail.num_out == 12
     assert "Gaussian trade-off" in first.note
     assert (tmp_path / "all-iterates.tasks").exists()
+
+
+def test_all_iterates_runs_on_worker_processes_give_the_same_bounds():
+    """``white_box.executor``/``workers``: the runs spread over processes, bounds unchanged."""
+    training = dataclasses.replace(TRAINING, steps=30, noise_multiplier=1.0, target_epsilon=None)
+    results = []
+    for executor, workers in (("serial", 1), ("processes", 2)):
+        wb = WhiteBoxSettings(runs=12, noise_source="auditor", executor=executor, workers=workers)
+        s = dataclasses.replace(
+            _settings(1, training=training), threat_model="all-iterates", white_box=wb
+        )
+        results.append(audit_dpsgd(s, data=_pool()))
+    serial, spread = ([e.lower_bound.epsilon for e in r.entries] for r in results)
+    assert serial == spread
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"executor": "threads?"}, "executor"), ({"workers": 0}, "workers"),
+])  # fmt: skip
+def test_all_iterates_executor_settings_are_checked(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        WhiteBoxSettings(**kwargs)

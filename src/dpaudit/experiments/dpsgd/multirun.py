@@ -82,6 +82,7 @@ def audit_all_iterates(
     t0 = time.perf_counter()
     wb = settings.white_box
     run = run_tasks(CanaryRun(settings, system, pool), wb.runs, rng=settings.seed,
+                    executor=wb.executor, workers=wb.workers,
                     checkpoint=journal_in(checkpoint, "all-iterates.tasks"),
                     key=f"all-iterates:{settings.name}",
                     progress=progress, description="DP-SGD runs")  # fmt: skip

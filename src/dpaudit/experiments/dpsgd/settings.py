@@ -177,6 +177,11 @@ class WhiteBoxSettings:
     canaries_per_run: int = option(
         1, help="canary gradients per run (all-iterates; 1: independent trials)"
     )
+    executor: str = option(
+        "serial", help="engine executor of the all-iterates runs: serial | processes | …",
+        flag="--runs-executor",
+    )  # fmt: skip
+    workers: int = option(1, help="engine workers of the all-iterates runs", flag="--runs-workers")
 
     def __post_init__(self) -> None:
         check_positive_int("gradient_canaries", self.gradient_canaries)
@@ -184,6 +189,8 @@ class WhiteBoxSettings:
         if check_positive_int("runs", self.runs) < 2:
             raise ValueError(f"runs must be at least 2, got {self.runs}")
         check_positive_int("canaries_per_run", self.canaries_per_run)
+        check_choice("executor", self.executor, tuple(EXECUTORS.names()))
+        check_positive_int("workers", self.workers)
 
 
 @dataclasses.dataclass(frozen=True)
