@@ -46,14 +46,18 @@ def _event(r: dict, width: int = 110) -> str:
     return f"`{e if len(e) <= width else e[:width] + '...'}`"
 
 
+def _table(columns: list[str], rows: list[str]) -> str:
+    """A Markdown table: the header of ``columns``, its rule, then ``rows`` (ready lines)."""
+    head = "| " + " | ".join(columns) + " |"
+    return "\n".join([head, "|" + "---|" * len(columns), *rows])
+
+
 def suite(result: dict) -> str:
     """Per suite mechanism: claim, true ε, bound, DP-Sniper's, the ratios, attack, sizes."""
-    rows = [
-        "| mechanism | claim ε | true ε | dpaudit bound [95 % CI] | DP-Sniper's bound | "
-        "÷ DP-Sniper's | ÷ true ε | refutes | attack | samples per input (train + select + "
-        "fresh) | wall time |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
+    columns = ["mechanism", "claim ε", "true ε", "dpaudit bound [95 % CI]", "DP-Sniper's bound",
+               "÷ DP-Sniper's", "÷ true ε", "refutes", "attack",
+               "samples per input (train + select + fresh)", "wall time"]  # fmt: skip
+    rows = []
     for r in result["rows"]:
         b = _eps(r["bound"])
         rows.append(
@@ -63,62 +67,63 @@ def suite(result: dict) -> str:
             f"{_ratio(r['bound'], r['true_epsilon'])} | {_yes(r['refutes_claim'])} | "
             f"{r['attack']} | {_sizes(r)} | {r['wall_s']:.1f} s |"
         )
-    return "\n".join(rows)
+    return _table(columns, rows)
 
 
 def witnesses(result: dict) -> str:
     """The pair, event and counts of every refuted suite mechanism."""
-    rows = ["| violation | witness pair (a → a′) | event S | count in S: a, a′ (of fresh "
-            "samples) |", "|---|---|---|---|"]  # fmt: skip
-    for r in result["rows"]:
-        if r["refutes_claim"]:
-            rows.append(f"| `{r['mechanism']}` | {_pair(r)} | {_event(r)} | "
-                        f"{r['count_a']:,}, {r['count_b']:,} of {r['samples']:,} |")  # fmt: skip
-    return "\n".join(rows)
+    columns = ["violation", "witness pair (a → a′)", "event S",
+               "count in S: a, a′ (of fresh samples)"]  # fmt: skip
+    rows = [
+        f"| `{r['mechanism']}` | {_pair(r)} | {_event(r)} | "
+        f"{r['count_a']:,}, {r['count_b']:,} of {r['samples']:,} |"
+        for r in result["rows"]
+        if r["refutes_claim"]
+    ]
+    return _table(columns, rows)
 
 
 def baseline(result: dict) -> str:
     """dpaudit against the loop + scikit-learn audit, at the same bound."""
-    rows = ["| mechanism | loop + scikit-learn: bound; samples per input (train = select, "
-            "fresh); wall | dpaudit at a bound at least as high: bound; samples; wall | "
-            "speed-up at the same bound |", "|---|---|---|---|"]  # fmt: skip
-    for b in result["baseline"]:
-        rows.append(
-            f"| `{b['mechanism']}` | {b['baseline_bound']:.4f}; {b['baseline_train_samples']:,}, "
-            f"{b['baseline_samples']:,}; {b['baseline_wall_s']:.1f} s | "
-            f"{b['dpaudit_bound']:.4f}; {b['dpaudit_train_samples']:,}, "
-            f"{b['dpaudit_samples']:,}; {b['dpaudit_wall_s']:.2f} s | {b['speedup']:.0f}× |"
-        )
-    return "\n".join(rows)
+    columns = ["mechanism",
+               "loop + scikit-learn: bound; samples per input (train = select, fresh); wall",
+               "dpaudit at a bound at least as high: bound; samples; wall",
+               "speed-up at the same bound"]  # fmt: skip
+    rows = [
+        f"| `{b['mechanism']}` | {b['baseline_bound']:.4f}; {b['baseline_train_samples']:,}, "
+        f"{b['baseline_samples']:,}; {b['baseline_wall_s']:.1f} s | "
+        f"{b['dpaudit_bound']:.4f}; {b['dpaudit_train_samples']:,}, "
+        f"{b['dpaudit_samples']:,}; {b['dpaudit_wall_s']:.2f} s | {b['speedup']:.0f}× |"
+        for b in result["baseline"]
+    ]
+    return _table(columns, rows)
 
 
 def statdp(result: dict) -> str:
     """StatDP's list: correct or not, the bound, whether it refutes, the witness."""
-    rows = ["| mechanism | correct | claim ε | true ε | dpaudit bound | refutes | attack | "
-            "witness pair (a → a′) | event S | count in S: a, a′ | wall time |",
-            "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
-    for r in result["statdp"]:
-        rows.append(
-            f"| `{r['mechanism']}` | {'yes' if r['private'] else '**no**'} | "
-            f"{_eps(r['claim'])} | {_eps(r['true_epsilon'])} | {_eps(r['bound'])} | "
-            f"{_yes(r['refutes_claim'])} | {r['attack']} | {_pair(r)} | {_event(r, 80)} | "
-            f"{r['count_a']:,}, {r['count_b']:,} of {r['samples']:,} | {r['wall_s']:.1f} s |"
-        )
-    return "\n".join(rows)
+    columns = ["mechanism", "correct", "claim ε", "true ε", "dpaudit bound", "refutes", "attack",
+               "witness pair (a → a′)", "event S", "count in S: a, a′", "wall time"]  # fmt: skip
+    rows = [
+        f"| `{r['mechanism']}` | {'yes' if r['private'] else '**no**'} | "
+        f"{_eps(r['claim'])} | {_eps(r['true_epsilon'])} | {_eps(r['bound'])} | "
+        f"{_yes(r['refutes_claim'])} | {r['attack']} | {_pair(r)} | {_event(r, 80)} | "
+        f"{r['count_a']:,}, {r['count_b']:,} of {r['samples']:,} | {r['wall_s']:.1f} s |"
+        for r in result["statdp"]
+    ]
+    return _table(columns, rows)
 
 
 def samplers(result: dict) -> str:
     """Mironov's membership test on each library's Laplace sampler."""
-    rows = ["| sampler | membership rate, input 0 | membership rate, input 1 | grid of input 0's "
-            "outputs | input 1's outputs on it |", "|---|---|---|---|---|"]  # fmt: skip
-    for s in result["library_samplers"]:
-        grid = f"2^{round(math.log2(s['grid_input0']))}"
-        rows.append(
-            f"| `{s['mechanism']}` | {s['membership_rate_input0']:.4f} | "
-            f"{s['membership_rate_input1']:.4f} | {grid} | "
-            f"{'yes' if s['input1_on_grid'] else 'no'} |"
-        )
-    return "\n".join(rows)
+    columns = ["sampler", "membership rate, input 0", "membership rate, input 1",
+               "grid of input 0's outputs", "input 1's outputs on it"]  # fmt: skip
+    rows = [
+        f"| `{s['mechanism']}` | {s['membership_rate_input0']:.4f} | "
+        f"{s['membership_rate_input1']:.4f} | 2^{round(math.log2(s['grid_input0']))} | "
+        f"{'yes' if s['input1_on_grid'] else 'no'} |"
+        for s in result["library_samplers"]
+    ]
+    return _table(columns, rows)
 
 
 #: Marker name → table function.
