@@ -69,27 +69,28 @@ def _by_interval(d, s) -> dict:
 
 
 def _step_costs(settings, steps: int = 10) -> dict:
-    """Seconds per full-batch step of the audited CNN on |D| random images of MNIST's shape,
+    """Seconds per full-batch step of the audited network on |D| random images of MNIST's shape,
     1 torch thread: DP-SGD as the audit runs it (Opacus' per-example gradients, clipping,
     noise) against the named baseline, plain non-private SGD (one forward and backward pass,
     no per-example gradients) of the same network, batch and thread count. Dense kernels do
     not depend on the pixel values, so random images cost what MNIST does."""
     import numpy as np
 
-    from dpaudit.systems._torch_nets import build_tanh_cnn, torch_context
-    from dpaudit.systems.dpsgd import LabelledData, train_dpsgd
+    from dpaudit.systems._torch_nets import torch_context
+    from dpaudit.systems.dpsgd import LabelledData, ModelSpec, train_dpsgd
 
     t = settings.training
     n = settings.data.num_non_canaries + 1
     g = np.random.default_rng(0)
     X, y = g.random((n, 784), dtype=np.float32), g.integers(0, 10, n)
+    data = LabelledData(X, y, 10, image_shape=(28, 28))
     dp = dataclasses.replace(t, steps=steps, batch_size=n, noise_multiplier=5.0, device="cpu")
-    trained = train_dpsgd(LabelledData(X, y, 10, image_shape=(28, 28)), None, None, dp,
-                          rng=0, nominal_size=n)  # fmt: skip
+    trained = train_dpsgd(data, None, None, dp, rng=0, nominal_size=n)
+    spec = ModelSpec.for_data(data, t.model, t.hidden)  # the audited network, as train_dpsgd
     with torch_context(0, num_threads=t.num_threads) as torch:
-        net = build_tanh_cnn(1, 10, (28, 28))
+        net = spec.build()
         opt = torch.optim.SGD(net.parameters(), lr=t.learning_rate)
-        xb, yb = torch.from_numpy(X).reshape(-1, 1, 28, 28), torch.from_numpy(y)
+        xb, yb = spec.fold(torch.from_numpy(X)), torch.from_numpy(y)
         lossf = torch.nn.CrossEntropyLoss()
         start = time.perf_counter()
         for _ in range(steps):
