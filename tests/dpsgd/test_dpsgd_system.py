@@ -14,7 +14,7 @@ pytest.importorskip("opacus")
 from dpaudit.accounting import mechanism_rdp
 from dpaudit.mechanisms import SubsampledGaussian
 from dpaudit.systems import DPSGD, SYSTEMS, DPSGDCell, DPSGDSettings, LabelledData, train_dpsgd
-from dpaudit.systems.dpsgd._dpsgd import (
+from dpaudit.systems.dpsgd import (
     calibrate_noise_multiplier,
     opacus_epsilon,
     opacus_rdp,

@@ -1,11 +1,11 @@
 """DP-SGD as a system under audit (Abadi et al. 2016, arXiv:1607.00133): Opacus training and
 its accountant's claim, registered as ``"dp-sgd"`` in :data:`dpaudit.systems.SYSTEMS`
-(``_dpsgd``). torch and opacus are imported only when training.
+(``_dpsgd``; Opacus' accountants in ``_opacus_accounting``). torch and opacus are imported
+only when training.
 """
 
 from dpaudit.systems.dpsgd._batched import BATCHED_METHODS, BatchedDPSGD, train_dpsgd_batched
 from dpaudit.systems.dpsgd._dpsgd import (
-    ACCOUNTANTS,
     DPSGD,
     MODELS,
     OPTIMIZERS,
@@ -14,10 +14,13 @@ from dpaudit.systems.dpsgd._dpsgd import (
     LabelledData,
     ModelSpec,
     TrainedDPSGD,
+    train_dpsgd,
+)
+from dpaudit.systems.dpsgd._opacus_accounting import (
+    ACCOUNTANTS,
     calibrate_noise_multiplier,
     opacus_epsilon,
     opacus_rdp,
-    train_dpsgd,
 )
 
 __all__ = [

@@ -70,9 +70,15 @@ from dpaudit.systems._torch_nets import (
     resolve_device,
     torch_context,
 )
+from dpaudit.systems.dpsgd._opacus_accounting import (
+    ACCOUNTANTS,
+    CLAIM_SOURCES,
+    calibrate_noise_multiplier,
+    opacus_epsilon,
+    opacus_rdp,
+)
 
 __all__ = [
-    "ACCOUNTANTS",
     "DPSGD",
     "MODELS",
     "OPTIMIZERS",
@@ -81,25 +87,11 @@ __all__ = [
     "LabelledData",
     "ModelSpec",
     "TrainedDPSGD",
-    "calibrate_noise_multiplier",
-    "opacus_epsilon",
-    "opacus_rdp",
     "train_dpsgd",
 ]
 
 MODELS: tuple[str, ...] = ("cnn", "mlp", "cnn-tanh")
 OPTIMIZERS: tuple[str, ...] = ("sgd", "adam")
-ACCOUNTANTS: tuple[str, ...] = ("prv", "rdp")
-_CLAIM_SOURCE = {
-    "rdp": (
-        "Opacus RDPAccountant: Mironov, Talwar & Zhang 2019 (arXiv:1908.10530), "
-        "conversion of Balle et al. 2020 (arXiv:1905.09982, Thm 21)"
-    ),
-    "prv": (
-        "Opacus PRVAccountant: Gopi, Lee & Wutschitz 2021 (arXiv:2106.02848), upper end of "
-        "its ε error bracket"
-    ),
-}
 _DPAUDIT_SOURCE = (
     "dpaudit.accounting.subsampled_gaussian_rdp (dp-accounting RdpAccountant; Mironov, Talwar & "
     "Zhang 2019, arXiv:1908.10530) over DEFAULT_ORDERS, conversion of Balle et al. 2020 "
@@ -332,104 +324,6 @@ class TrainedDPSGD:
 
 
 # ---------------------------------------------------------------------------------------------
-# Accounting
-# ---------------------------------------------------------------------------------------------
-
-
-def _opacus():
-    return require("opacus", "opacus")
-
-
-def opacus_rdp(
-    sampling_rate: float, noise_multiplier: float, steps: int, orders: ArrayLike | None = None
-) -> RDPCurve:
-    """Opacus' own RDP of T Poisson-subsampled Gaussian steps (``compute_rdp``).
-
-    Args:
-        sampling_rate: q ∈ (0, 1].
-        noise_multiplier: σ > 0.
-        steps: T ≥ 1.
-        orders: Rényi orders (default: Opacus' ``RDPAccountant.DEFAULT_ALPHAS``).
-
-    Returns:
-        :class:`~dpaudit.accounting.RDPCurve`.
-
-    Example:
-        >>> c = opacus_rdp(0.01, 1.1, 1000, [2.0, 8.0])
-        >>> np.round(c.epsilons, 6).tolist()
-        [0.12851, 0.58407]
-    """
-    mech = SubsampledGaussian(sampling_rate, noise_multiplier, steps)
-    _opacus()
-    from opacus.accountants import RDPAccountant
-    from opacus.accountants.analysis import rdp as rdp_analysis
-
-    lam = np.asarray(RDPAccountant.DEFAULT_ALPHAS if orders is None else orders, dtype=float)
-    rho = rdp_analysis.compute_rdp(
-        q=mech.sampling_rate,
-        noise_multiplier=mech.noise_multiplier,
-        steps=mech.steps,
-        orders=lam.tolist(),
-    )
-    return RDPCurve(lam, np.asarray(rho, dtype=np.float64))
-
-
-def opacus_epsilon(
-    sampling_rate: float, noise_multiplier: float, steps: int, delta: float, accountant: str
-) -> float:
-    """ε at δ of T Poisson-subsampled Gaussian steps from Opacus' accountant (``rdp``/``prv``).
-
-    Raises:
-        ValueError: bad parameters or accountant name.
-    """
-    mech = SubsampledGaussian(sampling_rate, noise_multiplier, steps)
-    d = check_delta(delta, allow_zero=False)
-    check_choice("accountant", accountant, ACCOUNTANTS)
-    _opacus()
-    from opacus.accountants import create_accountant
-
-    acct = create_accountant(accountant)
-    acct.history = [(mech.noise_multiplier, mech.sampling_rate, mech.steps)]
-    with warnings.catch_warnings():
-        # "Optimal order is the largest alpha": Opacus' ε is then merely less tight (valid);
-        # PRV at q = 1 takes log(0) in the branch np.where discards (harmless).
-        warnings.filterwarnings("ignore", message="Optimal order is the largest alpha")
-        warnings.filterwarnings("ignore", "divide by zero encountered in log", RuntimeWarning)
-        return float(acct.get_epsilon(delta=d))
-
-
-def calibrate_noise_multiplier(
-    target_epsilon: float, delta: float, sampling_rate: float, steps: int, accountant: str
-) -> float:
-    """The noise multiplier σ that Opacus' accountant calibrates to a target (ε, δ).
-
-    Opacus' ``get_noise_multiplier`` (bisection to ε tolerance 0.01, returning a σ whose ε
-    is at most the target).
-
-    Raises:
-        ValueError: bad parameters or accountant.
-    """
-    eps = check_positive("target_epsilon", target_epsilon)
-    d = check_delta(delta, allow_zero=False)
-    SubsampledGaussian(sampling_rate, 1.0, steps)  # validates q and T
-    check_choice("accountant", accountant, ACCOUNTANTS)
-    _opacus()
-    from opacus.accountants.utils import get_noise_multiplier
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # PRV's numerical warnings for extreme σ during search
-        sigma = get_noise_multiplier(
-            target_epsilon=eps,
-            target_delta=d,
-            sample_rate=float(sampling_rate),
-            steps=int(steps),
-            accountant=accountant,
-            epsilon_tolerance=0.01,
-        )
-    return float(sigma)
-
-
-# ---------------------------------------------------------------------------------------------
 # Training
 # ---------------------------------------------------------------------------------------------
 
@@ -609,7 +503,7 @@ def train_dpsgd(
     spec = ModelSpec.for_data(members, settings.model, settings.hidden)
     report = check_progress(progress)
     require("torch", "torch")
-    _opacus()
+    require("opacus", "opacus")
     root = as_seed_sequence(rng)
     torch_seq, batch_seq = np.random.SeedSequence(root.entropy, spawn_key=root.spawn_key).spawn(2)
     gen = np.random.default_rng(batch_seq)
@@ -743,7 +637,7 @@ class DPSGD:
                 curve = Curve(c.orders, c.epsilons)
             conversion = "balle2020" if acct == "rdp" else "prv"
             opacus_claims.append(
-                Claim(f"opacus ({acct.upper()})", _CLAIM_SOURCE[acct], eps, d, curve, conversion)
+                Claim(f"opacus ({acct.upper()})", CLAIM_SOURCES[acct], eps, d, curve, conversion)
             )
         return (*opacus_claims, dpaudit_claim)
 
