@@ -28,6 +28,10 @@ and 3.61, from Table 1); the other entries are ``None`` and print as
 
 ``--extra-seeds N`` adds the paper metric's mean and standard error over the 5 seeds and N
 more (``many_seeds``), and the spread of a 5-seed mean: the published values are 5-seed means.
+It also gives the f-DP paper metric as Meta's PrivacyGuard ``FDPAnalysisNode`` (the released
+implementation of the same rejection recursion) would report it: that code tests the
+Gaussian-DP claim only at noise levels 0.001 + 0.01·i (μ = 1/noise) and reports ε at the
+first rejected one (``noise_grid``), a little below the continuous search's ε.
 
 Run: ``python benchmarks/bench_one_run_table1.py [--brute] [--extra-seeds N]`` →
 ``benchmarks/results/one_run_table1.json``.
@@ -36,6 +40,7 @@ Run: ``python benchmarks/bench_one_run_table1.py [--brute] [--extra-seeds N]`` �
 from __future__ import annotations
 
 import json
+import math
 import platform
 import sys
 import time
@@ -51,7 +56,7 @@ from dpaudit.bounds import (
     one_run_sweep,
 )
 from dpaudit.bounds._one_run_max import membership_slots
-from dpaudit.conversions import gdp_epsilon
+from dpaudit.conversions import gdp_epsilon, gdp_mu
 
 M = 100_000
 DELTA = 1e-5
@@ -76,6 +81,19 @@ def scores(sigma: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     gen = np.random.default_rng(seed)
     included = gen.random(M) < 0.5
     return included + sigma * gen.normal(size=M), included
+
+
+def noise_grid_epsilon(epsilon: float) -> float:
+    """ε of the f-DP audit with the Gaussian-DP claim tested only at noise 0.001 + 0.01·i.
+
+    The rejected claims are μ < μ* (noise > 1/μ*); PrivacyGuard's ``FDPAnalysisNode`` walks
+    the noise grid upwards and reports ε at the first rejected noise, i.e. at the grid's
+    μ = 1/noise just below μ*. ``epsilon`` is the continuous search's ε (μ* = its GDP μ).
+    """
+    if epsilon <= 0.0:
+        return 0.0
+    noise = 0.001 + 0.01 * (math.floor((1.0 / gdp_mu(epsilon, DELTA) - 0.001) / 0.01) + 1)
+    return gdp_epsilon(1.0 / noise, DELTA)
 
 
 def brute_force(s: np.ndarray, inc: np.ndarray, k_max: int) -> dict[str, float]:
@@ -128,27 +146,32 @@ def paper_metrics(sigma: float, seed: int) -> dict[str, dict[str, float]]:
 def many_seeds(rows: list[dict], extra: int) -> dict[float, dict[str, dict[str, float]]]:
     """Mean and standard error of the paper metric over the table's seeds and ``extra`` more,
     and the spread of a 5-seed mean (sd/√5): how far a published 5-seed mean may sit from
-    the expectation by chance alone."""
+    the expectation by chance alone. For f-DP also ``noise_grid`` (:func:`noise_grid_epsilon`)
+    and the per-seed paper metrics."""
     out: dict[float, dict[str, dict[str, float]]] = {}
     for sigma in SIGMAS:
         got = [{k: {m: r[k][m] for m in ("paper_metric", "default_grid")}
                 for k in ("steinke", "fdp")} for r in rows if r["sigma"] == sigma]  # fmt: skip
         got += [paper_metrics(sigma, seed) for seed in range(len(SEEDS), len(SEEDS) + extra)]
+        for g in got:
+            g["fdp"]["noise_grid"] = noise_grid_epsilon(g["fdp"]["paper_metric"])
         out[sigma] = {}
         for name in ("steinke", "fdp"):
-            entry: dict[str, float] = {"seeds": len(got)}
-            for metric in ("paper_metric", "default_grid"):
+            metrics = ("paper_metric", "default_grid") + (("noise_grid",) if name == "fdp" else ())
+            entry: dict[str, object] = {"seeds": len(got)}
+            for metric in metrics:
                 v = np.array([g[name][metric] for g in got])
                 entry[f"{metric}_mean"] = float(v.mean())
                 entry[f"{metric}_se"] = float(v.std(ddof=1) / np.sqrt(v.size))
                 entry[f"{metric}_five_seed_sd"] = float(v.std(ddof=1) / np.sqrt(len(SEEDS)))
             pub = PUBLISHED[name][sigma]
             if pub is not None:
-                for metric in ("paper_metric", "default_grid"):
+                for metric in metrics:
                     entry[f"{metric}_relative_error"] = entry[f"{metric}_mean"] / pub - 1
                     entry[f"{metric}_published_z"] = (pub - entry[f"{metric}_mean"]) / entry[
                         f"{metric}_five_seed_sd"
                     ]
+            entry["paper_metric_per_seed"] = [g[name]["paper_metric"] for g in got]
             out[sigma][name] = entry
     return out
 
@@ -228,6 +251,7 @@ def main() -> None:
                 f"{e['paper_metric_mean']:.3f} ± {e['paper_metric_se']:.3f} (a 5-seed mean: "
                 f"sd {e['paper_metric_five_seed_sd']:.3f}); old grid {e['default_grid_mean']:.3f}"
                 f" ± {e['default_grid_se']:.3f}"
+                + (f"; PrivacyGuard noise grid {e['noise_grid_mean']:.3f}" if name == "fdp" else "")
             )
     print(f"total {results['seconds']:.1f} s; wrote {out}")
 
