@@ -204,3 +204,25 @@ def test_sweep_matches_single_points_and_bonferroni_brute_force():
     single = fdp_one_run_epsilon(m, int(res.num_guesses[9]), int(res.num_correct[9]), delta=1e-5)
     assert fixed.mu == pytest.approx(single.mu, abs=2e-9)
     assert fixed.selection.strategy == "explicit"
+
+
+@pytest.mark.parametrize(
+    "m, ng, nc", [(100_000, 5_800, 5_660), (100_000, 900, 830), (1000, 100, 95), (1000, 10, 10)]
+)
+def test_noise_grid_convention_matches_a_walk_over_the_grid(m, ng, nc):
+    """``bench_one_run_table1.noise_grid_epsilon`` (PrivacyGuard's ``FDPAnalysisNode``
+    convention) against the slow oracle that convention is: walk the noise levels
+    0.001 + 0.01·i upwards, testing μ = 1/noise, and take ε at the first rejected one."""
+    import pathlib
+    import sys
+
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "benchmarks"))
+    from bench_one_run_table1 import DELTA, noise_grid_epsilon
+
+    i = 0
+    while not fdp_rejects(m, ng, nc, 1.0 / (0.001 + 0.01 * i)):
+        i += 1
+    walked = gdp_epsilon(1.0 / (0.001 + 0.01 * i), DELTA)
+    continuous = fdp_one_run_epsilon(m, ng, nc, delta=DELTA).epsilon
+    assert noise_grid_epsilon(continuous) == pytest.approx(walked, rel=1e-12)
+    assert walked <= continuous
