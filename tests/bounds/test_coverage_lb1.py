@@ -23,10 +23,12 @@ from dpaudit.bounds import (
     Split,
     epsilon_from_rejection_set,
     epsilon_from_scores,
+    gdp_from_error_rates,
     rdp_audit,
     rdp_k_cut,
     rdp_two_cut,
 )
+from dpaudit.conversions import gdp_epsilon
 from dpaudit.divergence import renyi_divergence
 from dpaudit.mechanisms import argmax_probabilities, sample_argmax_counts_exact
 from dpaudit.mechanisms.simple import (
@@ -97,6 +99,35 @@ def test_gaussian_epsdelta_coverage(strategy):
     assert over_target <= ALLOWED
     assert over_truth <= ALLOWED
     assert np.median(eps) > 0.5  # the audit does find leakage
+
+
+@pytest.mark.parametrize(
+    "strategy",
+    [Explicit(0.5), Split(0.5), Bonferroni((0.0, 0.5, 1.0, 1.5))],
+    ids=["explicit", "split", "bonferroni"],
+)
+def test_gaussian_gdp_mu_coverage(strategy):
+    """The Gaussian-DP bound of the all-iterates and canary-score audits (Nasr et al. 2023):
+    μ from the Clopper–Pearson TPR/FPR bounds of one threshold. For the shift N(1, 1) vs
+    N(0, 1) every threshold set has Φ⁻¹(TPR) − Φ⁻¹(FPR) = 1 exactly, so the set's target and
+    the truth coincide: μ = 1, ε = gdp_epsilon(1, δ). 200 runs a side, as the audits use."""
+    delta, n = 1e-5, 200
+    truth_eps = gdp_epsilon(1.0, delta)
+    over_mu = over_eps = 0
+    mus = []
+    for rep in range(REPS):
+        rng = np.random.default_rng([33, rep])
+        pos = sample_gaussian_mechanism(1.0, 1.0, n, rng=rng)
+        neg = sample_gaussian_mechanism(0.0, 1.0, n, rng=rng)
+        res = epsilon_from_scores(
+            pos, neg, selection=strategy, rng=rep, delta=delta, confidence_level=LEVEL
+        )
+        g = gdp_from_error_rates(res.tpr_lower, res.fpr_upper, delta)
+        over_mu += g.mu > 1.0
+        over_eps += g.epsilon > truth_eps
+        mus.append(g.mu)
+    assert over_mu <= ALLOWED and over_eps <= ALLOWED
+    assert np.median(mus) > 0.3  # the bound does find leakage
 
 
 def test_gaussian_rdp_two_cut_coverage():
