@@ -281,11 +281,16 @@ def _bootstrap_intervals(
 
 def _round_to_integers(obj: Objective, votes: np.ndarray, total: int) -> IntArray:
     """Integer votes summing to N: largest remainder (Hamilton), then greedy one-vote moves
-    that lower the objective, until none does."""
+    that lower the objective, until none does.
+
+    Classes with equal counts get equal estimates up to the optimiser's last bits, so the
+    remainders are compared at 1e-9 and ties go to the lower class index: the result does
+    not depend on floating-point noise (BLAS, library versions)."""
     base = np.floor(votes).astype(np.int64)
     short = total - int(base.sum())
     if short > 0:
-        order = np.argsort(-(votes - base), kind="stable")
+        remainder = np.round(votes - base, 9)
+        order = np.argsort(-remainder, kind="stable")
         base[order[:short]] += 1
     c = base.size
     current = float(obj.values(base[None, :].astype(np.float64))[0])
@@ -300,7 +305,7 @@ def _round_to_integers(obj: Objective, votes: np.ndarray, total: int) -> IntArra
         cand[np.arange(s.size), d] += 1
         vals = obj.values(cand.astype(np.float64))
         best = int(np.argmin(vals))
-        if not vals[best] < current - 1e-15 * max(1.0, abs(current)):
+        if not vals[best] < current - 1e-12 * max(1.0, abs(current)):
             break
         base = cand[best]
         current = float(vals[best])
