@@ -226,3 +226,26 @@ def test_noise_grid_convention_matches_a_walk_over_the_grid(m, ng, nc):
     continuous = fdp_one_run_epsilon(m, ng, nc, delta=DELTA).epsilon
     assert noise_grid_epsilon(continuous) == pytest.approx(walked, rel=1e-12)
     assert walked <= continuous
+
+
+def test_one_tailed_slots_guess_in_for_the_highest_scores_only():
+    """``bench_one_run_table1.one_tailed_slots``: every guess is "in", made on the k
+    highest-scoring canaries, so the sweep's bound at k is the single bound of (k guesses,
+    the included among the top k) — checked by hand at every point of a small sweep."""
+    import pathlib
+    import sys
+
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "benchmarks"))
+    from bench_one_run_table1 import one_tailed_slots
+
+    g = np.random.default_rng(5)
+    inc = g.random(400) < 0.5
+    s = inc + 0.7 * g.normal(size=400)
+    slots, ins = one_tailed_slots(s, inc)
+    grid = np.array([5, 20, 60, 150, 400])
+    sweep = fdp_one_run_sweep(slots, ins, guess_counts=grid, delta=1e-5,
+                              selection=Split(), rng=0)  # fmt: skip
+    top = np.argsort(-s, kind="stable")
+    for k, mu in zip(grid, sweep.mus, strict=True):
+        one = fdp_one_run_epsilon(400, int(k), int(inc[top[:k]].sum()), delta=1e-5)
+        assert mu == pytest.approx(one.mu, abs=2e-9)
