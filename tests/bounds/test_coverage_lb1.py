@@ -70,6 +70,17 @@ def _gauss_rates(t):
     return stats.norm.sf(np.asarray(t) - 1.0), stats.norm.sf(np.asarray(t))  # TPR, FPR
 
 
+def _gaussian_shift_audits(tag, n, strategy, delta):
+    """``epsilon_from_scores`` on REPS seeded draws of n scores from N(1, 1) (in) and N(0, 1)."""
+    for rep in range(REPS):
+        rng = np.random.default_rng([tag, rep])
+        pos = sample_gaussian_mechanism(1.0, 1.0, n, rng=rng)
+        neg = sample_gaussian_mechanism(0.0, 1.0, n, rng=rng)
+        yield epsilon_from_scores(
+            pos, neg, selection=strategy, rng=rep, delta=delta, confidence_level=LEVEL
+        )
+
+
 @pytest.mark.parametrize(
     "strategy",
     [Explicit(1.5), Split(0.5), Bonferroni((0.0, 0.5, 1.0, 1.5, 2.0, 2.5))],
@@ -82,13 +93,7 @@ def test_gaussian_epsdelta_coverage(strategy):
         target_all = float(_eps_of_set(*_gauss_rates(strategy.candidates), delta).max())
     over_target = over_truth = 0
     eps = []
-    for rep in range(REPS):
-        rng = np.random.default_rng([31, rep])
-        pos = sample_gaussian_mechanism(1.0, 1.0, n, rng=rng)
-        neg = sample_gaussian_mechanism(0.0, 1.0, n, rng=rng)
-        res = epsilon_from_scores(
-            pos, neg, selection=strategy, rng=rep, delta=delta, confidence_level=LEVEL
-        )
+    for res in _gaussian_shift_audits(31, n, strategy, delta):
         if isinstance(strategy, Bonferroni):
             target = target_all
         else:
@@ -110,18 +115,12 @@ def test_gaussian_gdp_mu_coverage(strategy):
     """The Gaussian-DP bound of the all-iterates and canary-score audits (Nasr et al. 2023):
     μ from the Clopper–Pearson TPR/FPR bounds of one threshold. For the shift N(1, 1) vs
     N(0, 1) every threshold set has Φ⁻¹(TPR) − Φ⁻¹(FPR) = 1 exactly, so the set's target and
-    the truth coincide: μ = 1, ε = gdp_epsilon(1, δ). 200 runs a side, as the audits use."""
+    the truth coincide: μ = 1, ε = gdp_epsilon(1, δ). 200 scores a side (the audits' scale)."""
     delta, n = 1e-5, 200
     truth_eps = gdp_epsilon(1.0, delta)
     over_mu = over_eps = 0
     mus = []
-    for rep in range(REPS):
-        rng = np.random.default_rng([33, rep])
-        pos = sample_gaussian_mechanism(1.0, 1.0, n, rng=rng)
-        neg = sample_gaussian_mechanism(0.0, 1.0, n, rng=rng)
-        res = epsilon_from_scores(
-            pos, neg, selection=strategy, rng=rep, delta=delta, confidence_level=LEVEL
-        )
+    for res in _gaussian_shift_audits(33, n, strategy, delta):
         g = gdp_from_error_rates(res.tpr_lower, res.fpr_upper, delta)
         over_mu += g.mu > 1.0
         over_eps += g.epsilon > truth_eps
