@@ -101,12 +101,10 @@ def noise_grid_epsilon(epsilon: float) -> float:
 
 def one_tailed_slots(s: np.ndarray, inc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The membership game as K = 2 slots in which every guess is "in": scores
-    ``(rank + 1, 0)``, so the slots with the largest margin are the highest-scoring canaries
-    (the two-tailed slots of :func:`membership_slots` guess "out" for the lowest ones too)."""
-    order = np.argsort(s, kind="stable")
-    rank = np.empty(s.size)
-    rank[order] = np.arange(s.size)
-    return np.stack([rank + 1.0, np.zeros(s.size)], axis=1), np.where(inc, 0, 1)
+    ``(s − min s + 1, 0)``, so the slots with the largest margin are the highest-scoring
+    canaries (the two-tailed slots of :func:`membership_slots` guess "out" for the lowest
+    ones too)."""
+    return np.column_stack([s - s.min() + 1.0, np.zeros(s.size)]), np.where(inc, 0, 1)
 
 
 def brute_force(s: np.ndarray, inc: np.ndarray, k_max: int) -> dict[str, float]:

@@ -18,7 +18,13 @@ from dpaudit.accounting import RDPCurve
 from dpaudit.errors import require
 from dpaudit.mechanisms.values import SubsampledGaussian
 
-__all__ = ["ACCOUNTANTS", "calibrate_noise_multiplier", "opacus_epsilon", "opacus_rdp"]
+__all__ = [
+    "ACCOUNTANTS",
+    "CLAIM_SOURCES",
+    "calibrate_noise_multiplier",
+    "opacus_epsilon",
+    "opacus_rdp",
+]
 
 ACCOUNTANTS: tuple[str, ...] = ("prv", "rdp")
 #: The published source of each Opacus accountant's claim.
