@@ -30,6 +30,10 @@ check. The names, by concept:
   per run (Pillutla et al. 2023, arXiv:2305.18447).
 * **Label memorization** — the correct-guess-rate bound of Malek et al. 2021
   (arXiv:2106.03408, App. B) and its abstention-threshold sweep.
+* **Anytime-valid audits** — test supermartingales by betting for an (ε, δ) claim from paired
+  witness values, and a confidence sequence for ε valid at every stopping time (González,
+  Dulce-Rubio, Ramdas & Ribero 2025, arXiv:2509.07055; Waudby-Smith & Ramdas 2023,
+  arXiv:2010.09686): the sequential mode of the audits.
 * **Claim checks** — whether an audit refutes a claimed (ε, δ) or RDP guarantee, with a
   p-value for the exact audits.
 """
@@ -132,6 +136,16 @@ from dpaudit.bounds._memorization import (
 )
 
 # isort: split
+# Anytime-valid (sequential) audits
+from dpaudit.bounds._sequential import (
+    BETTING_STRATEGIES,
+    BettingEProcess,
+    DPClaimEProcess,
+    SequentialAudit,
+    epsilon_grid,
+)
+
+# isort: split
 # Claim checks
 from dpaudit.bounds._violation import ViolationCheck, check_dp_claim, check_rdp_claim
 
@@ -210,6 +224,12 @@ __all__ = [  # noqa: RUF022 - grouped by concept, as the imports above
     "label_memorization_audit",
     "label_memorization_epsilon",
     "label_memorization_sweep",
+    # Anytime-valid audits
+    "BETTING_STRATEGIES",
+    "BettingEProcess",
+    "DPClaimEProcess",
+    "SequentialAudit",
+    "epsilon_grid",
     # Claim checks
     "ViolationCheck",
     "check_dp_claim",

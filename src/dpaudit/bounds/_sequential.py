@@ -1,0 +1,327 @@
+"""Anytime-valid audits: test supermartingales for a DP claim and a confidence sequence for ε.
+
+A fixed-sample audit must be sized in advance, and looking at its bound while it runs and
+stopping when it looks good voids its guarantee. A *test supermartingale* does not have that
+problem: it is a nonnegative process ``K_t`` with ``K_0 = 1`` whose expectation cannot grow
+under the null, and Ville's inequality gives ``P(∃t: K_t ≥ 1/β) ≤ β`` — the test may look
+after every observation and stop whenever it likes (González, Dulce-Rubio, Ramdas & Ribero
+2025, "Sequentially Auditing Differential Privacy", arXiv:2509.07055; testing by betting,
+Waudby-Smith & Ramdas 2023, JRSS-B, arXiv:2010.09686; Shafer 2021).
+
+**The observation.** Draw ``X_t ~ M(a′)`` and ``Y_t ~ M(a)`` on a neighbouring pair and
+apply a *witness* ``h_t`` with values in ``[0, 1]`` (the indicator of an event, or a soft
+score) chosen from the past only (predictable). If ``M`` is (ε, δ)-DP then
+``E[h(M(a′))] ≤ e^ε E[h(M(a))] + δ`` for every such ``h`` (integrate the DP inequality over
+the level sets of ``h``), so
+
+    Z_t(ε) = h_t(X_t) − e^ε h_t(Y_t) − δ ∈ [−e^ε − δ, 1 − δ]
+
+has conditional mean ≤ 0 under the claim. Betting a predictable fraction
+``λ_t ∈ [0, c/(e^ε + δ)]`` (``c < 1``) of the current wealth on it gives the test
+supermartingale ``K_t(ε) = Π_{s ≤ t} (1 + λ_s Z_s(ε))``.
+
+**Betting strategies.** ``"agrapa"`` (default): the approximate growth-rate adaptive bet
+``λ_t = μ̂_{t−1} / m̂₂_{t−1}`` from the running mean and second moment of the past ``Z``
+(Waudby-Smith & Ramdas 2023, §B.3, "aGRAPA"), truncated to ``[0, c/(e^ε + δ)]``; every bet is
+a function of past prefix sums, so a whole batch is updated with vector operations.
+``"ons"``: online Newton step on the log-wealth (Cutkosky & Orabona 2018, "Black-box
+reductions for parameter-free online learning in Banach spaces", COLT, arXiv:1802.06293; as
+used for testing by Shekhar & Ramdas 2023, arXiv:2112.09162, Alg. 1), bets in ``[0, c]`` on the
+normalised ``Z/(e^ε + δ) ∈ [−1, …]``; sequential, so slower.
+
+**Confidence sequence for ε.** Each ε′ of an increasing grid has its own test
+supermartingale. The lower bound at time ``t`` is the largest grid ε′ such that every grid
+value up to it has been rejected at some time ``≤ t`` (fixed-sequence testing). If the
+mechanism is (ε*, δ)-DP, the bound can exceed ε* only if the first grid value ``≥ ε*`` — a
+true null — is rejected, which happens with probability ``≤ β`` over the whole stream: the
+bound holds at every time simultaneously, hence at any stopping time, with no correction for
+the grid (the order of the tests is fixed in advance).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from dpaudit._results import ResultMixin
+from dpaudit._validate import check_array, check_choice, check_confidence_level, check_delta
+
+__all__ = [
+    "BETTING_STRATEGIES",
+    "BettingEProcess",
+    "DPClaimEProcess",
+    "SequentialAudit",
+    "epsilon_grid",
+]
+
+BETTING_STRATEGIES = ("agrapa", "ons")
+_MAX_BET = 0.5  # c: bets at most half the way to ruin (Waudby-Smith & Ramdas 2023, §5)
+_CHUNK = 2**21  # grid points × observations per vectorised step (memory stays ~100 MB)
+_ONS_CONSTANT = 2.0 / (2.0 - math.log(3.0))  # Cutkosky & Orabona 2018, Alg. 1 for betting
+
+
+def epsilon_grid(claimed_epsilon: float, *, points: int = 200, top: float | None = None):
+    """The default ε grid of :class:`DPClaimEProcess`: ``points`` values evenly spaced on
+    ``[0, top]`` (default ``top = 2·claimed_epsilon + 1``), with the claim itself added.
+
+    Example:
+        >>> g = epsilon_grid(1.0, points=5)
+        >>> g.tolist()
+        [0.0, 0.75, 1.0, 1.5, 2.25, 3.0]
+    """
+    claimed = float(claimed_epsilon)
+    if not (math.isfinite(claimed) and claimed >= 0):
+        raise ValueError(f"claimed_epsilon must be finite and >= 0, got {claimed_epsilon!r}")
+    if not isinstance(points, (int, np.integer)) or isinstance(points, bool) or points < 2:
+        raise ValueError(f"points must be an integer >= 2, got {points!r}")
+    top = 2.0 * claimed + 1.0 if top is None else float(top)
+    if not (math.isfinite(top) and top > 0):
+        raise ValueError(f"top must be finite and > 0, got {top!r}")
+    return np.unique(np.append(np.linspace(0.0, top, int(points)), claimed))
+
+
+class BettingEProcess:
+    """Test supermartingales for ``H0: E[Z_t | past] ≤ 0`` with ``Z_t ∈ [lower, upper]``, one
+    per column of a family, updated from a stream.
+
+    Each column ``j`` receives its own observations ``z[j, t]`` (with their own bounds
+    ``lower[j] < 0 < upper[j]``) and bets ``λ_t ∈ [0, c/|lower_j|]`` on them with the
+    strategy named; ``log_wealth[j]`` is ``log K_t`` and ``max_log_wealth[j]`` its running
+    maximum. Under the null ``P(sup_t K_t ≥ 1/β) ≤ β`` (Ville's inequality), for each column.
+
+    Args:
+        lower: the lowest possible value of each column's observations (< 0).
+        strategy: ``"agrapa"`` (vectorised, default) or ``"ons"``.
+        max_bet: the truncation ``c ∈ (0, 1)`` of the bets as a fraction of ``1/|lower|``.
+
+    Example:
+        >>> e = BettingEProcess([-1.0])
+        >>> _ = e.update(np.full((1, 200), 0.2))  # mean 0.2 > 0: evidence grows
+        >>> bool(e.max_log_wealth[0] > math.log(20))
+        True
+    """
+
+    def __init__(self, lower: ArrayLike, *, strategy: str = "agrapa", max_bet: float = _MAX_BET):
+        low = check_array("lower", lower, ndim=1)
+        if np.any(low >= 0):
+            raise ValueError(f"lower must be < 0 in every column, got {low.tolist()}")
+        self.strategy = check_choice("strategy", strategy, BETTING_STRATEGIES)
+        if not (isinstance(max_bet, (int, float)) and 0 < max_bet < 1):
+            raise ValueError(f"max_bet must be in (0, 1), got {max_bet!r}")
+        self.scale = -low  # Z / scale ≥ −1
+        self.max_bet = float(max_bet)
+        g = low.size
+        self.count = 0
+        self._sum = np.zeros(g)  # Σ z/scale
+        self._sum_sq = np.zeros(g)  # Σ (z/scale)²
+        self._ons_bet = np.zeros(g)
+        self._ons_grad_sq = np.ones(g)  # 1 + Σ g²
+        self.log_wealth = np.zeros(g)
+        self.max_log_wealth = np.zeros(g)
+
+    def update(self, z: ArrayLike, *, threshold: float | None = None):
+        """Feed observations ``z`` of shape ``(columns, n)`` in time order.
+
+        Args:
+            z: the new observations (each column within its declared range).
+            threshold: a log-wealth level; when given, returns for each column the index in
+                this batch (0-based) at which the running maximum first reached it, or -1.
+
+        Returns:
+            ``None``, or the first-crossing indices when ``threshold`` is given.
+        """
+        z = np.asarray(z, dtype=float)
+        if z.ndim != 2 or z.shape[0] != self.scale.size:
+            raise ValueError(f"z must have shape ({self.scale.size}, n), got {z.shape}")
+        y = z / self.scale[:, None]
+        if np.any(y < -1.0 - 1e-12):
+            raise ValueError("z has values below the declared lower bound")
+        crossing = np.full(self.scale.size, -1, dtype=np.int64)
+        step = max(_CHUNK // max(self.scale.size, 1), 1)
+        for start in range(0, y.shape[1], step):
+            part = y[:, start : start + step]
+            path = self._agrapa(part) if self.strategy == "agrapa" else self._ons(part)
+            if threshold is not None:
+                hit = np.maximum.accumulate(path, axis=1) >= threshold
+                first = np.where(hit.any(axis=1), hit.argmax(axis=1) + start, -1)
+                crossing = np.where((crossing < 0) & (first >= 0), first, crossing)
+            if path.shape[1]:
+                self.max_log_wealth = np.maximum(self.max_log_wealth, path.max(axis=1))
+                self.log_wealth = path[:, -1].copy()
+        return crossing if threshold is not None else None
+
+    def _agrapa(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
+        """aGRAPA bets from past prefix sums (one pseudo-observation at mean 0, second moment
+        1/4 regularises the first bets), then the log-wealth path."""
+        n = y.shape[1]
+        before = np.cumsum(y, axis=1) - y + self._sum[:, None]
+        before_sq = np.cumsum(y * y, axis=1) - y * y + self._sum_sq[:, None]
+        k = self.count + np.arange(n) + 1.0  # past observations + the pseudo-observation
+        mean = before / k
+        second = (before_sq + 0.25) / k
+        bet = np.clip(mean / second, 0.0, self.max_bet)
+        path = self.log_wealth[:, None] + np.cumsum(np.log1p(bet * y), axis=1)
+        self._sum += y.sum(axis=1)
+        self._sum_sq += (y * y).sum(axis=1)
+        self.count += n
+        return path
+
+    def _ons(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
+        path = np.empty_like(y)
+        wealth = self.log_wealth.copy()
+        bet, grad_sq = self._ons_bet, self._ons_grad_sq
+        for t in range(y.shape[1]):
+            yt = y[:, t]
+            gain = 1.0 + bet * yt
+            wealth += np.log(gain)
+            path[:, t] = wealth
+            g = yt / gain
+            grad_sq += g * g
+            bet = np.clip(bet + _ONS_CONSTANT * g / grad_sq, 0.0, self.max_bet)
+        self._ons_bet, self._ons_grad_sq = bet, grad_sq
+        self.count += y.shape[1]
+        self._sum += y.sum(axis=1)
+        self._sum_sq += (y * y).sum(axis=1)
+        return path
+
+
+@dataclasses.dataclass(frozen=True)
+class SequentialAudit(ResultMixin):
+    """Where a sequential audit of an (ε, δ) claim stands.
+
+    Attributes:
+        epsilon: the ε lower bound of the confidence sequence (valid at every stopping time,
+            at ``confidence_level``); the grid's top when the whole grid is rejected (the
+            truth is then above it: ``grid_top`` says so).
+        claimed_epsilon: the ε of the claim tested.
+        delta: δ of the claim and of the bound.
+        rejects_claim: whether the claim's test supermartingale has reached ``1/β``.
+        rejected_at: the observation (1-based) at which it did, or ``None``.
+        observations: the pairs seen so far.
+        log_e_value: log of the claim's e-process now; ``max_log_e_value`` its running max.
+        confidence_level: 1 − β.
+        strategy: the betting strategy.
+        grid_top: the largest ε of the grid (a bound equal to it means "at least this").
+    """
+
+    epsilon: float
+    claimed_epsilon: float
+    delta: float
+    rejects_claim: bool
+    rejected_at: int | None
+    observations: int
+    log_e_value: float
+    max_log_e_value: float
+    confidence_level: float
+    strategy: str
+    grid_top: float
+    method: str = "test supermartingales by betting; fixed-sequence ε grid (anytime-valid)"
+
+
+def _indicator(values: ArrayLike) -> ArrayLike:
+    """Boolean arrays (an event's indicator) as 0/1 floats; anything else unchanged."""
+    arr = np.asarray(values) if not isinstance(values, np.ndarray) else values
+    return arr.astype(float) if arr.dtype == np.bool_ else values
+
+
+class DPClaimEProcess:
+    """Anytime-valid test of an (ε, δ)-DP claim and confidence sequence for ε, from paired
+    witness values (module docstring).
+
+    Args:
+        claimed_epsilon: the claim tested.
+        delta: δ of the claim and of the bound.
+        epsilons: the increasing ε grid of the confidence sequence (default
+            :func:`epsilon_grid`); the claim is added to it.
+        confidence_level: 1 − β; the claim is rejected when its e-process reaches ``1/β``.
+        strategy: one of :data:`BETTING_STRATEGIES`.
+
+    Example:
+        >>> rng = np.random.default_rng(0)
+        >>> e = DPClaimEProcess(0.5)  # Bernoulli(0.9) vs Bernoulli(0.1): true ε = log 9
+        >>> r = e.update(rng.random(400) < 0.9, rng.random(400) < 0.1)
+        >>> r.rejects_claim, 0.5 < r.epsilon < math.log(9)
+        (True, True)
+    """
+
+    def __init__(
+        self,
+        claimed_epsilon: float,
+        delta: float = 0.0,
+        *,
+        epsilons: Sequence[float] | None = None,
+        confidence_level: float = 0.95,
+        strategy: str = "agrapa",
+    ):
+        claimed = float(claimed_epsilon)
+        if not (math.isfinite(claimed) and claimed >= 0):
+            raise ValueError(f"claimed_epsilon must be finite and >= 0, got {claimed_epsilon!r}")
+        self.delta = check_delta(delta)
+        self.confidence_level = check_confidence_level(confidence_level)
+        grid = epsilon_grid(claimed) if epsilons is None else check_array("epsilons", epsilons)
+        grid = np.unique(np.append(np.ravel(grid), claimed))
+        if grid[0] < 0 or not np.all(np.isfinite(grid)):
+            raise ValueError(f"epsilons must be finite and >= 0, got {grid.tolist()}")
+        self.claimed_epsilon = claimed
+        self.epsilons = grid
+        self._claim = int(np.searchsorted(grid, claimed))
+        self._factor = np.exp(grid)
+        self._process = BettingEProcess(-(self._factor + self.delta), strategy=strategy)
+        self.threshold = math.log(1.0 / (1.0 - self.confidence_level))
+        self._rejected_at = np.full(grid.size, -1, dtype=np.int64)
+
+    @property
+    def observations(self) -> int:
+        """Pairs seen so far."""
+        return self._process.count
+
+    def update(self, positives: ArrayLike, negatives: ArrayLike) -> SequentialAudit:
+        """Feed paired witness values and return where the audit stands.
+
+        Args:
+            positives: ``h_t(X_t)`` in [0, 1] (booleans: an event's indicator) for outputs
+                of the input the witness signals (``X_t ~ M(a′)``), in time order.
+            negatives: ``h_t(Y_t)`` in [0, 1] for outputs of its neighbour, same length.
+
+        Raises:
+            ValueError: values outside [0, 1] or lengths that differ.
+        """
+        pos = check_array("positives", _indicator(positives), ndim=1, allow_empty=True)
+        neg = check_array("negatives", _indicator(negatives), ndim=1, allow_empty=True)
+        if pos.shape != neg.shape:
+            raise ValueError(
+                f"positives and negatives must have the same length, got {pos.size} and {neg.size}"
+            )
+        for name, v in (("positives", pos), ("negatives", neg)):
+            if v.size and (v.min() < 0 or v.max() > 1):
+                raise ValueError(f"{name} must lie in [0, 1], got values in "
+                                 f"[{v.min()}, {v.max()}]")  # fmt: skip
+        seen = self._process.count
+        z = pos[None, :] - self._factor[:, None] * neg[None, :] - self.delta
+        first = self._process.update(z, threshold=self.threshold)
+        new = (self._rejected_at < 0) & (first >= 0)
+        self._rejected_at[new] = seen + first[new] + 1
+        return self.result()
+
+    def lower_bound(self) -> float:
+        """The largest grid ε whose every predecessor (and itself) has been rejected."""
+        rejected = self._rejected_at >= 0
+        if not rejected[0]:
+            return 0.0
+        run = int(np.argmin(rejected)) if not rejected.all() else rejected.size
+        return float(self.epsilons[run - 1])
+
+    def result(self) -> SequentialAudit:
+        """The current :class:`SequentialAudit`."""
+        at = int(self._rejected_at[self._claim])
+        return SequentialAudit(
+            self.lower_bound(), self.claimed_epsilon, self.delta, at > 0,
+            at if at > 0 else None, self.observations,
+            float(self._process.log_wealth[self._claim]),
+            float(self._process.max_log_wealth[self._claim]), self.confidence_level,
+            self._process.strategy, float(self.epsilons[-1]),
+        )  # fmt: skip
