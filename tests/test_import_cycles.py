@@ -148,3 +148,55 @@ def test_the_data_layer_imports_no_system():
         if m == "dpaudit.data" or m.startswith("dpaudit.data.")
     }
     assert not {m: t for m, t in bad.items() if t}
+
+
+def _unit(module: str) -> str:
+    """The package or top-level module of ``dpaudit`` a module belongs to
+    (``dpaudit.mechanisms._group`` → ``dpaudit.mechanisms``; ``dpaudit.divergence`` itself)."""
+    return ".".join(module.split(".")[:2])
+
+
+def unit_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The module graph collapsed onto ``dpaudit``'s packages and top-level modules (the root
+    package ``dpaudit`` left out: it re-exports the public API from above every layer)."""
+    out: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        unit = _unit(module)
+        if unit == ROOT:
+            continue
+        out.setdefault(unit, set()).update(
+            _unit(t) for t in targets if _unit(t) not in (unit, ROOT)
+        )
+    return out
+
+
+def test_the_unit_graph_collapses_packages():
+    toy = {
+        "dpaudit": {"dpaudit.a"},
+        "dpaudit.a": {"dpaudit.a._x"},
+        "dpaudit.a._x": {"dpaudit.b"},
+        "dpaudit.b": set(),
+        "dpaudit.b.c": {"dpaudit.a._x"},  # lazily or not: every import is an edge
+    }
+    graph = unit_graph(toy)
+    assert graph == {"dpaudit.a": {"dpaudit.b"}, "dpaudit.b": {"dpaudit.a"}}
+    assert [c for c in strongly_connected_components(graph) if len(c) > 1] == [
+        ["dpaudit.a", "dpaudit.b"]
+    ]
+
+
+def test_no_two_packages_import_each_other():
+    """No two packages (or a package and a top-level module such as ``dpaudit.divergence``)
+    import each other, directly or through others, at module level or lazily: the layers'
+    arrows all point one way, even where import-linter's contract allows siblings."""
+    graph = import_graph()
+    units = unit_graph(graph)
+    cycles = [c for c in strongly_connected_components(units) if len(c) > 1]
+    witnesses = {
+        f"{m} -> {t}"
+        for c in cycles
+        for m, targets in graph.items()
+        for t in targets
+        if _unit(m) in c and _unit(t) in c and _unit(m) != _unit(t)
+    }
+    assert not cycles, f"packages importing each other: {cycles} (imports: {sorted(witnesses)})"

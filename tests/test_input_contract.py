@@ -331,7 +331,7 @@ BASELINES: dict[str, dict[str, Any]] = {
     "divergence.worst_case_neighbour_renyi": {"votes": [6, 2, 1], "sigma": 2.0, "orders": ORDERS},
     # group privacy of the noisy argmax (issue 26)
     "mechanisms.group_histograms": {"votes": [3, 1, 0], "distance": 2},
-    "mechanisms.worst_case_group_renyi": {
+    "divergence.worst_case_group_renyi": {
         "votes": [6, 2, 1],
         "sigma": 2.0,
         "orders": ORDERS,
@@ -1413,7 +1413,7 @@ OVERSIZED += [
     _over("divergence.exact_renyi", "orders", BIG_GRID),
     _over("divergence.neighbouring_histograms", "votes", Lazy(lambda: np.ones(100_000))),
     _over("mechanisms.group_histograms", "votes", Lazy(lambda: np.full(2000, 50.0))),
-    _over("mechanisms.worst_case_group_renyi", "votes", Lazy(lambda: np.full(300, 50.0))),
+    _over("divergence.worst_case_group_renyi", "votes", Lazy(lambda: np.full(300, 50.0))),
     _over("mechanisms.randomized_response_renyi", "orders", BIG_GRID),
     _over("accounting.smooth_sensitivity_conditions", "num_points", 10**12),
 ]

@@ -15,14 +15,13 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from dpaudit.divergence import worst_case_neighbour_renyi
+from dpaudit.divergence import worst_case_group_renyi, worst_case_neighbour_renyi
 from dpaudit.mechanisms import (
     gaussian_group_rdp,
     gaussian_renyi,
     generic_group_rdp,
     group_histograms,
     normalise_group_bound,
-    worst_case_group_renyi,
 )
 
 

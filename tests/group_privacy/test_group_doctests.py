@@ -8,6 +8,7 @@ from doctest_support import module_examples
 
 MODULES = [
     "dpaudit.mechanisms._group",
+    "dpaudit.divergence",
     "dpaudit.attacks._group",
     "dpaudit.experiments.group_privacy.settings",
     "dpaudit.experiments.group_privacy.pipeline",

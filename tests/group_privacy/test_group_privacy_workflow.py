@@ -8,6 +8,7 @@ import pytest
 from scipy import stats
 
 from dpaudit.attacks import GROUP_ADVERSARIES
+from dpaudit.divergence import worst_case_group_renyi
 from dpaudit.experiments import WORKFLOWS
 from dpaudit.experiments.group_privacy import (
     GroupPrivacySettings,
@@ -20,7 +21,6 @@ from dpaudit.experiments.group_privacy import (
     sample_counts,
     stages,
 )
-from dpaudit.mechanisms import worst_case_group_renyi
 
 SMALL = dict(
     dataset="digits", teachers=10, sigma=4.0, queries=40, proxy_queries=40, pool=40,

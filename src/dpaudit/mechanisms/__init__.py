@@ -13,8 +13,8 @@
   (:func:`laplace_label_posterior`, :func:`gaussian_label_posterior`, :func:`label_posterior`)
   and the simplex projection :func:`project_to_simplex` (Duchi et al. 2008).
 * Group privacy of the noisy argmax (:mod:`dpaudit.mechanisms._group`; Chadha et al. 2024,
-  arXiv:2402.09403, App. C): histograms at distance m (:func:`group_histograms`), their exact
-  worst-case RDP (:func:`worst_case_group_renyi`), the Gaussian m² rule
+  arXiv:2402.09403, App. C): histograms at distance m (:func:`group_histograms`; their exact
+  worst-case RDP is :func:`dpaudit.divergence.worst_case_group_renyi`), the Gaussian m² rule
   (:func:`gaussian_group_rdp`), Mironov's generic conversion (:func:`generic_group_rdp`) and
   the normalisation of a group lower bound (:func:`normalise_group_bound`).
 """
@@ -22,12 +22,10 @@
 from dpaudit.mechanisms._group import (
     GROUP_RELATIONS,
     NORMALISATIONS,
-    GroupRenyi,
     gaussian_group_rdp,
     generic_group_rdp,
     group_histograms,
     normalise_group_bound,
-    worst_case_group_renyi,
 )
 from dpaudit.mechanisms._kernels import MultinomialBlock, NoisyArgmaxBlock
 from dpaudit.mechanisms._labels import (
@@ -90,7 +88,6 @@ __all__ = [
     "ConfidentGNMax",
     "GNMax",
     "GaussianLabels",
-    "GroupRenyi",
     "LNMax",
     "LaplaceLabels",
     "Mechanism",
@@ -131,5 +128,4 @@ __all__ = [
     "sample_laplace_mechanism",
     "sample_randomized_response",
     "sample_randomized_response_counts",
-    "worst_case_group_renyi",
 ]

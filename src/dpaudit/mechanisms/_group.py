@@ -12,30 +12,30 @@ An adversary that changes m training points moves at most m votes of a query's h
   teacher's vote changes per query, i.e. ``"replace"`` at distance 1, on every query at once;
 * ``"add-remove"`` at distance m: ``‖H′ − H‖₁ ≤ m`` (votes added or removed one at a time).
 
-:func:`group_histograms` enumerates that set, :func:`worst_case_group_renyi` maximises the exact
-``D_α(Q(H)‖Q(H′))`` of the noisy argmax over it (exact output distributions, Chadha et al.
-2024 Eq. 4). Next to it, the two upper bounds an auditor would otherwise use:
+:func:`group_histograms` enumerates that set; :func:`dpaudit.divergence.worst_case_group_renyi`
+maximises the exact ``D_α(Q(H)‖Q(H′))`` of the noisy argmax over it (exact output
+distributions, Chadha et al. 2024 Eq. 4), beside the other divergences. Here, the two upper
+bounds an auditor would otherwise use:
 :func:`gaussian_group_rdp` (the Gaussian mechanism at distance m, ``α·m²Δ²/(2σ²)``; Mironov 2017,
 arXiv:1702.07476, Prop. 7 with sensitivity mΔ) and :func:`generic_group_rdp` (any mechanism,
 Mironov 2017 Prop. 2: ``(α/2^c, 3^c·ε)``-RDP at distance 2^c). :func:`normalise_group_bound`
 turns a lower bound on the group RDP back into one on the single-point RDP through either.
 
 Example:
-    >>> r = worst_case_group_renyi([6, 4, 0], 2.0, [2.0], distance=2)
-    >>> bool(r.epsilons[0] <= gaussian_group_rdp([2.0], sigma=2.0, distance=2)[0])
-    True
+    >>> len(group_histograms([6, 4, 0], 2))
+    11
+    >>> gaussian_group_rdp([2.0], sigma=2.0, distance=2).round(6).tolist()
+    [2.0]
 """
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 from collections.abc import Iterator
 
 import numpy as np
 
-from dpaudit._results import ResultMixin
 from dpaudit._typing import ArrayLike, FloatArray
 from dpaudit._validate import (
     check_array,
@@ -46,32 +46,29 @@ from dpaudit._validate import (
     check_positive_int,
     check_votes,
 )
-from dpaudit.mechanisms.noisy_argmax import check_quadrature_work
 
 __all__ = [
     "GROUP_RELATIONS",
     "NORMALISATIONS",
-    "GroupRenyi",
     "gaussian_group_rdp",
     "generic_group_rdp",
     "group_histograms",
     "normalise_group_bound",
-    "worst_case_group_renyi",
 ]
 
 #: How the histograms at distance m are reached (module notes).
 GROUP_RELATIONS: tuple[str, ...] = ("replace", "add-remove")
 #: How a group lower bound is turned into a single-point one (:func:`normalise_group_bound`).
 NORMALISATIONS: tuple[str, ...] = ("generic", "gaussian", "teacher")
-#: Histograms evaluated at once by :func:`worst_case_group_renyi`.
+#: Histograms evaluated at once by :func:`dpaudit.divergence.worst_case_group_renyi`.
 GROUP_CHUNK = 512
 
 
-def _check_distance(distance: object) -> int:
+def check_distance(distance: object) -> int:
     return check_positive_int("distance", distance)
 
 
-def _check_histogram(votes: ArrayLike) -> np.ndarray:
+def check_histogram(votes: ArrayLike) -> np.ndarray:
     h = check_votes("votes", votes, nonneg=True)
     if h.ndim != 1:
         raise ValueError(f"votes must be a single histogram (C,), got shape {h.shape}")
@@ -80,7 +77,7 @@ def _check_histogram(votes: ArrayLike) -> np.ndarray:
     return h
 
 
-def _effective(h: np.ndarray, distance: int, relation: str) -> int:
+def effective_distance(h: np.ndarray, distance: int, relation: str) -> int:
     """Under ``"replace"`` no more votes than ΣH can move: larger m reach the same set."""
     if relation == "replace":
         return max(1, min(distance, int(min(h.sum(), 2**62))))
@@ -97,7 +94,7 @@ def _multisets(c: int, j: int, cap: np.ndarray | None) -> list[np.ndarray]:
     return out
 
 
-def _shifts(h: np.ndarray, distance: int, relation: str) -> Iterator[np.ndarray]:
+def shifts(h: np.ndarray, distance: int, relation: str) -> Iterator[np.ndarray]:
     """Every non-zero ``d`` with ``h + d`` reachable (module notes), each once."""
     c = h.size
     cap = np.minimum(h, distance).astype(np.int64)  # no class loses more than m votes
@@ -118,7 +115,7 @@ def _shifts(h: np.ndarray, distance: int, relation: str) -> Iterator[np.ndarray]
                         yield a - r
 
 
-def _count_reachable(c: int, distance: int, relation: str) -> int:
+def count_reachable(c: int, distance: int, relation: str) -> int:
     """An upper bound on the number of histograms :func:`group_histograms` returns."""
     size = [1]
     total = 0
@@ -160,116 +157,15 @@ def group_histograms(votes: ArrayLike, distance: int, relation: str = "replace")
         >>> len(group_histograms([2, 1, 0], 2))
         8
     """
-    h = _check_histogram(votes)
-    m = _effective(h, _check_distance(distance), relation)
+    h = check_histogram(votes)
+    m = effective_distance(h, check_distance(distance), relation)
     check_choice("relation", relation, GROUP_RELATIONS)
-    bound = _count_reachable(h.size, m, relation)
+    bound = count_reachable(h.size, m, relation)
     check_memory(8.0 * bound * h.size, f"group_histograms of votes with C={h.size}, distance={m}")
-    rows = [h + d for d in _shifts(h, m, relation)]
+    rows = [h + d for d in shifts(h, m, relation)]
     if not rows:
         raise ValueError(f"votes has no histogram at distance {m} under {relation!r}: {votes!r}")
     return np.stack(rows).astype(np.float64)
-
-
-@dataclasses.dataclass(frozen=True)
-class GroupRenyi(ResultMixin):
-    """Exact worst-case Rényi divergence of the noisy argmax at distance m.
-
-    Attributes:
-        orders: the Rényi orders α.
-        epsilons: ``max_{H′} max(D_α(Q(H)‖Q(H′)), D_α(Q(H′)‖Q(H)))`` over the reachable H′.
-        neighbours: the maximising H′ at each order, ``(len(orders), C)``.
-        directions: ``"forward"`` or ``"reverse"`` at each order.
-        votes: the histogram H.
-        sigma: noise standard deviation.
-        distance: m.
-        relation: ``"replace"`` or ``"add-remove"``.
-        num_histograms: how many H′ were evaluated.
-        method: ``"exact"`` (exact output probabilities, no sampling).
-    """
-
-    orders: FloatArray
-    epsilons: FloatArray
-    neighbours: FloatArray
-    directions: tuple[str, ...]
-    votes: FloatArray
-    sigma: float
-    distance: int
-    relation: str
-    num_histograms: int
-    method: str = "exact"
-
-
-def worst_case_group_renyi(
-    votes: ArrayLike,
-    sigma: float,
-    orders: ArrayLike,
-    *,
-    distance: int,
-    relation: str = "replace",
-) -> GroupRenyi:
-    """Exact group RDP of the Gaussian noisy argmax at one histogram, over distance m.
-
-    The maximum over every H′ of :func:`group_histograms` (both directions) of
-    ``D_α(Q(H)‖Q(H′))``, with Q the exact output distribution of ``argmax(H + N(0, σ²I))``
-    (Chadha et al. 2024, arXiv:2402.09403, Eq. 4; Wang et al. 2022, arXiv:2209.10732, Thm 1).
-    At distance 1 it equals :func:`dpaudit.divergence.worst_case_neighbour_renyi`.
-
-    Args:
-        votes: the histogram H ``(C,)``.
-        sigma: noise standard deviation σ > 0.
-        orders: Rényi orders α ≥ 1 (``inf`` allowed).
-        distance: m ≥ 1.
-        relation: ``"replace"`` (default) or ``"add-remove"``.
-
-    Returns:
-        :class:`GroupRenyi`.
-
-    Raises:
-        ValueError: bad votes, σ, orders, distance or relation; more quadrature than
-            :data:`dpaudit.mechanisms.noisy_argmax.MAX_QUADRATURE_NODES`.
-
-    Example:
-        >>> r1 = worst_case_group_renyi([5, 5, 0], 1.0, [2.0], distance=1)
-        >>> r2 = worst_case_group_renyi([5, 5, 0], 1.0, [2.0], distance=2)
-        >>> bool(r2.epsilons[0] > r1.epsilons[0])
-        True
-    """
-    from dpaudit.divergence import worst_over_neighbours
-
-    h = _check_histogram(votes)
-    s = check_positive("sigma", sigma)
-    alphas = check_orders(orders, allow_one=True, allow_inf=True)
-    check_choice("relation", relation, GROUP_RELATIONS)
-    m = _effective(h, _check_distance(distance), relation)
-    bound = _count_reachable(h.size, m, relation)
-    check_quadrature_work(
-        bound + 1,
-        h.size,
-        f"worst_case_group_renyi of votes with C={h.size} classes at distance={m} "
-        f"(≤ {bound} histograms)",
-    )
-    shifts = _shifts(h, m, relation)
-    chunks = (
-        h + np.stack(batch).astype(np.float64)
-        for batch in iter(lambda: list(itertools.islice(shifts, GROUP_CHUNK)), [])
-    )
-    best, arg, total = worst_over_neighbours(h, s, alphas, chunks)
-    if total == 0:
-        raise ValueError(f"votes has no histogram at distance {m} under {relation!r}: {votes!r}")
-    pick = (best[1] > best[0]).astype(int)
-    cols = np.arange(alphas.size)
-    return GroupRenyi(
-        orders=alphas,
-        epsilons=np.maximum(best[pick, cols], 0.0),
-        neighbours=arg[pick, cols],
-        directions=tuple("reverse" if p else "forward" for p in pick),
-        votes=h,
-        sigma=s,
-        distance=m,
-        relation=relation,
-        num_histograms=total,
-    )
 
 
 def gaussian_group_rdp(
@@ -302,7 +198,7 @@ def gaussian_group_rdp(
     """
     from dpaudit.mechanisms.simple import gaussian_renyi
 
-    m = _check_distance(distance)
+    m = check_distance(distance)
     d = check_positive("sensitivity", sensitivity)
     return gaussian_renyi(orders, sigma=sigma, sensitivity=m * d)
 
@@ -354,7 +250,7 @@ def generic_group_rdp(
     """
     lam = check_orders(orders, allow_one=True, allow_inf=True)
     eps = _check_curve("rdp", rdp, lam)
-    c = _levels(_check_distance(distance))
+    c = _levels(check_distance(distance))
     keep = lam >= 2.0 ** (c + 1) if c > 0 else np.ones(lam.shape, dtype=bool)
     return lam[keep] / 2.0**c, eps[keep] * 3.0**c
 
@@ -371,8 +267,8 @@ def normalise_group_bound(
       m² times their single-point RDP at the same order — the Gaussian mechanism, with equality
       (Mironov 2017 Prop. 7), hence the Gaussian release that GNMax's data-independent claim
       analyses (Papernot et al. 2018, arXiv:1802.08908, Prop. 8). It is *not* established for
-      the argmax's own exact RDP (:func:`worst_case_group_renyi` measures that functional
-      per histogram).
+      the argmax's own exact RDP (:func:`dpaudit.divergence.worst_case_group_renyi` measures
+      that functional per histogram).
     * ``"teacher"`` — ``ε ≥ L_m``: the unit of privacy is a whole teacher's data (CaPC, whose
       parties each own one teacher), so the whole-teacher change is one neighbour (Chadha et
       al. 2024, arXiv:2402.09403, App. C).
@@ -399,7 +295,7 @@ def normalise_group_bound(
     """
     lam = check_orders(orders, allow_one=True, allow_inf=True)
     low = _check_curve("lower", lower, lam)
-    m = _check_distance(distance)
+    m = check_distance(distance)
     check_choice("rule", rule, NORMALISATIONS)
     if rule == "teacher":
         return lam, low.copy()

@@ -82,9 +82,10 @@ def worst_case_functional(
 ) -> dict[str, Any]:
     """The exact group functional at the most moved changed query: the worst-case RDP of the
     noisy argmax at distance m over the histograms m votes away, against distance 1 and the
-    m² rule (:func:`dpaudit.mechanisms.worst_case_group_renyi`). Empty when nothing changed
+    m² rule (:func:`dpaudit.divergence.worst_case_group_renyi`). Empty when nothing changed
     or the shift exceeds ``max_distance`` (the enumeration grows as C^{2m})."""
-    from dpaudit.mechanisms import gaussian_group_rdp, worst_case_group_renyi
+    from dpaudit.divergence import worst_case_group_renyi
+    from dpaudit.mechanisms import gaussian_group_rdp
 
     if pair.changed.size == 0:
         return {}
