@@ -66,15 +66,22 @@ from dpaudit.attacks import (
     fit_mechanism_attack,
     input_patterns,
 )
-from dpaudit.bounds import EpsDeltaAudit, epsilon_from_confusion
+from dpaudit.bounds import DPClaimEProcess, EpsDeltaAudit, epsilon_from_confusion
 from dpaudit.engine import run_blocks
-from dpaudit.experiments.mechanism.settings import MechanismAuditSettings
+from dpaudit.experiments.mechanism.settings import (
+    SEQUENTIAL_BUDGET,
+    STAGE_GROWTH,
+    MechanismAuditSettings,
+)
 from dpaudit.systems import MECHANISMS, MechanismSpec
 
 __all__ = ["WORKFLOW", "MechanismWitness", "audit_mechanism", "replay_witness", "resolve_mechanism"]
 
 WORKFLOW = "mechanism"
 _PROBE = 16  # outputs per input drawn to check the mechanism before any real work
+_PILOT = 1_000  # training and selection samples per input of a sequential audit's pilot
+_FIRST_EPOCH = 1_000  # pairs of a sequential audit's first epoch (then doubling)
+_LOOK = 64  # pairs between two looks of the sequential test (it may look after each)
 # Above this many output values per input (samples × output width), the search draws its
 # selection samples in chunks of this size and keeps only their scores (memory stays bounded
 # for large selection sets); below it, training and selection come from one draw.
@@ -389,7 +396,9 @@ def audit_mechanism(
     progress: Any = None,
     checkpoint: Any = None,
 ) -> AuditResult:
-    """Audit one mechanism (module docstring): probe, search, evaluate, report.
+    """Audit one mechanism (module docstring): probe, search, evaluate, report — once at the
+    sizes given, in stages of growing size chosen by the tool (``mode="auto"`` with no size
+    given, the default), or as a stream (``mode="sequential"``).
 
     Args:
         settings: :class:`MechanismAuditSettings`.
@@ -407,8 +416,24 @@ def audit_mechanism(
         ValueError: a mechanism that raises or returns NaN/inf (before any expensive work),
             a bad pair or claim.
     """
-    t0 = time.perf_counter()
     spec = resolve_mechanism(settings, data)
+    if settings.mode == "sequential":
+        return _audit_sequential(spec, settings)
+    if settings.mode == "auto" and not settings.sized_by_user:
+        return _audit_staged(spec, settings, progress, checkpoint)
+    fixed = _fixed(settings, settings.sizes(), settings.confidence_level, settings.seed)
+    return _audit_fixed(spec, fixed, progress, checkpoint, reported=settings)
+
+
+def _fixed(settings, sizes, confidence_level: float, seed: int) -> MechanismAuditSettings:
+    t, sel, n = sizes
+    return dataclasses.replace(settings, mode="fixed", train_samples=t, select_samples=sel,
+                               samples=n, confidence_level=confidence_level, seed=seed)  # fmt: skip
+
+
+def _audit_fixed(spec, settings, progress, checkpoint, reported=None) -> AuditResult:
+    """One audit at the sizes of ``settings`` (all given)."""
+    t0 = time.perf_counter()
     root = np.random.SeedSequence(settings.seed)
     pairs = _pairs(settings, spec)
     width = _probe(spec, pairs, root)
@@ -423,10 +448,139 @@ def audit_mechanism(
     )  # fmt: skip
     entry = _entry(spec, cand, bound, witness, settings)
     return AuditResult(
-        WORKFLOW, (entry,), settings, settings.seed,
+        WORKFLOW, (entry,), reported or settings, settings.seed,
         {"search": t1 - t0, "evaluation": t2 - t1, "total": t2 - t0},
         package_versions(), detail=bound,
     )  # fmt: skip
+
+
+def _audit_staged(spec, settings: MechanismAuditSettings, progress, checkpoint) -> AuditResult:
+    """Stages of growing size, each an independent audit at ``1 − β/max_stages`` on its own
+    seed (``SeedSequence(seed).spawn``): the best stage's bound holds at ``1 − β`` by the
+    union bound over the ``max_stages`` looks fixed in advance, however many are run. A stage
+    is started only while the bound still grows (by 2 % or more) and its projected time (the
+    last stage's × :data:`STAGE_GROWTH`) fits in what is left of ``time_budget``."""
+    t0 = time.perf_counter()
+    level = 1.0 - (1.0 - settings.confidence_level) / settings.max_stages
+    seeds = np.random.SeedSequence(settings.seed).spawn(settings.max_stages)
+    stages, best, last_time = [], None, 0.0
+    for k in range(settings.max_stages):
+        elapsed = time.perf_counter() - t0
+        if k and (elapsed + STAGE_GROWTH * last_time > settings.time_budget):
+            break
+        sized = _fixed(settings, settings.sizes(STAGE_GROWTH**k), level,
+                       int(seeds[k].generate_state(1)[0]))  # fmt: skip
+        start = time.perf_counter()
+        where = None if checkpoint is None else Path(checkpoint) / f"stage-{k}"
+        res = _audit_fixed(spec, sized, progress, where)
+        last_time = time.perf_counter() - start
+        eps = res.entries[0].lower_bound.epsilon
+        stages.append({"stage": k, "sizes": sized.sizes(), "epsilon": eps, "seconds": last_time})
+        previous = best.entries[0].lower_bound.epsilon if best is not None else None
+        if best is None or eps > previous:
+            best = res
+        if previous is not None and eps < 1.02 * previous:
+            break
+    entry = best.entries[0]
+    used = best.settings
+    looks = SelectionRecord(
+        "sample sizes", "bonferroni",
+        f"{len(stages)} of at most {settings.max_stages} stages of growing size (×"
+        f"{STAGE_GROWTH} each, from {settings.sizes()}), each a fresh audit at "
+        f"{level:.4g}; the best reported: sizes {used.sizes()}",
+    )  # fmt: skip
+    lower = dataclasses.replace(
+        entry.lower_bound, confidence_level=settings.confidence_level,
+        method=f"{entry.lower_bound.method}, best of {len(stages)} stages (Bonferroni over "
+        f"{settings.max_stages})",
+    )  # fmt: skip
+    entry = dataclasses.replace(entry, lower_bound=lower,
+                                selections=(*entry.selections, looks))  # fmt: skip
+    timings = {"total": time.perf_counter() - t0, "stages": stages}
+    return AuditResult(WORKFLOW, (entry,), settings, settings.seed, timings,
+                       package_versions(), detail=best.detail)  # fmt: skip
+
+
+def _audit_sequential(spec, settings: MechanismAuditSettings) -> AuditResult:
+    """Stream pairs of outputs through an anytime-valid test of the claim.
+
+    Epoch 0 is a pilot: the pair and the event are chosen as in a fixed audit on
+    ``train_samples``/``select_samples`` (default 1,000 each) samples per input of their own.
+    Then pairs ``(M(a′), M(a))`` are streamed in epochs of doubling length; each epoch's
+    event is fitted on the pilot and on every earlier epoch only (predictable), and each
+    pair's indicators update :class:`dpaudit.bounds.DPClaimEProcess`. The stream stops at the
+    claim's rejection or when ``samples`` pairs (default :data:`SEQUENTIAL_BUDGET`) are
+    spent; the ε confidence sequence holds at that stopping time."""
+    t0 = time.perf_counter()
+    pilot = (settings.train_samples or _PILOT, settings.select_samples or _PILOT)
+    budget = settings.samples or SEQUENTIAL_BUDGET
+    fixed = _fixed(settings, (*pilot, budget), settings.confidence_level, settings.seed)
+    root = np.random.SeedSequence(settings.seed)
+    pairs = _pairs(fixed, spec)
+    width = _probe(spec, pairs, root)
+    cand = _search(spec, pairs, fixed, root, width)
+    pilot_used = len(pairs) * (0 if _uses_llr(spec, fixed) else pilot[0]) + len(pairs) * pilot[1]
+    process = DPClaimEProcess(spec.claimed_epsilon, settings.delta,
+                              confidence_level=settings.confidence_level)  # fmt: skip
+    attack, seen_a, seen_b = cand.attack, [], []
+    streamed, epoch, state = 0, 0, process.result()
+    while streamed < budget and not state.rejects_claim:
+        size = min(_FIRST_EPOCH * 2**epoch, budget - streamed)
+        out_a = _draw(spec, cand.a, size, child_seed(root, 6, epoch, 0))
+        out_b = _draw(spec, cand.b, size, child_seed(root, 6, epoch, 1))
+        for lo in range(0, size, _LOOK):
+            state = process.update(attack.contains(out_b[lo : lo + _LOOK]),
+                                   attack.contains(out_a[lo : lo + _LOOK]))  # fmt: skip
+            if state.rejects_claim:
+                break
+        streamed += size
+        if not _uses_llr(spec, fixed):
+            seen_a.append(out_a)
+            seen_b.append(out_b)
+            attack = _refit(spec, fixed, cand, np.concatenate(seen_a), np.concatenate(seen_b))
+        epoch += 1
+    used = state.rejected_at if state.rejects_claim else state.observations
+    return _sequential_result(spec, settings, cand, state, pilot_used, used, t0)
+
+
+def _refit(spec, s, cand: _Candidate, out_a, out_b) -> MechanismAttack:
+    """The next epoch's event, from the streamed outputs so far: half fit the score, half
+    choose the threshold (the pilot's event when its kind is a closed form)."""
+    half = out_a.shape[0] // 2
+    best, proj = cand.attack, -math.inf
+    for attack in _attacks(spec, s, cand.a, cand.b, out_a[:half], out_b[:half]):
+        attack, p = choose_event(attack, out_a[half:], out_b[half:], n_eval=s.samples,
+                                 confidence_level=s.confidence_level)  # fmt: skip
+        if p > proj:
+            best, proj = attack, p
+    return best
+
+
+def _sequential_result(spec, settings, cand, state, pilot_used, used, t0) -> AuditResult:
+    claims = (Claim("claimed", spec.source, spec.claimed_epsilon, settings.delta),)
+    exact = None
+    if spec.true_epsilon is not None:
+        exact = Claim("true epsilon (closed form)", spec.source, spec.true_epsilon, 0.0)
+    lower = LowerBound(
+        "anytime-valid confidence sequence (test supermartingales by betting, "
+        f"{state.strategy})", settings.confidence_level, state.epsilon, settings.delta,
+        interval=ConfidenceInterval(state.epsilon, math.inf),
+        note=(f"claim rejected after {state.rejected_at} streamed pairs" if state.rejects_claim
+              else f"claim not rejected in {state.observations} streamed pairs")
+        + f" (+ {pilot_used} pilot samples per input)",
+    )  # fmt: skip
+    selections = (
+        SelectionRecord("input pair", "split", "chosen on the pilot samples, which the "
+                        "stream never reuses"),
+        SelectionRecord("event", "predictable", "refitted after each epoch on the pilot and "
+                        "the earlier epochs only; the test bets on later pairs"),
+        SelectionRecord("stopping time", "anytime-valid", "Ville's inequality: the bound and "
+                        "the test hold at any stopping time"),
+    )  # fmt: skip
+    entry = AuditEntry(spec.name, "sequential", lower, claims, exact, selections, detail=state)
+    timings = {"total": time.perf_counter() - t0, "samples_per_input": pilot_used + used}
+    return AuditResult(WORKFLOW, (entry,), settings, settings.seed, timings,
+                       package_versions(), detail=state)  # fmt: skip
 
 
 def replay_witness(

@@ -15,12 +15,29 @@ from dpaudit._validate import (
 )
 from dpaudit.attacks import ATTACK_KINDS
 
-__all__ = ["MechanismAuditSettings"]
+__all__ = ["BASE_SIZES", "MODES", "SEQUENTIAL_BUDGET", "MechanismAuditSettings"]
+
+#: (training, selection, fresh) samples per input of a fixed run and of the first stage of
+#: the automatic sizing; each later stage multiplies all three by :data:`STAGE_GROWTH`.
+BASE_SIZES = (20_000, 20_000, 200_000)
+STAGE_GROWTH = 4
+#: Pairs per input a sequential audit may stream before it stops without a rejection.
+SEQUENTIAL_BUDGET = 1_000_000
+MODES = ("auto", "fixed", "sequential")
 
 
 @dataclasses.dataclass(frozen=True)
 class MechanismAuditSettings:
     """One mechanism, audited DP-Sniper style (Bichsel et al. 2021, IEEE S&P).
+
+    ``mode="auto"`` (the default) with no size given chooses the sizes itself: stages of
+    growing size (:data:`BASE_SIZES`, then ×:data:`STAGE_GROWTH` each), every stage a fresh,
+    independent audit at confidence ``1 − β/max_stages`` (Bonferroni over the stages fixed in
+    advance), until a stage no longer improves the bound by 2 %, ``max_stages`` are done or
+    the next stage would not fit in ``time_budget``; the best stage's bound is reported. With
+    any size given, ``"auto"`` runs one audit at those sizes (the others at their base), as
+    ``"fixed"`` does. ``"sequential"`` streams pairs through an anytime-valid test of the
+    claim (:class:`dpaudit.bounds.DPClaimEProcess`) and stops at the first rejection.
 
     The samples come in three independent parts, each per input of a pair: ``train_samples``
     fit the attack's score, ``select_samples`` choose the input pair and the event's
@@ -40,9 +57,27 @@ class MechanismAuditSettings:
     pair_b: tuple[float, ...] = option((), help="its neighbour (with --pair-a)")
     attack: str = option("auto", help="auto | logistic | counts (exact counts, discrete outputs)")
     max_outputs: int = option(1000, help="most distinct outputs for the exact-count attack")
-    train_samples: int = option(20_000, help="samples per input to fit the attack")
-    select_samples: int = option(20_000, help="samples per input to choose pair and threshold")
-    samples: int = option(200_000, help="fresh samples per input for the bound")
+    mode: str = option(
+        "auto",
+        help="auto: sizes not given are chosen by the tool (stages of growing size, looks "
+        "paid) | fixed: one run at the given or base sizes | sequential: stream pairs until "
+        "the claim is rejected (anytime-valid)",
+    )
+    train_samples: int | None = option(
+        None, help=f"samples per input to fit the attack (base {BASE_SIZES[0]:,})"
+    )
+    select_samples: int | None = option(
+        None, help=f"samples per input to choose pair and threshold (base {BASE_SIZES[1]:,})"
+    )
+    samples: int | None = option(
+        None,
+        help=f"fresh samples per input for the bound (base {BASE_SIZES[2]:,}; sequential: the "
+        f"stream's budget, default {SEQUENTIAL_BUDGET:,})",
+    )
+    time_budget: float = option(
+        150.0, help="seconds the automatic sizing may spend before starting another stage"
+    )
+    max_stages: int = option(5, help="most stages of the automatic sizing (each at 1 − β/stages)")
     screen_pairs: int = option(4, help="pairs kept after screening (0: no screening)")
     screen_samples: int = option(
         100_000, help="samples per input to screen the pairs (when select_samples is larger)"
@@ -51,10 +86,25 @@ class MechanismAuditSettings:
     confidence_level: float = option(0.95, help="confidence 1 − β of the bound")
     seed: int = option(0, help="root seed")
 
+    @property
+    def sized_by_user(self) -> bool:
+        """Whether any of the three sample sizes was given."""
+        return any(x is not None for x in (self.train_samples, self.select_samples, self.samples))
+
+    def sizes(self, scale: int = 1) -> tuple[int, int, int]:
+        """(training, selection, fresh) samples per input: the given ones, the base otherwise,
+        times ``scale``."""
+        given = (self.train_samples, self.select_samples, self.samples)
+        pairs = zip(given, BASE_SIZES, strict=True)
+        return tuple(scale * (b if g is None else g) for g, b in pairs)
+
     def __post_init__(self) -> None:
-        check_positive_int("train_samples", self.train_samples)
-        check_positive_int("select_samples", self.select_samples)
-        check_positive_int("samples", self.samples)
+        for name in ("train_samples", "select_samples", "samples"):
+            if getattr(self, name) is not None:
+                check_positive_int(name, getattr(self, name))
+        check_choice("mode", self.mode, MODES)
+        check_positive("time_budget", self.time_budget)
+        check_positive_int("max_stages", self.max_stages, maximum=20)
         check_positive_int("block_size", self.block_size)
         check_nonneg_int("screen_pairs", self.screen_pairs)
         check_positive_int("screen_samples", self.screen_samples)
