@@ -6,6 +6,7 @@ only when training.
 
 from dpaudit.systems.dpsgd._batched import BATCHED_METHODS, BatchedDPSGD, train_dpsgd_batched
 from dpaudit.systems.dpsgd._dpsgd import (
+    CLIPPING_METHODS,
     DPSGD,
     MODELS,
     OPTIMIZERS,
@@ -26,6 +27,7 @@ from dpaudit.systems.dpsgd._opacus_accounting import (
 __all__ = [
     "ACCOUNTANTS",
     "BATCHED_METHODS",
+    "CLIPPING_METHODS",
     "DPSGD",
     "MODELS",
     "OPTIMIZERS",

@@ -13,10 +13,19 @@ variables (PRV: Gopi, Lee & Wutschitz 2021, arXiv:2106.02848). Add/remove-one ne
   (:func:`dpaudit.systems._torch_nets.torch_context`), the batches come from a numpy
   generator spawned from ``rng``, and the result carries the weights as numpy arrays (it
   pickles, so the same call can run on Ray workers). Same seed (and thread count) ⇒ same
-  model on the CPU. Per-example gradients and the noisy step are Opacus' (``GradSampleModule``
-  and ``DPOptimizer``); the Poisson sampling is done here with a rate fixed *before* the data
-  are seen (``batch_size / nominal_size``), because Opacus' data loader derives the rate from
-  the realised dataset size, which depends on which canaries were included.
+  model on the CPU. The noisy step is Opacus' (``DPOptimizer``: noise σC on the clipped sum,
+  division by the expected batch size); the clipped sum comes from ``settings.clipping``:
+  ``"book-keeping"`` (the default: norms and clipped sum from one forward and one backward
+  pass, no per-example gradients of dense layers — :mod:`._bookkeeping`, Bu et al. 2023,
+  arXiv:2210.00038 — at about the cost of a non-private step), ``"opacus-ghost"`` (Opacus'
+  fast gradient clipping: ghost norms of dense layers, a second weighted backward pass) or
+  ``"opacus"`` (Opacus' ``GradSampleModule``: every per-example gradient). The three give the
+  same update to float32 rounding from the same noise (tests check it); the audits whose
+  subject is the algorithm use the default, the ones whose subject is an Opacus
+  configuration (the bug catalogue, a user's own loop) run that configuration and never
+  come here. The Poisson sampling is done here with a rate fixed *before* the data are seen
+  (``batch_size / nominal_size``), because Opacus' data loader derives the rate from the
+  realised dataset size, which depends on which canaries were included.
 * :class:`DPSGD` — the system (registered as ``"dp-sgd"`` in :data:`SYSTEMS`): the settings,
   the nominal dataset size, the noise multiplier (given, or calibrated to a target (ε, δ) with
   Opacus' ``get_noise_multiplier``), its :attr:`~DPSGD.mechanism` and its claims — Opacus'
@@ -79,6 +88,7 @@ from dpaudit.systems.dpsgd._opacus_accounting import (
 )
 
 __all__ = [
+    "CLIPPING_METHODS",
     "DPSGD",
     "MODELS",
     "OPTIMIZERS",
@@ -92,6 +102,10 @@ __all__ = [
 
 MODELS: tuple[str, ...] = ("cnn", "mlp", "cnn-tanh")
 OPTIMIZERS: tuple[str, ...] = ("sgd", "adam")
+#: How the clipped per-example gradient sum is computed (the same update to float rounding):
+#: book-keeping (ours, one backward pass), Opacus' fast gradient clipping, Opacus' per-sample
+#: gradients.
+CLIPPING_METHODS: tuple[str, ...] = ("book-keeping", "opacus-ghost", "opacus")
 _DPAUDIT_SOURCE = (
     "dpaudit.accounting.subsampled_gaussian_rdp (dp-accounting RdpAccountant; Mironov, Talwar & "
     "Zhang 2019, arXiv:1908.10530) over DEFAULT_ORDERS, conversion of Balle et al. 2020 "
@@ -125,6 +139,12 @@ class DPSGDSettings:
     )
     delta: float = option(1e-5, help="δ of the claim (and of the audit)")
     max_grad_norm: float = option(1.0, help="per-example clipping norm C")
+    clipping: str = option(
+        "book-keeping",
+        help="how the clipped sum is computed: book-keeping (one backward pass, ~ the cost "
+        "of a plain step) | opacus-ghost (Opacus' fast gradient clipping) | opacus "
+        "(Opacus' per-sample gradients); the same update to float rounding",
+    )
     learning_rate: float = option(3.0, help="learning rate", flag="--lr")
     optimizer: str = option("sgd", help="sgd | adam")
     momentum: float = option(0.5, help="SGD momentum")
@@ -150,6 +170,7 @@ class DPSGDSettings:
             check_positive("target_epsilon", self.target_epsilon)
         check_delta(self.delta, allow_zero=False)
         check_positive("max_grad_norm", self.max_grad_norm)
+        check_choice("clipping", self.clipping, CLIPPING_METHODS)
         check_positive("learning_rate", self.learning_rate)
         check_choice("optimizer", self.optimizer, OPTIMIZERS)
         check_in_range("momentum", self.momentum, 0.0, 1.0, low_inclusive=True)
@@ -369,12 +390,14 @@ def _optimizer(torch: Any, params: Any, settings: DPSGDSettings) -> Any:
     return torch.optim.SGD(params, lr=settings.learning_rate, momentum=settings.momentum)
 
 
-def _noise_only_step(torch: Any, opt: Any) -> None:
-    """An empty Poisson batch still releases noise: a zero clipped sum goes through the
-    optimizer's own ``add_noise`` (``p.grad = N(0, σ²C²)``, seen by any attached auditor),
-    is divided by the expected batch size, and the step is taken."""
+def _privatised_step(torch: Any, opt: Any, sums: dict | None) -> None:
+    """The noisy step on a clipped sum (``None``: an empty batch, a zero sum): the sum goes
+    through the optimizer's own ``add_noise`` (``p.grad = Σ + N(0, σ²C²)``, seen by any
+    attached auditor), is divided by the expected batch size, and the step is taken — what
+    ``DPOptimizer.step`` does after its own clipping. An empty Poisson batch still releases
+    noise."""
     for p in opt.params:
-        p.summed_grad = torch.zeros_like(p)
+        p.summed_grad = torch.zeros_like(p) if sums is None else sums[p]
     opt.add_noise()
     for p in opt.params:
         p.grad /= opt.expected_batch_size
@@ -384,55 +407,92 @@ def _noise_only_step(torch: Any, opt: Any) -> None:
 
 @dataclasses.dataclass
 class _Loop:
-    """The tensors and Opacus objects of one training run."""
+    """The tensors and Opacus objects of one training run; ``step(x, y)`` takes one noisy
+    step on a non-empty batch and returns its mean loss (a tensor)."""
 
-    model: Any
+    net: Any
     optimizer: Any
     X: Any
     y: Any
     spec: ModelSpec
+    step: Callable[[Any, Any], Any]
+
+
+def _opacus_step(torch: Any, module: Any, opt: Any, criterion: Any) -> Callable:
+    def step(x: Any, y: Any) -> Any:
+        opt.zero_grad(set_to_none=True)
+        loss = criterion(module(x), y)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    return step
+
+
+def _bookkeeping_step(torch: Any, bk: Any, opt: Any) -> Callable:
+    def step(x: Any, y: Any) -> Any:
+        opt.zero_grad(set_to_none=True)
+        sums, losses, _ = bk.clipped_sum(x, y)
+        _privatised_step(torch, opt, sums)
+        return losses.mean()
+
+    return step
 
 
 def _setup(torch, members: LabelledData, spec: ModelSpec, s: DPSGDSettings, batch: float, init):
     from opacus import GradSampleModule
-    from opacus.optimizers import DPOptimizer
+    from opacus.grad_sample import GradSampleModuleFastGradientClipping
+    from opacus.optimizers import DPOptimizer, DPOptimizerFastGradientClipping
+    from opacus.utils.fast_gradient_clipping_utils import DPLossFastGradientClipping
+
+    from dpaudit.systems.dpsgd._bookkeeping import BookKeeping
 
     device = resolve_device(s.device)
     net = spec.build()
     if init is not None:  # the auditor's initial parameters (Annamalai & De Cristofaro 2024)
         net.load_state_dict({k: torch.as_tensor(np.array(v)) for k, v in init.items()})
     net = net.to(device)
-    gsm = GradSampleModule(net, loss_reduction="mean")
-    opt = DPOptimizer(
-        _optimizer(torch, gsm.parameters(), s),
-        noise_multiplier=float(s.noise_multiplier),
-        max_grad_norm=s.max_grad_norm,
-        expected_batch_size=max(1, round(batch)),
-        loss_reduction="mean",
-    )
+    dp = {
+        "noise_multiplier": float(s.noise_multiplier),
+        "max_grad_norm": s.max_grad_norm,
+        "expected_batch_size": max(1, round(batch)),
+        "loss_reduction": "mean",
+    }
+    criterion = torch.nn.CrossEntropyLoss()
+    if s.clipping == "book-keeping":
+        bk = BookKeeping(net, s.max_grad_norm)
+        opt = DPOptimizer(_optimizer(torch, net.parameters(), s), **dp)
+        step = _bookkeeping_step(torch, bk, opt)
+    elif s.clipping == "opacus-ghost":
+        module = GradSampleModuleFastGradientClipping(
+            net, loss_reduction="mean", max_grad_norm=s.max_grad_norm, use_ghost_clipping=True
+        )
+        opt = DPOptimizerFastGradientClipping(_optimizer(torch, module.parameters(), s), **dp)
+        loss = DPLossFastGradientClipping(module, opt, criterion, loss_reduction="mean")
+        step = _opacus_step(torch, module, opt, loss)
+    else:
+        module = GradSampleModule(net, loss_reduction="mean")
+        opt = DPOptimizer(_optimizer(torch, module.parameters(), s), **dp)
+        step = _opacus_step(torch, module, opt, criterion)
     X = torch.from_numpy(np.array(members.X)).to(device)
     y = torch.from_numpy(np.array(members.y)).to(device)
-    return _Loop(gsm, opt, X, y, spec)
+    return _Loop(net, opt, X, y, spec, step)
 
 
 def _run_steps(torch, loop: _Loop, s: DPSGDSettings, steps: int, q: float, gen, report) -> tuple:
     """T steps of DP-SGD with Poisson batches; returns (examples processed, last losses)."""
     n = int(loop.y.shape[0])
     processed, losses = 0, []
-    lossf = torch.nn.CrossEntropyLoss()
     for t in range(steps):
         idx = np.flatnonzero(gen.random(n) < q)
         if idx.size == 0:
-            _noise_only_step(torch, loop.optimizer)
+            _privatised_step(torch, loop.optimizer, None)
         else:
             ix = torch.from_numpy(idx).to(loop.y.device)
-            loop.optimizer.zero_grad(set_to_none=True)
-            loss = lossf(loop.model(loop.spec.fold(loop.X[ix])), loop.y[ix])
-            loss.backward()
-            loop.optimizer.step()
+            loss = loop.step(loop.spec.fold(loop.X[ix]), loop.y[ix])
             processed += int(idx.size)
             if t >= steps - 10:
-                losses.append(float(loss.detach()))
+                losses.append(float(loss))
         report(t + 1, steps, "DP-SGD steps")
     return processed, losses
 
@@ -453,9 +513,10 @@ def train_dpsgd(
 
     Each of the T steps includes every member independently with probability
     ``q = batch_size / nominal_size`` (Poisson sampling), clips per-example gradients to
-    ``max_grad_norm`` and adds Gaussian noise of standard deviation ``σ·C`` (Opacus'
-    ``GradSampleModule`` + ``DPOptimizer``; Abadi et al. 2016, arXiv:1607.00133, Alg. 1). An
-    empty batch still takes a noise-only step. ``settings.noise_multiplier`` must be set (a
+    ``max_grad_norm`` and adds Gaussian noise of standard deviation ``σ·C`` to their sum
+    (Opacus' ``DPOptimizer``; Abadi et al. 2016, arXiv:1607.00133, Alg. 1), the clipped sum
+    computed as ``settings.clipping`` says (module notes). An empty batch still takes a
+    noise-only step. ``settings.noise_multiplier`` must be set (a
     :class:`DPSGD` system resolves a target ε into it).
 
     Args:
@@ -517,7 +578,7 @@ def train_dpsgd(
             start = time.perf_counter()
             processed, losses = _run_steps(torch, loop, settings, steps, q, gen, report)
             seconds = time.perf_counter() - start
-        weights = loop.model._module.state_dict()
+        weights = loop.net.state_dict()
         state = {k: v.detach().cpu().numpy().copy() for k, v in weights.items()}
     return TrainedDPSGD(
         spec=spec,
