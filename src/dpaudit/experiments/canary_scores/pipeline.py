@@ -65,6 +65,7 @@ from dpaudit._validate import (
     check_choice,
     check_confidence_level,
     check_delta,
+    check_flag,
     check_in_range,
     check_nonneg_int,
     check_positive,
@@ -255,6 +256,7 @@ def audit_canary_scores(
     split_fraction: float = 0.5,
     max_points: int = 500,
     claimed_epsilon: float | None = None,
+    refine: bool | None = None,
     rng: RngLike = None,
 ) -> AuditResult:
     """Every bound from the scores of included and excluded canaries (module docstring).
@@ -270,6 +272,10 @@ def audit_canary_scores(
         split_fraction: share used to choose (split).
         max_points: most candidate thresholds / guess counts.
         claimed_epsilon: the ε the system claims at δ (becomes the entries' claim).
+        refine: refine the one-run sweeps' best number of guesses on a fine grid around
+            the coarse optimum (:func:`dpaudit.bounds.one_run_bounds`; chosen on the
+            selection part, so still valid). Default (``None``): on, except with
+            ``selection="bonferroni"``, whose union bound covers the coarse grid only.
         rng: randomness of the splits (keyword-only).
 
     Returns:
@@ -285,6 +291,9 @@ def audit_canary_scores(
     level = check_confidence_level(confidence_level)
     check_choice("selection", selection, SELECTION_NAMES)
     points = check_positive_int("max_points", max_points)
+    refine = selection != "bonferroni" if refine is None else check_flag("refine", refine)
+    if refine and selection == "bonferroni":
+        raise ValueError("refine=True needs selection 'split' or 'multi-split', got 'bonferroni'")
     claims = ()
     if claimed_epsilon is not None:
         eps_claim = check_positive("claimed_epsilon", claimed_epsilon)
@@ -300,7 +309,7 @@ def audit_canary_scores(
     included = np.concatenate([np.ones(pos.size, bool), np.zeros(neg.size, bool)])
     one_run = one_run_bounds(scores, included, delta=d, confidence_level=level,
                              selection=selection, split_fraction=split_fraction,
-                             max_points=points, rng=run_seq)  # fmt: skip
+                             max_points=points, rng=run_seq, refine=refine)  # fmt: skip
     bounds = ScoreBounds(pos.size, neg.size, design, cp, gdp, one_run)
     return AuditResult(
         workflow=WORKFLOW,
@@ -312,6 +321,7 @@ def audit_canary_scores(
             "selection": selection,
             "split_fraction": split_fraction,
             "max_points": points,
+            "refine": refine,
             "claimed_epsilon": claimed_epsilon,
         },
         seed=seed.entropy if isinstance(rng, (int, np.integer)) else None,
@@ -346,6 +356,9 @@ class ScoresAuditSettings:
     split_fraction: float = option(0.5, help="share used to choose (split)")
     max_points: int = option(500, help="most candidate thresholds / guess counts")
     claimed_epsilon: float | None = option(None, help="the system's claimed ε at δ")
+    refine: bool = option(
+        True, help="refine the best number of guesses near the coarse optimum (not bonferroni)"
+    )
     seed: int = option(0, help="seed of the random splits")
 
     def __post_init__(self) -> None:
@@ -419,5 +432,6 @@ def audit_scores(
         confidence_level=settings.confidence_level, selection=settings.selection,
         split_fraction=settings.split_fraction, max_points=settings.max_points,
         claimed_epsilon=settings.claimed_epsilon, rng=settings.seed,
+        refine=settings.refine and settings.selection != "bonferroni",
     )  # fmt: skip
     return dataclasses.replace(result, settings=settings, seed=settings.seed)

@@ -457,9 +457,11 @@ def _audit_fixed(spec, settings, progress, checkpoint, reported=None) -> AuditRe
 def _audit_staged(spec, settings: MechanismAuditSettings, progress, checkpoint) -> AuditResult:
     """Stages of growing size, each an independent audit at ``1 − β/max_stages`` on its own
     seed (``SeedSequence(seed).spawn``): the best stage's bound holds at ``1 − β`` by the
-    union bound over the ``max_stages`` looks fixed in advance, however many are run. A stage
-    is started only while the bound still grows (by 2 % or more) and its projected time (the
-    last stage's × :data:`STAGE_GROWTH`) fits in what is left of ``time_budget``."""
+    union bound over the ``max_stages`` looks fixed in advance, however many are run. Stage 0
+    searches every pair; later stages audit only the pair of the best stage so far (chosen
+    on samples of earlier stages, independent of theirs). A stage is started only while the
+    bound still grows (by 2 % or more) and its projected time (the last stage's ×
+    :data:`STAGE_GROWTH`) fits in what is left of ``time_budget``."""
     t0 = time.perf_counter()
     level = 1.0 - (1.0 - settings.confidence_level) / settings.max_stages
     seeds = np.random.SeedSequence(settings.seed).spawn(settings.max_stages)
@@ -470,6 +472,9 @@ def _audit_staged(spec, settings: MechanismAuditSettings, progress, checkpoint) 
             break
         sized = _fixed(settings, settings.sizes(STAGE_GROWTH**k), level,
                        int(seeds[k].generate_state(1)[0]))  # fmt: skip
+        if best is not None and not settings.pair_a:  # later stages: the best pair so far
+            w = best.entries[0].detail
+            sized = dataclasses.replace(sized, pair_a=w.database_a, pair_b=w.database_b)
         start = time.perf_counter()
         where = None if checkpoint is None else Path(checkpoint) / f"stage-{k}"
         res = _audit_fixed(spec, sized, progress, where)
@@ -487,7 +492,8 @@ def _audit_staged(spec, settings: MechanismAuditSettings, progress, checkpoint) 
         "sample sizes", "bonferroni",
         f"{len(stages)} of at most {settings.max_stages} stages of growing size (×"
         f"{STAGE_GROWTH} each, from {settings.sizes()}), each a fresh audit at "
-        f"{level:.4g}; the best reported: sizes {used.sizes()}",
+        f"{level:.4g}; stages after the first audit the best pair of the earlier ones (chosen "
+        f"on their samples); the best reported: sizes {used.sizes()}",
     )  # fmt: skip
     lower = dataclasses.replace(
         entry.lower_bound, confidence_level=settings.confidence_level,

@@ -1,0 +1,80 @@
+"""The mechanism audit's automatic sizing (the default) and sequential mode, and the pins of
+each CLI default to the best method the library has."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from dpaudit.experiments import WORKFLOWS, MechanismAuditSettings, audit_mechanism
+from dpaudit.experiments.mechanism.settings import BASE_SIZES
+
+
+@pytest.mark.parametrize(("name", "most"), [("naive-float-laplace", 100), ("svt5", 1000)])
+def test_sequential_mode_rejects_broken_mechanisms_in_few_pairs(name, most):
+    """Both refuted within a few hundred streamed pairs after a 1,000 + 1,000 pilot per input
+    and pair: far below the 240,000 samples per input and pair of a fixed audit."""
+    res = audit_mechanism(MechanismAuditSettings(mechanism=name, mode="sequential"))
+    e = res.entries[0]
+    state = e.detail
+    assert state.rejects_claim and state.rejected_at <= most
+    assert e.gap.refutes_claim and e.lower_bound.epsilon > e.claim.epsilon
+    assert res.timings["samples_per_input"] < 240_000 / 5
+    assert {s.strategy for s in e.selections} >= {"predictable", "anytime-valid"}
+
+
+@pytest.mark.slow
+def test_sequential_mode_never_rejects_an_honest_laplace():
+    """Laplace at its claim (true ε = 0.1): no rejection over 5 seeds of 20,000 pairs, and
+    the confidence sequence stays below the true ε."""
+    for seed in range(5):
+        s = MechanismAuditSettings(mechanism="laplace", mode="sequential", samples=20_000,
+                                   seed=seed)  # fmt: skip
+        e = audit_mechanism(s).entries[0]
+        assert not e.detail.rejects_claim
+        assert e.detail.observations == 20_000
+        assert e.lower_bound.epsilon <= 0.1
+
+
+def test_automatic_sizing_pays_for_its_stages():
+    s = MechanismAuditSettings(mechanism="laplace", max_stages=2, time_budget=1e6)
+    res = audit_mechanism(s)
+    e, stages = res.entries[0], res.timings["stages"]
+    assert 1 <= len(stages) <= 2
+    assert tuple(stages[0]["sizes"]) == BASE_SIZES
+    if len(stages) == 2:
+        assert tuple(stages[1]["sizes"]) == tuple(4 * x for x in BASE_SIZES)
+    assert math.isclose(e.lower_bound.epsilon, max(st["epsilon"] for st in stages))
+    assert e.lower_bound.confidence_level == 0.95
+    looks = [r for r in e.selections if r.choice == "sample sizes"]
+    assert looks and looks[0].strategy == "bonferroni" and "0.975" in looks[0].detail
+    assert 0.05 < e.lower_bound.epsilon <= 0.1  # true ε = 0.1
+
+
+def test_given_sizes_run_exactly_once():
+    s = MechanismAuditSettings(mechanism="laplace", samples=20_000)
+    res = audit_mechanism(s)
+    assert "stages" not in res.timings
+    assert res.entries[0].detail.samples == 20_000
+    assert s.sizes() == (BASE_SIZES[0], BASE_SIZES[1], 20_000)
+
+
+def test_cli_defaults_are_the_best_methods():
+    """With no option, ``audit mechanism`` sizes itself (stages, looks paid) and ``audit
+    scores`` refines the number of guesses."""
+    mech = WORKFLOWS.get("mechanism").default_settings()
+    assert mech.mode == "auto" and not mech.sized_by_user
+    scores = WORKFLOWS.get("scores").default_settings()
+    assert scores.refine is True and scores.selection != "bonferroni"
+
+
+def test_mode_and_budget_checked():
+    with pytest.raises(ValueError, match="mode"):
+        MechanismAuditSettings(mode="fast")
+    with pytest.raises(ValueError, match="time_budget"):
+        MechanismAuditSettings(time_budget=0.0)
+    with pytest.raises(ValueError, match="max_stages"):
+        MechanismAuditSettings(max_stages=0)
+    with pytest.raises(ValueError, match="samples"):
+        MechanismAuditSettings(samples=0)
