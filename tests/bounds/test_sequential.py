@@ -174,3 +174,10 @@ def test_argument_checks():
         DPClaimEProcess(1.0, epsilons=[-1.0, 1.0])
     with pytest.raises(TypeError, match="positives"):
         e.update(["a"], [0.0])
+
+
+def test_docstring_examples():
+    from doctest_support import module_examples
+
+    result = module_examples("dpaudit.bounds._sequential")
+    assert result.attempted > 0 and result.failed == 0
