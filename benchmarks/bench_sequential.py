@@ -1,0 +1,156 @@
+"""Benchmark: the anytime-valid layer (issue 41) — e-process throughput, type-I error looking
+after every observation, and samples to rejection against the fixed-sample audit.
+
+1. **Throughput**: :class:`dpaudit.bounds.BettingEProcess` updates per second on one column
+   (aGRAPA, vectorised; ONS, sequential), target ≥ 10⁷ observations/s.
+2. **Type-I error**: null streams at the boundary of the claim, looked at after every
+   observation — Laplace (b = 1/ε, its tightest event {x ≥ 1}: P(X ≥ 1 | a′ = 1) =
+   e^ε P(Y ≥ 1 | a = 0)) and the Gaussian mechanism at (ε, δ(ε)) (event {x ≥ t} at the
+   likelihood-ratio threshold, where the DP inequality is an equality; Balle & Wang 2018,
+   arXiv:1805.06530, Thm. 8): the fraction of streams that ever reject, against β + 3 SE.
+3. **Power**: every mechanism of the DP-Sniper and StatDP suites whose claim is known to be
+   wrong (``MechanismSpec.private`` false), audited with ``mode="sequential"`` (seeds 0–4):
+   the median samples per input to rejection, against the samples per input a fixed audit at
+   the base sizes uses, and the wall time of both in the same run.
+
+Run: ``python benchmarks/bench_sequential.py`` (``DPAUDIT_BENCH_QUICK=1``: fewer streams and
+seeds); writes ``benchmarks/results/sequential.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from dpaudit.bounds import BettingEProcess
+from dpaudit.experiments import MechanismAuditSettings, audit_mechanism
+from dpaudit.experiments.mechanism.pipeline import _pairs
+from dpaudit.systems import MECHANISMS
+
+QUICK = os.environ.get("DPAUDIT_BENCH_QUICK") == "1"
+STREAMS = 200 if QUICK else 1000
+LENGTH = 10**5 if QUICK else 10**6
+SEEDS = 3 if QUICK else 5
+BETA = 0.05
+
+
+def throughput() -> dict:
+    z = np.random.default_rng(0).uniform(-1, 1, 10**7)[None]
+    e = BettingEProcess([-1.0])
+    t = time.perf_counter()
+    e.update(z)
+    agrapa = z.size / (time.perf_counter() - t)
+    e = BettingEProcess([-1.0], strategy="ons")
+    t = time.perf_counter()
+    e.update(z[:, : 10**5])
+    ons = 10**5 / (time.perf_counter() - t)
+    return {"agrapa_per_s": agrapa, "ons_per_s": ons, "target_per_s": 1e7}
+
+
+def _null_rate(p_pos: float, p_neg: float, factor: float, delta: float, seed: int) -> float:
+    """Fraction of STREAMS null streams (indicators with the given rates) that ever reach
+    1/β, looking after every one of LENGTH observations."""
+    rng = np.random.default_rng(seed)
+    e = BettingEProcess(np.full(STREAMS, -(factor + delta)))
+    ever = np.zeros(STREAMS, bool)
+    for _ in range(LENGTH // 10**4):
+        pos = rng.random((STREAMS, 10**4)) < p_pos
+        neg = rng.random((STREAMS, 10**4)) < p_neg
+        first = e.update(pos - factor * neg - delta, threshold=math.log(1 / BETA))
+        ever |= first >= 0
+    return float(ever.mean())
+
+
+def type_one() -> list[dict]:
+    out = []
+    eps = 1.0  # Laplace, b = 1/ε, event {x ≥ 1}, a′ = 1 against a = 0
+    q = 0.5 * math.exp(-eps)
+    t0 = time.perf_counter()
+    rate = _null_rate(0.5, q, math.exp(eps), 0.0, 1)
+    out.append({"mechanism": "laplace (ε = 1, event x ≥ 1)", "rate": rate,
+                "seconds": time.perf_counter() - t0})  # fmt: skip
+    sigma, eps = 1.0, 1.0  # Gaussian, sensitivity 1: δ(ε) and the event at the LLR threshold
+    thr = eps * sigma + 1 / (2 * sigma)  # LLR(x) = (x − 1/2)/σ² ≥ ε
+    p_pos, p_neg = stats.norm.sf(thr - 1, scale=sigma), stats.norm.sf(thr, scale=sigma)
+    delta = p_pos - math.exp(eps) * p_neg  # Balle & Wang 2018, Thm. 8: the tight δ(ε)
+    t0 = time.perf_counter()
+    rate = _null_rate(p_pos, p_neg, math.exp(eps), delta, 2)
+    out.append({"mechanism": f"gaussian (σ = 1, ε = 1, δ = {delta:.4g})", "rate": rate,
+                "seconds": time.perf_counter() - t0})  # fmt: skip
+    limit = BETA + 3 * math.sqrt(BETA * (1 - BETA) / STREAMS)
+    for row in out:
+        row.update(streams=STREAMS, length=LENGTH, limit=limit, met=row["rate"] <= limit)
+    return out
+
+
+def power() -> list[dict]:
+    rows = []
+    for name in MECHANISMS.names():
+        spec = MECHANISMS.get(name)
+        if spec.private or name.startswith(("opendp", "pydp", "diffprivlib")):
+            continue
+        used, walls, bounds = [], [], []
+        for seed in range(SEEDS):
+            t0 = time.perf_counter()
+            res = audit_mechanism(MechanismAuditSettings(mechanism=name, mode="sequential",
+                                                         seed=seed))  # fmt: skip
+            walls.append(time.perf_counter() - t0)
+            e = res.entries[0]
+            used.append(res.timings["samples_per_input"] if e.detail.rejects_claim else math.inf)
+            bounds.append(e.lower_bound.epsilon)
+        fixed = MechanismAuditSettings(mechanism=name, mode="fixed")
+        t0 = time.perf_counter()
+        fres = audit_mechanism(fixed)
+        fixed_wall = time.perf_counter() - t0
+        train, select, fresh = fixed.sizes()
+        npairs = len(_pairs(fixed, spec))
+        llr = spec.log_likelihood_ratio is not None
+        fixed_samples = npairs * ((0 if llr else train) + select) + fresh
+        med = float(np.median(used))
+        rows.append({
+            "mechanism": name, "claim": spec.claimed_epsilon,
+            "sequential_median_samples": med, "sequential_rejected": int(np.isfinite(used).sum()),
+            "sequential_median_wall_s": float(np.median(walls)),
+            "sequential_median_bound": float(np.median(bounds)),
+            "fixed_samples": fixed_samples, "fixed_wall_s": fixed_wall,
+            "fixed_bound": fres.entries[0].lower_bound.epsilon,
+            "fixed_refutes": fres.entries[0].gap.refutes_claim,
+            "ratio": med / fixed_samples, "met": med <= fixed_samples / 20,
+        })  # fmt: skip
+        wall = float(np.median(walls))
+        print(f"  {name:24s} sequential {med:>10,.0f} samples/input ({wall:5.1f} s)  fixed "
+              f"{fixed_samples:>10,} ({fixed_wall:5.1f} s)  ratio {med / fixed_samples:.3f}",
+              flush=True)  # fmt: skip
+    return rows
+
+
+def main() -> None:
+    t0 = time.perf_counter()
+    results = {"quick": QUICK, "machine": platform.machine(), "load": os.getloadavg()[0]}
+    results["throughput"] = throughput()
+    rate = results["throughput"]
+    print(f"e-process updates: aGRAPA {rate['agrapa_per_s']:.3g}/s, "
+          f"ONS {rate['ons_per_s']:.3g}/s (target ≥ 1e7/s)", flush=True)  # fmt: skip
+    results["type_one"] = type_one()
+    for row in results["type_one"]:
+        print(f"type-I {row['mechanism']}: {row['rate']:.3f} of {STREAMS} streams × "
+              f"{LENGTH:,} looks (limit {row['limit']:.3f})", flush=True)  # fmt: skip
+    results["power"] = power()
+    results["seconds"] = time.perf_counter() - t0
+    out = Path(__file__).resolve().parent / "results" / "sequential.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    met = sum(r["met"] for r in results["power"])
+    print(f"power: {met} of {len(results['power'])} broken mechanisms rejected with ≤ 1/20 of "
+          f"the fixed audit's samples (median of {SEEDS} seeds); wrote {out}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
