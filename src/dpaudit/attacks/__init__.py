@@ -24,6 +24,9 @@
 * **DP-SGD implementation bugs**: crafted add/remove pairs and white-box statistics that
   catch shuffled batches, a dataset-size-dependent normaliser, weighted samplers, batch
   clipping and mis-scaled noise (:data:`BUG_PAIRS`, :data:`BUG_STATISTICS`).
+* **Canary clients in federated learning** (Andrew et al. 2024, arXiv:2302.03098): unit
+  directions as clients' updates, their cosines with the model deltas, and the one-shot
+  ε *estimate* (two Gaussians' hockey-stick divergence).
 * **Remote targets**: :func:`remote_interface` — a deployed :mod:`dpaudit.serve` service over
   HTTP, with the same callable shape as an in-process interface.
 """
@@ -46,6 +49,17 @@ from dpaudit.attacks._canaries import (
     split_pool,
 )
 from dpaudit.attacks._dpsgd_bugs import BUG_PAIRS, BUG_STATISTICS, BugStatistic, bug_pair
+from dpaudit.attacks._federated import (
+    FL_STATISTICS,
+    AndrewEstimate,
+    CanaryClients,
+    CanaryCosines,
+    andrew_estimate,
+    canary_cosines,
+    draw_canary_clients,
+    two_gaussian_delta,
+    two_gaussian_epsilon,
+)
 from dpaudit.attacks._group import (
     GROUP_ADVERSARIES,
     EnsembleTarget,
@@ -187,6 +201,16 @@ from dpaudit.attacks.remote import (
 )
 
 __all__ = [  # noqa: RUF022 - grouped by concept
+    # canary clients in federated learning (Andrew et al. 2024)
+    "FL_STATISTICS",
+    "AndrewEstimate",
+    "CanaryClients",
+    "CanaryCosines",
+    "andrew_estimate",
+    "canary_cosines",
+    "draw_canary_clients",
+    "two_gaussian_delta",
+    "two_gaussian_epsilon",
     # black-box DP mechanisms (DP-Sniper, StatDP)
     "ATTACK_KINDS",
     "EventCounts",

@@ -11,6 +11,7 @@ private-prediction    :mod:`.private_prediction`   Chadha et al. 2024, arXiv:240
 label-dp              :mod:`.label_dp`             Malek et al. 2021, arXiv:2106.03408
 dp-sgd                :mod:`.dpsgd`                Liu et al.; Steinke et al. 2023
 dp-sgd-bugs           :mod:`.dpsgd_bugs`           Chua et al. 2024; Opacus issues
+federated             :mod:`.federated`            Andrew et al. 2024, arXiv:2302.03098
 scores                :mod:`.canary_scores`        Steinke et al. 2023; Mahloujifar et al.
 lidp-gaussian         :mod:`.lidp_gaussian`        Pillutla et al. 2023, arXiv:2305.18447
 lidp-dp-sgd           :mod:`.lidp_dpsgd`           Pillutla et al. 2023, arXiv:2305.18447
@@ -25,8 +26,8 @@ statistics live in :mod:`dpaudit.bounds`, the systems in :mod:`dpaudit.systems`,
 Example:
     >>> from dpaudit.experiments import WORKFLOWS
     >>> sorted(WORKFLOWS.names())  # doctest: +NORMALIZE_WHITESPACE
-    ['dp-sgd', 'dp-sgd-bugs', 'group-privacy', 'label-dp', 'lidp-dp-sgd', 'lidp-gaussian',
-     'mechanism', 'private-prediction', 'scores', 'vote-leakage']
+    ['dp-sgd', 'dp-sgd-bugs', 'federated', 'group-privacy', 'label-dp', 'lidp-dp-sgd',
+     'lidp-gaussian', 'mechanism', 'private-prediction', 'scores', 'vote-leakage']
     >>> s = WORKFLOWS.get("lidp-gaussian").load_settings(num_runs=100, num_repetitions=2, seed=0)
     >>> run_workflow("lidp-gaussian", s).entries[0].adversary
     '1 canary per run'
@@ -40,6 +41,7 @@ from dpaudit.experiments.canary_scores import (
 )
 from dpaudit.experiments.dpsgd import DPSGDAuditSettings, audit_dpsgd
 from dpaudit.experiments.dpsgd_bugs import DPSGDBugsSettings, audit_dpsgd_bugs
+from dpaudit.experiments.federated import FederatedSettings, audit_federated
 from dpaudit.experiments.group_privacy import GroupPrivacySettings, audit_group_privacy
 from dpaudit.experiments.label_dp import LabelDPSettings, run_label_dp
 from dpaudit.experiments.lidp_dpsgd import LiDPDPSGDSettings, run_lidp_dpsgd
@@ -76,6 +78,7 @@ __all__ = [
     "AdversaryAudit",
     "DPSGDAuditSettings",
     "DPSGDBugsSettings",
+    "FederatedSettings",
     "GroupPrivacySettings",
     "LabelDPSettings",
     "LiDPDPSGDSettings",
@@ -91,6 +94,7 @@ __all__ = [
     "audit_canary_scores",
     "audit_dpsgd",
     "audit_dpsgd_bugs",
+    "audit_federated",
     "audit_group_privacy",
     "audit_lidp_gaussian",
     "audit_mechanism",

@@ -15,6 +15,9 @@ its claim from that value (:mod:`dpaudit.accounting`). The systems are grouped b
 - :mod:`dpaudit.systems.dp_mechanisms` — DP mechanisms under black-box audit: the DP-Sniper
   benchmark suite, a naive floating-point Laplace and library adapters, by name in
   :data:`MECHANISMS` (:class:`MechanismSpec`).
+- :mod:`dpaudit.systems.federated` — :class:`DPFedAvg`: user-level DP-FedAvg with canary
+  clients, its planted bugs in :data:`FEDAVG_VARIANTS` (Andrew et al. 2024,
+  arXiv:2302.03098).
 - Shared: :data:`SYSTEMS`, :class:`System`, :class:`PrivatePredictionSystem` (the registry
   and the protocols every system implements, ``_protocols``) and the torch networks
   (``_torch_nets``).
@@ -55,6 +58,12 @@ from dpaudit.systems.dpsgd import (
     train_dpsgd,
 )
 from dpaudit.systems.dpsgd_variants import DPSGD_VARIANTS, DPSGDVariant
+from dpaudit.systems.federated import (  # registers dp-fedavg
+    FEDAVG_VARIANTS,
+    DPFedAvg,
+    FedAvgCell,
+    FederatedData,
+)
 from dpaudit.systems.label_dp import (  # registers alibi, agibi, rr, soft-rr, pate-fm
     AGIBI,
     ALIBI,
@@ -103,6 +112,7 @@ __all__ = [
     "DPSGD",
     "DPSGD_VARIANTS",
     "ESTIMATOR_NAMES",
+    "FEDAVG_VARIANTS",
     "MECHANISMS",
     "PARTITIONS",
     "PATE",
@@ -115,9 +125,12 @@ __all__ = [
     "CaPC",
     "Classifier",
     "ConfidentGNMax",
+    "DPFedAvg",
     "DPSGDCell",
     "DPSGDSettings",
     "DPSGDVariant",
+    "FedAvgCell",
+    "FederatedData",
     "GNMax",
     "Instantiations",
     "LabelledData",

@@ -1,0 +1,49 @@
+"""Audit federated learning with user-level DP (``dpaudit audit federated``).
+
+* :mod:`.settings` — :class:`FederatedSettings` (data, DP-FedAvg, canary clients, bounds).
+* :mod:`.pipeline` — :func:`audit_federated`: one training run with canary clients; per
+  threat model a valid one-run bound, Andrew et al.'s ε estimate and the claim.
+"""
+
+from dpaudit.experiments._workflow import WORKFLOWS, Workflow
+from dpaudit.experiments.federated.pipeline import (
+    WORKFLOW,
+    FederatedDetail,
+    RunSummary,
+    audit_federated,
+    load_clients,
+)
+from dpaudit.experiments.federated.settings import (
+    FederatedAuditSettings,
+    FederatedCanarySettings,
+    FederatedDataSettings,
+    FederatedSettings,
+    FederatedTrainingSettings,
+)
+
+__all__ = [
+    "WORKFLOW",
+    "FederatedAuditSettings",
+    "FederatedCanarySettings",
+    "FederatedDataSettings",
+    "FederatedDetail",
+    "FederatedSettings",
+    "FederatedTrainingSettings",
+    "RunSummary",
+    "audit_federated",
+    "load_clients",
+]
+
+WORKFLOWS.register(
+    "federated",
+    Workflow(
+        name="federated",
+        settings=FederatedSettings,
+        run=audit_federated,
+        summary="DP-FedAvg with canary clients: one training run, valid one-run bounds "
+        "(Steinke et al., f-DP) for the all-iterates and final-model threat models, with Andrew "
+        "et al.'s one-shot ε estimate and the user-level accountant's claim beside them.",
+        report="dpaudit.report:generic_report",
+        source="Andrew, Kairouz, Oh, Oprea, McMahan & Suriyakumar 2024, arXiv:2302.03098",
+    ),
+)

@@ -1,0 +1,182 @@
+"""Settings of the federated audit (``dpaudit audit federated``): one tree, TOML and CLI derived.
+
+Sections:
+
+* ``[data]`` — the clients' data: ``generated`` (Gaussian classes in ``features``
+  dimensions) or an offline dataset of :data:`dpaudit.data.DATASET_NAMES` (Fashion-MNIST
+  from the Debian package), split across ``num_clients`` clients non-IID, label proportions
+  ~ Dirichlet(α) (Hsu, Qi & Brown 2019, arXiv:1909.06335);
+* ``[training]`` — DP-FedAvg (:class:`dpaudit.systems.FedAvgCell`): rounds, sampler, slots,
+  clipping, noise, learning rates and the implementation (``variant``: the correct one or a
+  planted bug of :data:`dpaudit.systems.FEDAVG_VARIANTS`);
+* ``[canaries]`` — k canary clients (Andrew et al. 2024, arXiv:2302.03098), each inserted
+  with probability ``inclusion`` (the one-run games' ½), their update norm in units of C, and
+  the all-iterates statistic (``sum`` or ``max`` of the per-round cosines);
+* ``[audit]`` — δ, confidence and how the one-run bounds pay for the number of guesses;
+* ``name``, ``seed`` and ``system`` (the registered system, ``dp-fedavg``) at the top.
+
+The system's settings cell is derived from these (:meth:`FederatedSettings.cell`): its
+population P is the real clients plus the canary slots, so a sampler that cannot serve them
+(``sampling = "all"`` with fewer ``clients_per_round`` slots than clients) or a claim for
+another sampler is refused when the settings are built, before any data is loaded.
+
+Example:
+    >>> s = FederatedSettings()
+    >>> s.cell(mean_examples=20.0).population, s.cell(mean_examples=20.0).sampling
+    (1100, 'poisson')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from dpaudit._settings import option
+from dpaudit._validate import (
+    check_choice,
+    check_confidence_level,
+    check_delta,
+    check_nonneg_int,
+    check_positive,
+    check_positive_int,
+)
+from dpaudit.bounds import SELECTION_NAMES
+from dpaudit.data import DATASET_NAMES
+from dpaudit.systems import FEDAVG_VARIANTS, SYSTEMS, FedAvgCell
+from dpaudit.systems.federated import SAMPLERS
+
+__all__ = [
+    "DATA_SOURCES",
+    "FederatedAuditSettings",
+    "FederatedCanarySettings",
+    "FederatedDataSettings",
+    "FederatedSettings",
+    "FederatedTrainingSettings",
+]
+
+#: Where the clients' data come from: generated Gaussian classes, or an offline dataset.
+DATA_SOURCES: tuple[str, ...] = ("generated", *DATASET_NAMES)
+#: The all-iterates statistics (the final-model one is the final cosine).
+ALL_ITERATES: tuple[str, ...] = ("sum", "max")
+
+
+@dataclasses.dataclass(frozen=True)
+class FederatedDataSettings:
+    """The clients' data and its non-IID split."""
+
+    dataset: str = option("generated", help=f"data: {' | '.join(DATA_SOURCES)}")
+    path: str | None = option(None, help="directory of an offline dataset (default: installed)")
+    num_clients: int = option(100, help="real clients N", flag="--clients")
+    alpha: float = option(0.5, help="Dirichlet α of the clients' label proportions")
+    examples: int = option(2000, help="examples used (generated: drawn; else: the first rows)")
+    features: int = option(64, help="feature dimension of the generated data")
+    num_classes: int = option(10, help="classes of the generated data")
+
+    def __post_init__(self) -> None:
+        check_choice("dataset", self.dataset, DATA_SOURCES)
+        n = check_positive_int("num_clients", self.num_clients)
+        check_positive("alpha", self.alpha)
+        e = check_positive_int("examples", self.examples)
+        if e < n:
+            raise ValueError(f"examples={e} must be at least num_clients={n}")
+        check_positive_int("features", self.features)
+        if check_positive_int("num_classes", self.num_classes) < 2:
+            raise ValueError(f"num_classes must be at least 2, got {self.num_classes}")
+
+
+@dataclasses.dataclass(frozen=True)
+class FederatedTrainingSettings:
+    """DP-FedAvg's hyperparameters (the fields of :class:`dpaudit.systems.FedAvgCell`)."""
+
+    rounds: int = option(20, help="rounds T")
+    sampling: str = option("poisson", help=f"client sampler: {' | '.join(SAMPLERS)}")
+    claim_sampling: str | None = option(None, help="sampler the claim assumes (default: sampling)")
+    clients_per_round: int | None = option(
+        100, help="slots m per round (Poisson: expected; all: default every client)"
+    )
+    clip_norm: float = option(1.0, help="clipping norm C of a client update")
+    noise_multiplier: float = option(1.0, help="σ: noise std σC on the clipped sum")
+    server_learning_rate: float = option(1.0, help="server learning rate")
+    client_learning_rate: float = option(0.5, help="clients' local learning rate")
+    local_steps: int = option(1, help="local full-batch steps per round")
+    variant: str = option("correct", help=f"implementation: {' | '.join(FEDAVG_VARIANTS.names())}")
+
+    def __post_init__(self) -> None:
+        check_positive_int("rounds", self.rounds)
+        check_choice("sampling", self.sampling, SAMPLERS)
+        if self.clients_per_round is not None:
+            check_positive_int("clients_per_round", self.clients_per_round)
+        elif self.sampling != "all":
+            raise ValueError(f"clients_per_round is needed for sampling={self.sampling!r}")
+        FEDAVG_VARIANTS.get(self.variant)
+
+
+@dataclasses.dataclass(frozen=True)
+class FederatedCanarySettings:
+    """k canary clients (Andrew et al. 2024) and the all-iterates statistic."""
+
+    count: int = option(1000, help="canary clients k", flag="--canaries")
+    inclusion: float = option(0.5, help="probability each canary client is inserted (0, 1)")
+    scale: float = option(1.0, help="a canary update's norm, in units of C (>1: clipped)")
+    all_iterates: str = option("sum", help="all-iterates statistic: sum | max of the cosines")
+
+    def __post_init__(self) -> None:
+        if check_positive_int("count", self.count) < 4:
+            raise ValueError(f"count must be at least 4 canary clients, got {self.count}")
+        p = check_positive("inclusion", self.inclusion)
+        if p >= 1:
+            raise ValueError(
+                f"inclusion must be in (0, 1): the one-run bounds need canaries left out, "
+                f"got {self.inclusion}"
+            )
+        check_positive("scale", self.scale)
+        check_choice("all_iterates", self.all_iterates, ALL_ITERATES)
+
+
+@dataclasses.dataclass(frozen=True)
+class FederatedAuditSettings:
+    """The bounds: δ, confidence, and how the number of guesses is paid for."""
+
+    delta: float = option(1e-5, help="δ of the claim, the bounds and the estimates")
+    confidence_level: float = option(0.95, help="confidence 1 − β of each bound")
+    selection: str = option("split", help=f"guess-count choice: {' | '.join(SELECTION_NAMES)}")
+
+    def __post_init__(self) -> None:
+        check_delta(self.delta, allow_zero=False)
+        check_confidence_level(self.confidence_level)
+        check_choice("selection", self.selection, SELECTION_NAMES)
+
+
+@dataclasses.dataclass(frozen=True)
+class FederatedSettings:
+    """The federated audit: data, DP-FedAvg, canary clients and the bounds."""
+
+    name: str = option("federated", help="run name")
+    system: str = option("dp-fedavg", help="registered federated system")
+    seed: int = option(0, help="root seed")
+    data: FederatedDataSettings = option(default_factory=FederatedDataSettings)
+    training: FederatedTrainingSettings = option(default_factory=FederatedTrainingSettings)
+    canaries: FederatedCanarySettings = option(default_factory=FederatedCanarySettings)
+    audit: FederatedAuditSettings = option(default_factory=FederatedAuditSettings)
+
+    def __post_init__(self) -> None:
+        if "federated" not in SYSTEMS.tags(self.system):
+            raise ValueError(f"system must be a federated system, got {self.system!r}")
+        check_nonneg_int("seed", self.seed)
+        self.cell(mean_examples=1.0)  # a sampler that cannot serve the clients fails here
+
+    @property
+    def population(self) -> int:
+        """P: the real clients plus the canary slots."""
+        return self.data.num_clients + self.canaries.count
+
+    def cell(self, *, mean_examples: float) -> FedAvgCell:
+        """The system's settings cell (``mean_examples``: n̄ of the loaded clients)."""
+        t = self.training
+        m = self.population if t.clients_per_round is None else t.clients_per_round
+        return FedAvgCell(
+            rounds=t.rounds, clients_per_round=m, population=self.population,
+            sampling=t.sampling, claim_sampling=t.claim_sampling, clip_norm=t.clip_norm,
+            noise_multiplier=t.noise_multiplier, server_learning_rate=t.server_learning_rate,
+            client_learning_rate=t.client_learning_rate, local_steps=t.local_steps,
+            examples_per_client=mean_examples, variant=t.variant,
+        )  # fmt: skip

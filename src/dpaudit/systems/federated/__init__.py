@@ -1,0 +1,39 @@
+"""Federated learning with user-level DP as a system under audit.
+
+* :mod:`._clients` — :class:`FederatedData` (one labelled array per client), the Dirichlet
+  non-IID split :func:`dirichlet_split` and the softmax-regression local update.
+* :mod:`._fedavg` — :class:`DPFedAvg` (registered as ``"dp-fedavg"`` in
+  :data:`dpaudit.systems.SYSTEMS`), its settings cell :class:`FedAvgCell`, the samplers and
+  :data:`FEDAVG_VARIANTS` (the correct implementation and the planted bugs), with canary
+  clients (Andrew et al. 2024, arXiv:2302.03098) as an input of training.
+"""
+
+from dpaudit.systems.federated._clients import (
+    FederatedData,
+    dirichlet_split,
+    local_update,
+    num_parameters,
+)
+from dpaudit.systems.federated._fedavg import (
+    FEDAVG_VARIANTS,
+    SAMPLERS,
+    DPFedAvg,
+    FedAvgCell,
+    FedAvgRun,
+    FedAvgVariant,
+    accuracy,
+)
+
+__all__ = [
+    "FEDAVG_VARIANTS",
+    "SAMPLERS",
+    "DPFedAvg",
+    "FedAvgCell",
+    "FedAvgRun",
+    "FedAvgVariant",
+    "FederatedData",
+    "accuracy",
+    "dirichlet_split",
+    "local_update",
+    "num_parameters",
+]

@@ -1,0 +1,425 @@
+"""DP-FedAvg with canary clients: the system under audit and its user-level claim.
+
+Each round the server samples clients, every sampled client trains locally and returns an
+update, each update is clipped to L2 norm C, the server adds Gaussian noise of standard
+deviation σC to the sum, divides by the number of slots m (the fixed denominator) and
+applies the result with a server learning rate (McMahan, Ramage, Talwar & Zhang 2018,
+"Learning Differentially Private Recurrent Language Models", arXiv:1710.06963, Alg. 1). The
+privacy unit is a client (a user): adding or removing one client's whole data moves the
+clipped sum by at most C.
+
+Samplers (:data:`SAMPLERS`): ``"all"`` (every client every round: the T-fold composition of
+the Gaussian mechanism), ``"poisson"`` (each client independently with the public rate
+q = m / P over a public population of P client slots) and ``"fixed"`` (m of the P slots
+uniformly without replacement).
+
+Canary clients (Andrew, Kairouz, Oh, Oprea, McMahan & Suriyakumar 2024, arXiv:2302.03098,
+§4): k extra clients of the population whose update, whatever the model, is a fixed vector
+``s · C · c_j`` with ``c_j`` a unit direction chosen by the auditor. A canary that is *not*
+inserted stays in the population as a client with a zero update (it still takes a slot under
+fixed-size sampling), so inserting it is a replace-one change; with a fixed denominator and
+Poisson or full participation it is also an add/remove change.
+
+The claim (:meth:`DPFedAvg.claim`) is the user-level RDP accountant's: the Poisson-subsampled
+Gaussian composed T times (Mironov, Talwar & Zhang 2019, arXiv:1908.10530; q = 1 for
+``"all"``) under add/remove, or sampling without replacement under replace-one (Wang, Balle &
+Kasiviswanathan 2019, arXiv:1808.00087, Thm 27; sensitivity 2C) for ``"fixed"``, converted to
+(ε, δ) by Balle et al. 2020 (arXiv:1905.09982, Thm 21). For ``"all"`` the exact ε is the
+μ-GDP ε of μ = √T/σ (Dong, Roth & Su 2022, arXiv:1905.02383, Cor. 3.3 and 2.13).
+
+Planted bugs (:data:`FEDAVG_VARIANTS`), each a system that ships the correct claim:
+
+* ``noise-divided-twice`` — the noise σC divided by m before the division by m (σC/m² on the
+  average): a noise calibrated to one client's sensitivity divided by the number of sampled
+  clients twice;
+* ``clip-after-noise`` — the raw updates summed, noised, and the noisy sum clipped (to mC):
+  no client's contribution is bounded;
+* ``example-level-accountant`` — training is correct but the claim is an example-level
+  accountant's (the noise multiplier of one example's share C/n̄ of a client update, n̄ the
+  mean examples per client) reported as user-level (Chua et al. 2024, "Mind the Privacy
+  Unit!", arXiv:2406.14322, §2).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+
+from dpaudit._registry import Registry
+from dpaudit._results import Claim, Curve
+from dpaudit._rng import as_generator
+from dpaudit._typing import ArrayLike, RngLike
+from dpaudit._validate import (
+    check_choice,
+    check_delta,
+    check_mask,
+    check_memory,
+    check_positive,
+    check_positive_int,
+)
+from dpaudit.mechanisms.values import SubsampledGaussian
+from dpaudit.systems._protocols import SYSTEMS, SystemFactory
+from dpaudit.systems.federated._clients import FederatedData, local_update
+
+__all__ = [
+    "FEDAVG_VARIANTS",
+    "SAMPLERS",
+    "DPFedAvg",
+    "FedAvgCell",
+    "FedAvgRun",
+    "FedAvgVariant",
+    "accuracy",
+]
+
+#: Client samplers: every client every round, Poisson at q = m/P, or m of P without replacement.
+SAMPLERS: tuple[str, ...] = ("all", "poisson", "fixed")
+
+_SOURCE = (
+    "McMahan, Ramage, Talwar & Zhang 2018 (arXiv:1710.06963), user-level DP-FedAvg; RDP of "
+    "the subsampled Gaussian, Mironov, Talwar & Zhang 2019 (arXiv:1908.10530) via "
+    "dp-accounting; conversion Balle et al. 2020 (arXiv:1905.09982)"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class FedAvgVariant:
+    """One DP-FedAvg implementation: the correct one or a planted bug.
+
+    Attributes:
+        name: registry name.
+        title: one line.
+        bug: what deviates from the analysed algorithm (None for the correct one).
+        clip_clients: each client's update clipped to C before summing.
+        noise_divisions: the noise σC divided by m this many extra times (0: correct).
+        clip_after_noise: the noisy sum clipped to mC.
+        claim_unit: ``"user"`` (correct) or ``"example"`` (an example-level accountant).
+    """
+
+    name: str
+    title: str
+    bug: str | None
+    clip_clients: bool = True
+    noise_divisions: int = 0
+    clip_after_noise: bool = False
+    claim_unit: str = "user"
+
+
+FEDAVG_VARIANTS: Registry[FedAvgVariant] = Registry("DP-FedAvg variant")
+FEDAVG_VARIANTS.register("correct", FedAvgVariant(
+    "correct", "DP-FedAvg: clipped client updates, noise σC on the sum, user-level accountant",
+    None))  # fmt: skip
+FEDAVG_VARIANTS.register("noise-divided-twice", FedAvgVariant(
+    "noise-divided-twice", "noise divided by the number of sampled clients twice",
+    "the noise σC is divided by m before the average divides by m again (σC/m on the sum)",
+    noise_divisions=1))  # fmt: skip
+FEDAVG_VARIANTS.register("clip-after-noise", FedAvgVariant(
+    "clip-after-noise", "clipping after noising",
+    "raw client updates are summed and noised, then the noisy sum is clipped to mC: no "
+    "client's contribution is bounded", clip_clients=False, clip_after_noise=True))  # fmt: skip
+FEDAVG_VARIANTS.register("example-level-accountant", FedAvgVariant(
+    "example-level-accountant", "an example-level accountant reported as user-level",
+    "the claim charges one example's share C/n̄ of a client update (noise multiplier σn̄) "
+    "and reports it as the user-level guarantee", claim_unit="example"))  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class FedAvgCell:
+    """The settings cell of DP-FedAvg (``SYSTEMS.get("dp-fedavg")(cell)``).
+
+    Attributes:
+        rounds: T.
+        clients_per_round: m, the slots per round and the fixed denominator (expected
+            participants under Poisson sampling; every client must fit under ``"all"``).
+        population: P, the public number of client slots (real clients plus canary slots).
+        sampling: the sampler used (:data:`SAMPLERS`).
+        claim_sampling: the sampler the claim assumes (None: the sampler used); any other
+            value is refused: the claim would not describe the system.
+        clip_norm: C.
+        noise_multiplier: σ (noise std σC on the clipped sum).
+        server_learning_rate: η_s.
+        client_learning_rate: η_c of the local gradient steps.
+        local_steps: local full-batch steps per round.
+        examples_per_client: n̄, the mean examples per client (the example-level claim only).
+        variant: a :data:`FEDAVG_VARIANTS` name.
+    """
+
+    rounds: int = 20
+    clients_per_round: int = 100
+    population: int = 1000
+    sampling: str = "poisson"
+    claim_sampling: str | None = None
+    clip_norm: float = 1.0
+    noise_multiplier: float = 1.0
+    server_learning_rate: float = 1.0
+    client_learning_rate: float = 0.5
+    local_steps: int = 1
+    examples_per_client: float = 1.0
+    variant: str = "correct"
+
+    def __post_init__(self) -> None:
+        check_positive_int("rounds", self.rounds)
+        m = check_positive_int("clients_per_round", self.clients_per_round)
+        p = check_positive_int("population", self.population)
+        check_choice("sampling", self.sampling, SAMPLERS)
+        if self.claim_sampling is not None:
+            check_choice("claim_sampling", self.claim_sampling, SAMPLERS)
+            if self.claim_sampling != self.sampling:
+                raise ValueError(
+                    f"claim_sampling={self.claim_sampling!r} is not the sampler the system "
+                    f"uses (sampling={self.sampling!r}): the claim would not describe it"
+                )
+        if self.sampling == "all" and p > m:
+            raise ValueError(
+                f"population={p} clients (real plus canary clients) exceed the "
+                f"clients_per_round={m} slots of sampling='all' (every client every round)"
+            )
+        if self.sampling != "all" and m > p:
+            raise ValueError(f"clients_per_round={m} exceeds the population={p} client slots")
+        check_positive("clip_norm", self.clip_norm)
+        check_positive("noise_multiplier", self.noise_multiplier)
+        check_positive("server_learning_rate", self.server_learning_rate)
+        check_positive("client_learning_rate", self.client_learning_rate)
+        check_positive_int("local_steps", self.local_steps)
+        check_positive("examples_per_client", self.examples_per_client)
+        FEDAVG_VARIANTS.get(self.variant)
+
+    @property
+    def sampling_rate(self) -> float:
+        """q: 1 for ``"all"``, m/P otherwise."""
+        return 1.0 if self.sampling == "all" else self.clients_per_round / self.population
+
+
+@dataclasses.dataclass(frozen=True)
+class FedAvgRun:
+    """What one training run shows.
+
+    Attributes:
+        deltas: ``(T, d)`` float32 model delta of each round (the all-iterates view).
+        final: ``(d,)`` float64 final parameters (the model started at 0).
+        participation: ``(k,)`` rounds each canary slot was sampled in.
+        participants: ``(T,)`` clients sampled each round (real and canary slots).
+        seed: the run's seed entropy, where it had one.
+    """
+
+    deltas: np.ndarray
+    final: np.ndarray
+    participation: np.ndarray
+    participants: np.ndarray
+    seed: int | None = None
+
+
+class DPFedAvg:
+    """DP-FedAvg on softmax regression (module docstring), registered as ``"dp-fedavg"``.
+
+    Example:
+        >>> from dpaudit.systems.federated import dirichlet_split
+        >>> g = np.random.default_rng(0)
+        >>> data = dirichlet_split(g.normal(size=(60, 4)), g.integers(0, 3, 60), 6,
+        ...                        alpha=1.0, rng=0)
+        >>> fl = DPFedAvg(FedAvgCell(rounds=3, clients_per_round=6, population=6,
+        ...                          sampling="all", noise_multiplier=2.0))
+        >>> run = fl.train(data, rng=0)
+        >>> run.deltas.shape, round(fl.claim(delta=1e-5).epsilon, 3)
+        ((3, 15), 4.011)
+    """
+
+    name = "dp-fedavg"
+
+    def __init__(self, cell: FedAvgCell) -> None:
+        if not isinstance(cell, FedAvgCell):
+            raise TypeError(f"settings must be a FedAvgCell, got {type(cell).__name__}")
+        self.cell = cell
+        self.variant = FEDAVG_VARIANTS.get(cell.variant)
+
+    @property
+    def mechanism(self) -> SubsampledGaussian:
+        """The mechanism the claim analyses (sampling rate, σ, T)."""
+        c = self.cell
+        return SubsampledGaussian(c.sampling_rate, c.noise_multiplier, c.rounds)
+
+    # ----------------------------------------------------------------------------- the claim
+
+    def _claim_noise_multiplier(self) -> float:
+        z = self.cell.noise_multiplier
+        return z * self.cell.examples_per_client if self.variant.claim_unit == "example" else z
+
+    def claim_rdp(self, orders: ArrayLike | None = None) -> Curve:
+        """The accountant's RDP curve of the whole run (what :meth:`claim` converts)."""
+        from dpaudit.accounting import DEFAULT_ORDERS, subsampled_gaussian_rdp
+
+        c = self.cell
+        lam = np.asarray(DEFAULT_ORDERS if orders is None else orders, dtype=np.float64)
+        z = self._claim_noise_multiplier()
+        if c.sampling == "fixed":
+            return Curve(lam, _without_replacement_rdp(c.population, c.clients_per_round, z,
+                                                       c.rounds, lam))  # fmt: skip
+        curve = subsampled_gaussian_rdp(c.sampling_rate, z, lam, count=c.rounds)
+        return Curve(curve.orders, curve.epsilons)
+
+    def claim(self, orders: ArrayLike | None = None, *, delta: float | None = None) -> Claim:
+        """The user-level (ε, δ) the system reports: its RDP accountant, converted at δ.
+
+        Raises:
+            ValueError: δ outside (0, 1).
+        """
+        from dpaudit.conversions import rdp_to_dp
+
+        d = check_delta(1e-5 if delta is None else delta, allow_zero=False)
+        curve = self.claim_rdp(orders)
+        conv = rdp_to_dp(curve.orders, curve.epsilons, d)
+        relation = "replace-one" if self.cell.sampling == "fixed" else "add/remove"
+        unit = "user-level" + ("" if self.variant.claim_unit == "user" else " (as reported)")
+        return Claim(f"accountant (RDP), {unit}, {relation}", _SOURCE, conv.epsilon, d,
+                     rdp=curve, conversion=conv.conversion)  # fmt: skip
+
+    def exact_claim(self, delta: float) -> Claim | None:
+        """The exact user-level ε of the correct mechanism under ``"all"`` (μ = √T/σ), else None."""
+        from dpaudit.conversions import gdp_epsilon
+
+        c = self.cell
+        if c.sampling != "all":
+            return None
+        d = check_delta(delta, allow_zero=False)
+        mu = math.sqrt(c.rounds) / c.noise_multiplier
+        return Claim("exact (composed Gaussian, μ-GDP)",
+                     "Dong, Roth & Su 2022 (arXiv:1905.02383), Cor. 3.3 and 2.13",
+                     gdp_epsilon(mu, d), d)  # fmt: skip
+
+    # ------------------------------------------------------------------------------ training
+
+    def check_inputs(
+        self, data: Any, canaries: ArrayLike | None, included: ArrayLike | None, scale: float
+    ) -> tuple[FederatedData, np.ndarray, np.ndarray]:
+        """The checked training inputs ``(data, canaries (k, d) float32, included (k,))``.
+
+        Raises:
+            TypeError: ``data`` is not :class:`FederatedData`.
+            ValueError: canaries not ``(k, d)`` unit rows, ``included`` not one flag per
+                canary, the real clients plus canary slots not the cell's ``population``,
+                ``canary_scale`` ≤ 0, or the canaries would not fit in memory.
+        """
+        if not isinstance(data, FederatedData):
+            raise TypeError(f"data must be a FederatedData, got {type(data).__name__}")
+        check_positive("canary_scale", scale)
+        d = data.dimension
+        if canaries is None:
+            can = np.zeros((0, d), dtype=np.float32)
+        else:
+            shape = np.shape(canaries)
+            if len(shape) != 2 or shape[1] != d:
+                raise ValueError(f"canaries must be (k, {d}) directions, got shape {shape}")
+            check_memory(4.0 * shape[0] * d, "the canary clients' updates")
+            can = np.asarray(canaries, dtype=np.float32)
+            if not np.all(np.isfinite(can)):
+                raise ValueError("canaries must be finite")
+            norms = np.sqrt(np.einsum("ij,ij->i", can, can, dtype=np.float64))
+            if not np.allclose(norms, 1.0, atol=1e-4):
+                raise ValueError("canaries must be unit vectors (rows of L2 norm 1)")
+        k = can.shape[0]
+        inc = np.ones(k, dtype=bool) if included is None else check_mask("included", included)
+        if inc.shape != (k,):
+            raise ValueError(f"included must have one flag per canary ({k}), got {inc.shape}")
+        if data.num_clients + k != self.cell.population:
+            raise ValueError(
+                f"population={self.cell.population} must equal the {data.num_clients} real "
+                f"clients plus the {k} canary clients"
+            )
+        return data, can, inc
+
+    def train(
+        self,
+        data: FederatedData,
+        canaries: ArrayLike | None = None,
+        included: ArrayLike | None = None,
+        *,
+        canary_scale: float = 1.0,
+        rng: RngLike = None,
+    ) -> FedAvgRun:
+        """Run T rounds from θ = 0 with canary clients ``canaries`` (rows: unit directions),
+        of which those flagged in ``included`` send ``canary_scale · C · c_j`` (the others a
+        zero update).
+
+        Raises:
+            TypeError, ValueError: as :meth:`check_inputs`, before any training.
+        """
+        data, can, inc = self.check_inputs(data, canaries, included, canary_scale)
+        from dpaudit._rng import as_seed_sequence, seed_entropy
+
+        seq = as_seed_sequence(rng)
+        g = as_generator(seq)
+        c, v = self.cell, self.variant
+        n, k, d, m = data.num_clients, can.shape[0], data.dimension, c.clients_per_round
+        theta = np.zeros(d)
+        deltas = np.zeros((c.rounds, d), dtype=np.float32)
+        participation = np.zeros(k, dtype=np.int64)
+        participants = np.zeros(c.rounds, dtype=np.int64)
+        sent = canary_scale * c.clip_norm  # a canary update's norm
+        weight = sent * (min(1.0, c.clip_norm / sent) if v.clip_clients else 1.0)
+        for t in range(c.rounds):
+            real, slots = self._sample(g, n, k)
+            participation += slots
+            participants[t] = real.size + int(slots.sum())
+            total = np.zeros(d)
+            for i in real:
+                u = local_update(theta, data.features[i], data.labels[i], data.num_classes,
+                                 steps=c.local_steps, lr=c.client_learning_rate)  # fmt: skip
+                total += _clip(u, c.clip_norm) if v.clip_clients else u
+            if k:
+                w = (slots & inc).astype(np.float32) * np.float32(weight)
+                total += (w @ can).astype(np.float64)
+            noise = g.normal(0.0, c.noise_multiplier * c.clip_norm, d) / m**v.noise_divisions
+            noisy = total + noise
+            if v.clip_after_noise:
+                noisy = _clip(noisy, m * c.clip_norm)
+            delta = c.server_learning_rate * noisy / m
+            theta += delta
+            deltas[t] = delta
+        return FedAvgRun(deltas, theta, participation, participants, seed_entropy(seq))
+
+    def _sample(self, g: np.random.Generator, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Real clients sampled this round, and which canary slots were."""
+        c = self.cell
+        if c.sampling == "all":
+            return np.arange(n), np.ones(k, dtype=bool)
+        if c.sampling == "poisson":
+            pick = g.random(n + k) < c.sampling_rate
+        else:
+            pick = np.zeros(n + k, dtype=bool)
+            pick[g.choice(n + k, size=c.clients_per_round, replace=False)] = True
+        return np.flatnonzero(pick[:n]), pick[n:]
+
+
+def _clip(u: np.ndarray, bound: float) -> np.ndarray:
+    norm = float(np.linalg.norm(u))
+    return u if norm <= bound else u * (bound / norm)
+
+
+def _without_replacement_rdp(
+    population: int, sample: int, z: float, rounds: int, orders: np.ndarray
+) -> np.ndarray:
+    """RDP of T rounds of m-of-P sampling without replacement, replace-one (dp-accounting;
+    Wang, Balle & Kasiviswanathan 2019, arXiv:1808.00087, Thm 27): a replaced client moves
+    the clipped sum by up to 2C, so the Gaussian's multiplier is σ/2."""
+    from dpaudit.errors import require
+
+    dpa = require("dp_accounting", "accounting")
+    relation = dpa.NeighboringRelation.REPLACE_ONE
+    acct = dpa.rdp.RdpAccountant(orders=orders.tolist(), neighboring_relation=relation)
+    event = dpa.SampledWithoutReplacementDpEvent(population, sample, dpa.GaussianDpEvent(z / 2))
+    acct.compose(event, rounds)
+    return np.maximum(np.asarray(acct._rdp, dtype=np.float64), 0.0)
+
+
+def accuracy(theta: ArrayLike, X: ArrayLike, y: ArrayLike, num_classes: int) -> float:
+    """Test accuracy of softmax-regression parameters ``theta``."""
+    x = np.asarray(X, dtype=np.float64)
+    t = np.asarray(theta, dtype=np.float64)
+    f, k = x.shape[1], int(num_classes)
+    logits = x @ t[: f * k].reshape(f, k) + t[f * k :]
+    return float(np.mean(np.argmax(logits, axis=1) == np.asarray(y)))
+
+
+SYSTEMS.register("dp-fedavg", SystemFactory(FedAvgCell, DPFedAvg), tags=("federated",))
