@@ -39,7 +39,13 @@ from dpaudit._results import (
 )
 from dpaudit._rng import child_seed
 from dpaudit.attacks import BUG_STATISTICS, bug_pair
-from dpaudit.bounds import Explicit, epsilon_from_confusion, epsilon_from_scores
+from dpaudit.bounds import (
+    DPClaimEProcess,
+    Explicit,
+    SequentialAudit,
+    epsilon_from_confusion,
+    epsilon_from_scores,
+)
 from dpaudit.engine import journal_in, run_tasks
 from dpaudit.experiments.dpsgd_bugs.audits import BUG_AUDITS, BugAudit
 from dpaudit.experiments.dpsgd_bugs.settings import DPSGDBugsSettings
@@ -49,6 +55,7 @@ __all__ = ["WORKFLOW", "BugAuditDetail", "RunPair", "audit_bug", "audit_dpsgd_bu
 
 WORKFLOW = "dp-sgd-bugs"
 CONTROL = "poisson"
+SEQUENTIAL_CHUNK = 16  # evaluation pairs per engine job of a sequential audit
 
 _SESSIONS: dict[tuple, tuple[Session, Session]] = {}
 
@@ -204,12 +211,16 @@ def audit_bug(
     ppos, pneg, _ = _scores(variant, audit, pilot, child_seed(settings.seed, *key, 0), settings,
                            None, progress, "pilot")  # fmt: skip
     t, projected = choose_threshold(ppos, pneg, audit.delta, level)
+    claim = max(claim_out, claim_in)
+    if settings.mode == "sequential":
+        each = (claim_out, claim_in)
+        return _sequential_entry(variant, audit, settings, key, t, projected, claim, each,
+                                 pilot, runs, checkpoint, progress, t0)  # fmt: skip
     pos, neg, _ = _scores(variant, audit, runs, child_seed(settings.seed, *key, 1), settings,
                          journal, progress, "evaluation")  # fmt: skip
     b = epsilon_from_scores(pos, neg, selection=Explicit(t), delta=audit.delta,
                             confidence_level=level)  # fmt: skip
     wall = time.perf_counter() - t0
-    claim = max(claim_out, claim_in)
     detail = BugAuditDetail(
         audit.name, variant, v.title, v.bug, v.source, v.runs, audit.pair, audit.fillers,
         audit.statistic, audit.setting, audit.delta, claim_out, claim_in, t, projected,
@@ -229,6 +240,52 @@ def audit_bug(
     system = variant if variant == audit.bug else f"{variant} (control for {audit.name})"
     return AuditEntry(system, f"{audit.pair}+{audit.statistic}", lower, claims,
                       selections=(sel,), detail=detail)  # fmt: skip
+
+
+def _sequential_entry(
+    variant, audit, s, key, t, projected, claim, claims_each, pilot, runs, checkpoint, progress, t0
+) -> AuditEntry:
+    """The evaluation runs as a stream: chunk ``k`` of :data:`SEQUENTIAL_CHUNK` run pairs is
+    an engine job seeded by ``child_seed(seed, *key, 2, k)`` (resumable from its journal);
+    each pair's ``1{score ≥ t}`` on D′ and on D updates the claim's test supermartingales,
+    and the stream stops after the chunk in which the claim is rejected."""
+    process = DPClaimEProcess(claim, audit.delta, confidence_level=s.confidence_level)
+    state: SequentialAudit = process.result()
+    tp = fp = done = 0
+    for k, start in enumerate(range(0, runs, SEQUENTIAL_CHUNK)):
+        n = min(SEQUENTIAL_CHUNK, runs - start)
+        journal = journal_in(checkpoint, f"{audit.name}.{variant}.seq{k}.tasks")
+        pos, neg, _ = _scores(variant, audit, n, child_seed(s.seed, *key, 2, k), s, journal,
+                             progress, f"stream {start + 1}-{start + n}")  # fmt: skip
+        state = process.update(pos >= t, neg >= t)
+        tp, fp, done = tp + int(np.sum(pos >= t)), fp + int(np.sum(neg >= t)), done + n
+        if state.rejects_claim:
+            break
+    v = DPSGD_VARIANTS.get(variant)
+    detail = BugAuditDetail(
+        audit.name, variant, v.title, v.bug, v.source, v.runs, audit.pair, audit.fillers,
+        audit.statistic, audit.setting, audit.delta, *claims_each, t, projected, tp, fp, done,
+        pilot, time.perf_counter() - t0, audit.published,
+    )  # fmt: skip
+    stop = (f"claim rejected at run pair {state.rejected_at}" if state.rejects_claim
+            else f"claim not rejected in {done} run pairs")  # fmt: skip
+    lower = LowerBound(
+        "white-box multi-run threshold test, anytime-valid confidence sequence (test "
+        "supermartingales by betting)", s.confidence_level, state.epsilon, audit.delta,
+        interval=ConfidenceInterval(state.epsilon, math.inf),
+        note=f"{stop} (of at most {runs}; {pilot} pilot runs per dataset before)",
+    )  # fmt: skip
+    acct = audit.setting.accountant.upper()
+    claims = (Claim(f"Opacus accountant ({acct})", "Opacus' accountant as the variant calls it, "
+                    "Mironov, Talwar & Zhang 2019 (arXiv:1908.10530) / Gopi et al. 2021 "
+                    "(arXiv:2106.02848)", claim, audit.delta),)  # fmt: skip
+    sel = (SelectionRecord("threshold", "split", f"chosen on {pilot} held-out pilot runs per "
+                           "dataset"),
+           SelectionRecord("stopping time", "anytime-valid", "Ville's inequality: the test and "
+                           "the confidence sequence hold at any stopping time"))  # fmt: skip
+    system = variant if variant == audit.bug else f"{variant} (control for {audit.name})"
+    return AuditEntry(system, f"{audit.pair}+{audit.statistic}", lower, claims,
+                      selections=sel, detail=detail)  # fmt: skip
 
 
 def _index(names: tuple[str, ...], name: str) -> int:

@@ -6,6 +6,7 @@ import dataclasses
 
 from dpaudit._settings import option
 from dpaudit._validate import (
+    check_choice,
     check_confidence_level,
     check_nonneg_int,
     check_positive,
@@ -22,6 +23,13 @@ class DPSGDBugsSettings:
     Each bug's audit (:data:`dpaudit.experiments.dpsgd_bugs.BUG_AUDITS`) fixes its setting,
     pair, statistic and run counts; ``runs_scale`` scales the run counts (a reduced audit for
     a quick check; the stated settings use 1).
+
+    ``mode="sequential"`` streams the evaluation runs (chunks of ``SEQUENTIAL_CHUNK`` pairs,
+    each chunk a seeded engine job of its own) through an anytime-valid test of the
+    accountant's claim (:class:`dpaudit.bounds.DPClaimEProcess`) and stops at the first
+    rejection, or after the audit's ``runs``; its bound is the ε confidence sequence, valid
+    at that stopping time. ``"fixed"`` stays the default: with all the runs, the exact
+    Clopper–Pearson bound is tighter than the confidence sequence.
     """
 
     name: str = option("dp-sgd-bugs", help="run name")
@@ -32,6 +40,11 @@ class DPSGDBugsSettings:
     executor: str = option("serial", help="engine executor (serial | processes | joblib | ray)")
     workers: int = option(1, help="workers of the executor")
     confidence_level: float = option(0.95, help="confidence 1 − β of each bound")
+    mode: str = option(
+        "fixed",
+        help="fixed: every evaluation run, then Clopper-Pearson | sequential: stream the "
+        "evaluation runs through an anytime-valid test, stop at the claim's rejection",
+    )
     seed: int = option(0, help="root seed")
 
     def __post_init__(self) -> None:
@@ -45,4 +58,5 @@ class DPSGDBugsSettings:
             check_positive_int("block_size", self.block_size)
         check_positive_int("workers", self.workers)
         check_confidence_level(self.confidence_level)
+        check_choice("mode", self.mode, ("fixed", "sequential"))
         check_nonneg_int("seed", self.seed)
