@@ -7,7 +7,9 @@ Endpoints (OpenAPI at ``/openapi.json``, interactive docs at ``/docs``):
   (charged all the same). A request is answered whole or refused whole.
 * ``GET /v1/budget`` — the caller's ε spent and budget, and the service's.
 * ``GET /v1/info`` — the public parameters (mechanism, σ, teachers, classes, features).
-* ``GET /healthz`` — liveness.
+* ``GET /healthz`` — liveness; once a :mod:`dpaudit.serve.monitor` has reported, also
+  ``privacy_alarm`` (whether any monitor rejected the claimed noise) and each monitor's
+  last status (still HTTP 200: the process is alive).
 
 The API key goes in ``Authorization: Bearer KEY`` or ``X-API-Key: KEY`` (never in the URL,
 which access logs record). Errors are JSON ``{"error": code, "message": text}``: 400 malformed
@@ -155,6 +157,8 @@ def create_app(service: PredictionService, *, access_log: bool = True) -> Any:
         MissingDependencyError: fastapi is not installed (extra ``serve``).
     """
     fastapi = require("fastapi", "serve")
+    from starlette.concurrency import run_in_threadpool
+
     models = _models()
     info = service.info()
     app = fastapi.FastAPI(
@@ -189,9 +193,13 @@ def create_app(service: PredictionService, *, access_log: bool = True) -> Any:
     async def get_info() -> Any:
         return service.info().to_dict()
 
-    @app.get("/healthz", summary="Liveness")
+    @app.get("/healthz", summary="Liveness (and the privacy monitors' alarms, when any run)")
     async def healthz() -> Any:
-        return {"status": "ok"}
+        monitors = await run_in_threadpool(service.ledger.monitor_statuses)
+        if not monitors:
+            return {"status": "ok"}
+        alarm = any(bool(m.get("alarm")) for m in monitors.values())
+        return {"status": "ok", "privacy_alarm": alarm, "monitors": monitors}
 
     return app
 

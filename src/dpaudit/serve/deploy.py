@@ -175,4 +175,5 @@ def build_service(
         max_batch=settings.server.max_batch,
         cache=settings.server.cache,
         noise_rng=noise_generator(settings.server.noise_seed, start),
+        record_votes=settings.server.record_votes,
     )

@@ -63,6 +63,7 @@ from dpaudit.errors import DPAuditError
 __all__ = [
     "GLOBAL_ACCOUNT",
     "Account",
+    "AnswerLog",
     "BudgetRefused",
     "Charge",
     "Client",
@@ -266,6 +267,9 @@ class Charge:
         realised: per-query realised RDP ``(n, K)``.
         answered: whether each query returned a label ``(n,)``.
         keys: per-query cache keys (None: no caching).
+        votes: the vote histograms ``(n, C)`` the labels were drawn from (the operator's
+            view, recorded beside the charge for :mod:`dpaudit.serve.monitor`; None: not
+            recorded).
     """
 
     labels: IntArray
@@ -273,6 +277,7 @@ class Charge:
     realised: FloatArray
     answered: np.ndarray
     keys: Sequence[bytes] | None = None
+    votes: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = np.shape(self.labels)[0]
@@ -280,6 +285,18 @@ class Charge:
             raise ValueError("labels, worst and realised must have one row per query")
         if self.keys is not None and len(self.keys) != n:
             raise ValueError("keys must have one entry per query")
+        if self.votes is not None and (np.ndim(self.votes) != 2 or np.shape(self.votes)[0] != n):
+            raise ValueError(
+                f"votes must have shape (n, C) with n = {n}, got {np.shape(self.votes)}"
+            )
+
+    def answer_record(self, charged: np.ndarray, labels: np.ndarray) -> tuple | None:
+        """The ``(votes, labels)`` of the charged (freshly drawn) queries, or None when the
+        votes are not recorded or nothing was charged."""
+        if self.votes is None or not charged.any():
+            return None
+        votes = np.ascontiguousarray(np.asarray(self.votes, dtype=np.float64)[charged])
+        return votes, np.ascontiguousarray(labels[charged], dtype=np.int64)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -320,6 +337,46 @@ class LedgerVerification(ResultMixin):
     ok: bool
     num_charges: int
     mismatches: tuple[int, ...]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class AnswerLog:
+    """Freshly drawn answers with the vote histograms they were drawn from, in commit order.
+
+    Only charged answers are recorded: an answer served from the cache (or a query repeated
+    inside a request) is a copy of an earlier draw, not a new one.
+
+    Attributes:
+        charge_ids: the journal row of each answer's charge ``(n,)``.
+        client_ids: the client charged ``(n,)``.
+        votes: the histograms ``(n, C)``.
+        labels: the answers ``(n,)`` (−1: Confident GNMax abstained).
+        last_charge_id: the last journal row read (the ``after`` of the next read).
+    """
+
+    charge_ids: IntArray
+    client_ids: IntArray
+    votes: FloatArray
+    labels: IntArray
+    last_charge_id: int
+
+    @classmethod
+    def concat(cls, rows: list[tuple[int, int, np.ndarray, np.ndarray]], after: int) -> AnswerLog:
+        """From ``(charge_id, client_id, votes, labels)`` rows (``after``: no rows)."""
+        if not rows:
+            return cls(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 0)),
+                       np.zeros(0, np.int64), int(after))  # fmt: skip
+        sizes = [len(r[3]) for r in rows]
+        return cls(
+            np.repeat(np.array([r[0] for r in rows], np.int64), sizes),
+            np.repeat(np.array([r[1] for r in rows], np.int64), sizes),
+            np.concatenate([r[2] for r in rows]),
+            np.concatenate([r[3] for r in rows]).astype(np.int64),
+            int(rows[-1][0]),
+        )
+
+    def __len__(self) -> int:
+        return int(self.labels.shape[0])
 
 
 # --------------------------------------------------------------------------------- base
@@ -460,6 +517,19 @@ class LedgerBase(abc.ABC):
     def close(self) -> None:  # noqa: B027 - optional hook, not abstract
         """Release resources (a no-op in memory)."""
 
+    @abc.abstractmethod
+    def answers(self, after: int = 0, *, limit: int | None = None) -> AnswerLog:
+        """The recorded answers of the charges after journal row ``after`` (at most ``limit``
+        charges), in commit order."""
+
+    @abc.abstractmethod
+    def set_monitor_status(self, name: str, status: dict[str, Any]) -> None:
+        """Store what the monitor ``name`` last concluded (the health endpoint shows it)."""
+
+    @abc.abstractmethod
+    def monitor_statuses(self) -> dict[str, dict[str, Any]]:
+        """The last status of every monitor, by name."""
+
     # -- derived -----------------------------------------------------------------------------
     def epsilon(self, client_id: int = GLOBAL_ACCOUNT) -> float:
         """ε(δ) of an account (default: the whole service)."""
@@ -517,6 +587,8 @@ class MemoryLedger(LedgerBase):
         self._accounts: dict[int, Account] = {GLOBAL_ACCOUNT: Account.zeros(config.num_orders)}
         self._journal: list[tuple[int, int, FloatArray]] = []
         self._cache: dict[bytes, int] = {}
+        self._answers: list[tuple[int, int, np.ndarray, np.ndarray]] = []
+        self._monitors: dict[str, dict[str, Any]] = {}
 
     def add_client(self, name: str, epsilon_budget: float, *, api_key: str | None = None) -> str:
         _check_name(name)
@@ -576,7 +648,23 @@ class MemoryLedger(LedgerBase):
             if s.charged.any():
                 charge_id = len(self._journal) + 1
                 self._journal.append((charge_id, client.id, s.rdp))
+                record = charge.answer_record(s.charged, s.labels)
+                if record is not None:
+                    self._answers.append((charge_id, client.id, *record))
             self._accounts[client.id] = s.client
             self._accounts[GLOBAL_ACCOUNT] = s.total
             self._cache.update(s.new_cache)
         return self._receipt(s, charge_id)
+
+    def answers(self, after: int = 0, *, limit: int | None = None) -> AnswerLog:
+        with self._lock:
+            rows = [r for r in self._answers if r[0] > after]
+        return AnswerLog.concat(rows if limit is None else rows[:limit], after)
+
+    def set_monitor_status(self, name: str, status: dict[str, Any]) -> None:
+        with self._lock:
+            self._monitors[str(name)] = json.loads(json.dumps(status))
+
+    def monitor_statuses(self) -> dict[str, dict[str, Any]]:
+        with self._lock:
+            return {k: dict(v) for k, v in self._monitors.items()}

@@ -102,6 +102,9 @@ class PredictionService:
         max_batch: most queries per request.
         cache: answer caching (Wang et al. 2022, arXiv:2209.10732, §5).
         noise_rng: the generator of the answer noise (a fresh one if None).
+        record_votes: record each charged answer's vote histogram beside its charge (the
+            operator's view that :mod:`dpaudit.serve.monitor` tests; the ledger file then
+            holds the teachers' votes, which are more sensitive than the answers).
 
     Raises:
         TypeError: not an interface, or not a ledger.
@@ -129,6 +132,7 @@ class PredictionService:
         max_batch: int = 256,
         cache: bool = False,
         noise_rng: Any = None,
+        record_votes: bool = True,
     ) -> None:
         from dpaudit._rng import as_generator
         from dpaudit._validate import check_positive_int
@@ -147,6 +151,7 @@ class PredictionService:
         self._system = str(system)
         self._max_batch = check_positive_int("max_batch", max_batch)
         self._cache = bool(cache)
+        self._record_votes = bool(record_votes)
         self._rng = as_generator(noise_rng)
         self._rng_lock = threading.Lock()
         ens = interface.ensemble
@@ -304,7 +309,10 @@ class PredictionService:
         answered = labels != ABSTAIN
         worst, realised = self._ledger.config.costs(votes, answered)
         keys = [query_key(row) for row in X] if self._cache else None
-        return self._ledger.settle(client, Charge(labels, worst, realised, answered, keys))
+        recorded = votes if self._record_votes else None
+        return self._ledger.settle(
+            client, Charge(labels, worst, realised, answered, keys, recorded)
+        )
 
     def budget(self, client: Client) -> BudgetStatus:
         """A client's budget and the service's."""

@@ -114,6 +114,9 @@ class ServerSettings:
     synchronous: str = option("full", help="SQLite synchronous level of the ledger: full|normal")
     max_batch: int = option(256, help="most queries in one request")
     cache: bool = option(False, help="answer a repeated query with its first answer, free")
+    record_votes: bool = option(
+        True, help="record each answer's vote histogram in the ledger (for dpaudit monitor)"
+    )
     noise_seed: int | None = option(
         None, help="seed of the answer noise (tests and reproductions only; fresh if unset)"
     )

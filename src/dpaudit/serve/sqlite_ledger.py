@@ -17,12 +17,16 @@ thread and never block the writer (WAL).
 Stored: ``meta`` (the :class:`~dpaudit.serve.ledger.LedgerConfig` and the global budget),
 ``clients`` (name, SHA-256 of the API key, budget, revoked), ``accounts`` (RDP as float64
 bytes, counts; id 0 is the whole service), ``journal`` (one row per charged request: client,
-time, counts, RDP), ``cache`` (query hash → first answer) and ``starts`` (one row per server
-start: the noise stream of each start is distinct).
+time, counts, RDP), ``cache`` (query hash → first answer), ``starts`` (one row per server
+start: the noise stream of each start is distinct), ``answers`` (per charge, the vote
+histograms of its freshly drawn answers and the answers, as float64 / int64 bytes: the
+operator's view :mod:`dpaudit.serve.monitor` reads; written in the charge's transaction, so
+every released answer is recorded) and ``monitors`` (each monitor's last status, JSON).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
@@ -38,6 +42,7 @@ from dpaudit._validate import check_choice, check_positive
 from dpaudit.serve.ledger import (
     GLOBAL_ACCOUNT,
     Account,
+    AnswerLog,
     Charge,
     Client,
     LedgerBase,
@@ -80,6 +85,14 @@ CREATE TABLE IF NOT EXISTS journal (
 );
 CREATE TABLE IF NOT EXISTS cache (key BLOB PRIMARY KEY, label INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS starts (id INTEGER PRIMARY KEY AUTOINCREMENT, started REAL, pid INT);
+CREATE TABLE IF NOT EXISTS answers (
+    charge_id INTEGER PRIMARY KEY,
+    client_id INTEGER NOT NULL,
+    num_classes INTEGER NOT NULL,
+    votes BLOB NOT NULL,
+    labels BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS monitors (name TEXT PRIMARY KEY, updated REAL, status TEXT NOT NULL);
 """
 _FORMAT = "dpaudit.serve.ledger/1"
 
@@ -396,6 +409,14 @@ class SQLiteLedger(KeyStore, LedgerBase):
                     (client.id, time.time(), int(s.charged.sum()), s.num_answered, _blob(s.rdp)),
                 )
                 charge_id = int(cur.lastrowid)
+                record = charge.answer_record(s.charged, s.labels)
+                if record is not None:
+                    votes, labels = record
+                    conn.execute(
+                        "INSERT INTO answers VALUES (?,?,?,?,?)",
+                        (charge_id, client.id, votes.shape[1], _blob(votes.ravel()),
+                         labels.astype("<i8").tobytes()),
+                    )  # fmt: skip
             for cid, acc in ((client.id, s.client), (GLOBAL_ACCOUNT, s.total)):
                 conn.execute(
                     "INSERT OR REPLACE INTO accounts VALUES (?,?,?,?,?,?)",
@@ -408,3 +429,38 @@ class SQLiteLedger(KeyStore, LedgerBase):
 
         s, charge_id = self._write(commit)
         return self._receipt(s, charge_id)
+
+    def answers(self, after: int = 0, *, limit: int | None = None) -> AnswerLog:
+        """The recorded answers of the charges after journal row ``after`` (at most ``limit``
+        charges), in commit order (a reader never blocks the service: WAL)."""
+        sql = "SELECT charge_id, client_id, num_classes, votes, labels FROM answers " \
+              "WHERE charge_id > ? ORDER BY charge_id"  # fmt: skip
+        args: tuple[int, ...] = (int(after),)
+        if limit is not None:
+            sql += " LIMIT ?"
+            args += (int(limit),)
+        rows = []
+        for cid, client, c, votes, labels in self._conn().execute(sql, args):
+            lab = np.frombuffer(labels, dtype="<i8").astype(np.int64)
+            v = np.frombuffer(votes, dtype="<f8").astype(np.float64)
+            if v.size != lab.size * int(c):
+                raise ValueError(f"ledger answers row {cid} is corrupt ({v.size} votes, "
+                                 f"{lab.size} labels, {c} classes)")  # fmt: skip
+            rows.append((int(cid), int(client), v.reshape(lab.size, int(c)), lab))
+        return AnswerLog.concat(rows, after)
+
+    def set_monitor_status(self, name: str, status: dict[str, Any]) -> None:
+        """Store what the monitor ``name`` last concluded (one write transaction)."""
+        text = json.dumps(status, sort_keys=True)
+
+        def put(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT OR REPLACE INTO monitors VALUES (?,?,?)", (str(name), time.time(), text)
+            )
+
+        self._write(put)
+
+    def monitor_statuses(self) -> dict[str, dict[str, Any]]:
+        """The last status of every monitor, by name."""
+        rows = self._conn().execute("SELECT name, status FROM monitors ORDER BY name")
+        return {str(n): json.loads(t) for n, t in rows}
