@@ -41,6 +41,8 @@ from dpaudit.systems import (
     ALIBICell,
     DPSGDCell,
     DPSGDSettings,
+    FedAvgCell,
+    FederatedData,
     LabelledData,
     PATEFMCell,
     PrivatePredictionCell,
@@ -365,6 +367,45 @@ class TestDPSGD(SystemContract):
         return [
             ("data", lambda: system.train(X, rng=0)),
             ("included", lambda: system.train(self._data(), None, [True], rng=0)),
+        ]
+
+
+# ------------------------------------------------------------------------------- federated
+
+
+class TestDPFedAvg(SystemContract):
+    """Two rounds of DP-FedAvg, 4 clients and 2 canary clients; outputs: the model deltas."""
+
+    name = "dp-fedavg"
+    claim_requires = ("dp_accounting",)
+
+    def cell(self) -> FedAvgCell:
+        return FedAvgCell(rounds=2, clients_per_round=3, population=6, sampling="poisson")
+
+    def bad_cells(self) -> list[tuple[str, Any]]:
+        out = []
+        for name, value in (("claim_sampling", "all"), ("clients_per_round", 7)):
+            cell = self.cell()  # the cell checks itself when built: change it afterwards
+            object.__setattr__(cell, name, value)
+            out.append((name, cell))
+        return out
+
+    def _data(self) -> FederatedData:
+        return FederatedData(tuple(X[i::4] for i in range(4)), tuple(Y[i::4] for i in range(4)),
+                             NUM_CLASSES)  # fmt: skip
+
+    def _canaries(self) -> np.ndarray:
+        d = self._data().dimension
+        return np.eye(2, d, dtype=np.float32)
+
+    def train(self, system: Any, rng: int) -> np.ndarray:
+        return system.train(self._data(), self._canaries(), [True, False], rng=rng).deltas
+
+    def bad_inputs(self, system: Any) -> list[tuple[str, Callable[[], Any]]]:
+        return [
+            ("data", lambda: system.train(X, rng=0)),
+            ("included", lambda: system.train(self._data(), self._canaries(), [True], rng=0)),
+            ("population", lambda: system.train(self._data(), rng=0)),
         ]
 
 

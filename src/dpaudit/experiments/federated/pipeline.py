@@ -178,6 +178,8 @@ def audit_federated(
         :class:`~dpaudit.AuditResult` (workflow ``"federated"``): one entry per threat model.
 
     Example:
+        >>> from dpaudit.experiments.federated import (
+        ...     FederatedCanarySettings, FederatedTrainingSettings)
         >>> s = FederatedSettings(canaries=FederatedCanarySettings(count=200),
         ...                       training=FederatedTrainingSettings(rounds=3))
         >>> r = audit_federated(s)

@@ -103,6 +103,11 @@ class FederatedTrainingSettings:
     def __post_init__(self) -> None:
         check_positive_int("rounds", self.rounds)
         check_choice("sampling", self.sampling, SAMPLERS)
+        if self.claim_sampling is not None and self.claim_sampling != self.sampling:
+            raise ValueError(
+                f"claim_sampling={self.claim_sampling!r} is not the sampler the system uses "
+                f"(sampling={self.sampling!r}): the claim would not describe it"
+            )
         if self.clients_per_round is not None:
             check_positive_int("clients_per_round", self.clients_per_round)
         elif self.sampling != "all":

@@ -231,6 +231,7 @@ class DPFedAvg:
     def __init__(self, cell: FedAvgCell) -> None:
         if not isinstance(cell, FedAvgCell):
             raise TypeError(f"settings must be a FedAvgCell, got {type(cell).__name__}")
+        cell.__post_init__()  # a cell changed after it was built is checked again
         self.cell = cell
         self.variant = FEDAVG_VARIANTS.get(cell.variant)
 
@@ -254,10 +255,13 @@ class DPFedAvg:
         lam = np.asarray(DEFAULT_ORDERS if orders is None else orders, dtype=np.float64)
         z = self._claim_noise_multiplier()
         if c.sampling == "fixed":
-            return Curve(lam, _without_replacement_rdp(c.population, c.clients_per_round, z,
-                                                       c.rounds, lam))  # fmt: skip
-        curve = subsampled_gaussian_rdp(c.sampling_rate, z, lam, count=c.rounds)
-        return Curve(curve.orders, curve.epsilons)
+            rdp = _without_replacement_rdp(c.population, c.clients_per_round, z, c.rounds, lam)
+        else:
+            rdp = subsampled_gaussian_rdp(c.sampling_rate, z, lam, count=c.rounds).epsilons
+        # dp-accounting returns inf where its fractional-order series does not converge (it
+        # logs a warning); those orders are dropped (the conversion would skip them too)
+        keep = np.isfinite(rdp)
+        return Curve(lam[keep], np.asarray(rdp)[keep])
 
     def claim(self, orders: ArrayLike | None = None, *, delta: float | None = None) -> Claim:
         """The user-level (ε, δ) the system reports: its RDP accountant, converted at δ.
