@@ -22,6 +22,7 @@ _COMMAND_MODULES = [
     "dpaudit.cli.audit",
     "dpaudit.cli.demo",
     "dpaudit.cli.serve",
+    "dpaudit.cli.monitor",
     "dpaudit.cli.runs",
 ]
 
@@ -82,10 +83,12 @@ def run(argv: Sequence[str] | None = None) -> int:
             _error("aborted")
             return 130
         if _is_click(exc, "NoArgsIsHelpError"):
-            # a group called without a command: its help on stdout, like ``--help``
-            ctx = getattr(exc, "ctx", None)
-            if ctx is not None:
-                sys.stdout.write(ctx.get_help() + "\n")
+            # a group called without a command: its help on stdout, like ``--help``, once.
+            # The exception's message *is* the help (click renders it on construction); typer's
+            # rich help is printed while being rendered and leaves the message empty.
+            text = exc.format_message() if hasattr(exc, "format_message") else ""
+            if text.strip():
+                sys.stdout.write(text.rstrip("\n") + "\n")
             return 0
         if _is_click(exc, "ClickException"):
             _error(_click_message(exc))
@@ -105,7 +108,24 @@ def run(argv: Sequence[str] | None = None) -> int:
 def _command():
     """The click command behind the typer app (imports every command module)."""
     typer_main = importlib.import_module("typer.main")
-    return typer_main.get_command(build_app())
+    command = typer_main.get_command(build_app())
+    _hide_flag_types(command)
+    return command
+
+
+def _hide_flag_types(command) -> None:
+    """No type column for flags (``--json``, ``--help`` …): typer shows ``<bool>`` for a flag
+    without a metavar, though a flag takes no value. Every command of the tree, its help
+    option included, gets an empty metavar on its flags."""
+    click = importlib.import_module("click")
+    stack = [command]
+    while stack:
+        cmd = stack.pop()
+        help_option = cmd.get_help_option(click.Context(cmd))
+        for param in [*cmd.params, *([help_option] if help_option is not None else [])]:
+            if getattr(param, "is_flag", False) and param.metavar is None:
+                param.metavar = ""
+        stack.extend(getattr(cmd, "commands", {}).values())
 
 
 def _is_click(exc: BaseException, name: str) -> bool:

@@ -75,6 +75,7 @@ from dpaudit.mechanisms import ABSTAIN, ConfidentGNMax, GNMax, argmax_probabilit
 from dpaudit.serve.ledger import LedgerBase
 
 __all__ = [
+    "CONFIDENCE_LEVEL",
     "ClientMonitor",
     "DeploymentMonitor",
     "LedgerMonitor",
@@ -87,6 +88,11 @@ __all__ = [
 
 logger = logging.getLogger("dpaudit.monitor")
 
+#: Default 1 − β of the alarm. A monitor watches a deployment for its whole life and an alarm
+#: stops a service, so false alarms must be rare: an honest deployment raises one with
+#: probability at most 10⁻⁴ over its life (Ville), at the price of ~log(10⁴)/log(20) ≈ 3×
+#: the evidence needed at β = 0.05.
+CONFIDENCE_LEVEL = 0.9999
 _PATH_POINTS = 2000  # the e-value path keeps at most about this many points
 _CHUNK = 64  # answers per path point while the path is short
 
@@ -241,7 +247,8 @@ class DeploymentMonitor:
         config: the service's :class:`~dpaudit.serve.ledger.LedgerConfig` (the claim).
         claimed_sigma: σ the caller expects the service to claim; a different claim is an
             error (None: take the service's).
-        confidence_level: 1 − β of the alarm and of the confidence sequence.
+        confidence_level: 1 − β of the alarm and of the confidence sequence (default
+            :data:`CONFIDENCE_LEVEL`, β = 10⁻⁴).
         sigmas: the decreasing grid (default :func:`noise_grid`); the claim is added.
         probabilities: a shared :class:`TopProbabilities` over the same grid (optional).
         name: the monitor's name.
@@ -255,7 +262,7 @@ class DeploymentMonitor:
         config: Any,
         *,
         claimed_sigma: float | None = None,
-        confidence_level: float = 0.95,
+        confidence_level: float = CONFIDENCE_LEVEL,
         sigmas: ArrayLike | None = None,
         probabilities: TopProbabilities | None = None,
         name: str = "ledger",
@@ -437,7 +444,7 @@ class LedgerMonitor:
         ledger: LedgerBase,
         *,
         claimed_sigma: float | None = None,
-        confidence_level: float = 0.95,
+        confidence_level: float = CONFIDENCE_LEVEL,
         sigmas: ArrayLike | None = None,
         probabilities: TopProbabilities | None = None,
         name: str = "ledger",
@@ -546,7 +553,7 @@ class ClientMonitor:
         batch: int = 64,
         rng: Any = None,
         claimed_sigma: float | None = None,
-        confidence_level: float = 0.95,
+        confidence_level: float = CONFIDENCE_LEVEL,
         sigmas: ArrayLike | None = None,
         probabilities: TopProbabilities | None = None,
         name: str = "client",
@@ -572,23 +579,30 @@ class ClientMonitor:
             headers={"Authorization": f"Bearer {api_key.strip()}"},
         )  # fmt: skip
         self._httpx = httpx
-        info = self._request("GET", "/v1/info")
-        mech = ledger.config.mechanism
-        if info.get("mechanism") != mech.name or not math.isclose(
-            float(info.get("sigma", math.nan)), float(mech.sigma), rel_tol=1e-12
-        ):
-            raise MonitorError(
-                f"the service at {self.url} publishes {info.get('mechanism')} sigma="
-                f"{info.get('sigma')}, but the ledger charges for {mech.name} sigma="
-                f"{mech.sigma:g}: not the ledger of this service"
-            )
-        if X.shape[1] != int(info["num_features"]):
-            raise ValueError(f"queries must have {info['num_features']} features, got "
-                             f"{X.shape[1]}")  # fmt: skip
-        self.monitor = DeploymentMonitor(
-            ledger.config, claimed_sigma=claimed_sigma, confidence_level=confidence_level,
-            sigmas=sigmas, probabilities=probabilities, name=name,
-        )  # fmt: skip
+        try:
+            info = self._request("GET", "/v1/info")
+            mech = ledger.config.mechanism
+            if info.get("mechanism") != mech.name or not math.isclose(
+                float(info.get("sigma", math.nan)), float(mech.sigma), rel_tol=1e-12
+            ):
+                raise MonitorError(
+                    f"the service at {self.url} publishes {info.get('mechanism')} sigma="
+                    f"{info.get('sigma')}, but the ledger charges for {mech.name} sigma="
+                    f"{mech.sigma:g}: not the ledger of this service"
+                )
+            self._request("GET", "/v1/budget")  # the key is valid (401/403 otherwise)
+            if X.shape[1] != int(info["num_features"]):
+                raise ValueError(f"queries must have {info['num_features']} features, got "
+                                 f"{X.shape[1]}")  # fmt: skip
+            self.monitor = DeploymentMonitor(
+                ledger.config, claimed_sigma=claimed_sigma, confidence_level=confidence_level,
+                sigmas=sigmas, probabilities=probabilities, name=name,
+            )  # fmt: skip
+        except BaseException:
+            self._http.close()
+            if self._owns_ledger:
+                ledger.close()
+            raise
         self._X = X
         self._batch = min(check_positive_int("batch", batch), int(info["max_batch"]))
         self._rng = as_generator(rng)
