@@ -40,14 +40,15 @@ NETS = [
 
 class _Odd(torch.nn.Module):
     """Every layer shape the module handles: a strided, dilated, padded 3-channel convolution
-    (grouped-convolution path), a 6-channel one (unfold path), 'valid' padding, no bias, and
-    a dense layer applied at every position of a sequence."""
+    (per-example gradients as a grouped convolution), a strided, dilated 6-channel one with
+    'valid' padding and no bias (as a grouped convolution's weight gradient), a dense layer
+    applied at every position of a sequence; ``ghost="ghost"`` unfolds them all."""
 
     def __init__(self) -> None:
         super().__init__()
         nn = torch.nn
         self.c1 = nn.Conv2d(3, 6, (3, 2), stride=(2, 1), padding=(1, 2), dilation=(1, 2))
-        self.c2 = nn.Conv2d(6, 5, 3, padding="valid", bias=False)
+        self.c2 = nn.Conv2d(6, 5, 3, stride=(1, 2), padding="valid", dilation=(2, 1), bias=False)
         self.seq = nn.Linear(5, 4)
         self.out = nn.Linear(4, 3)
 

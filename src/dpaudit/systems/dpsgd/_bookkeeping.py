@@ -18,9 +18,9 @@ the clipped sum then follow from ``(aᵢ, δᵢ)`` — the book-keeping of Bu, W
   ``‖Gᵢ‖² = ⟨Uᵢᵀ Uᵢ, δᵢᵀ δᵢ⟩`` (T × T Gram matrices; Li, Tramèr, Liang & Hashimoto 2022,
   arXiv:2110.05679) and the sum ``Σᵢ cᵢ δᵢ Uᵢᵀ`` as one product, or ``Gᵢ`` itself (d·p
   numbers per example, cheap for small layers) — per layer, whichever costs less: the ghost
-  norm when ``2T² < p·d`` (Bu, Mao & Xu 2022, §4, "mixed ghost clipping"). A convolution
-  with few input channels gets its ``Gᵢ`` from one grouped convolution instead of the
-  unfolded copy (Rochette, Manoel & Tramel 2019, arXiv:1912.06015). The bias gradient is
+  norm when ``2T² < p·d`` (Bu, Mao & Xu 2022, §4, "mixed ghost clipping"). A convolution's
+  ``Gᵢ`` come from one grouped convolution (the batch as groups) instead of an unfolded copy
+  of its input (Rochette, Manoel & Tramel 2019, arXiv:1912.06015). The bias gradient is
   ``Σₜ δᵢₜ``.
 
 Only ``nn.Linear`` and ``nn.Conv2d`` (``groups = 1``, zero padding) carry parameters in the
@@ -42,9 +42,10 @@ __all__ = ["GHOST_CHOICES", "BookKeeping"]
 #: Xu 2022), always the ghost norm, or always the per-example gradient.
 GHOST_CHOICES: tuple[str, ...] = ("mixed", "ghost", "per-example")
 _OPACUS_EPS = 1e-6  # Opacus' clipping factor C / (‖g‖ + 1e-6)
-# Per-example convolution gradients as a grouped convolution up to this many input channels,
-# by unfolding above it (measured on 2 CPU cores: 28×28 inputs with 1–3 channels 1.4–3×
-# faster grouped, 16 channels 1.1–1.6× slower).
+# Per-example convolution gradients: up to this many input channels as a grouped convolution
+# with the output gradients as kernels, above it as a grouped convolution's weight gradient
+# (measured on one CPU core: 1 channel at 28×28, 5×5 kernels, 1.8× faster the first way;
+# 16 channels 2.5–4× faster the second; both 2.5–6× faster than unfold + bmm).
 _GROUPED_MAX_CHANNELS = 4
 
 
@@ -174,8 +175,11 @@ class BookKeeping:
         T = delta.shape[2] * delta.shape[3]
         p = a.shape[1] * module.kernel_size[0] * module.kernel_size[1]
         d = delta.shape[1]
-        if not self._use_ghost(T, p, d) and a.shape[1] <= _GROUPED_MAX_CHANNELS:
-            G = _conv_per_example(a, delta, module, pad)
+        if not self._use_ghost(T, p, d):
+            if a.shape[1] <= _GROUPED_MAX_CHANNELS:
+                G = _conv_per_example(a, delta, module, pad)
+            else:
+                G = _conv_weight_per_example(a, delta, module, pad)
             return _per_example(module, G, delta.reshape(B, d, T))
 
         def unfold():
@@ -241,6 +245,25 @@ def _conv_per_example(a: Any, delta: Any, module: Any, pad: tuple[int, int]) -> 
     )  # fmt: skip
     out = out[:, :, :kh, :kw].reshape(c, B, d, kh * kw)
     return out.permute(1, 2, 0, 3).reshape(B, d, c * kh * kw)
+
+
+def _conv_weight_per_example(a: Any, delta: Any, module: Any, pad: tuple[int, int]) -> Any:
+    """(B, d, p) per-example weight gradients of a Conv2d as the weight gradient of one
+    grouped convolution: the batch folded into the channels (input ``(1, B·c_in, H, W)``,
+    output gradient ``(1, B·d, H', W')``, ``groups = B``), whose weight gradient
+    ``(B·d, c_in, k_h, k_w)`` holds each example's (Rochette, Manoel & Tramel 2019,
+    arXiv:1912.06015). One call of torch's convolution backward: no unfolded copy."""
+    import torch
+
+    B, c = a.shape[:2]
+    d = delta.shape[1]
+    kh, kw = module.kernel_size
+    weight = a.new_empty((B * d, c, kh, kw))
+    _, G, _ = torch.ops.aten.convolution_backward(
+        delta.reshape(1, B * d, *delta.shape[2:]), a.reshape(1, B * c, *a.shape[2:]), weight,
+        None, module.stride, pad, module.dilation, False, (0, 0), B, (False, True, False),
+    )  # fmt: skip
+    return G.reshape(B, d, c * kh * kw)
 
 
 def _per_example(module: Any, G: Any, delta: Any):
