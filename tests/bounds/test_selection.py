@@ -193,8 +193,10 @@ def test_selection_from_name_is_the_one_parser():
     assert selection_from_name("bonferroni", candidates=[1, 2]) == Bonferroni((1.0, 2.0))
     assert selection_from_name("multi-split") == MultiSplit(100, 0.5)
     assert selection_from_name("multi-split", fraction=0.3, num_splits=7) == MultiSplit(7, 0.3)
-    # the settings unused by a name are not looked at (as before the parser was shared)
-    assert selection_from_name("bonferroni", fraction=2.0) == Bonferroni()
+    # every argument is checked, even one the name does not use (issue 45: a bad value is
+    # never silently ignored)
+    with pytest.raises(ValueError, match="fraction"):
+        selection_from_name("bonferroni", fraction=2.0)
     with pytest.raises(ValueError, match=r"selection must be one of \('split'"):
         selection_from_name("best")
     with pytest.raises(ValueError, match=r"attack\.selection"):

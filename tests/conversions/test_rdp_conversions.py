@@ -59,8 +59,8 @@ def _check_inverse(lam, rho, epsilon, conversion):
 def _check_forward(lam, rho, delta, conversion):
     """dp_to_delta(rdp_to_dp(δ).ε) ≤ δ, with equality when ε came from the closed form."""
     conv = rdp_to_dp(lam, rho, delta, conversion=conversion)
-    if not math.isfinite(conv.epsilon):  # only when no order has a closed form
-        assert np.all(~np.isfinite(rho) | (lam <= MIN_CLOSED_FORM_ORDER))
+    if not math.isfinite(conv.epsilon):  # only when no order has a finite ρ
+        assert np.all(~np.isfinite(rho))
         assert conv.order == math.inf
         return
     back = dp_to_delta(lam, rho, conv.epsilon, conversion=conversion)
@@ -111,19 +111,33 @@ def test_reviewer_cases_small_rho():
     assert rdp_to_dp(lam, rho, back.delta * 0.999).epsilon > 0.0
 
 
-def test_kl_rule_is_applied_before_skipping_small_orders():
-    # dp_accounting gives ε = 0 here; the order filter used to turn it into ∞.
+def _closed_form_mp(lam: float, rho: float, delta: float, conversion: str) -> float:
+    """ε of one order by the closed form, in 60-digit arithmetic (Mironov 2017,
+    arXiv:1702.07476, Prop. 3; Balle et al. 2020, arXiv:1905.09982, Thm 20)."""
+    mpmath = pytest.importorskip("mpmath")
+    with mpmath.workdps(60):
+        a, r, d = mpmath.mpf(lam), mpmath.mpf(rho), mpmath.mpf(delta)
+        if conversion == "standard":
+            return float(r - mpmath.log(d) / (a - 1))
+        return float(r + mpmath.log((a - 1) / a) - (mpmath.log(d) + mpmath.log(a)) / (a - 1))
+
+
+def test_kl_rule_is_applied_before_the_closed_form():
+    # dp_accounting gives ε = 0 here (the KL rule), whatever the order.
     conv = rdp_to_dp([1.005], [0.0], 1e-5)
     assert conv.epsilon == 0.0 and conv.order == 1.005
     conv = rdp_to_dp([1.005, 2.0], [1e-11, 5.0], 1e-5)
     assert conv.epsilon == 0.0 and conv.order == 1.005
-    # No KL rule for ρ = 0.1 at δ = 1e-5, and λ ≤ 1.01 is skipped: ε = ∞, order ∞.
+    # No KL rule for ρ = 0.1 at δ = 1e-5: the closed form at λ = 1.005, finite (dp_accounting
+    # skips λ ≤ 1.01 and says ∞).
     conv = rdp_to_dp([1.005], [0.1], 1e-5)
-    assert conv.epsilon == math.inf and conv.order == math.inf
-    # The standard conversion (Mironov Prop. 3 alone) has no KL rule.
+    ref = _closed_form_mp(1.005, 0.1, 1e-5, "balle2020")
+    assert conv.epsilon == pytest.approx(ref, rel=1e-12) and conv.order == 1.005
+    # The standard conversion (Mironov Prop. 3 alone) has no KL rule: log(1/δ)/(λ − 1).
     conv = rdp_to_dp([1.005], [0.0], 1e-5, conversion="standard")
-    assert conv.epsilon == math.inf and conv.order == math.inf
-    assert dp_to_delta([1.005], [0.0], 1.0, conversion="standard").delta == 1.0
+    assert conv.epsilon == pytest.approx(math.log(1e5) / 0.005, rel=1e-12)
+    back = dp_to_delta([1.005], [0.0], 1.0, conversion="standard")  # log δ = (λ − 1)(ρ − ε)
+    assert back.delta == pytest.approx(math.exp(-0.005), rel=1e-12)
     # ... while δ(ε) at λ ≤ 1.01 is the KL bound √(1 − e^{−ρ}) for balle2020.
     back = dp_to_delta([1.005], [0.1], 1.0)
     assert back.delta == pytest.approx(math.sqrt(-math.expm1(-0.1)), rel=1e-14)
@@ -140,6 +154,16 @@ def test_agrees_with_dp_accounting(seed):
     for _ in range(200):
         lam, rho = _random_curve(rng, min_scale=1e-6)
         delta = float(np.exp(rng.uniform(-30, -0.5)))
+        # dp_accounting skips λ ≤ 1.01 in its closed forms; dpaudit uses them (never worse)
+        full = rdp_to_dp(lam, rho, delta)
+        assert full.epsilon <= rdp_acc.compute_epsilon(lam, rho, delta)[0] * (1 + 1e-12)
+        eps_full = float(rng.uniform(0, 10))
+        full_delta = dp_to_delta(lam, rho, eps_full).delta
+        assert full_delta <= rdp_acc.compute_delta(lam, rho, eps_full)[0] * (1 + 1e-9)
+        keep = (lam > MIN_CLOSED_FORM_ORDER) | (rho == 0)
+        if not np.any(keep):
+            continue
+        lam, rho = lam[keep], rho[keep]
         ref_eps, ref_order = rdp_acc.compute_epsilon(lam, rho, delta)
         ours = rdp_to_dp(lam, rho, delta)
         if math.isinf(ref_eps):
@@ -163,9 +187,34 @@ def test_kl_delta_matches_mpmath(rho):
         ref = float(mpmath.sqrt(-mpmath.expm1(-mpmath.mpf(rho))))
     back = dp_to_delta([1.005], [rho], 0.0)
     assert back.delta == pytest.approx(min(ref, 1.0), rel=1e-14)
-    if ref < 0.5:  # and ε = 0 holds from just above that δ
+    if ref < 0.5:  # and ε = 0 holds from just above that δ; below, the closed form
         assert rdp_to_dp([1.005], [rho], ref * (1 + 1e-12)).epsilon == 0.0
-        assert rdp_to_dp([1.005], [rho], ref * (1 - 1e-12)).epsilon == math.inf
+        below = ref * (1 - 1e-12)
+        expected = _closed_form_mp(1.005, rho, below, "balle2020")
+        assert rdp_to_dp([1.005], [rho], below).epsilon == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("conversion", CONVERSIONS)
+@pytest.mark.parametrize("gap", [1e-15, 1e-12, 1e-6, 1e-3, 0.01, 0.5])
+def test_orders_near_one_give_the_finite_closed_form(conversion, gap):
+    """Issue 45: ``rdp_to_dp([1 + 1e-12], [0.1], 1e-5)`` was ∞ (order ∞); the closed form is
+    finite at every λ > 1 and computed without cancellation (reference: 60-digit mpmath at
+    the same float λ), and dp_to_delta inverts it there."""
+    lam = 1.0 + gap
+    conv = rdp_to_dp([lam], [0.1], 1e-5, conversion=conversion)
+    assert conv.order == lam and math.isfinite(conv.epsilon)
+    assert conv.epsilon == pytest.approx(_closed_form_mp(lam, 0.1, 1e-5, conversion), rel=1e-9)
+    back = dp_to_delta([lam], [0.1], conv.epsilon, conversion=conversion)
+    if conversion == "standard" or back.delta < math.sqrt(-math.expm1(-0.1)):
+        assert back.delta == pytest.approx(1e-5, rel=1e-6)
+
+
+def test_order_near_one_is_the_issue_value_and_pate_accounting_passes_it_on():
+    conv = rdp_to_dp([1 + 1e-12], [0.1], 1e-5)
+    assert conv.epsilon == pytest.approx(1.1512925e13, rel=1e-4)
+    from dpaudit.accounting import rdp_to_dp as accounting_rdp_to_dp
+
+    assert accounting_rdp_to_dp is rdp_to_dp  # the accounting layer re-exports this one
 
 
 def test_infinite_rho_and_no_usable_order():

@@ -129,7 +129,10 @@ def _check_pool(X: ArrayLike, y: ArrayLike, num_classes: int) -> tuple[np.ndarra
         )
     ya = check_array("y", y, allow_empty=True)
     if ya.shape != (Xa.shape[0],):
-        raise ValueError(f"y must have shape ({Xa.shape[0]},), got {ya.shape}")
+        raise ValueError(
+            f"y must have shape ({Xa.shape[0]},), one label per row of X (shape {Xa.shape}), "
+            f"got {ya.shape}"
+        )
     bad = (ya != np.round(ya)) | (ya < 0) | (ya >= num_classes)
     if np.any(bad):
         raise ValueError(

@@ -180,7 +180,10 @@ class CanaryConfidences(ResultMixin):
         c1 = check_array("canary", self.canary, ndim=1)
         c2 = check_array("alternatives", self.alternatives, ndim=2)
         if c2.shape[0] != c1.size or c2.shape[1] < 1:
-            raise ValueError(f"alternatives must have shape ({c1.size}, A >= 1), got {c2.shape}")
+            raise ValueError(
+                f"canary and alternatives must have one row per canary each: alternatives must "
+                f"have shape ({c1.size}, A >= 1) for canary of shape {c1.shape}, got {c2.shape}"
+            )
         object.__setattr__(self, "canary", c1)
         object.__setattr__(self, "alternatives", c2)
 

@@ -35,9 +35,11 @@ from dpaudit._validate import (
     check_choice,
     check_confidence_level,
     check_flag,
+    check_memory,
     check_positive,
     check_positive_int,
     check_real,
+    check_work,
 )
 from dpaudit.bounds import clopper_pearson_arrays
 
@@ -55,6 +57,12 @@ __all__ = [
 
 ATTACK_KINDS: tuple[str, ...] = ("auto", "logistic", "counts")
 MAX_DIMENSIONS = 10**5  # database length of an input pattern
+#: Largest training set of :func:`fit_mechanism_attack`: rows × (output features + 1), the
+#: entries every pass (the distinct-output count, the features, each Newton step) goes over
+#: (~200 ns an entry in all, measured: 10⁶ rows of 2 values fitted in 0.7 s), so ~4 s.
+MAX_FIT_ENTRIES = 2 * 10**7
+#: Most distinct special output values (DP-Sniper's "flags") of :func:`output_features`.
+MAX_FLAGS = 256
 _SELECTION_LEVEL = 0.975  # one-sided level of the conservative selection rates
 _CODE_WEIGHTS_SEED = 20210524  # fixed: a row's code must not depend on the run
 
@@ -171,6 +179,17 @@ def output_features(outputs: np.ndarray, flags: tuple[float, ...] = ()) -> np.nd
     """DP-Sniper's feature transform (Bichsel et al. 2021, §VI-A, "flags"): values with each
     flag replaced by 0, followed by one indicator column per (column, flag).
 
+    Args:
+        outputs: ``(n, d)`` finite outputs.
+        flags: the special values; duplicates are merged, at most :data:`MAX_FLAGS`.
+
+    Returns:
+        ``(n, d·(1 + number of distinct flags))`` features.
+
+    Raises:
+        ValueError, TypeError: outputs not a finite 2-d array, flags not finite numbers, more
+            than :data:`MAX_FLAGS` distinct flags, or features above the memory cap.
+
     Example:
         >>> output_features(np.array([[1.0, -1.0]]), (-1.0,)).tolist()
         [[1.0, 0.0, 0.0, 1.0]]
@@ -179,15 +198,38 @@ def output_features(outputs: np.ndarray, flags: tuple[float, ...] = ()) -> np.nd
     flags = _check_flags(flags)
     if not flags:
         return x
+    check_memory(
+        8.0 * x.size * (2 * len(flags) + 2),
+        f"output_features of outputs with shape {x.shape} and {len(flags)} distinct flags",
+    )
     ind = [(x == f).astype(float) for f in flags]
     values = np.where(np.any(np.stack(ind), axis=0), 0.0, x)
     return np.hstack([values, *ind])
 
 
 def _check_flags(flags: Any) -> tuple[float, ...]:
+    """Distinct finite flag values, in their first order (duplicates merged), at most
+    :data:`MAX_FLAGS` of them; a longer input is refused before its items are looked at."""
     if isinstance(flags, (str, bytes)) or not isinstance(flags, (tuple, list, np.ndarray)):
         raise TypeError(f"flags must be a sequence of numbers, got {flags!r:.60}")
-    return tuple(check_real("flags", f) for f in flags)
+    if isinstance(flags, np.ndarray):
+        if flags.ndim != 1:
+            raise ValueError(f"flags must be a 1-d sequence of numbers, got shape {flags.shape}")
+        if flags.size > 100 * MAX_FLAGS and flags.dtype.kind in "iuf":  # merged vectorised
+            arr = check_array("flags", flags, ndim=1)
+            _, first = np.unique(arr, return_index=True)
+            flags = arr[np.sort(first)]
+    if len(flags) > 100 * MAX_FLAGS:
+        raise ValueError(
+            f"flags must list at most {MAX_FLAGS} distinct special values, got {len(flags)} values"
+        )
+    distinct = tuple(dict.fromkeys(check_real("flags", f) for f in flags))
+    if len(distinct) > MAX_FLAGS:
+        raise ValueError(
+            f"flags must list at most {MAX_FLAGS} distinct special values (each adds one "
+            f"indicator column per output column), got {len(distinct)}"
+        )
+    return distinct
 
 
 def _row_codes(outputs: np.ndarray) -> np.ndarray:
@@ -365,7 +407,8 @@ def fit_mechanism_attack(
     coordinates above the middle, not their sum.
 
     Raises:
-        ValueError: empty or non-finite outputs, outputs of different widths, unknown kind.
+        ValueError: empty or non-finite outputs, outputs of different widths, unknown kind,
+            more than :data:`MAX_FIT_ENTRIES` training entries (rows × (features + 1)).
 
     Example:
         >>> g = np.random.default_rng(0)
@@ -384,6 +427,17 @@ def fit_mechanism_attack(
     max_outputs = check_positive_int("max_outputs", max_outputs)
     regularization = check_positive("regularization", regularization)
     indicators = check_flag("indicators", indicators)
+    rows = a.shape[0] + b.shape[0]
+    width = a.shape[1] * (1 + len(flags) + int(indicators))  # features without a custom map
+    check_work(  # before any pass over the rows: each pass costs ~10 ns an entry
+        float(rows) * (width + 1),
+        MAX_FIT_ENTRIES,
+        f"fit_mechanism_attack on outputs_a with {a.shape[0]} rows and outputs_b with "
+        f"{b.shape[0]} rows of {a.shape[1]} values",
+        "entries",
+        "pass fewer training outputs (they only fit the score; the bound comes from fresh "
+        "samples), or raise dpaudit.attacks._mechanism.MAX_FIT_ENTRIES",
+    )
     both = np.vstack([a, b])
     if kind == "auto":  # counts when few outputs, each seen 20 times on average
         distinct = np.unique(_row_codes(both)).size  # cheap: one float per row

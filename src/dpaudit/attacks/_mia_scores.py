@@ -42,7 +42,10 @@ def _check(logits: ArrayLike, labels: ArrayLike) -> tuple[np.ndarray, np.ndarray
         raise ValueError(f"logits must have at least 2 classes, got shape {z.shape}")
     y = check_array("labels", labels, allow_empty=True)
     if y.shape != (z.shape[0],):
-        raise ValueError(f"labels must have shape ({z.shape[0]},), got {y.shape}")
+        raise ValueError(
+            f"labels must have shape ({z.shape[0]},), one per row of logits (shape {z.shape}), "
+            f"got {y.shape}"
+        )
     bad = (y != np.round(y)) | (y < 0) | (y >= z.shape[1])
     if np.any(bad):
         raise ValueError(f"labels must be integers in [0, {z.shape[1] - 1}], got {y[bad][0]:g}")

@@ -317,7 +317,10 @@ class FittedQMIA:
         x = check_array("X", X, ndim=2).astype(np.float32)
         y = np.array(labels, dtype=np.int64)  # a writable copy: torch refuses read-only arrays
         if y.shape != (x.shape[0],):
-            raise ValueError(f"labels must have shape ({x.shape[0]},), got {y.shape}")
+            raise ValueError(
+                f"labels must have shape ({x.shape[0]},), one per row of X (shape {x.shape}), "
+                f"got {y.shape}"
+            )
         out = self._predict(x, y)
         return np.sort(out, axis=1) if self.head == "pinball" else out
 
@@ -354,7 +357,10 @@ def _prepare(X, labels, scores, num_classes, settings, gen) -> _Holdout:
     s = check_array("scores", scores, ndim=1)
     y = np.asarray(labels)
     if y.shape != (x.shape[0],) or s.shape != (x.shape[0],):
-        raise ValueError(f"labels and scores must have shape ({x.shape[0]},)")
+        raise ValueError(
+            f"labels and scores must have shape ({x.shape[0]},), one per row of X (shape "
+            f"{x.shape}), got labels {y.shape} and scores {s.shape}"
+        )
     if not np.issubdtype(y.dtype, np.integer) or y.min() < 0 or y.max() >= num_classes:
         raise ValueError(f"labels must be integers in [0, {num_classes - 1}]")
     n_val = round(settings.validation_fraction * x.shape[0])

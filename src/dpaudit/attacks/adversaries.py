@@ -201,8 +201,20 @@ def craft_natural(
         3
     """
     xa, y, idx = _check_point(x, true_label, source_index)
-    h = np.zeros(0, dtype=np.int64) if votes is None else check_counts("votes", votes)
+    h = np.zeros(0, dtype=np.int64) if votes is None else _check_point_votes(votes, y)
     return CraftedPoint(xa, y, y, idx, "natural", h)
+
+
+def _check_point_votes(votes: ArrayLike, true_label: int) -> np.ndarray:
+    """One histogram ``(C,)`` of counts, C ≥ 2, with ``true_label`` one of its classes."""
+    h = check_counts("votes", votes)
+    if h.ndim != 1 or h.size < 2:
+        raise ValueError(f"votes must be one histogram with at least 2 classes, got {h.shape}")
+    if true_label >= h.size:
+        raise ValueError(
+            f"true_label must be a class of votes (0 to {h.size - 1}), got {true_label}"
+        )
+    return h
 
 
 def craft_poison(
@@ -224,7 +236,7 @@ def craft_poison(
         2
     """
     xa, y, idx = _check_point(x, true_label, source_index)
-    h = check_counts("votes", votes)
+    h = _check_point_votes(votes, y)
     return CraftedPoint(xa, second_most_common_label(h), y, idx, "poisoning", h)
 
 
@@ -307,7 +319,8 @@ def natural_queries(
         int64 indices, shape ``(num_queries,)``.
 
     Raises:
-        ValueError: more queries than available test points.
+        ValueError: more queries than available test points; ``exclude`` not a 1-d list of
+            whole indices in ``[0, num_test)``.
 
     Example:
         >>> natural_queries(10, 3, rng=0).shape
@@ -315,12 +328,19 @@ def natural_queries(
     """
     n = check_positive_int("num_test", num_test)
     q = check_positive_int("num_queries", num_queries)
-    ex = check_array("exclude", exclude, allow_empty=True, nonneg=True).ravel()
+    ex = check_array("exclude", exclude, allow_empty=True, nonneg=True)
+    if ex.ndim > 1:
+        raise ValueError(f"exclude must be a 1-d list of test indices, got shape {ex.shape}")
+    ex = ex.ravel()
     if np.any(ex != np.round(ex)):
         raise ValueError(f"exclude must hold integer indices, got {ex[ex != np.round(ex)][0]:g}")
+    if np.any(ex >= n):  # an index outside the test set is a mistake, not a no-op
+        raise ValueError(
+            f"exclude must hold test indices below num_test={n}, got {ex[ex >= n][0]:g}"
+        )
     check_rng(rng)
     check_memory(24.0 * n, f"natural_queries with num_test={n}")  # the index pool, twice
-    excl = np.unique(ex[ex < n].astype(np.int64))  # indices beyond the test set exclude nothing
+    excl = np.unique(ex.astype(np.int64))
     pool = np.setdiff1d(np.arange(n), excl)
     if q > pool.size:
         raise ValueError(

@@ -396,8 +396,9 @@ def _sison_glaz_cmax_guesses(rows: np.ndarray, beta: float) -> np.ndarray:
     live = sd > 0
     k = live.sum(axis=1)
     sd_max = sd.max(axis=1)
-    lo = float(special.ndtri(1.0 - beta / 2.0)) * sd_max
-    hi = special.ndtri(1.0 - beta / (2.0 * np.maximum(k, 1))) * sd_max
+    # −Φ⁻¹(t) rather than Φ⁻¹(1 − t): 1 − t rounds to 1 (Φ⁻¹ = ∞) for t below ~1e-16
+    lo = -float(special.ndtri(beta / 2.0)) * sd_max
+    hi = -special.ndtri(beta / (2.0 * np.maximum(k, 1))) * sd_max
     sd_live = np.where(live, sd, 1.0)
     for _ in range(30):
         mid = 0.5 * (lo + hi)
@@ -406,7 +407,8 @@ def _sison_glaz_cmax_guesses(rows: np.ndarray, beta: float) -> np.ndarray:
         above = 2.0 * tail > beta
         lo = np.where(above, mid, lo)
         hi = np.where(above, hi, mid)
-    guess = np.minimum(n, np.ceil(1.05 * hi).astype(np.int64) + 3)
+    # clipped to [1, n] before the cast: a non-finite guess must not wrap to a negative int
+    guess = np.clip(np.ceil(1.05 * hi) + 3.0, 1.0, n.astype(np.float64)).astype(np.int64)
     return np.where(k == 0, n, guess)
 
 

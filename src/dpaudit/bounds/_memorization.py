@@ -217,10 +217,16 @@ def _check_confidences(
     c2 = check_array("alternative_confidence", alternative_confidence, ndim_min=1)
     if c2.ndim == 1:
         c2 = c2[:, None]
-    if c2.ndim != 2 or c2.shape[0] != c1.shape[0]:
+    if c2.ndim != 2:
         raise ValueError(
-            f"alternative_confidence must have shape ({c1.shape[0]},) or ({c1.shape[0]}, A), "
-            f"got {np.shape(alternative_confidence)}"
+            f"alternative_confidence must have shape (N,) or (N, A), got "
+            f"{np.shape(alternative_confidence)}"
+        )
+    if c2.shape[0] != c1.shape[0]:  # either may be the wrong one: name both
+        raise ValueError(
+            f"canary_confidence and alternative_confidence must have one row per canary each, "
+            f"got {c1.shape[0]} and {c2.shape[0]} rows (shapes {c1.shape} and "
+            f"{np.shape(alternative_confidence)})"
         )
     return c1, c2
 

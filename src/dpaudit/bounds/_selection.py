@@ -307,13 +307,17 @@ def selection_from_name(
         what: the name of the setting, for error messages.
 
     Raises:
-        ValueError: an unknown name, or a bad fraction or number of splits for that name.
+        ValueError, TypeError: an unknown name, a bad fraction or number of splits — every
+            argument is checked, whichever name uses it, so a bad value is never ignored.
 
     Example:
         >>> selection_from_name("multi-split", fraction=0.3, num_splits=20)
         MultiSplit(num_splits=20, fraction=0.3)
     """
     check_choice(what, selection, SELECTION_NAMES)
+    MultiSplit(num_splits, fraction)  # checks both, whether or not this name uses them
+    if candidates is not None:
+        Bonferroni(candidates)
     if selection == "split":
         return Split(fraction)
     if selection == "multi-split":

@@ -12,9 +12,13 @@ minimised over the orders given:
 Rules as in dp_accounting's ``compute_epsilon`` / ``compute_delta`` (improved conversion
 only): first, an order with ``δ² + expm1(−ρ) > 0`` (evaluated as ``δ > √(−expm1(−ρ))``, which
 cannot underflow) gives ε = 0, whatever the order (KL bound: (0, TV)-DP with
-``TV ≤ √(1 − e^{−KL})`` (Bretagnolle–Huber) and ``KL ≤ ρ(λ)`` for λ > 1); then orders ≤ 1.01
-are skipped by the closed form (unstable there, and never the minimum); infinite ρ is skipped;
-ε is clipped at 0. The standard conversion is Prop. 3 alone, also on λ > 1.01 only.
+``TV ≤ √(1 − e^{−KL})`` (Bretagnolle–Huber) and ``KL ≤ ρ(λ)`` for λ > 1); infinite ρ is
+skipped; ε is clipped at 0. The standard conversion is Prop. 3 alone. Unlike dp_accounting,
+which skips orders ≤ 1.01 (its closed form loses its digits there), both closed forms are
+evaluated at every order λ > 1, written in ``λ − 1`` (exact near 1) with ``log λ =
+log1p(λ − 1)`` and ``log((λ−1)/λ) = log(λ − 1) − log1p(λ − 1)``: an order near 1 gives the
+large finite ε the theorem states (``rdp_to_dp([1 + 1e-12], [0.1], 1e-5)`` ≈ 1.15·10¹³), and
+is never the minimum when a larger order is given too.
 
 :func:`dp_to_delta` is the exact inverse of :func:`rdp_to_dp` within each conversion: for
 every ε ≥ 0 it returns the infimum of the δ for which :func:`rdp_to_dp` returns ≤ ε, so the
@@ -36,9 +40,18 @@ __all__ = ["DPConversion", "dp_to_delta", "rdp_to_dp"]
 
 _CONVERSIONS = ("standard", "balle2020")
 
-#: Orders at or below this are skipped by the closed-form conversions (dp_accounting's rule:
-#: the improved bound is numerically unstable as λ → 1 and never the minimum there).
+#: dp_accounting skips orders at or below this in its closed forms; dpaudit evaluates them
+#: stably instead (module notes). Kept for comparisons with dp_accounting.
 MIN_CLOSED_FORM_ORDER = 1.01
+
+
+def _log_terms(lam: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(λ − 1, log λ, log((λ − 1)/λ))`` without cancellation as λ → 1 (``λ − 1`` is exact
+    there: Sterbenz)."""
+    gap = lam - 1.0
+    with np.errstate(divide="ignore"):
+        log_lam = np.log1p(gap)
+        return gap, log_lam, np.log(gap) - log_lam
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,8 +92,9 @@ def rdp_to_dp(
     al. 2020 Thm 20; Canonne–Kamath–Steinke 2020 Prop. 12):
     ``ε = min_λ ρ(λ) + log((λ−1)/λ) − (log δ + log λ)/(λ−1)``, where first any order with
     ``δ² + expm1(−ρ(λ)) > 0`` gives ε = 0 (KL bound, as dp_accounting's ``compute_epsilon``,
-    applied at every order, including λ ≤ 1.01). The closed forms skip λ ≤ 1.01 and
-    infinite ρ; ε is clipped at 0. (Mironov 2017 Prop. 3; Balle et al. 2020 Thm 20).
+    applied at every order). The closed forms are evaluated at every order λ > 1, stably
+    near 1 (module notes), and skip infinite ρ; ε is clipped at 0. (Mironov 2017 Prop. 3;
+    Balle et al. 2020 Thm 20).
 
     Args:
         orders: Rényi orders λ > 1 (1-d).
@@ -90,7 +104,7 @@ def rdp_to_dp(
 
     Returns:
         :class:`DPConversion` with the smallest ε over the orders and the order attaining it
-        (``epsilon = inf`` and ``order = inf`` when no order gives a finite ε).
+        (``epsilon = inf`` and ``order = inf`` when every ρ is infinite).
 
     Raises:
         ValueError: orders ≤ 1, mismatched shapes, negative ρ, δ outside (0, 1).
@@ -101,17 +115,20 @@ def rdp_to_dp(
         5.995928
         >>> rdp_to_dp([1.005], [0.0], 1e-5).epsilon  # KL rule: ρ = 0 gives ε = 0
         0.0
+        >>> f"{rdp_to_dp([1 + 1e-12], [0.1], 1e-5).epsilon:.4g}"  # finite near order 1
+        '1.151e+13'
     """
     lam, rho = _check_curve(orders, rdp)
     delta = check_delta(delta, allow_zero=False)
     check_choice("conversion", conversion, _CONVERSIONS)
     log_delta = math.log(delta)
-    usable = np.isfinite(rho) & (lam > MIN_CLOSED_FORM_ORDER)
+    usable = np.isfinite(rho)
+    gap, log_lam, log_ratio = _log_terms(lam)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if conversion == "standard":
-            eps = rho - log_delta / (lam - 1)
+            eps = rho - log_delta / gap
         else:
-            eps = rho + np.log1p(-1.0 / lam) - (log_delta + np.log(lam)) / (lam - 1)
+            eps = rho + log_ratio - (log_delta + log_lam) / gap
     eps = np.where(usable, eps, np.inf)
     if conversion == "balle2020":
         # dp_accounting's rule δ² + expm1(−ρ) > 0, checked before the order filter, written
@@ -137,7 +154,7 @@ def dp_to_delta(
       (also λ ≤ 1.01), the KL bound ``δ(λ) ≤ √(−expm1(−ρ(λ)))`` (Bretagnolle–Huber with
       ``KL ≤ ρ(λ)``; dp_accounting's ``compute_delta``), so ρ = 0 gives δ = 0.
 
-    The closed forms skip λ ≤ 1.01 and infinite ρ, as :func:`rdp_to_dp` does, so the two are
+    The closed forms skip infinite ρ only, as :func:`rdp_to_dp` does, so the two are
     inverse within each conversion: δ(ε) is the infimum of the δ ∈ (0, 1) for which
     ``rdp_to_dp(orders, rdp, δ).epsilon ≤ ε`` (any larger δ gives ≤ ε, any smaller one > ε).
     δ is capped at 1 (1 with ``order = inf`` when no order gives a bound).
@@ -170,12 +187,13 @@ def dp_to_delta(
     if epsilon < 0:
         raise ValueError(f"epsilon must be non-negative, got {epsilon}")
     check_choice("conversion", conversion, _CONVERSIONS)
-    usable = np.isfinite(rho) & (lam > MIN_CLOSED_FORM_ORDER)
+    usable = np.isfinite(rho)
+    gap, log_lam, log_ratio = _log_terms(lam)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if conversion == "standard":
-            log_delta = (lam - 1) * (rho - epsilon)
+            log_delta = gap * (rho - epsilon)
         else:
-            log_delta = (lam - 1) * (rho - epsilon + np.log1p(-1.0 / lam)) - np.log(lam)
+            log_delta = gap * (rho - epsilon + log_ratio) - log_lam
         log_delta = np.where(usable, log_delta, np.inf)
         if conversion == "balle2020":
             log_delta = np.fmin(log_delta, 0.5 * np.log(-np.expm1(-rho)))

@@ -432,7 +432,7 @@ def sample_randomized_response_counts(
     return gen.multinomial(n, probs / probs.sum()).astype(np.int64)
 
 
-#: Most orders :func:`randomized_response_renyi` evaluates (one Python step each, ~20 µs).
+#: Most orders :func:`randomized_response_renyi` evaluates (vectorised, ~50 ns each).
 #: Raise ``dpaudit.mechanisms.simple.MAX_RR_ORDERS`` to allow longer order grids.
 MAX_RR_ORDERS = 100_000
 
@@ -467,19 +467,18 @@ def randomized_response_renyi(orders: ArrayLike, *, num_classes: int, epsilon: f
         "raise dpaudit.mechanisms.simple.MAX_RR_ORDERS",
     )
     c, eps, log_p, log_q = _rr_params(num_classes, epsilon)
-    out = np.empty_like(lam)
-    for i, a in enumerate(lam):
-        if eps == 0:
-            out[i] = 0.0
-        elif a == 1:
-            out[i] = (math.exp(log_p) - math.exp(log_q)) * eps
-        elif math.isinf(a):
-            out[i] = eps
-        else:
-            terms = [a * log_p + (1 - a) * log_q, a * log_q + (1 - a) * log_p]
-            if c > 2:
-                terms.append(math.log(c - 2) + log_q)
-            out[i] = max(float(special.logsumexp(terms)) / (a - 1), 0.0)
+    out = np.zeros_like(lam)
+    if eps == 0:
+        return out
+    finite = np.isfinite(lam) & (lam != 1)
+    a = lam[finite]
+    # log[p^α q^{1−α} + q^α p^{1−α} + (C−2)·q], every order at once (one logsumexp per row)
+    terms = [a * log_p + (1 - a) * log_q, a * log_q + (1 - a) * log_p]
+    if c > 2:
+        terms.append(np.full(a.shape, math.log(c - 2) + log_q))
+    out[finite] = np.maximum(special.logsumexp(np.stack(terms), axis=0) / (a - 1), 0.0)
+    out[lam == 1] = (math.exp(log_p) - math.exp(log_q)) * eps
+    out[np.isinf(lam)] = eps
     return out
 
 

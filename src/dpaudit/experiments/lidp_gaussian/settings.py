@@ -14,12 +14,14 @@ from dpaudit._validate import (
     check_choice,
     check_confidence_level,
     check_delta,
+    check_memory,
     check_nonneg_int,
     check_positive,
     check_positive_int,
     check_real,
 )
 from dpaudit.experiments.lidp_gaussian.protocol import _check_grid
+from dpaudit.experiments.lidp_gaussian.simulation import check_simulated_runs
 
 __all__ = ["LiDPGaussianSettings"]
 
@@ -100,6 +102,17 @@ class LiDPGaussianSettings(ResultMixin):
         if self.run_grid is not None:
             _check_grid(self.run_grid, n)
             put(self, "run_grid", tuple(int(g) for g in np.atleast_1d(self.run_grid)))
+        # every repetition simulates tuning and audited runs of both audits (1 and k canaries)
+        per_audit = n + self.tuning_runs
+        check_simulated_runs(
+            2.0 * per_audit * self.num_repetitions,
+            f"num_runs={n} (--runs) with {self.tuning_runs} tuning runs (--tuning-runs), "
+            f"2 audits and num_repetitions={self.num_repetitions} (--repetitions)",
+        )
+        check_memory(
+            32.0 * per_audit * k,
+            f"num_runs={n} (--runs) with num_canaries={k} (--canaries)",
+        )
 
     @property
     def tuning_runs(self) -> int:

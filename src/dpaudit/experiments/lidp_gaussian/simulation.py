@@ -27,12 +27,28 @@ import numpy as np
 from dpaudit._results import ResultMixin
 from dpaudit._rng import as_seed_sequence, block_seeds, seed_entropy
 from dpaudit._typing import RngLike
-from dpaudit._validate import check_positive, check_positive_int
+from dpaudit._validate import check_memory, check_positive, check_positive_int, check_work
 
 __all__ = ["RUNS_PER_BLOCK", "GaussianCanaryStatistics", "lidp_gaussian_statistics"]
 
 #: Runs drawn per random-stream block (fixed so results are reproducible).
 RUNS_PER_BLOCK = 16
+#: Most runs one call of :func:`lidp_gaussian_statistics` simulates (~35–60 µs a run with
+#: k = 1–16 canaries, measured: ~10 minutes at the cap; its two (n × k) arrays stay under a
+#: GiB for k ≤ 16). Raise ``dpaudit.experiments.lidp_gaussian.simulation.MAX_SIMULATED_RUNS``
+#: to allow more.
+MAX_SIMULATED_RUNS = 10**7
+
+
+def check_simulated_runs(runs: float, what: str) -> None:
+    """Refuse, before any simulation, more than :data:`MAX_SIMULATED_RUNS` runs in all."""
+    check_work(
+        runs,
+        MAX_SIMULATED_RUNS,
+        what,
+        "simulated runs",
+        "lower them, or raise dpaudit.experiments.lidp_gaussian.simulation.MAX_SIMULATED_RUNS",
+    )
 
 
 def _block_statistics(
@@ -117,7 +133,8 @@ def lidp_gaussian_statistics(
         :class:`GaussianCanaryStatistics` with two (n × k) arrays.
 
     Raises:
-        TypeError, ValueError: non-positive σ, d, k or n.
+        TypeError, ValueError: non-positive σ, d, k or n; more than
+            :data:`MAX_SIMULATED_RUNS` runs or the memory cap.
 
     Example:
         >>> stats = lidp_gaussian_statistics(1.0, 16, 4, 8, rng=0)
@@ -128,5 +145,7 @@ def lidp_gaussian_statistics(
     dim = check_positive_int("dim", dim)
     k = check_positive_int("num_canaries", num_canaries)
     n = check_positive_int("num_runs", num_runs)
+    check_simulated_runs(n, f"lidp_gaussian_statistics with num_runs={n}")
+    check_memory(32.0 * n * k, f"lidp_gaussian_statistics with num_runs={n}, num_canaries={k}")
     alt, null = _statistics(as_seed_sequence(rng), n, sigma, dim, k)
     return GaussianCanaryStatistics(alt, null, sigma, dim, seed_entropy(rng))
