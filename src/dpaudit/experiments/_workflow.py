@@ -89,6 +89,10 @@ class Workflow:
         config: the shipped config (``dpaudit/configs/NAME.toml``) used when no
             ``--config`` is given; None: the settings' defaults.
         source: the paper the workflow reproduces (authors, year, arXiv id).
+        check: ``check(settings)`` — the checks a run makes before any work that need more
+            than the settings (the dataset's sizes against the settings …); raises
+            ValueError / MissingDatasetError naming what is wrong. None: the settings'
+            own validation is all.
     """
 
     name: str
@@ -98,6 +102,7 @@ class Workflow:
     report: Reporter | str | None = None
     config: str | None = None
     source: str = ""
+    check: Callable[[Any], None] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -106,6 +111,8 @@ class Workflow:
             raise TypeError(f"settings must be a settings dataclass, got {self.settings!r}")
         if not callable(self.run):
             raise TypeError(f"run must be callable, got {self.run!r}")
+        if self.check is not None and not callable(self.check):
+            raise TypeError(f"check must be callable or None, got {self.check!r}")
         if not (self.report is None or isinstance(self.report, (str, Reporter))):
             raise TypeError(
                 f"report must be a Reporter, 'module:attribute' or None, got {self.report!r}"
@@ -116,6 +123,24 @@ class Workflow:
         if self.config is None:
             return self.settings()
         return _settings.load_config(self.config, self.settings)
+
+    def check_settings(self, settings: Any = None) -> Any:
+        """The settings (default :meth:`default_settings`) put through the checks a run makes
+        before any work (:attr:`check`), without running anything else; returns them.
+
+        Raises:
+            TypeError: ``settings`` is not this workflow's settings type.
+            ValueError, FileNotFoundError: what :attr:`check` refuses.
+        """
+        settings = self.default_settings() if settings is None else settings
+        if not isinstance(settings, self.settings):
+            raise TypeError(
+                f"settings must be {self.settings.__name__} for workflow {self.name!r}, "
+                f"got {type(settings).__name__}"
+            )
+        if self.check is not None:
+            self.check(settings)
+        return settings
 
     def load_settings(self, config: str | os.PathLike[str] | None = None, **overrides: Any) -> Any:
         """Settings from a TOML file or shipped config name (default :meth:`default_settings`)

@@ -61,6 +61,12 @@ __all__ = [
     "worst_case_functional",
 ]
 
+
+def _check_sizes(settings: GroupPrivacySettings) -> None:
+    """What a run checks before any training: the dataset holds the sizes asked for."""
+    check_sizes(settings, load_data(settings))
+
+
 WORKFLOWS.register(
     "group-privacy",
     Workflow(
@@ -70,6 +76,8 @@ WORKFLOWS.register(
         summary="Group privacy of private prediction: m-point adversaries against the group "
         "guarantee, normalised back to one point (PATE, CaPC, Private-kNN).",
         report="dpaudit.report:generic_report",
+        config="group-privacy-digits",
+        check=_check_sizes,
         source="Chadha et al. 2024, arXiv:2402.09403, App. C",
     ),
 )

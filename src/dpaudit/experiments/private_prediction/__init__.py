@@ -54,6 +54,15 @@ __all__ = [
     "make_entry",
 ]
 
+
+def _check_data(settings: PrivatePredictionSettings) -> None:
+    """What a run checks before any training: the dataset is there and holds the teachers and
+    queries asked for (:func:`.stages.load_data`)."""
+    from dpaudit.experiments.private_prediction.stages import load_data
+
+    load_data(settings)
+
+
 WORKFLOWS.register(
     "private-prediction",
     Workflow(
@@ -63,6 +72,8 @@ WORKFLOWS.register(
         summary="Audit private prediction (PATE, CaPC, Private-kNN, PromptPATE): RDP lower "
         "bound vs exact and claimed RDP.",
         report="dpaudit.report.private_prediction:REPORT",
+        config="demo",
+        check=_check_data,
         source="Chadha et al. 2024, arXiv:2402.09403",
     ),
 )
