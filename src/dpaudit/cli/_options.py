@@ -336,16 +336,30 @@ def _run_recorded(
             recorder.fail("interrupted (KeyboardInterrupt)", interrupted=True)
             raise
         except (ValueError, FileNotFoundError) as exc:
-            recorder.fail(f"{type(exc).__name__}: {exc}")
+            recorder.fail(f"{type(exc).__name__}: {exc}", resumable=_resumable(exc, out_dir))
             fail(str(exc))
             return
         except BaseException as exc:
-            recorder.fail(f"{type(exc).__name__}: {exc}")
+            recorder.fail(f"{type(exc).__name__}: {exc}", resumable=_resumable(exc, out_dir))
             raise
         # a run function that prints but returns nothing is recorded without a result
         recorder.finish(result if hasattr(result, "to_dict") else {}, out_dir=out_dir)
     finally:
         recorder.close()
+
+
+def _resumable(exc: BaseException, out_dir: Path | None) -> bool:
+    """Whether ``--resume`` could help a run that raised ``exc``: not when a dependency or
+    dataset is missing, nor when a setting was refused before any block was checkpointed
+    (resuming takes the same settings and would fail the same way, with no work to reuse)."""
+    from dpaudit.errors import MissingDatasetError
+
+    if isinstance(exc, (ImportError, MissingDatasetError)):
+        return False
+    if isinstance(exc, (ValueError, TypeError, FileNotFoundError)):
+        checkpoints = None if out_dir is None else out_dir / "checkpoints"
+        return checkpoints is not None and checkpoints.is_dir() and any(checkpoints.iterdir())
+    return True
 
 
 def check_out(out: str | None) -> Path | None:

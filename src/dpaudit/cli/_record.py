@@ -138,12 +138,12 @@ class RunRecorder:
         except (OSError, sqlite3.Error, ValueError) as exc:
             self._problem("cannot write", exc)
 
-    def fail(self, error: str, *, interrupted: bool = False) -> None:
-        """Record that the run ended without a result."""
+    def fail(self, error: str, *, interrupted: bool = False, resumable: bool = True) -> None:
+        """Record that the run ended without a result (``resumable=False``: no resume hint)."""
         if self.run_id is None or self._store is None:
             return
         try:
-            self._store.fail(self.run_id, error, interrupted=interrupted)
+            self._store.fail(self.run_id, error, interrupted=interrupted, resumable=resumable)
         except (OSError, sqlite3.Error) as exc:  # pragma: no cover - best effort
             print(f"warning: could not record the failure: {exc}", file=sys.stderr)
 

@@ -44,6 +44,7 @@ def demo(
             f"σ={s.system.sigma:g}, {s.adversary.queries} queries, "
             f"{s.engine.experiments:.0e} experiments per query"
         )
+    from dpaudit.cli._options import _resumable
     from dpaudit.cli._record import RunRecorder
 
     recorder = RunRecorder(store, no_store)
@@ -62,10 +63,11 @@ def demo(
             if not as_json:
                 typer.echo(f"wrote the HTML report: {html.resolve()}")
     except (ValueError, FileNotFoundError) as exc:
-        recorder.fail(f"{type(exc).__name__}: {exc}")
+        recorder.fail(f"{type(exc).__name__}: {exc}", resumable=_resumable(exc, out_dir))
         fail(str(exc))
     except BaseException as exc:
-        recorder.fail(str(exc), interrupted=isinstance(exc, KeyboardInterrupt))
+        interrupted = isinstance(exc, KeyboardInterrupt)
+        recorder.fail(str(exc), interrupted=interrupted, resumable=_resumable(exc, out_dir))
         raise
     else:
         recorder.finish(result, out_dir=out_dir)

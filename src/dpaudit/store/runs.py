@@ -402,16 +402,23 @@ class RunStore:
 
         self._write(write)
 
-    def fail(self, ref: str, error: str, *, interrupted: bool = False) -> None:
-        """Record that a run ended without a result (``failed``, or ``interrupted``)."""
+    def fail(
+        self, ref: str, error: str, *, interrupted: bool = False, resumable: bool = True
+    ) -> None:
+        """Record that a run ended without a result (``failed``, or ``interrupted``).
+
+        ``resumable=False`` (a run that failed before any work, on a missing dependency or
+        dataset or a refused setting: resuming it would fail the same way) drops its resume
+        command, so it is listed without a ``--resume`` hint.
+        """
         run = self.get(ref, with_result=False)
         status = "interrupted" if interrupted else "failed"
-        self._write(
-            lambda conn: conn.execute(
-                "UPDATE runs SET status=?, finished=?, error=? WHERE id=?",
-                (status, time.time(), str(error)[:4000], run.id),
-            )
-        )
+        if resumable:
+            sql = "UPDATE runs SET status=?, finished=?, error=? WHERE id=?"
+        else:
+            sql = "UPDATE runs SET status=?, finished=?, error=?, resume_command=NULL WHERE id=?"
+        values = (status, time.time(), str(error)[:4000], run.id)
+        self._write(lambda conn: conn.execute(sql, values))
 
     def resume(self, ref: str) -> RunRecord:
         """Mark an interrupted or failed run as running again (same id) and return it.
