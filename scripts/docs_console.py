@@ -53,6 +53,25 @@ def _mnist_votes(cwd: Path) -> None:
     (cwd / "mnist_votes.txt").write_text("".join(" ".join(map(str, r)) + "\n" for r in rows))
 
 
+def _monitored_ledger(cwd: Path) -> None:
+    """The ledger of the demo's deployment (digits, 30 teachers, σ = 4, cache off) after
+    2,000 answers to digits test images (seeded noise and traffic)."""
+    import numpy as np
+
+    from dpaudit.data import load_subset
+    from dpaudit.serve import ServeSettings, build_service
+
+    svc = build_service(ServeSettings.of(
+        teachers=30, sigma=4.0, dataset="digits", ledger=str(cwd / "ledger.sqlite"),
+        noise_seed=0, epsilon=1e12, client_epsilon=1e11,
+    ))  # fmt: skip
+    client = svc.authenticate(svc.ledger.add_client("traffic", 1e11))
+    X, g = load_subset("digits", seed=0).X_test, np.random.default_rng(1)
+    for _ in range(8):
+        svc.predict(client, X[g.integers(0, len(X), size=250)])
+    svc.ledger.close()
+
+
 @dataclasses.dataclass(frozen=True)
 class Snippet:
     """One command whose output the docs show.
@@ -98,6 +117,12 @@ SNIPPETS: dict[str, Snippet] = {
             "lidp-gaussian",
             "audit lidp-gaussian --sigma 2.149 --dim 1000 --canaries 16 --runs 1000 "
             "--repetitions 4 --seed 11",
+        ),
+        Snippet(
+            "monitor",
+            "monitor --ledger ledger.sqlite --max-answers 2000 --interval 0",
+            slow=True,
+            files=_monitored_ledger,
         ),
     )
 }
