@@ -469,6 +469,19 @@ BASELINES: dict[str, dict[str, Any]] = {
         "delta": 1e-5,
     },
     "attacks.bug_pair": {"name": "opposed", "n": 5, "setting": _probe_setting()},
+    "attacks.andrew_estimate": {"scores": [1.2, 0.4, 2.1, 0.9], "delta": 1e-5, "null_sd": 1.0},
+    "attacks.canary_cosines": {
+        "directions": [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]],
+        "deltas": [[0.5, 0.2, -0.1], [0.3, -0.4, 0.2]],
+        "final": [0.8, -0.2, 0.1],
+    },
+    "attacks.draw_canary_clients": {"num_canaries": 5, "dimension": 4, "rng": 0},
+    "attacks.two_gaussian_delta": {
+        "mean0": 0.0, "sd0": 1.0, "mean1": 1.0, "sd1": 1.2, "epsilon": 1.0,
+    },  # fmt: skip
+    "attacks.two_gaussian_epsilon": {
+        "mean0": 0.0, "sd0": 1.0, "mean1": 1.0, "sd1": 1.2, "delta": 1e-5,
+    },  # fmt: skip
     "attacks.per_step_llr": {
         "observations": [[0.5, -0.2], [0.1, 1.3]],
         "sampling_rate": 0.1,

@@ -46,6 +46,7 @@ from dpaudit._rng import as_generator
 from dpaudit._typing import ArrayLike, RngLike
 from dpaudit._validate import (
     check_array,
+    check_choice,
     check_delta,
     check_memory,
     check_positive_int,
@@ -119,7 +120,7 @@ def draw_canary_clients(
     if d < 2:
         raise ValueError(f"dimension must be at least 2, got {d}")
     p = check_probability("inclusion", inclusion)
-    check_memory(4.0 * k * d, f"{k} canary directions of dimension {d}")
+    check_memory(4.0 * k * d, f"num_canaries={k} directions of dimension={d}")
     g = as_generator(rng)
     rows = g.standard_normal((k, d), dtype=np.float32)
     norms = np.sqrt(np.einsum("ij,ij->i", rows, rows, dtype=np.float64))
@@ -151,8 +152,6 @@ class CanaryCosines(ResultMixin):
 
     def statistic(self, name: str) -> np.ndarray:
         """The ``(k,)`` statistic ``"final"``, ``"sum"`` or ``"max"``."""
-        from dpaudit._validate import check_choice
-
         return getattr(self, check_choice("statistic", name, FL_STATISTICS))
 
     def null_sd(self, name: str) -> float | None:
@@ -162,8 +161,27 @@ class CanaryCosines(ResultMixin):
 
 def _unit_rows(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x, dtype=np.float64)
+    top = np.max(np.abs(x), axis=-1, keepdims=True)  # scaled first: no overflow in the norm
+    x = np.divide(x, top, out=np.zeros_like(x), where=top > 0)
     norms = np.linalg.norm(x, axis=-1, keepdims=True)
     return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
+
+
+def _check_directions(directions: ArrayLike) -> np.ndarray:
+    """``(k, d)`` float32 unit rows (float arrays are checked without a float64 copy)."""
+    if isinstance(directions, np.ndarray) and directions.dtype in (np.float32, np.float64):
+        g = directions
+    else:
+        g = check_array("directions", directions, ndim=2)
+    if g.ndim != 2 or g.shape[0] < 1 or g.shape[1] < 1:
+        raise ValueError(f"directions must be a non-empty (k, d) array, got shape {g.shape}")
+    g = np.asarray(g, dtype=np.float32) if np.all(np.abs(g) <= 1.0 + 1e-6) else None
+    if g is None:
+        raise ValueError("directions must be unit vectors (entries in [-1, 1], finite)")
+    norms = np.sqrt(np.einsum("ij,ij->i", g, g, dtype=np.float64))
+    if not np.allclose(norms, 1.0, atol=1e-4):
+        raise ValueError("directions must be unit vectors (rows of L2 norm 1)")
+    return g
 
 
 def canary_cosines(directions: ArrayLike, deltas: ArrayLike, final: ArrayLike) -> CanaryCosines:
@@ -174,10 +192,10 @@ def canary_cosines(directions: ArrayLike, deltas: ArrayLike, final: ArrayLike) -
     Raises:
         ValueError: shapes that disagree on d, or NaN/inf values.
     """
-    g = np.asarray(directions, dtype=np.float32)
+    g = _check_directions(directions)
     dl = check_array("deltas", deltas, ndim=2)
     fin = check_array("final", final, ndim=1)
-    if g.ndim != 2 or g.shape[1] != dl.shape[1] or fin.size != dl.shape[1]:
+    if g.shape[1] != dl.shape[1] or fin.size != dl.shape[1]:
         raise ValueError(
             f"directions (k, d), deltas (T, d) and final (d,) must share d, got {g.shape}, "
             f"{dl.shape} and {fin.shape}"
@@ -225,7 +243,35 @@ def _one_way(m1: float, s1: float, m2: float, s2: float, eps: float) -> float:
     region = _region(m1, s1, m2, s2, eps)
     p = sum(_mass(lo, hi, m1, s1) for lo, hi in region)
     q = sum(_mass(lo, hi, m2, s2) for lo, hi in region)
-    return max(0.0, p - math.exp(eps) * q) if p > 0 else 0.0
+    if p <= 0:
+        return 0.0
+    if q <= 0:
+        return p
+    log_q = eps + math.log(q)  # e^ε q in logs: no overflow at large ε
+    return 0.0 if log_q >= math.log(p) else p - math.exp(log_q)
+
+
+#: Largest standardised mean gap and sd ratio (either way) the hockey stick is computed for.
+MAX_STANDARDISED = 1e6
+
+
+def _standardise(mean0: object, sd0: object, mean1: object, sd1: object) -> tuple[float, float]:
+    """``((mean1 − mean0)/sd0, sd1/sd0)``: ε is invariant under a common affine map.
+
+    Raises:
+        ValueError: NaN, a non-positive sd, or a pair beyond :data:`MAX_STANDARDISED`.
+    """
+    m0, m1 = check_real("mean0", mean0), check_real("mean1", mean1)
+    s0, s1 = _check_sd("sd0", sd0), _check_sd("sd1", sd1)
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        gap = float(np.float64(m1) / s0 - np.float64(m0) / s0)
+        ratio = float(np.float64(s1) / s0)
+    if not (abs(gap) <= MAX_STANDARDISED and 1 / MAX_STANDARDISED <= ratio <= MAX_STANDARDISED):
+        raise ValueError(
+            f"mean0, sd0, mean1, sd1 = {m0!r}, {s0!r}, {m1!r}, {s1!r}: the gap over sd0 "
+            f"({gap:.3g}) and sd1/sd0 ({ratio:.3g}) must be within {MAX_STANDARDISED:g}"
+        )
+    return gap, ratio
 
 
 def two_gaussian_delta(mean0: float, sd0: float, mean1: float, sd1: float, epsilon: float) -> float:
@@ -241,12 +287,13 @@ def two_gaussian_delta(mean0: float, sd0: float, mean1: float, sd1: float, epsil
         >>> round(two_gaussian_delta(0.0, 1.0, 1.0, 1.0, 0.0), 6)  # 2Φ(1/2) − 1
         0.382925
     """
-    m0, m1 = check_real("mean0", mean0), check_real("mean1", mean1)
-    s0, s1 = _check_sd("sd0", sd0), _check_sd("sd1", sd1)
+    gap, ratio = _standardise(mean0, sd0, mean1, sd1)
     eps = check_real("epsilon", epsilon)
-    if eps < 0:
+    if not eps >= 0:
         raise ValueError(f"epsilon must be >= 0, got {eps}")
-    return max(_one_way(m0, s0, m1, s1, eps), _one_way(m1, s1, m0, s0, eps))
+    if math.isinf(eps):
+        return 0.0
+    return max(_one_way(0.0, 1.0, gap, ratio, eps), _one_way(gap, ratio, 0.0, 1.0, eps))
 
 
 def _check_sd(name: str, value: object) -> float:
@@ -267,10 +314,11 @@ def two_gaussian_epsilon(mean0: float, sd0: float, mean1: float, sd1: float, del
         >>> round(two_gaussian_epsilon(0.0, 1.0, 1.0, 1.0, 1e-5), 6)  # 1-GDP
         4.377178
     """
+    gap, ratio = _standardise(mean0, sd0, mean1, sd1)
     d = check_delta(delta, allow_zero=False)
 
     def excess(eps: float) -> float:
-        return two_gaussian_delta(mean0, sd0, mean1, sd1, eps) - d
+        return max(_one_way(0.0, 1.0, gap, ratio, eps), _one_way(gap, ratio, 0.0, 1.0, eps)) - d
 
     if excess(0.0) <= 0:
         return 0.0
@@ -322,7 +370,7 @@ def andrew_estimate(
     delta: float,
     null_sd: float | None = None,
     unseen: ArrayLike | None = None,
-    statistic: str = "",
+    statistic: str = "final",
 ) -> AndrewEstimate:
     """Andrew et al.'s ε estimate from the inserted canaries' statistics (module notes).
 
@@ -332,7 +380,7 @@ def andrew_estimate(
         null_sd: the closed-form null N(0, null_sd²) (the cosine statistics of
             :class:`CanaryCosines`); or
         unseen: the statistics of canaries never inserted, to fit the null to (at least 2).
-        statistic: a label recorded in the result.
+        statistic: which statistic the scores are (:data:`FL_STATISTICS`), recorded.
 
     Raises:
         ValueError: neither or both of ``null_sd`` and ``unseen``, fewer than 2 scores, NaN
@@ -345,24 +393,43 @@ def andrew_estimate(
         4.4
     """
     s = check_array("scores", scores, ndim=1)
+    u = None if unseen is None else check_array("unseen", unseen, ndim=1)
     dl = check_delta(delta, allow_zero=False)
-    if (null_sd is None) == (unseen is None):
+    stat = check_choice("statistic", statistic, FL_STATISTICS)
+    if (null_sd is None) == (u is None):
         raise ValueError("pass exactly one of null_sd (closed-form null) and unseen")
     if s.size < 2:
         raise ValueError(f"scores needs at least 2 inserted canaries, got {s.size}")
-    mean, sd = float(s.mean()), float(s.std(ddof=1))
-    if unseen is None:
+    mean, sd = _moments(s)
+    if u is None:
         m0, s0, null, n0 = 0.0, _check_sd("null_sd", null_sd), "closed-form", 0
         what = "the closed-form cosine null N(0, ‖v‖²/d)"
+        names = "scores and null_sd"
     else:
-        u = check_array("unseen", unseen, ndim=1)
         if u.size < 2:
             raise ValueError(f"unseen needs at least 2 canaries, got {u.size}")
-        m0, s0, null, n0 = float(u.mean()), float(u.std(ddof=1)), "unseen", int(u.size)
+        (m0, s0), null, n0 = _moments(u), "unseen", int(u.size)
         what = f"the Gaussian fitted to {n0} canaries never inserted"
+        names = "scores and unseen"
     if not (sd > 0 and s0 > 0):
-        raise ValueError(f"scores must spread: fitted standard deviations {sd} and {s0}")
-    return AndrewEstimate(
-        two_gaussian_epsilon(m0, s0, mean, sd, dl), two_gaussian_epsilon(m0, s0, mean, s0, dl),
-        dl, mean, sd, m0, s0, null, int(s.size), n0, statistic, _ASSUMPTION.format(null=what),
-    )  # fmt: skip
+        raise ValueError(f"{names} must spread: fitted standard deviations {sd} and {s0}")
+    try:
+        gap, ratio = _standardise(m0, s0, mean, sd)
+    except ValueError:
+        raise ValueError(
+            f"{names} are too far apart to compare: means {m0:.3g} and {mean:.3g}, standard "
+            f"deviations {s0:.3g} and {sd:.3g}"
+        ) from None
+    fitted = two_gaussian_epsilon(0.0, 1.0, gap, ratio, dl)
+    null_variance = two_gaussian_epsilon(0.0, 1.0, gap, 1.0, dl)
+    return AndrewEstimate(fitted, null_variance, dl, mean, sd, m0, s0, null, int(s.size), n0,
+                          stat, _ASSUMPTION.format(null=what))  # fmt: skip
+
+
+def _moments(x: np.ndarray) -> tuple[float, float]:
+    """Mean and sample standard deviation, computed on ``x / max|x|`` (no overflow)."""
+    top = float(np.max(np.abs(x)))
+    if top == 0:
+        return 0.0, 0.0
+    z = x / top
+    return float(z.mean()) * top, float(z.std(ddof=1)) * top
