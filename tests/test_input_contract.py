@@ -476,12 +476,8 @@ BASELINES: dict[str, dict[str, Any]] = {
         "final": [0.8, -0.2, 0.1],
     },
     "attacks.draw_canary_clients": {"num_canaries": 5, "dimension": 4, "rng": 0},
-    "attacks.two_gaussian_delta": {
-        "mean0": 0.0, "sd0": 1.0, "mean1": 1.0, "sd1": 1.2, "epsilon": 1.0,
-    },  # fmt: skip
-    "attacks.two_gaussian_epsilon": {
-        "mean0": 0.0, "sd0": 1.0, "mean1": 1.0, "sd1": 1.2, "delta": 1e-5,
-    },  # fmt: skip
+    "attacks.two_gaussian_delta": dict(mean0=0.0, sd0=1.0, mean1=1.0, sd1=1.2, epsilon=1.0),
+    "attacks.two_gaussian_epsilon": dict(mean0=0.0, sd0=1.0, mean1=1.0, sd1=1.2, delta=1e-5),
     "attacks.per_step_llr": {
         "observations": [[0.5, -0.2], [0.1, 1.3]],
         "sampling_rate": 0.1,
