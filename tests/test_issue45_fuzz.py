@@ -62,10 +62,10 @@ def test_tiny_blocks_count_towards_the_sampling_cap():
 def test_block_overhead_is_what_the_cap_adds(monkeypatch):
     from dpaudit.mechanisms import noisy_argmax
 
-    # 1000 draws × 3 classes + 10 blocks × overhead: exactly at the cap passes, one below fails
-    monkeypatch.setattr(noisy_argmax, "MAX_SAMPLE_DRAWS", 3000 + 10 * 40_000)
+    # 1000 draws × 3 classes + 9 blocks after the first × overhead: exactly at the cap passes
+    monkeypatch.setattr(noisy_argmax, "MAX_SAMPLE_DRAWS", 3000 + 9 * 40_000)
     mechanisms.sample_argmax_counts([5, 1, 0], 1.0, 1000, rng=0, block_size=100)
-    monkeypatch.setattr(noisy_argmax, "MAX_SAMPLE_DRAWS", 3000 + 10 * 40_000 - 1)
+    monkeypatch.setattr(noisy_argmax, "MAX_SAMPLE_DRAWS", 3000 + 9 * 40_000 - 1)
     with pytest.raises(ValueError, match="MAX_SAMPLE_DRAWS"):
         mechanisms.sample_argmax_counts([5, 1, 0], 1.0, 1000, rng=0, block_size=100)
 

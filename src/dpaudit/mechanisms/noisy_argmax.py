@@ -150,12 +150,14 @@ def _check_per_class_work(num_entries: int, num_classes: int) -> None:
 
 
 def _check_draws(n: int, num_entries: int, what: str, block_size: int | None = None) -> None:
-    """Refuse a Monte-Carlo request whose work (draws, plus a fixed cost per block of
-    ``block_size`` draws: :data:`BLOCK_OVERHEAD_DRAWS`) is above :data:`MAX_SAMPLE_DRAWS`."""
+    """Refuse a Monte-Carlo request whose work (draws, plus a fixed cost for every block of
+    ``block_size`` draws after the first: :data:`BLOCK_OVERHEAD_DRAWS`) is above
+    :data:`MAX_SAMPLE_DRAWS`."""
     blocks = 0 if block_size is None else -(-n // block_size)
-    work = float(n) * num_entries + float(blocks) * BLOCK_OVERHEAD_DRAWS
+    extra = float(max(blocks - 1, 0)) * BLOCK_OVERHEAD_DRAWS
+    work = float(n) * num_entries + extra
     hint = "draw fewer"
-    if blocks and float(blocks) * BLOCK_OVERHEAD_DRAWS > float(n) * num_entries:
+    if extra > float(n) * num_entries:
         what = f"{what} in {blocks} blocks of block_size={block_size}"
         hint = "raise block_size, draw fewer"
     check_work(
