@@ -31,6 +31,8 @@ import math
 import time
 from typing import Any
 
+import numpy as np
+
 from dpaudit._results import (
     AuditEntry,
     AuditResult,
@@ -126,6 +128,11 @@ def load_clients(settings: FederatedDataSettings, *, rng: Any = None) -> tuple[F
         from dpaudit.data import load_dataset
 
         ds = load_dataset(s.dataset, **({} if s.path is None else {"path": s.path}))
+        if not np.issubdtype(np.asarray(ds.X_train).dtype, np.number):
+            raise ValueError(
+                f"dataset={s.dataset!r} holds raw text, not features: use an embedded variant "
+                f"(e.g. {s.dataset}-minilm) for softmax-regression clients"
+            )
         rows = g.permutation(ds.y_train.size)[: s.examples]
         X_train, y_train, test = ds.X_train[rows], ds.y_train[rows], (ds.X_test, ds.y_test)
     data = dirichlet_split(X_train, y_train, s.num_clients, alpha=s.alpha, rng=g)

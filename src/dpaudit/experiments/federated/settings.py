@@ -55,6 +55,8 @@ __all__ = [
 
 #: Where the clients' data come from: generated Gaussian classes, or an offline dataset.
 DATA_SOURCES: tuple[str, ...] = ("generated", *DATASET_NAMES)
+#: The tag a system registers to be audited by this workflow.
+_SYSTEM_TAG = "federated"
 #: The all-iterates statistics (the final-model one is the final cosine).
 ALL_ITERATES: tuple[str, ...] = ("sum", "max")
 
@@ -67,8 +69,10 @@ class FederatedDataSettings:
     path: str | None = option(None, help="directory of an offline dataset (default: installed)")
     num_clients: int = option(100, help="real clients N", flag="--clients")
     alpha: float = option(0.5, help="Dirichlet α of the clients' label proportions")
-    examples: int = option(2000, help="examples used (generated: drawn; else: the first rows)")
-    features: int = option(64, help="feature dimension of the generated data")
+    examples: int = option(
+        2000, help="examples used (generated: drawn; else: a seeded random subset)"
+    )
+    features: int = option(1000, help="feature dimension of the generated data")
     num_classes: int = option(10, help="classes of the generated data")
 
     def __post_init__(self) -> None:
@@ -164,7 +168,7 @@ class FederatedSettings:
     audit: FederatedAuditSettings = option(default_factory=FederatedAuditSettings)
 
     def __post_init__(self) -> None:
-        if "federated" not in SYSTEMS.tags(self.system):
+        if _SYSTEM_TAG not in SYSTEMS.tags(self.system):
             raise ValueError(f"system must be a federated system, got {self.system!r}")
         check_nonneg_int("seed", self.seed)
         self.cell(mean_examples=1.0)  # a sampler that cannot serve the clients fails here
