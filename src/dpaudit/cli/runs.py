@@ -3,8 +3,10 @@
 The run store (:mod:`dpaudit.store`) holds every recorded audit. A run is named by its id, a
 unique prefix of it, or its unique random suffix. Every command takes ``--store PATH``
 (default: ``$DPAUDIT_STORE`` or ``~/.local/share/dpaudit/runs.sqlite``) and ``--json``.
-``dpaudit report RUN --out report.html`` writes the self-contained HTML report of a stored run
-(or of a ``results.json`` file) with :func:`dpaudit.report.write_html_report`.
+``dpaudit report RUN`` writes the self-contained HTML report of a stored run (or of a
+``results.json`` file) with :func:`dpaudit.report.write_html_report`, beside its results
+(``report.html`` next to the ``results.json`` or in the run's output directory) unless
+``--out FILE`` says where.
 """
 
 from __future__ import annotations
@@ -217,7 +219,13 @@ def runs_rm(
 @app.command("report")
 def report_command(
     run: str = typer.Argument(..., help="a stored run (id, prefix or suffix) or a results.json"),
-    out: str = typer.Option("report.html", "--out", help="HTML file to write"),
+    out: str = typer.Option(
+        None,
+        "--out",
+        help="HTML file to write (default: report.html beside the results: next to the "
+        "results.json, in the run's output directory, else here)",
+        metavar="FILE",
+    ),
     store: str = typer.Option(None, "--store", help=_STORE_HELP),
     figures: bool = typer.Option(True, "--figures/--no-figures", help="draw the figures"),
     as_json: bool = typer.Option(False, "--json", help="print the path as JSON"),
@@ -226,17 +234,23 @@ def report_command(
     from dpaudit.report import write_html_report
 
     source: Any
+    beside: Path | None = None  # the directory holding the results, if there is one
     if run.endswith(".json") and Path(run).is_file():
         try:
             source = json.loads(Path(run).read_text())
         except ValueError as exc:
             fail(f"{run} is not JSON: {exc}")
+        beside = Path(run).parent
     else:
         s = _open(store)
         try:
             source = _get(s, run)
         finally:
             s.close()
+        out_dir = getattr(source, "out_dir", None)
+        beside = Path(out_dir) if out_dir and Path(out_dir).is_dir() else None
+    if out is None:
+        out = str((beside if beside is not None else Path()) / "report.html")
     target = Path(out)
     if target.is_dir():
         fail(f"--out must be a file, but {out!r} is a directory")

@@ -305,18 +305,53 @@ def _table(headers: list[str], rows: list[str], *, id: str = "") -> str:
     return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
+#: The kinds of ε that are not lower bounds, each with its footnote mark and text.
+NON_BOUND_NOTES: dict[str, tuple[str, str]] = {
+    "rdp-conversion": (
+        "*",
+        "display only: an RDP lower bound converted to (ε, δ) with an upper-bound conversion "
+        "is not an (ε, δ) lower bound; the RDP curve is the valid bound.",
+    ),
+    "estimate": (
+        "†",
+        "an estimate, not a lower bound: a point value fitted to the observed scores (e.g. a "
+        "Gaussian trade-off curve) with no guarantee that the true ε is above it.",
+    ),
+    "assumption": (
+        "‡",
+        "not a valid lower bound for how this audit was run (its note says which assumption "
+        "fails); shown for comparison.",
+    ),
+}
+
+
+def non_bound_kind(lower_bound: Mapping[str, Any]) -> str | None:
+    """What an ε that is not a valid lower bound is (a key of :data:`NON_BOUND_NOTES`), or
+    None for a valid bound or no ε: an RDP lower bound converted for display (it carries
+    its RDP curve), an estimate (its method says so), else a bound whose assumption fails."""
+    if lower_bound.get("epsilon_is_valid", True) or lower_bound.get("epsilon") is None:
+        return None
+    if lower_bound.get("rdp"):
+        return "rdp-conversion"
+    if "estimate" in str(lower_bound.get("method", "")).lower():
+        return "estimate"
+    return "assumption"
+
+
 def _summary(data: Mapping[str, Any]) -> str:
     rows = []
-    invalid = False
+    kinds: list[str] = []
     for i, e in enumerate(data.get("entries", [])):
         lb = e.get("lower_bound") or {}
         claims = e.get("claims") or []
         claim = claims[0] if claims else {}
         gap = e.get("gap") or {}
         exact = e.get("exact") or {}
-        valid = lb.get("epsilon_is_valid", True)
-        invalid |= not valid and lb.get("epsilon") is not None
-        lb_text = format_number(lb.get("epsilon")) + ("" if valid else "*")
+        kind = non_bound_kind(lb)
+        if kind is not None and kind not in kinds:
+            kinds.append(kind)
+        mark = "" if kind is None else NON_BOUND_NOTES[kind][0]
+        lb_text = format_number(lb.get("epsilon")) + mark
         refutes = gap.get("refutes_claim")
         verdict = (
             '<td class="refuted">REFUTED</td>' if refutes else
@@ -338,13 +373,11 @@ def _summary(data: Mapping[str, Any]) -> str:
          "exact ε", "claim / lower", "RDP excess", "claim refuted"],
         rows, id="entries",
     )  # fmt: skip
-    foot = ""
-    if invalid:
-        foot = (
-            '<p class="note">* display only: an RDP lower bound converted to (ε, δ) with an '
-            "upper-bound conversion is not an (ε, δ) lower bound; the RDP curve is the valid "
-            "bound.</p>"
-        )
+    foot = "".join(
+        f'<p class="note" data-kind="{_e(k)}">{_e(NON_BOUND_NOTES[k][0])} '
+        f"{_e(NON_BOUND_NOTES[k][1])}</p>"
+        for k in kinds
+    )
     note = f'<p class="note">{_e(data.get("note"))}</p>' if data.get("note") else ""
     head = "<h2>Lower bounds next to the claims</h2>"
     return f'<section id="summary">{head}{table}{foot}{note}</section>'
