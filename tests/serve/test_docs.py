@@ -19,6 +19,7 @@ def test_docs_section_examples():
         "dpaudit.serve.sqlite_ledger",
         "dpaudit.serve.service",
         "dpaudit.serve.settings",
+        "dpaudit.serve.monitor",
         "dpaudit.store.runs",
         "dpaudit.store.compare",
         "dpaudit.report.html",
