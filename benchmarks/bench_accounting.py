@@ -15,7 +15,6 @@ Run: ``.venv/bin/python benchmarks/bench_accounting.py`` (writes
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -90,7 +89,9 @@ def loop_rdp(votes: np.ndarray, sigma: float, orders: np.ndarray) -> np.ndarray:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from _cli import bench_parser
+
+    ap = bench_parser(__doc__)
     ap.add_argument("--queries", type=int, default=100_000)
     ap.add_argument("--loop-queries", type=int, default=1_000, help="loop subsample size")
     ap.add_argument("--repeats", type=int, default=5)

@@ -512,10 +512,16 @@ def models_stage() -> dict:
     return {"queries": rows, "load_average": list(os.getloadavg()), "k": TEACHERS, "sigma": SIGMA}
 
 
-def main() -> None:
-    import sys
+def main(argv: list[str] | None = None) -> None:
+    from _cli import bench_parser, parse
 
-    if "--models" in sys.argv:
+    parser = bench_parser(__doc__)
+    stage = parser.add_mutually_exclusive_group()
+    stage.add_argument("--models", action="store_true", help="only the models stage timings")
+    stage.add_argument("--retraining", action="store_true", help="only the retraining rates")
+    stage.add_argument("--paper", action="store_true", help="only the paper-scale runs")
+    args = parse(parser, argv)
+    if args.models:
         res = models_stage()
         old = json.loads(OUT.read_text()) if OUT.exists() else {}
         old["models_stage"] = res
@@ -530,14 +536,14 @@ def main() -> None:
             )
         print(f"load average {res['load_average']}")
         return
-    if "--retraining" in sys.argv:
+    if args.retraining:
         rates = retraining_rates()
         old = json.loads(OUT.read_text()) if OUT.exists() else {}
         old["retraining"] = rates
         OUT.write_text(json.dumps(old, indent=2) + "\n")
         print(json.dumps(rates, indent=1))
         return
-    if "--paper" in sys.argv:
+    if args.paper:
         runs = paper_scale_runs()
         old = json.loads(OUT.read_text()) if OUT.exists() else {}
         old["paper_scale_runs"] = runs

@@ -118,8 +118,17 @@ def _cuda() -> dict | None:
     return {"device": torch.cuda.get_device_name(0), **row}
 
 
-def main() -> int:
-    chosen = [m for short, m in SHORT.items() if f"--skip-{short}" not in sys.argv]
+def main(argv: list[str] | None = None) -> int:
+    from _cli import bench_parser, parse
+
+    parser = bench_parser(__doc__)
+    for short, model in SHORT.items():
+        parser.add_argument(
+            f"--skip-{short}", action="store_true", help=f"do not measure {model} (keep its row)"
+        )
+    parser.add_argument("--device", action="store_true", help="also measure on CUDA")
+    args = parse(parser, argv)
+    chosen = [m for short, m in SHORT.items() if not getattr(args, f"skip_{short}")]
     path = RESULTS / "batched_dpsgd.json"
     previous = json.loads(path.read_text())["results"] if path.exists() else []
     results = [_model(name, *MODELS[name]) for name in chosen]
@@ -135,7 +144,7 @@ def main() -> int:
         "plan": "k = 16, n alternative + n null audited runs and as many tuning runs",
         "targets": {"default": 10.0, "mlp": 3.0, "cnn": None},
         "results": results,
-        "cuda": _cuda() if "--device" in sys.argv else None,
+        "cuda": _cuda() if args.device else None,
     }
     out["results"] = [dataclasses.asdict(_Row(**r)) for r in out["results"]]
     RESULTS.mkdir(exist_ok=True)

@@ -20,7 +20,6 @@ around each part.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import pathlib
@@ -141,7 +140,9 @@ def end_to_end() -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    from _cli import bench_parser
+
+    parser = bench_parser(__doc__)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--steps", type=int, default=None)
     parser.add_argument("--repeats", type=int, default=3)

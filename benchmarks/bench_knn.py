@@ -34,7 +34,6 @@ only its audit wall times; ``--skip-timing [--figure PNG]`` writes the reproduct
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import pathlib
@@ -251,7 +250,9 @@ def figure(rows: list[dict], path: str) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    from _cli import bench_parser
+
+    ap = bench_parser(__doc__)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--audit", action="append", default=[])
     ap.add_argument("--figure", default=None)

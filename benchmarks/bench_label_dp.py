@@ -22,7 +22,6 @@ fewer pairs and epochs, no demo run). Writes ``benchmarks/results/label_dp.json`
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import pathlib
@@ -146,7 +145,9 @@ def full_wall_time(path: str | None) -> dict | None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from _cli import bench_parser
+
+    parser = bench_parser(__doc__)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--full", default=None, help="results.json of a full reproduction")
     args = parser.parse_args()

@@ -61,8 +61,6 @@ RESULTS = Path(__file__).parent / "results"
 QUICK = os.environ.get("DPAUDIT_BENCH_QUICK") == "1"
 # per measurement: RUNS/4 alternative + null, audit + tuning (``--runs N`` overrides)
 RUNS = 24 if QUICK else 96
-if "--runs" in sys.argv:
-    RUNS = int(sys.argv[sys.argv.index("--runs") + 1])
 K = 16
 #: A measurement during which other processes used more CPU than this (in cores) is marked
 #: ``machine_shared``: not a quiet-machine figure.
@@ -279,15 +277,29 @@ def summarise_gain(results_json: str, load: str, name: str = "lidp_dpsgd_gain") 
     return out
 
 
-def main() -> int:
-    if "--summarise" in sys.argv:
-        i = sys.argv.index("--summarise")
-        name = sys.argv[sys.argv.index("--name") + 1] if "--name" in sys.argv else "lidp_dpsgd_gain"
-        summarise_gain(sys.argv[i + 1], sys.argv[i + 2] if len(sys.argv) > i + 2 else "", name)
+def main(argv: list[str] | None = None) -> int:
+    from _cli import bench_parser, parse
+
+    parser = bench_parser(__doc__)
+    parser.add_argument("--runs", type=int, default=RUNS, help=f"runs per measurement ({RUNS})")
+    parser.add_argument("--gain", metavar="DIR", help="a gain experiment's output directory")
+    parser.add_argument("--out", metavar="FILE", help="where to write the JSON")
+    parser.add_argument(
+        "--summarise", nargs="+", metavar="DIR", help="summarise a gain run (DIR [NOTE]) and exit"
+    )
+    parser.add_argument("--name", default="lidp_dpsgd_gain", help="name of the summary")
+    args = parse(parser, argv)
+    if args.runs < 4:
+        parser.error(f"--runs must be at least 4, got {args.runs}")
+    if args.summarise:
+        if len(args.summarise) > 2:
+            parser.error(f"--summarise takes DIR [NOTE], got {len(args.summarise)} values")
+        note = args.summarise[1] if len(args.summarise) > 1 else ""
+        summarise_gain(args.summarise[0], note, args.name)
         return 0
-    gain_dir = sys.argv[sys.argv.index("--gain") + 1] if "--gain" in sys.argv else None
+    gain_dir = args.gain
     runs = _setup()
-    n = RUNS // 4
+    n = args.runs // 4
     small, large = RunPlan((K,), 1, n, n), RunPlan((K,), 1, 2 * n, 2 * n)
     collect_statistics(runs, RunPlan((K,), 1, 2, 2), rng=0)  # imports, first-call costs
     procs = EXECUTORS.get("processes")
@@ -346,7 +358,7 @@ def main() -> int:
         "target_gain_wall_seconds": 45 * 60,
     }
     RESULTS.mkdir(exist_ok=True)
-    target = Path(sys.argv[sys.argv.index("--out") + 1]) if "--out" in sys.argv else None
+    target = Path(args.out) if args.out else None
     if target is None:  # a shared machine's figures never replace the quiet-machine file
         name = "lidp_dpsgd_shared.json" if out["measured_while_shared"] else "lidp_dpsgd.json"
         target = RESULTS / name

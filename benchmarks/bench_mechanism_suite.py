@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import sys
 import time
 from pathlib import Path
 
@@ -301,14 +300,33 @@ def merge() -> None:
         p.unlink()
 
 
-if __name__ == "__main__":
-    if sys.argv[1:] == ["--diffprivlib"]:  # add the diffprivlib part to the stored results
+def cli(argv: list[str] | None = None) -> None:
+    """The command line: the whole suite, one ``--part N [NAMES]``, ``--merge`` or
+    ``--diffprivlib`` (adds the diffprivlib part to the stored results)."""
+    from _cli import bench_parser, parse
+
+    parser = bench_parser(__doc__)
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--diffprivlib", action="store_true", help="add the diffprivlib part")
+    mode.add_argument(
+        "--part", nargs="+", metavar="ARG", help="run part N (N [NAME,NAME…]) side by side"
+    )
+    mode.add_argument("--merge", action="store_true", help="merge the parts' results")
+    args = parse(parser, argv)
+    if args.diffprivlib:
         stored = json.loads(OUT.read_text())
         stored["diffprivlib"] = diffprivlib_part()
         OUT.write_text(json.dumps(stored, indent=2, default=float))
-    elif sys.argv[1:2] == ["--part"]:
-        main(int(sys.argv[2]), tuple(sys.argv[3].split(",")) if sys.argv[3:] else ())
-    elif sys.argv[1:] == ["--merge"]:
+    elif args.part:
+        if len(args.part) > 2 or not args.part[0].isdigit():
+            parser.error(f"--part takes N [NAME,NAME…], got {' '.join(args.part)}")
+        names = tuple(args.part[1].split(",")) if len(args.part) > 1 else ()
+        main(int(args.part[0]), names)
+    elif args.merge:
         merge()
     else:
         main()
+
+
+if __name__ == "__main__":
+    cli()

@@ -18,7 +18,6 @@ repeats). Writes ``benchmarks/results/noisy_argmax.json``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import pathlib
@@ -77,7 +76,9 @@ def chi2_pvalue(counts: np.ndarray, probs: np.ndarray) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    from _cli import bench_parser
+
+    ap = bench_parser(__doc__)
     ap.add_argument("--quick", action="store_true", help="n = 10^7 and fewer repeats")
     args = ap.parse_args()
     quick = args.quick or os.environ.get("DPAUDIT_BENCH_QUICK") == "1"

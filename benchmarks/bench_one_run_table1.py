@@ -45,7 +45,6 @@ from __future__ import annotations
 import json
 import math
 import platform
-import sys
 import time
 from pathlib import Path
 
@@ -203,9 +202,16 @@ def fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.3f}"
 
 
-def main() -> None:
-    brute = "--brute" in sys.argv
-    extra = int(sys.argv[sys.argv.index("--extra-seeds") + 1]) if "--extra-seeds" in sys.argv else 0
+def main(argv: list[str] | None = None) -> None:
+    from _cli import bench_parser, parse
+
+    parser = bench_parser(__doc__)
+    parser.add_argument("--brute", action="store_true", help="also the brute-force check")
+    parser.add_argument("--extra-seeds", type=int, default=0, help="seeds beyond the five")
+    args = parse(parser, argv)
+    if args.extra_seeds < 0:
+        parser.error(f"--extra-seeds must be non-negative, got {args.extra_seeds}")
+    brute, extra = args.brute, args.extra_seeds
     t_all = time.perf_counter()
     rows = []
     for sigma in SIGMAS:

@@ -543,7 +543,9 @@ def figure(
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    from _cli import bench_parser
+
+    ap = bench_parser(__doc__)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--skip-audit", action="store_true")
     ap.add_argument("--skip-throughput", action="store_true")

@@ -27,7 +27,6 @@ teachers on a 12,000-image subset, same part size). Writes ``benchmarks/results/
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import pathlib
@@ -124,7 +123,9 @@ def retraining_rates(ds, m: int, quick: bool) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    from _cli import bench_parser
+
+    ap = bench_parser(__doc__)
     ap.add_argument("--quick", action="store_true", help="50 teachers on 12,000 images")
     ap.add_argument("--fashion-path", default=None, help="directory of the Fashion-MNIST IDX files")
     args = ap.parse_args()

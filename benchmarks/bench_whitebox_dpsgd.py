@@ -21,7 +21,6 @@ average around each part.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import os
@@ -177,7 +176,9 @@ def planted(quick: bool) -> list[dict]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    from _cli import bench_parser
+
+    ap = bench_parser(__doc__)
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
     quick = args.quick or os.environ.get("DPAUDIT_BENCH_QUICK") == "1"

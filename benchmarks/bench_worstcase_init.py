@@ -25,7 +25,6 @@ machine; ``--spread-grid FILE`` writes the spread over separations 1.6–2.0.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import os
@@ -256,7 +255,9 @@ def _spread_only(args) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from _cli import bench_parser
+
+    ap = bench_parser(__doc__)
     ap.add_argument(
         "--runs", type=int, default=None,
         help="models per side (default: the config's 100 on cuda; 5 on the CPU, a timing run)",

@@ -10,10 +10,13 @@ import subprocess
 import sys
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    from _cli import bench_parser, parse
+
+    args = parse(bench_parser(__doc__, quick_option=True), argv)
     here = pathlib.Path(__file__).parent
     env = dict(os.environ)
-    if "--quick" in sys.argv[1:]:
+    if args.quick:
         env["DPAUDIT_BENCH_QUICK"] = "1"
     failed = []
     for script in sorted(here.glob("bench_*.py")):
