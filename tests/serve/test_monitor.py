@@ -132,6 +132,11 @@ def test_validation_names_the_arguments(demo):
         LedgerMonitor(object())
     with pytest.raises(MonitorError, match="cannot read the ledger"):
         LedgerMonitor.open("/nonexistent/ledger.sqlite")
+    led = MemoryLedger(config, global_budget=1e12)
+    silent = PredictionService(demo[0], led, noise_rng=0, record_votes=False)
+    silent.predict(silent.authenticate(led.add_client("c", 1e11)), demo[2][:5])
+    with pytest.raises(MonitorError, match=r"records no vote histograms.*--record-votes"):
+        LedgerMonitor(led)
 
 
 # ------------------------------------------------------------ type-I error and power

@@ -33,6 +33,12 @@ Ville's inequality, an honest deployment raises it with probability ≤ β over 
 however often the monitor looks (González, Dulce-Rubio, Ramdas & Ribero 2025, "Sequentially
 Auditing Differential Privacy", arXiv:2509.07055).
 
+**The order of the stream.** The records are read in commit order (journal rows), not in the
+order the noise was drawn; that order is as good: a request's queries can depend only on
+answers released before it was sent, which were committed before it, and every answer's noise
+is fresh, so given everything earlier in commit order (and ``H_t``) ``Z_t`` still has mean
+≤ 0.
+
 **Confidence sequence for the noise.** One such e-process per σ′ of a decreasing grid (from
 4σ down to σ/4, the claim included). The nulls are nested: if the answers agree more often
 than GNMax(σ′) they agree more often than GNMax(σ″) for every σ″ > σ′ (the monotonicity
@@ -72,7 +78,7 @@ from dpaudit._validate import check_confidence_level, check_positive, check_posi
 from dpaudit.bounds import BettingEProcess
 from dpaudit.errors import DPAuditError
 from dpaudit.mechanisms import ABSTAIN, ConfidentGNMax, GNMax, argmax_probabilities
-from dpaudit.serve.ledger import LedgerBase
+from dpaudit.serve.ledger import GLOBAL_ACCOUNT, LedgerBase
 
 __all__ = [
     "CONFIDENCE_LEVEL",
@@ -458,6 +464,11 @@ class LedgerMonitor:
             sigmas=sigmas, probabilities=probabilities, name=name,
         )  # fmt: skip
         self._batch = check_positive_int("batch", batch)
+        if len(ledger.answers(limit=1)) == 0 and ledger.account(GLOBAL_ACCOUNT).num_queries:
+            raise MonitorError(
+                "the service has answered but its ledger records no vote histograms: start it "
+                "with --record-votes (the default) to monitor it"
+            )
         self._report = _Reporter(ledger, self.monitor.name)
 
     @classmethod
