@@ -270,3 +270,51 @@ def test_label_memorization_mismatch_names_both_arguments():
 def test_row_mismatches_name_both_arrays():
     with pytest.raises(ValueError, match=r"labels must have shape \(1,\), one per row of logits"):
         attacks.logit_margin([[1.0, 2.0]], [0, 1])
+
+
+# ------------------------------------ 9. up-front caps on a workflow's work, naming the flag
+
+
+def test_lidp_gaussian_refuses_a_billion_runs_at_once_naming_the_flags(capsys):
+    from dpaudit.cli import run
+    from dpaudit.experiments.lidp_gaussian.settings import LiDPGaussianSettings
+
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"num_runs=1000000000 \(--runs\).*--repetitions"):
+        LiDPGaussianSettings(sigma=2.0, dim=100, num_canaries=8, num_runs=10**9,
+                             num_repetitions=2)  # fmt: skip
+    argv = ["audit", "lidp-gaussian", "--sigma", "2", "--dim", "100", "--canaries", "8",
+            "--runs", "1000000000", "--repetitions", "2", "--no-store"]  # fmt: skip
+    assert run(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ") and "(--runs)" in err
+    assert "MemoryError" not in err
+    assert time.perf_counter() - start < 5.0
+    # the shipped scale still passes
+    assert LiDPGaussianSettings(num_runs=1000, num_repetitions=20).num_runs == 1000
+
+
+def test_lidp_gaussian_statistics_caps_its_runs(monkeypatch):
+    from dpaudit.experiments.lidp_gaussian import simulation
+
+    with pytest.raises(ValueError, match=r"lidp_gaussian_statistics with num_runs=100000000"):
+        simulation.lidp_gaussian_statistics(1.0, 16, 4, 10**8, rng=0)
+    monkeypatch.setattr(simulation, "MAX_SIMULATED_RUNS", 8)
+    assert simulation.lidp_gaussian_statistics(1.0, 16, 4, 8, rng=0).alternative.shape == (8, 4)
+    with pytest.raises(ValueError, match="MAX_SIMULATED_RUNS"):
+        simulation.lidp_gaussian_statistics(1.0, 16, 4, 9, rng=0)
+
+
+def test_private_prediction_caps_engine_blocks_per_query_naming_the_flags():
+    from dpaudit.experiments.private_prediction.settings import (
+        MAX_BLOCKS_PER_QUERY,
+        EngineSettings,
+    )
+
+    with pytest.raises(ValueError, match=r"experiments=10{15} \(--experiments\).*--block-size"):
+        EngineSettings(experiments=10**15)
+    with pytest.raises(ValueError, match=r"block_size=1 \(--block-size\)"):
+        EngineSettings(experiments=10**6, block_size=1)
+    assert EngineSettings(experiments=10**8).experiments == 10**8  # the paper's: 2 blocks
+    ok = EngineSettings(experiments=MAX_BLOCKS_PER_QUERY * 2**18, sampler="monte-carlo")
+    assert ok.experiments == MAX_BLOCKS_PER_QUERY * 2**18

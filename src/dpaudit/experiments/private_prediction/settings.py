@@ -31,9 +31,12 @@ from dpaudit._validate import (
     check_orders,
     check_positive,
     check_positive_int,
+    check_work,
 )
 
 __all__ = [
+    "DEFAULT_BLOCK",
+    "MAX_BLOCKS_PER_QUERY",
     "SAMPLERS",
     "AdversarySettings",
     "AuditSettings",
@@ -199,6 +202,13 @@ class AdversarySettings:
         return self.queries if self.candidate_queries is None else self.candidate_queries
 
 
+#: Experiments per engine block when ``block_size`` is unset, per sampler.
+DEFAULT_BLOCK = {"exact": 2**26, "monte-carlo": 2**18}
+#: Most engine blocks one query's distribution may take (each a seeded block function call):
+#: the paper's 10⁸ experiments are 2 exact or 382 Monte-Carlo blocks.
+MAX_BLOCKS_PER_QUERY = 10**5
+
+
 @dataclasses.dataclass(frozen=True)
 class EngineSettings:
     """How the experiments are sampled (:mod:`dpaudit.engine`)."""
@@ -219,6 +229,15 @@ class EngineSettings:
         _optional_positive_int(self, "block_size")
         check_choice("executor", self.executor, EXECUTORS.names())
         check_positive_int("workers", self.workers)
+        block = self.block_size or DEFAULT_BLOCK[self.sampler]
+        check_work(  # up front: each block is one seeded engine call (~0.1–1 ms at least)
+            -(-t // block),
+            MAX_BLOCKS_PER_QUERY,
+            f"experiments={t} (--experiments) in blocks of block_size={block} (--block-size)",
+            "blocks per query and distribution",
+            "lower --experiments, raise --block-size, or raise dpaudit.experiments."
+            "private_prediction.settings.MAX_BLOCKS_PER_QUERY",
+        )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -24,7 +24,10 @@ from dpaudit._results import ResultMixin
 from dpaudit._rng import block_seeds
 from dpaudit._typing import FloatArray, IntArray
 from dpaudit.experiments.private_prediction.bound import QueryAudit, audit_distributions
-from dpaudit.experiments.private_prediction.settings import PrivatePredictionSettings
+from dpaudit.experiments.private_prediction.settings import (
+    DEFAULT_BLOCK,
+    PrivatePredictionSettings,
+)
 
 __all__ = [
     "ComposedCurves",
@@ -47,7 +50,7 @@ __all__ = [
     "train",
 ]
 
-_DEFAULT_BLOCK = {"exact": 2**26, "monte-carlo": 2**18}
+_DEFAULT_BLOCK = DEFAULT_BLOCK  # one table, in the settings
 
 
 def stream_id(obj: Any) -> int:
