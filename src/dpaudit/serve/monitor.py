@@ -209,8 +209,9 @@ class MonitorStatus(ResultMixin):
         alarm_at: the answer (1-based) at which it did, or None.
         mean_statistic: mean of ``Z`` at the claim (≤ 0 in expectation when honest).
         sigma_upper: the confidence sequence's upper bound on the noise (None: no bound yet).
-        epsilon_claimed: ε(δ) of one answer under the service's accounting at the claim.
-        epsilon_at_upper: the same accounting at ``sigma_upper`` (not a lower bound on ε).
+        epsilon_claimed: ε(δ) of one GNMax answer at the claimed σ (data-independent RDP,
+            the ledger's δ and conversion; for Confident GNMax its answer step only).
+        epsilon_at_upper: the same at ``sigma_upper`` (a comparison, not a lower bound on ε).
         delta: δ of both.
         updated: Unix time of this status.
         method: the test.
