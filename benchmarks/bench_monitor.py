@@ -6,17 +6,18 @@ query gets fresh noise), every answer recorded in its ledger with its vote histo
 traffic: requests of 250 digits test images drawn uniformly (seeded per stream); the
 :class:`dpaudit.serve.monitor.LedgerMonitor` polls the ledger after every request.
 
-1. **Honest deployment**: ``STREAMS`` streams of ``LENGTH`` answers each; the number of
+1. **Honest deployment**: ``--streams`` streams of ``LENGTH`` answers each; the number of
    streams that ever alarm at the default β = 10⁻⁴ (target: none), and — from each stream's
    running maximum of the e-value — how many would have alarmed at β = 0.05 and 0.01
    (Ville: at most β of them in expectation).
 2. **σ/2**: the same deployment whose noise source draws standard normals of standard deviation
    1/2 (it claims and charges σ = 4, answers with σ = 2): answers until the alarm over
-   ``BUG_STREAMS`` streams, at β = 10⁻⁴ and β = 0.05 (target: median ≤ 2,000).
+   ``--bug-streams`` streams, at β = 10⁻⁴ and β = 0.05 (target: median ≤ 2,000).
 3. The monitor's throughput (answers tested per second, statistic + 42 e-processes).
 
-Run: ``python benchmarks/bench_monitor.py`` (``DPAUDIT_BENCH_QUICK=1``: 40 honest streams);
-writes ``benchmarks/results/monitor.json``.
+Run: ``python benchmarks/bench_monitor.py`` (``--quick`` or ``DPAUDIT_BENCH_QUICK=1``: 40
+honest and 20 σ/2 streams; ``--streams N``, ``--bug-streams N``); writes
+``benchmarks/results/monitor.json``.
 """
 
 from __future__ import annotations
@@ -34,10 +35,7 @@ from dpaudit.data import load_subset
 from dpaudit.serve import MemoryLedger, PredictionService, ServeSettings, build_service
 from dpaudit.serve.monitor import CONFIDENCE_LEVEL, LedgerMonitor, TopProbabilities, noise_grid
 
-QUICK = os.environ.get("DPAUDIT_BENCH_QUICK") == "1"
-STREAMS = 40 if QUICK else 200
 LENGTH = 10_000
-BUG_STREAMS = 20 if QUICK else 100
 BATCH = 250
 SIGMA = 4.0
 
@@ -76,6 +74,15 @@ def _stream(dep, top, seed, *, bug, levels):
 
 
 def main() -> None:
+    from _cli import bench_parser, parse, quick
+
+    ap = bench_parser(__doc__, quick_option=True)
+    ap.add_argument("--streams", type=int, default=None, help="honest streams (200; quick 40)")
+    ap.add_argument("--bug-streams", type=int, default=None, help="sigma/2 streams (100; 20)")
+    args = parse(ap)
+    is_quick = quick(args)
+    streams = args.streams or (40 if is_quick else 200)
+    bug_streams = args.bug_streams or (20 if is_quick else 100)
     t0 = time.perf_counter()
     dep = _deployment()
     top = TopProbabilities(noise_grid(SIGMA))
@@ -84,14 +91,14 @@ def main() -> None:
 
     t = time.perf_counter()
     honest = [_stream(dep, top, s, bug=False, levels=[CONFIDENCE_LEVEL])[0]
-              for s in honest_seeds.spawn(STREAMS)]  # fmt: skip
+              for s in honest_seeds.spawn(streams)]  # fmt: skip
     honest_s = time.perf_counter() - t
     max_log = np.array([s.max_log_e_value for s in honest])
     would = {str(b): int((max_log >= math.log(1 / b)).sum()) for b in (0.05, 0.01, 1e-4)}
 
     t = time.perf_counter()
     levels = [CONFIDENCE_LEVEL, 0.95]
-    bug = [_stream(dep, top, s, bug=True, levels=levels) for s in bug_seeds.spawn(BUG_STREAMS)]
+    bug = [_stream(dep, top, s, bug=True, levels=levels) for s in bug_seeds.spawn(bug_streams)]
     bug_s = time.perf_counter() - t
     at = {}
     for i, c in enumerate(levels):
@@ -105,12 +112,12 @@ def main() -> None:
             "max": int(max(done)) if done else None,
         }
 
-    answers = STREAMS * LENGTH
+    answers = streams * LENGTH
     out = {
         "deployment": "PATE on digits (scikit-learn), 30 teachers, sigma=4, cache off",
         "traffic": f"requests of {BATCH} digits test images, uniform; monitor polls after each",
         "honest": {
-            "streams": STREAMS,
+            "streams": streams,
             "answers_per_stream": LENGTH,
             "alarms_at_default_beta": sum(s.alarm for s in honest),
             "default_beta": round(1 - CONFIDENCE_LEVEL, 6),
@@ -123,13 +130,13 @@ def main() -> None:
             "answers_per_second_end_to_end": answers / honest_s,
         },
         "half_sigma": {
-            "streams": BUG_STREAMS,
+            "streams": bug_streams,
             "by_beta": at,
             "sigma_upper_median": float(np.median([s[0].sigma_upper or np.inf for s in bug])),
             "seconds": bug_s,
         },
         "targets": {"honest_alarms": 0, "half_sigma_median_answers": 2000},
-        "quick": QUICK,
+        "quick": is_quick,
         "seconds": time.perf_counter() - t0,
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
