@@ -88,9 +88,7 @@ def main() -> None:
     import matplotlib.pyplot as plt
 
     comp = composed()
-    print(
-        "| exact ε | accountant | estimate (null variance) | estimate (fitted) | bound (mean, max) |"
-    )
+    print("| exact ε | accountant | estimate (null var.) | estimate (fitted) | bound (mean, max) |")
     for t, r in comp.items():
         print(f"| {t:g} | {r['claim']:.3f} | {r['estimate_null_variance']:.3f} | "
               f"{r['estimate_fitted']:.3f} | {r['bound']:.3f}, {r['bound_max']:.3f} |")  # fmt: skip
@@ -105,9 +103,13 @@ def main() -> None:
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
     targets = list(comp)
     x = np.arange(len(targets))
-    keys = [("exact", "exact ε"), ("claim", "accountant (RDP)"),
-            ("estimate_null_variance", "estimate, null variance"),
-            ("estimate_fitted", "estimate, fitted variance"), ("bound", "valid bound (95 %)")]  # fmt: skip
+    keys = [
+        ("exact", "exact ε"),
+        ("claim", "accountant (RDP)"),
+        ("estimate_null_variance", "estimate, null variance"),
+        ("estimate_fitted", "estimate, fitted variance"),
+        ("bound", "valid bound (95 %)"),
+    ]
     for i, (k, label) in enumerate(keys):
         a.bar(x + (i - 2) * 0.16, [comp[t][k] for t in targets], 0.16, label=label)
     a.set_xticks(x, [f"ε = {t:g}" for t in targets])
