@@ -200,14 +200,18 @@ def audit_federated(
         raise TypeError(f"data must be (FederatedData, test), got {type(fed).__name__}")
     system = SYSTEMS.get(s.system)(s.cell(mean_examples=fed.mean_examples))
     c = s.canaries
+    td = time.perf_counter()
     can = draw_canary_clients(c.count, fed.dimension, inclusion=c.inclusion,
                               rng=child_seed(s.seed, 1))  # fmt: skip
+    draw = time.perf_counter() - td
     system.check_inputs(fed, can.directions, can.included, c.scale)
     t1 = time.perf_counter()
     run = system.train(fed, can.directions, can.included, canary_scale=c.scale,
                        rng=child_seed(s.seed, 2))  # fmt: skip
     t2 = time.perf_counter()
+    t3 = time.perf_counter()
     cos = canary_cosines(can.directions, run.deltas, run.final)
+    t4 = time.perf_counter()
     acc = None if test is None else accuracy(run.final, *test, fed.num_classes)
     summary = RunSummary(fed.dimension, fed.num_clients, can.count, int(can.included.sum()),
                          float(run.participation.mean()), float(run.participants.mean()), acc,
@@ -217,7 +221,9 @@ def audit_federated(
                child_seed(s.seed, 3, i))
         for i, (threat, stat) in enumerate(THREATS)
     )  # fmt: skip
-    timings = {"setup": t1 - t0, "training": t2 - t1, "audit": time.perf_counter() - t2}
+    timings = {"setup": t1 - t0, "training": t2 - t1, "audit": time.perf_counter() - t2,
+               "canary_draw": draw, "canary_updates": run.seconds["canaries"],
+               "canary_cosines": t4 - t3}  # fmt: skip
     return AuditResult(
         WORKFLOW, entries, s, s.seed, timings, package_versions("dp-accounting"), detail=summary,
         note="One DP-FedAvg run with canary clients. Each lower bound is valid at its confidence "
