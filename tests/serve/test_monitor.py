@@ -116,6 +116,60 @@ def test_statistic_against_a_naive_loop_and_its_exact_mean(demo, top):
     assert np.all(q[2.0] - q[4.0] >= 0) and np.all(q[8.0] - q[4.0] <= 0)
 
 
+def _naive_epsilon(p, q, delta):
+    """Bisection on the hockey-stick divergence Σ max(0, p − e^ε q) (slow reference)."""
+
+    def excess(e):
+        return np.maximum(0.0, p - np.exp(e) * q).sum() - delta
+
+    if excess(0.0) <= 0:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while excess(hi) > 0:
+        hi *= 2
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if excess(mid) > 0 else (lo, mid)
+    return hi
+
+
+def test_discrete_epsilon_against_bisection_and_a_closed_form():
+    from dpaudit.serve._monitor_epsilon import discrete_epsilon
+
+    g = np.random.default_rng(4)
+    p, q = g.dirichlet(np.ones(6), size=50), g.dirichlet(np.ones(6), size=50)
+    for delta in (0.0, 1e-5, 0.05):
+        got = discrete_epsilon(np.log(p), np.log(q), delta)
+        want = [_naive_epsilon(a, b, delta) for a, b in zip(p, q, strict=True)]
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    # δ = 0 on two outcomes: the largest log-ratio
+    eps = discrete_epsilon(np.log([[0.7, 0.3]]), np.log([[0.4, 0.6]]), 0.0)[0]
+    assert eps == pytest.approx(math.log(0.7 / 0.4), rel=1e-13)
+
+
+def test_epsilon_floor_bounds_the_infimum_of_the_exact_epsilon(demo):
+    """The ε confidence sequence: for each grid σ, the floor must not exceed the exact ε at
+    any σ′ ≤ σ (dense naive evaluation); the exact ε is not monotone, which is why the floor
+    is needed; and the ledger's RDP charge (an upper bound, computed independently) stays
+    above the exact ε."""
+    from dpaudit.serve._monitor_epsilon import gnmax_answer_epsilon, gnmax_epsilon_floor
+    from dpaudit.serve.monitor import _answer_epsilon
+
+    eps = [gnmax_answer_epsilon(s, 30, 10, 1e-5) for s in (1.0, 1.1)]
+    assert eps[1] > eps[0]  # not monotone in σ
+    for t, c, grid in ((12, 4, noise_grid(2.0, points=9)), (30, 10, noise_grid(SIGMA))):
+        floor = gnmax_epsilon_floor(tuple(grid.tolist()), t, c, 1e-5)
+        dense = np.geomspace(grid.min() / 16, grid.max(), 400 if t == 12 else 120)
+        exact = np.array([gnmax_answer_epsilon(float(s), t, c, 1e-5) for s in dense])
+        for s, f in zip(grid, floor, strict=True):
+            assert f <= exact[dense <= s].min() + 1e-12
+            assert f <= gnmax_answer_epsilon(float(s), t, c, 1e-5)
+        assert np.all(np.diff(floor[::-1]) <= 0)  # a running minimum from σ → 0 up
+    assert floor[list(grid).index(SIGMA)] > 0.8 * gnmax_answer_epsilon(SIGMA, 30, 10, 1e-5)
+    for s in (1.0, 2.0, 4.0, 8.0):
+        assert gnmax_answer_epsilon(s, 30, 10, 1e-5) < _answer_epsilon(demo[1], s)
+
+
 def test_validation_names_the_arguments(demo):
     _, config, _ = demo
     with pytest.raises(ValueError, match=r"votes must be \(n, C\)"):
@@ -149,15 +203,19 @@ def test_honest_deployment_never_alarms(demo, top):
         assert status.answers == 3000 and not status.alarm, seed
         assert status.max_log_e_value < status.threshold
         assert status.sigma_upper is None or status.sigma_upper > SIGMA  # the CS covers σ
+        assert status.epsilon_lower is None or status.epsilon_lower < status.epsilon_exact_claimed
 
 
 def test_half_the_noise_alarms_within_2000_answers(demo, top):
+    from dpaudit.serve._monitor_epsilon import gnmax_answer_epsilon
+
     at = []
     for seed in range(10):
         status = _stream(demo, top, bug=True, seed=100 + seed, answers=5000)
         assert status.alarm, seed
         at.append(status.alarm_at)
         assert status.sigma_upper is not None and status.sigma_upper <= SIGMA
+        assert 0 < status.epsilon_lower <= gnmax_answer_epsilon(status.sigma_upper, 30, 10, 1e-5)
     assert np.median(at) <= 2000, at
 
 

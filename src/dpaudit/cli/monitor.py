@@ -45,12 +45,17 @@ def _render(console: Any, s: Any) -> None:
         ("max e-value (alarm at 1/β)", f"{_exp(s.max_log_e_value):.4g} ({_exp(s.threshold):g})"),
         ("alarm at answer", "—" if s.alarm_at is None else str(s.alarm_at)),
         (f"noise upper bound (anytime, {s.confidence_level:g})", upper),
-        ("ε of one answer at the claim / at the bound", f"{s.epsilon_claimed:.4g} / " + (
-            "—" if s.epsilon_at_upper is None else f"{s.epsilon_at_upper:.4g}")),
+        ("ε lower bound, one answer (anytime, if Gaussian)", _fmt(s.epsilon_lower)),
+        ("exact ε of one answer at the claim", _fmt(s.epsilon_exact_claimed)),
+        ("ε the ledger charges one answer", f"{s.epsilon_claimed:.4g}"),
     ]  # fmt: skip
     for k, v in rows:
         t.add_row(k, v)
     console.print(t)
+
+
+def _fmt(x: float | None) -> str:
+    return "—" if x is None else f"{x:.4g}"
 
 
 def _exp(x: float) -> float:

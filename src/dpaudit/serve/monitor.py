@@ -49,9 +49,22 @@ probability of rejecting any true null by β with no correction (fixed-sequence 
 anytime-valid upper confidence bound on the noise: with probability ≥ 1 − β, at every time,
 ``H0(sigma_upper)`` is false ("the answers are less noisy than GNMax(sigma_upper)"). For a
 GNMax deployment with noise σ_true this reads ``σ_true < sigma_upper``. The alarm is the
-claim's own e-process (a level-β test by itself). ``epsilon_at_upper`` is the ε(δ) that the
-service's own accounting gives one answer at ``sigma_upper`` (data-independent RDP): a figure
-to read beside the claim's ε of one answer, not a lower bound on the deployment's true ε.
+claim's own e-process (a level-β test by itself).
+
+**Confidence sequence for ε (if the noise is Gaussian).** If the service adds i.i.d.
+Gaussian noise of some unknown standard deviation σ_true (the family it claims), ``H0(σ′)``
+holds exactly when σ′ ≤ σ_true (the coupling above, strictly for a contested histogram), so
+with probability ≥ 1 − β, at every time, ``σ_true < sigma_upper``. The exact ε(δ) of one
+GNMax answer, maximised over a fixed family of neighbouring histograms
+(:func:`dpaudit.serve._monitor_epsilon.gnmax_answer_epsilon`), is then at least its infimum
+over ``σ ≤ sigma_upper``; it is not monotone in σ (the vote lattice), so ``epsilon_lower``
+is a rigorous lower bound of that infimum from interval bounds on the output probabilities
+(:func:`dpaudit.serve._monitor_epsilon.gnmax_epsilon_floor`): an anytime-valid lower
+confidence bound on the ε(δ) of one answer, at the ledger's δ. Beside it:
+``epsilon_exact_claimed``, the same exact ε at the claimed σ (an honest service's bound stays
+below it), and ``epsilon_claimed``, what the ledger charges one answer (RDP, an upper
+bound). Without the Gaussian assumption ``sigma_upper`` still holds in the agreement sense,
+and ``epsilon_lower`` is what it implies for a Gaussian mechanism.
 
 The monitor reads the records incrementally (:class:`LedgerMonitor`), or sends its own probe
 queries as an ordinary client under its own API key and pairs the answers it received over
@@ -209,9 +222,13 @@ class MonitorStatus(ResultMixin):
         alarm_at: the answer (1-based) at which it did, or None.
         mean_statistic: mean of ``Z`` at the claim (≤ 0 in expectation when honest).
         sigma_upper: the confidence sequence's upper bound on the noise (None: no bound yet).
-        epsilon_claimed: ε(δ) of one GNMax answer at the claimed σ (data-independent RDP,
-            the ledger's δ and conversion; for Confident GNMax its answer step only).
-        epsilon_at_upper: the same at ``sigma_upper`` (a comparison, not a lower bound on ε).
+        epsilon_claimed: ε(δ) the ledger charges one GNMax answer at the claimed σ
+            (data-independent RDP, its δ and conversion; for Confident GNMax the answer step).
+        epsilon_exact_claimed: the exact ε(δ) of one answer at the claimed σ on the fixed
+            family of neighbouring histograms (None until a histogram was seen).
+        epsilon_lower: the ε confidence sequence: a lower bound of the same exact ε over every
+            σ ≤ ``sigma_upper``, hence of one answer's ε(δ) if the noise is Gaussian (module
+            notes; None: no bound yet).
         delta: δ of both.
         updated: Unix time of this status.
         method: the test.
@@ -231,7 +248,8 @@ class MonitorStatus(ResultMixin):
     mean_statistic: float
     sigma_upper: float | None
     epsilon_claimed: float
-    epsilon_at_upper: float | None
+    epsilon_exact_claimed: float | None
+    epsilon_lower: float | None
     delta: float
     updated: float
     method: str = (
@@ -309,6 +327,8 @@ class DeploymentMonitor:
         self.path: list[tuple[int, float]] = [(0, 0.0)]
         self._stride = _CHUNK
         self.epsilon_claimed = _answer_epsilon(config, sigma)
+        self._shape: tuple[int, int] | None = None  # (teachers, classes) of the histograms
+        self._shape_known = True
 
     @property
     def answers(self) -> int:
@@ -317,7 +337,37 @@ class DeploymentMonitor:
 
     def observe(self, votes: ArrayLike, labels: ArrayLike) -> MonitorStatus:
         """Feed answers (in the order the service drew them) and return the status."""
-        return self.observe_statistic(agreement_statistic(votes, labels, self._top))
+        z = agreement_statistic(votes, labels, self._top)
+        self._learn_shape(np.asarray(votes, dtype=np.float64))
+        return self.observe_statistic(z)
+
+    def _learn_shape(self, votes: np.ndarray) -> None:
+        """The number of teachers (every histogram's total) and classes, for the ε bound;
+        unknown when the totals differ or are not whole numbers."""
+        if not self._shape_known or votes.shape[0] == 0:
+            return
+        totals = votes.sum(axis=1)
+        t = float(totals[0])
+        if not (np.all(totals == t) and t == round(t) and t >= 1):
+            self._shape_known = False
+            return
+        shape = (int(t), int(votes.shape[1]))
+        if self._shape is not None and self._shape != shape:
+            self._shape_known = False
+            return
+        self._shape = shape
+
+    def _exact_epsilon(self, sigma: float | None, *, floor: bool = False) -> float | None:
+        """F(σ) (``floor``: the lower bound of its infimum up to σ, a grid value)."""
+        if sigma is None or not self._shape_known or self._shape is None:
+            return None
+        from dpaudit.serve._monitor_epsilon import gnmax_answer_epsilon, gnmax_epsilon_floor
+
+        delta = float(self.config.delta)
+        if not floor:
+            return gnmax_answer_epsilon(float(sigma), *self._shape, delta)
+        table = gnmax_epsilon_floor(tuple(self.sigmas.tolist()), *self._shape, delta)
+        return float(table[int(np.flatnonzero(self.sigmas == sigma)[0])])
 
     def observe_statistic(self, z: np.ndarray) -> MonitorStatus:
         """Feed the ``(G, n)`` statistic of :func:`agreement_statistic` over the grid."""
@@ -371,7 +421,8 @@ class DeploymentMonitor:
             mean_statistic=self._sum_claim / n if n else 0.0,
             sigma_upper=upper,
             epsilon_claimed=self.epsilon_claimed,
-            epsilon_at_upper=None if upper is None else _answer_epsilon(self.config, upper),
+            epsilon_exact_claimed=self._exact_epsilon(self.claimed_sigma),
+            epsilon_lower=self._exact_epsilon(upper, floor=True),
             delta=float(self.config.delta),
             updated=time.time(),
         )

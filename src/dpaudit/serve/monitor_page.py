@@ -45,7 +45,10 @@ def monitor_page(status: MonitorStatus, path: Sequence[tuple[int, float]], *,
     verdict = "ALARM: claim rejected" if status.alarm else "certified so far"
     colour = "#b00020" if status.alarm else "#1b5e20"
     upper = "none yet" if status.sigma_upper is None else f"{status.sigma_upper:.4g}"
-    eps_up = "—" if status.epsilon_at_upper is None else f"{status.epsilon_at_upper:.4g}"
+
+    def fmt(x: float | None) -> str:
+        return "—" if x is None else f"{x:.4g}"
+
     rows = [
         ("claim", f"{status.mechanism} σ = {status.claimed_sigma:g}"),
         ("answers monitored", f"{status.answers}"),
@@ -54,8 +57,9 @@ def monitor_page(status: MonitorStatus, path: Sequence[tuple[int, float]], *,
         ("alarm level 1/β", f"{math.exp(status.threshold):.4g}"),
         ("alarm at answer", "—" if status.alarm_at is None else str(status.alarm_at)),
         (f"noise upper bound ({status.confidence_level:g}, anytime)", upper),
-        ("ε of one answer at the claim", f"{status.epsilon_claimed:.4g}"),
-        ("ε of one answer at the bound", eps_up),
+        ("ε lower bound, one answer (anytime, Gaussian noise)", fmt(status.epsilon_lower)),
+        ("exact ε of one answer at the claim", fmt(status.epsilon_exact_claimed)),
+        ("ε the ledger charges one answer", f"{status.epsilon_claimed:.4g}"),
     ]
     table = "".join(
         f'<tr><th>{escape(k)}</th><td data-key="{escape(k)}">{escape(v)}</td></tr>' for k, v in rows
