@@ -47,11 +47,14 @@ MIN_CLOSED_FORM_ORDER = 1.01
 
 def _log_terms(lam: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(λ − 1, log λ, log((λ − 1)/λ))`` without cancellation as λ → 1 (``λ − 1`` is exact
-    there: Sterbenz)."""
+    there: Sterbenz). Above :data:`MIN_CLOSED_FORM_ORDER` the usual ``log λ`` and
+    ``log1p(−1/λ)``, bit for bit dp_accounting's."""
     gap = lam - 1.0
-    with np.errstate(divide="ignore"):
-        log_lam = np.log1p(gap)
-        return gap, log_lam, np.log(gap) - log_lam
+    near = gap <= MIN_CLOSED_FORM_ORDER - 1.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_lam = np.where(near, np.log1p(gap), np.log(lam))
+        log_ratio = np.where(near, np.log(gap) - np.log1p(gap), np.log1p(-1.0 / lam))
+    return gap, log_lam, log_ratio
 
 
 @dataclasses.dataclass(frozen=True)
