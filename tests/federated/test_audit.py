@@ -130,3 +130,15 @@ def test_generated_clients_are_seeded():
     b, _ = load_clients(FederatedDataSettings(num_clients=5, examples=50), rng=0)
     for x, y in zip(a.features, b.features, strict=True):
         np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("name", ["federated-fashion-mnist", "federated-composed-gaussian"])
+def test_shipped_configs_parse(name):
+    s = WORKFLOWS.get("federated").load_settings(name)
+    assert s.name == name and s.canaries.count == 1000
+    cell = s.cell(mean_examples=20.0)
+    assert cell.population == s.population
+    if cell.sampling == "all":  # the composed Gaussian's exact ε is 4 at δ = 1e-5
+        from dpaudit.systems import DPFedAvg
+
+        np.testing.assert_allclose(DPFedAvg(cell).exact_claim(1e-5).epsilon, 4.0, rtol=1e-4)
