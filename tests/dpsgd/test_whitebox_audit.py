@@ -181,6 +181,10 @@ def test_half_the_noise_is_refuted_in_one_run_and_the_sigma_estimate_sees_it():
     sigma = 0.5 * res.detail.mechanism.noise_multiplier
     assert 0.95 * sigma < lo <= hi < 1.05 * sigma  # the LLR used the noise actually added
     assert not res.entry("dp-sgd", "llr:gaussian-pair").lower_bound.epsilon_is_valid
+    test = res.detail.runs[0].claim_test  # caught during the run, not only at its end
+    assert test.noise_multiplier == pytest.approx(2 * sigma)
+    assert test.rejects_claim and test.rejected_at_step < test.steps / 4
+    assert f"rejected at step {test.rejected_at_step}" in res.note
 
 
 class HonestDPSGD(NoisyFactorDPSGD):
@@ -202,6 +206,7 @@ def test_the_honest_system_is_never_refuted_over_20_seeds():
                           system=system)  # fmt: skip
         valid = [e for e in res.entries if e.lower_bound.epsilon_is_valid]
         assert not any(e.gap.refutes_claim for e in valid), seed
+        assert not res.detail.runs[0].claim_test.rejects_claim, seed
         top.append(max(e.lower_bound.epsilon for e in valid))
     assert 0.5 < np.mean(top) < 3.0  # signal, well under the claim of 4
 

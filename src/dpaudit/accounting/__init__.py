@@ -58,6 +58,7 @@ from dpaudit.accounting._mechanisms import (
 )
 from dpaudit.accounting._orders import DEFAULT_ORDERS
 from dpaudit.accounting._pate import PateAccounting, PateEpsilon, pate_accounting
+from dpaudit.accounting._profile import PROFILE_DIRECTIONS, subsampled_gaussian_delta
 from dpaudit.accounting._smooth import (
     GNMaxPlateau,
     GNSSRelease,
@@ -80,6 +81,7 @@ from dpaudit.conversions import DPConversion, dp_to_delta, rdp_to_dp
 
 __all__ = [
     "DEFAULT_ORDERS",
+    "PROFILE_DIRECTIONS",
     "ConfidentGNMaxCost",
     "DPConversion",
     "GNMaxPlateau",
@@ -123,6 +125,7 @@ __all__ = [
     "rdp_to_dp",
     "smooth_sensitivity",
     "smooth_sensitivity_conditions",
+    "subsampled_gaussian_delta",
     "subsampled_gaussian_rdp",
     "threshold_local_sensitivity",
     "threshold_rdp",

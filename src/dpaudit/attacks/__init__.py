@@ -130,6 +130,11 @@ from dpaudit.attacks._whitebox import (
     per_step_llr,
     simulate_canary_gradients,
 )
+from dpaudit.attacks._whitebox_sequential import (
+    CLAIM_TEST_GRID,
+    StepClaimTest,
+    StepClaimTestResult,
+)
 from dpaudit.attacks._worstcase_init import (
     InitialParameters,
     blank_target,
@@ -228,6 +233,9 @@ __all__ = [  # noqa: RUF022 - grouped by concept
     "gradients_from_iterates",
     "per_step_llr",
     "simulate_canary_gradients",
+    "CLAIM_TEST_GRID",
+    "StepClaimTest",
+    "StepClaimTestResult",
     # label memorization (label DP)
     "DEFAULT_ATTACK_THRESHOLDS",
     "CanaryConfidences",

@@ -75,12 +75,13 @@ from dpaudit._validate import (
     check_choice,
     check_confidence_level,
     check_delta,
+    check_flag,
     check_in_range,
     check_positive,
     check_positive_int,
     check_work,
 )
-from dpaudit.attacks import per_step_llr
+from dpaudit.attacks import StepClaimTest, StepClaimTestResult, per_step_llr
 from dpaudit.bounds import (
     SELECTION_NAMES,
     GaussianPairEstimate,
@@ -138,6 +139,9 @@ class WhiteBoxRun(ResultMixin):
         bounds: statistic → :class:`~dpaudit.bounds.OneRunBounds`.
         gaussian_pair: the Gaussian-pair estimate of the ``"llr"`` scores.
         bookkeeping_seconds: wall time the auditor spent inside the training loop.
+        claim_test: the anytime-valid test of the claimed noise multiplier over the steps
+            (:class:`dpaudit.attacks.StepClaimTest`): whether and at which step the run
+            was caught adding less noise than claimed (None: the test was off).
     """
 
     num_canaries: int
@@ -152,6 +156,7 @@ class WhiteBoxRun(ResultMixin):
     bounds: dict[str, OneRunBounds]
     gaussian_pair: GaussianPairEstimate
     bookkeeping_seconds: float
+    claim_test: StepClaimTestResult | None = None
 
 
 def estimate_noise_multiplier(observations: np.ndarray, sampling_rate: float) -> float:
@@ -248,6 +253,11 @@ class CanaryAuditor:
             noise drawn by the auditor's generator at the optimizer's configured standard
             deviation (``noise_multiplier · max_grad_norm``, Opacus' ``_generate_noise``):
             any m, and the result depends only on q, σ, T, m and the seed.
+        claimed_noise_multiplier: the σ the accountant is told (default: the optimizer's
+            configured ``noise_multiplier`` when the auditor is attached).
+        claim_test: keep the anytime-valid test of that claim over the steps
+            (:class:`dpaudit.attacks.StepClaimTest`; each step's canary pairs update it, so a
+            run that adds less noise than claimed is caught during training).
         rng: seed of the inclusions, the canaries' sampling and noise, and the bounds' splits.
 
     Raises:
@@ -267,6 +277,8 @@ class CanaryAuditor:
         noise_multiplier: float | str = "estimate",
         canary_norm: float | None = None,
         noise_source: str = "optimizer",
+        claimed_noise_multiplier: float | None = None,
+        claim_test: bool = True,
         rng: RngLike = None,
     ) -> None:
         torch = require("torch", "torch")
@@ -324,6 +336,14 @@ class CanaryAuditor:
         self._llr_sigma = (math.inf, -math.inf)
         self._seconds = 0.0
         self._optimizer = optimizer
+        self._claim_test = None
+        if check_flag("claim_test", claim_test) and 0 < self._included.sum() < m:
+            claimed = float(optimizer.noise_multiplier)
+            if claimed_noise_multiplier is not None:
+                claimed = check_positive("claimed_noise_multiplier", claimed_noise_multiplier)
+            if claimed > 0:
+                self._claim_test = StepClaimTest(self._included, sampling_rate=self._q,
+                                                 noise_multiplier=claimed)  # fmt: skip
         self._attach(optimizer)
 
     def _attach(self, optimizer: Any) -> None:
@@ -359,6 +379,8 @@ class CanaryAuditor:
         sigma = self._sigma if self._sigma is not None else estimate_noise_multiplier(y, self._q)
         self._llr += per_step_llr(y, sampling_rate=self._q, noise_multiplier=sigma)
         self._inner += y
+        if self._claim_test is not None:
+            self._claim_test.update(y)
         self._steps += 1
         self._used = (min(self._used[0], sigma_used), max(self._used[1], sigma_used))
         self._llr_sigma = (min(self._llr_sigma[0], sigma), max(self._llr_sigma[1], sigma))
@@ -419,6 +441,7 @@ class CanaryAuditor:
             self._included.size, int(self._included.sum()), self._steps, self._q,
             self._llr_sigma, self._used, self._clip, scores, self._included.copy(), bounds,
             pair, self._seconds,
+            None if self._claim_test is None else self._claim_test.result(),
         )  # fmt: skip
 
     def result(

@@ -62,6 +62,7 @@ class CanaryRun:
             auditors.append(CanaryAuditor(
                 optimizer, sample_rate=q, num_canaries=k,
                 noise_source=self.settings.white_box.noise_source, rng=audit_seq,
+                claim_test=False,
             ))  # fmt: skip
 
         self.system.train(members, rng=train_seq, instrument=attach)

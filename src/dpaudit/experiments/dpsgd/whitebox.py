@@ -10,7 +10,10 @@ optimizer). The stages of one repetition:
 1. :func:`draw_members` — the r non-canary training examples, dealt from the pool;
 2. ``system.train(members, instrument=auditor.attach)`` — one DP-SGD run (q = batch_size / r);
 3. ``auditor.result`` — per-canary scores (log-likelihood ratio and inner product), the
-   one-run bounds with the number of guesses paid for, and the Gaussian-pair estimate.
+   one-run bounds with the number of guesses paid for, the Gaussian-pair estimate, and the
+   anytime-valid test of the claimed noise multiplier over the steps
+   (:class:`dpaudit.attacks.StepClaimTest`: the step at which a run adding less noise than
+   its accountant is told was caught, in ``detail.runs[i].claim_test``).
 
 Repetition 0's result is the workflow's result; the auditor's seed is ``settings.seed`` for
 repetition 0 (so a user's own Opacus loop audited with ``CanaryAuditor(..., rng=seed)`` gets
@@ -86,6 +89,7 @@ def run_white_box(
         auditors.append(CanaryAuditor(
             optimizer, sample_rate=q, num_canaries=settings.white_box.gradient_canaries,
             noise_source=settings.white_box.noise_source, rng=audit_rng,
+            claimed_noise_multiplier=system.mechanism.noise_multiplier,
         ))  # fmt: skip
 
     trained = system.train(members, rng=train_seq, progress=progress, instrument=attach)
@@ -123,6 +127,12 @@ def audit_white_box(
     )  # fmt: skip
     spread = {k: f"{np.mean(v):.3f} ± {np.std(v, ddof=1) if len(v) > 1 else 0.0:.3f}"
               for k, v in valid.items() if k.endswith(":max")}  # fmt: skip
+    test = runs[0].claim_test
+    caught = ""
+    if test is not None:
+        verdict = (f"rejected at step {test.rejected_at_step} of {test.steps}."
+                   if test.rejects_claim else f"not rejected in {test.steps} steps.")  # fmt: skip
+        caught = f" Sequential test of the claimed σ = {test.noise_multiplier:g}: {verdict}"
     return dataclasses.replace(
         first,
         settings=settings,
@@ -130,5 +140,7 @@ def audit_white_box(
         timings={"repetitions": time.perf_counter() - t0},
         versions=package_versions("torch", "opacus", "dp-accounting"),
         detail=detail,
-        note=first.note + f" Repetition 0 shown; over {settings.repetitions} run(s): {spread}.",
+        note=first.note
+        + f" Repetition 0 shown; over {settings.repetitions} run(s): {spread}."
+        + caught,
     )
