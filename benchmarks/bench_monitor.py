@@ -13,7 +13,8 @@ traffic: requests of 250 digits test images drawn uniformly (seeded per stream);
 2. **σ/2**: the same deployment whose noise source draws standard normals of standard deviation
    1/2 (it claims and charges σ = 4, answers with σ = 2): answers until the alarm over
    ``--bug-streams`` streams, at β = 10⁻⁴ and β = 0.05 (target: median ≤ 2,000).
-3. The monitor's throughput (answers tested per second, statistic + 42 e-processes).
+3. The ε confidence sequence (one answer, if the noise is Gaussian): on every honest stream its
+   lower bound must stay below the exact ε of one answer at the claim.
 
 Run: ``python benchmarks/bench_monitor.py`` (``--quick`` or ``DPAUDIT_BENCH_QUICK=1``: 40
 honest and 20 σ/2 streams; ``--streams N``, ``--bug-streams N``); writes
@@ -126,13 +127,23 @@ def main() -> None:
             "max_log_e_value_max": float(max_log.max()),
             "sigma_upper_median": float(np.median([s.sigma_upper or np.inf for s in honest])),
             "sigma_upper_min": float(min(s.sigma_upper or np.inf for s in honest)),
+            "epsilon_exact_claimed": honest[0].epsilon_exact_claimed,
+            "epsilon_lower_max": max((s.epsilon_lower or 0.0) for s in honest),
+            "epsilon_lower_covers": all(
+                (s.epsilon_lower or 0.0) <= s.epsilon_exact_claimed for s in honest
+            ),
             "seconds": honest_s,
             "answers_per_second_end_to_end": answers / honest_s,
         },
         "half_sigma": {
             "streams": bug_streams,
             "by_beta": at,
-            "sigma_upper_median": float(np.median([s[0].sigma_upper or np.inf for s in bug])),
+            "sigma_upper_median_at_alarm": float(
+                np.median([s[0].sigma_upper or np.inf for s in bug])
+            ),
+            "epsilon_lower_median_at_alarm": float(
+                np.median([s[0].epsilon_lower or 0.0 for s in bug])
+            ),
             "seconds": bug_s,
         },
         "targets": {"honest_alarms": 0, "half_sigma_median_answers": 2000},
