@@ -244,3 +244,11 @@ def test_bad_input_is_refused():
     tied = BookKeeping(torch.nn.Sequential(layer, torch.nn.Tanh(), layer), 1.0)
     with pytest.raises(ValueError, match="tied"):
         tied.clipped_sum(torch.zeros(2, 3), torch.zeros(2, dtype=torch.int64))
+
+
+def test_same_seed_same_cnn_bit_for_bit():
+    s = DPSGDSettings(model="cnn", noise_multiplier=1.0, batch_size=30, steps=3)
+    a = train_dpsgd(DIGITS, None, None, s, rng=11)
+    b = train_dpsgd(DIGITS, None, None, s, rng=11)
+    for k, v in a.state.items():
+        np.testing.assert_array_equal(b.state[k], v)
