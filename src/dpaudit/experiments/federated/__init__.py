@@ -3,9 +3,12 @@
 * :mod:`.settings` — :class:`FederatedSettings` (data, DP-FedAvg, canary clients, bounds).
 * :mod:`.pipeline` — :func:`audit_federated`: one training run with canary clients; per
   threat model a valid one-run bound, Andrew et al.'s ε estimate and the claim.
+* :mod:`.lidp` — :func:`lidp_canary_clients`: the Lifted-DP bound (Pillutla et al. 2023,
+  arXiv:2305.18447) from n runs per side with k canary clients each.
 """
 
 from dpaudit.experiments._workflow import WORKFLOWS, Workflow
+from dpaudit.experiments.federated.lidp import LiDPCanaryDetail, lidp_canary_clients
 from dpaudit.experiments.federated.pipeline import (
     WORKFLOW,
     FederatedDetail,
@@ -29,8 +32,10 @@ __all__ = [
     "FederatedDetail",
     "FederatedSettings",
     "FederatedTrainingSettings",
+    "LiDPCanaryDetail",
     "RunSummary",
     "audit_federated",
+    "lidp_canary_clients",
     "load_clients",
 ]
 
