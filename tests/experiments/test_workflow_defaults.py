@@ -15,6 +15,8 @@ import pytest
 from dpaudit.errors import MissingDatasetError, MissingDependencyError
 from dpaudit.experiments import WORKFLOWS
 
+#: Workflows whose default run takes seconds: run end to end with no settings at all.
+FAST = ("lidp-gaussian",)
 #: Workflows whose default run needs an input only the user has: what the one-line error says.
 NEEDS_INPUT = {"scores": "give either --in-scores and --out-scores, or --scores and --included"}
 
@@ -35,7 +37,7 @@ def test_default_settings_pass_the_checks_before_any_work(name):
 def test_the_two_workflows_that_did_not_fit_digits_now_do():
     for name in ("private-prediction", "group-privacy"):
         settings = WORKFLOWS.get(name).check_settings()
-        dataset = getattr(getattr(settings, "data", settings), "dataset")
+        dataset = getattr(settings, "data", settings).dataset
         assert dataset == "digits"
 
 
@@ -51,6 +53,15 @@ def test_the_checks_refuse_what_the_run_would_refuse():
         gp.check_settings(gp.settings())  # the paper-scale defaults, without the config
     with pytest.raises(TypeError, match=r"settings must be GroupPrivacySettings"):
         gp.check_settings(pp.default_settings())
+
+
+@pytest.mark.parametrize("name", FAST)
+def test_the_fast_workflows_run_their_defaults_end_to_end(name):
+    result = WORKFLOWS.get(name)()
+    assert result.workflow == name and result.entries
+    for entry in result.entries:
+        lb = entry.lower_bound
+        assert lb.epsilon is None or lb.epsilon >= 0.0
 
 
 @pytest.mark.parametrize("name", sorted(NEEDS_INPUT))
