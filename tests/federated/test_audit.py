@@ -142,3 +142,12 @@ def test_shipped_configs_parse(name):
         from dpaudit.systems import DPFedAvg
 
         np.testing.assert_allclose(DPFedAvg(cell).exact_claim(1e-5).epsilon, 4.0, rtol=1e-4)
+
+
+def test_canary_users_show_the_gap_between_example_and_user_level_claims():
+    """One run, σ = 1, 20 examples per client on average: the bound from canary clients (whole
+    users) is below the user-level claim and far above the example-level one beside it."""
+    e = audit_federated(_settings("correct", 1.0, count=500, features=500)).entries[0]
+    user, example = e.claim, e.claim_of("accountant (RDP), example-level, for comparison")
+    assert example.epsilon < e.lower_bound.epsilon < user.epsilon
+    assert not e.gap.refutes_claim

@@ -20,8 +20,9 @@
    * beside it, Andrew et al.'s ε **estimate** from the inserted canaries' statistics
      against the closed-form null (or, for the maximum, the canaries left out) — an
      estimate under a Gaussian assumption, not a bound (:func:`dpaudit.attacks.andrew_estimate`);
-   * the claim: the system's user-level accountant; and, under full participation, the exact
-     ε of the composed Gaussian mechanism.
+   * the claim: the system's user-level accountant; beside it, for comparison, what an
+     example-level accountant would report for the same run; and, under full participation,
+     the exact ε of the composed Gaussian mechanism.
 """
 
 from __future__ import annotations
@@ -160,7 +161,8 @@ def _entry(system, s: FederatedSettings, cos: CanaryCosines, inc, threat, stat, 
     sel = (bounds.steinke.selection, bounds.max_selection)
     adversary = f"{inc.size} canary clients, {threat} ({stat})"
     return AuditEntry(f"{system.name} ({system.variant.name})", adversary, lower,
-                      (system.claim(delta=a.delta),), exact=exact, selections=sel,
+                      (system.claim(delta=a.delta), system.example_level_claim(a.delta)),
+                      exact=exact, selections=sel,
                       detail=detail)  # fmt: skip
 
 

@@ -248,17 +248,19 @@ class DPFedAvg:
 
     # ----------------------------------------------------------------------------- the claim
 
-    def _claim_noise_multiplier(self) -> float:
+    def _claim_noise_multiplier(self, unit: str | None = None) -> float:
         z = self.cell.noise_multiplier
-        return z * self.cell.examples_per_client if self.variant.claim_unit == "example" else z
+        unit = self.variant.claim_unit if unit is None else unit
+        return z * self.cell.examples_per_client if unit == "example" else z
 
-    def claim_rdp(self, orders: ArrayLike | None = None) -> Curve:
-        """The accountant's RDP curve of the whole run (what :meth:`claim` converts)."""
+    def claim_rdp(self, orders: ArrayLike | None = None, *, unit: str | None = None) -> Curve:
+        """The accountant's RDP curve of the whole run (what :meth:`claim` converts); ``unit``
+        (``"user"`` or ``"example"``) overrides the variant's privacy unit."""
         from dpaudit.accounting import DEFAULT_ORDERS, subsampled_gaussian_rdp
 
         c = self.cell
         lam = np.asarray(DEFAULT_ORDERS if orders is None else orders, dtype=np.float64)
-        z = self._claim_noise_multiplier()
+        z = self._claim_noise_multiplier(unit)
         if c.sampling == "fixed":
             rdp = _without_replacement_rdp(c.population, c.clients_per_round, z, c.rounds, lam)
         else:
@@ -282,6 +284,18 @@ class DPFedAvg:
         relation = "replace-one" if self.cell.sampling == "fixed" else "add/remove"
         unit = "user-level" + ("" if self.variant.claim_unit == "user" else " (as reported)")
         return Claim(f"accountant (RDP), {unit}, {relation}", _SOURCE, conv.epsilon, d,
+                     rdp=curve, conversion=conv.conversion)  # fmt: skip
+
+    def example_level_claim(self, delta: float) -> Claim:
+        """What an example-level accountant would report for the same run, for comparison:
+        one example's share C/n̄ of a client update, noise multiplier σ·n̄ (Chua et al. 2024,
+        arXiv:2406.14322, §2: the guarantee for one example, not for a user's data)."""
+        from dpaudit.conversions import rdp_to_dp
+
+        d = check_delta(delta, allow_zero=False)
+        curve = self.claim_rdp(unit="example")
+        conv = rdp_to_dp(curve.orders, curve.epsilons, d)
+        return Claim("accountant (RDP), example-level, for comparison", _SOURCE, conv.epsilon, d,
                      rdp=curve, conversion=conv.conversion)  # fmt: skip
 
     def exact_claim(self, delta: float) -> Claim | None:
