@@ -293,10 +293,13 @@ def _per_example(module: Any, G: Any, delta: Any):
 
 def _dense(module: Any, a: Any, delta: Any):
     """A dense layer on one vector per example: a (B, p), delta (B, d)."""
+    import torch
+
     weight, bias = module.weight, module.bias
     use_bias = bias is not None and bias.requires_grad
     d_sq = delta.pow(2).sum(1)
-    sq = d_sq * a.pow(2).sum(1) if weight.requires_grad else 0.0
+    # ‖aᵢ‖² without a (B, p) temporary: the input is the widest tensor of an MLP step
+    sq = d_sq * torch.linalg.vector_norm(a, dim=1).square() if weight.requires_grad else 0.0
     if use_bias:
         sq = sq + d_sq
 
