@@ -40,8 +40,8 @@ def test_the_honest_run_is_never_rejected_over_20_seeds(q, sigma, m, steps):
 
 def test_bad_input():
     inc = np.array([True, False, True])
-    with pytest.raises(TypeError, match="included"):
-        StepClaimTest([1, 0, 1], sampling_rate=0.1, noise_multiplier=1.0)
+    with pytest.raises(ValueError, match="included"):
+        StepClaimTest([1, 0, 2], sampling_rate=0.1, noise_multiplier=1.0)
     with pytest.raises(ValueError, match="both included and excluded"):
         StepClaimTest(np.ones(3, bool), sampling_rate=0.1, noise_multiplier=1.0)
     with pytest.raises(ValueError, match="noise_multiplier"):

@@ -19,11 +19,12 @@ import math
 import numpy as np
 from scipy import special
 
-from dpaudit._validate import check_choice, check_in_range, check_positive
+from dpaudit._validate import check_choice, check_in_range, check_scale
 
 __all__ = ["PROFILE_DIRECTIONS", "subsampled_gaussian_delta"]
 
 PROFILE_DIRECTIONS = ("add", "remove", "both")
+_EPS_UNDERFLOW = 700.0
 
 
 def _sf(x: float) -> float:
@@ -49,10 +50,12 @@ def subsampled_gaussian_delta(
         >>> round(subsampled_gaussian_delta(1.0, sampling_rate=1.0, noise_multiplier=1.0), 6)
         0.126936
     """
-    eps = check_positive("epsilon", epsilon) if epsilon != 0 else 0.0
+    eps = check_in_range("epsilon", epsilon, 0.0, math.inf, low_inclusive=True)
     q = check_in_range("sampling_rate", sampling_rate, 0.0, 1.0, high_inclusive=True)
-    sigma = check_positive("noise_multiplier", noise_multiplier)
+    sigma = check_scale("noise_multiplier", noise_multiplier)
     direction = check_choice("direction", direction, PROFILE_DIRECTIONS)
+    if eps > _EPS_UNDERFLOW:  # e^ε overflows; δ(ε) < e^{−ε}·… underflows to 0 long before
+        return 0.0
     out = []
     if direction in ("add", "both"):
         ratio = (math.exp(eps) - (1.0 - q)) / q

@@ -31,7 +31,13 @@ from scipy import special
 
 from dpaudit._results import ResultMixin
 from dpaudit._typing import ArrayLike
-from dpaudit._validate import check_array, check_confidence_level, check_in_range, check_positive
+from dpaudit._validate import (
+    check_array,
+    check_confidence_level,
+    check_in_range,
+    check_mask,
+    check_scale,
+)
 from dpaudit.accounting import subsampled_gaussian_delta
 from dpaudit.bounds import BettingEProcess
 
@@ -97,11 +103,11 @@ class StepClaimTest:
         noise_multiplier: float,
         confidence_level: float = 0.95,
     ):
-        inc = np.asarray(included)
-        if inc.ndim != 1 or inc.dtype != np.bool_:
-            raise TypeError(f"included must be a 1-d boolean array, got {inc.dtype} {inc.shape}")
+        inc = check_mask("included", included)
+        if inc.ndim != 1:
+            raise ValueError(f"included must be 1-d, got shape {inc.shape}")
         self.q = check_in_range("sampling_rate", sampling_rate, 0.0, 1.0, high_inclusive=True)
-        self.sigma = check_positive("noise_multiplier", noise_multiplier)
+        self.sigma = check_scale("noise_multiplier", noise_multiplier)
         self.level = check_confidence_level(confidence_level)
         self._m = inc.size
         n = int(min(inc.sum(), (~inc).sum()))

@@ -48,7 +48,15 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dpaudit._results import ResultMixin
-from dpaudit._validate import check_array, check_choice, check_confidence_level, check_delta
+from dpaudit._validate import (
+    check_array,
+    check_choice,
+    check_confidence_level,
+    check_delta,
+    check_in_range,
+    check_positive,
+    check_positive_int,
+)
 
 __all__ = [
     "BETTING_STRATEGIES",
@@ -62,6 +70,8 @@ BETTING_STRATEGIES = ("agrapa", "ons")
 _MAX_BET = 0.5  # c: bets at most half the way to ruin (Waudby-Smith & Ramdas 2023, §5)
 _CHUNK = 2**21  # grid points × observations per vectorised step (memory stays ~100 MB)
 _ONS_CONSTANT = 2.0 / (2.0 - math.log(3.0))  # Cutkosky & Orabona 2018, Alg. 1 for betting
+_MAX_EPSILON = 50.0  # e^ε must stay a usable float in the statistic e^ε·h(Y)
+_MAX_POINTS = 100_000  # grid points (each a test supermartingale updated per observation)
 
 
 def epsilon_grid(claimed_epsilon: float, *, points: int = 200, top: float | None = None):
@@ -73,14 +83,13 @@ def epsilon_grid(claimed_epsilon: float, *, points: int = 200, top: float | None
         >>> g.tolist()
         [0.0, 0.75, 1.0, 1.5, 2.25, 3.0]
     """
-    claimed = float(claimed_epsilon)
-    if not (math.isfinite(claimed) and claimed >= 0):
-        raise ValueError(f"claimed_epsilon must be finite and >= 0, got {claimed_epsilon!r}")
-    if not isinstance(points, (int, np.integer)) or isinstance(points, bool) or points < 2:
+    claimed = check_in_range("claimed_epsilon", claimed_epsilon, 0.0, _MAX_EPSILON,
+                             low_inclusive=True, high_inclusive=True)  # fmt: skip
+    if check_positive_int("points", points, maximum=_MAX_POINTS) < 2:
         raise ValueError(f"points must be an integer >= 2, got {points!r}")
-    top = 2.0 * claimed + 1.0 if top is None else float(top)
-    if not (math.isfinite(top) and top > 0):
-        raise ValueError(f"top must be finite and > 0, got {top!r}")
+    top = 2.0 * claimed + 1.0 if top is None else check_positive("top", top)
+    if top > 2 * _MAX_EPSILON + 1:
+        raise ValueError(f"top must be at most {2 * _MAX_EPSILON + 1:g}, got {top!r}")
     return np.unique(np.append(np.linspace(0.0, top, int(points)), claimed))
 
 
@@ -110,8 +119,7 @@ class BettingEProcess:
         if np.any(low >= 0):
             raise ValueError(f"lower must be < 0 in every column, got {low.tolist()}")
         self.strategy = check_choice("strategy", strategy, BETTING_STRATEGIES)
-        if not (isinstance(max_bet, (int, float)) and 0 < max_bet < 1):
-            raise ValueError(f"max_bet must be in (0, 1), got {max_bet!r}")
+        max_bet = check_in_range("max_bet", max_bet, 0.0, 1.0)
         self.scale = -low  # Z / scale ≥ −1
         self.max_bet = float(max_bet)
         g = low.size
@@ -257,15 +265,18 @@ class DPClaimEProcess:
         confidence_level: float = 0.95,
         strategy: str = "agrapa",
     ):
-        claimed = float(claimed_epsilon)
-        if not (math.isfinite(claimed) and claimed >= 0):
-            raise ValueError(f"claimed_epsilon must be finite and >= 0, got {claimed_epsilon!r}")
+        claimed = check_in_range("claimed_epsilon", claimed_epsilon, 0.0, _MAX_EPSILON,
+                                 low_inclusive=True, high_inclusive=True)  # fmt: skip
         self.delta = check_delta(delta)
         self.confidence_level = check_confidence_level(confidence_level)
-        grid = epsilon_grid(claimed) if epsilons is None else check_array("epsilons", epsilons)
+        grid = (
+            epsilon_grid(claimed) if epsilons is None else check_array("epsilons", epsilons, ndim=1)
+        )
         grid = np.unique(np.append(np.ravel(grid), claimed))
-        if grid[0] < 0 or not np.all(np.isfinite(grid)):
-            raise ValueError(f"epsilons must be finite and >= 0, got {grid.tolist()}")
+        if grid[0] < 0 or grid[-1] > _MAX_EPSILON:
+            raise ValueError(f"epsilons must lie in [0, {_MAX_EPSILON:g}], got {grid.tolist()}")
+        if grid.size > _MAX_POINTS:
+            raise ValueError(f"epsilons must have at most {_MAX_POINTS} values, got {grid.size}")
         self.claimed_epsilon = claimed
         self.epsilons = grid
         self._claim = int(np.searchsorted(grid, claimed))

@@ -215,7 +215,7 @@ def audit_bug(
     if settings.mode == "sequential":
         each = (claim_out, claim_in)
         return _sequential_entry(variant, audit, settings, key, t, projected, claim, each,
-                                 pilot, runs, checkpoint, progress, t0)  # fmt: skip
+                                 pilot, runs, checkpoint, progress, t0, ppos, pneg)  # fmt: skip
     pos, neg, _ = _scores(variant, audit, runs, child_seed(settings.seed, *key, 1), settings,
                          journal, progress, "evaluation")  # fmt: skip
     b = epsilon_from_scores(pos, neg, selection=Explicit(t), delta=audit.delta,
@@ -242,14 +242,18 @@ def audit_bug(
                       selections=(sel,), detail=detail)  # fmt: skip
 
 
-def _sequential_entry(
-    variant, audit, s, key, t, projected, claim, claims_each, pilot, runs, checkpoint, progress, t0
-) -> AuditEntry:
+def _sequential_entry(variant, audit, s, key, t, projected, claim, claims_each, pilot, runs,
+                      checkpoint, progress, t0, ppos, pneg) -> AuditEntry:  # fmt: skip
     """The evaluation runs as a stream: chunk ``k`` of :data:`SEQUENTIAL_CHUNK` run pairs is
     an engine job seeded by ``child_seed(seed, *key, 2, k)`` (resumable from its journal);
     each pair's ``1{score ≥ t}`` on D′ and on D updates the claim's test supermartingales,
     and the stream stops after the chunk in which the claim is rejected."""
     process = DPClaimEProcess(claim, audit.delta, confidence_level=s.confidence_level)
+    # which way the threshold witnesses, on the pilot runs (the stream never reuses them):
+    # D′ above it, or D below it (the two forms of epsilon_from_confusion)
+    n = ppos.size
+    tp_p, fp_p = float(np.sum(ppos >= t)), float(np.sum(pneg >= t))
+    forward = (tp_p + 0.5) / (fp_p + 0.5) >= (n - fp_p + 0.5) / (n - tp_p + 0.5)
     state: SequentialAudit = process.result()
     tp = fp = done = 0
     for k, start in enumerate(range(0, runs, SEQUENTIAL_CHUNK)):
@@ -257,7 +261,7 @@ def _sequential_entry(
         journal = journal_in(checkpoint, f"{audit.name}.{variant}.seq{k}.tasks")
         pos, neg, _ = _scores(variant, audit, n, child_seed(s.seed, *key, 2, k), s, journal,
                              progress, f"stream {start + 1}-{start + n}")  # fmt: skip
-        state = process.update(pos >= t, neg >= t)
+        state = process.update(*((pos >= t, neg >= t) if forward else (neg < t, pos < t)))
         tp, fp, done = tp + int(np.sum(pos >= t)), fp + int(np.sum(neg >= t)), done + n
         if state.rejects_claim:
             break

@@ -511,7 +511,9 @@ def _audit_sequential(spec, settings: MechanismAuditSettings) -> AuditResult:
     """Stream pairs of outputs through an anytime-valid test of the claim.
 
     Epoch 0 is a pilot: the pair and the event are chosen as in a fixed audit on
-    ``train_samples``/``select_samples`` (default 1,000 each) samples per input of their own.
+    ``train_samples``/``select_samples`` (default 1,000 each) samples per input of their own,
+    and which way the event witnesses (``S`` for ``a′``, or its complement for ``a``) on
+    ``select_samples`` more.
     Then pairs ``(M(a′), M(a))`` are streamed in epochs of doubling length; each epoch's
     event is fitted on the pilot and on every earlier epoch only (predictable), and each
     pair's indicators update :class:`dpaudit.bounds.DPClaimEProcess`. The stream stops at the
@@ -529,24 +531,41 @@ def _audit_sequential(spec, settings: MechanismAuditSettings) -> AuditResult:
     process = DPClaimEProcess(spec.claimed_epsilon, settings.delta,
                               confidence_level=settings.confidence_level)  # fmt: skip
     attack, seen_a, seen_b = cand.attack, [], []
+    pilot_a = _draw(spec, cand.a, pilot[1], child_seed(root, 7, 0))
+    pilot_b = _draw(spec, cand.b, pilot[1], child_seed(root, 7, 1))
+    pilot_used += pilot[1]
+    forward = _forward(attack, pilot_a, pilot_b)
     streamed, epoch, state = 0, 0, process.result()
     while streamed < budget and not state.rejects_claim:
         size = min(_FIRST_EPOCH * 2**epoch, budget - streamed)
         out_a = _draw(spec, cand.a, size, child_seed(root, 6, epoch, 0))
         out_b = _draw(spec, cand.b, size, child_seed(root, 6, epoch, 1))
+        in_a, in_b = attack.contains(out_a), attack.contains(out_b)
+        pos, neg = (in_b, in_a) if forward else (~in_a, ~in_b)
         for lo in range(0, size, _LOOK):
-            state = process.update(attack.contains(out_b[lo : lo + _LOOK]),
-                                   attack.contains(out_a[lo : lo + _LOOK]))  # fmt: skip
+            state = process.update(pos[lo : lo + _LOOK], neg[lo : lo + _LOOK])
             if state.rejects_claim:
                 break
         streamed += size
         if not _uses_llr(spec, fixed):
             seen_a.append(out_a)
             seen_b.append(out_b)
-            attack = _refit(spec, fixed, cand, np.concatenate(seen_a), np.concatenate(seen_b))
+            all_a, all_b = np.concatenate(seen_a), np.concatenate(seen_b)
+            attack = _refit(spec, fixed, cand, all_a, all_b)
+            forward = _forward(attack, all_a, all_b)
         epoch += 1
     used = state.rejected_at if state.rejects_claim else state.observations
     return _sequential_result(spec, settings, cand, state, pilot_used, used, t0)
+
+
+def _forward(attack: MechanismAttack, out_a, out_b) -> bool:
+    """Which way the event witnesses, judged on outputs the test will not bet on: ``S``
+    itself (``M(a′) ∈ S`` more likely, ratio ``P′(S)/P(S)``) or its complement with the roles
+    swapped (``(1 − P(S))/(1 − P′(S))``), the two forms of the fixed audit's bound
+    (:func:`dpaudit.bounds.epsilon_from_confusion`); counts smoothed by ½."""
+    n = out_a.shape[0]
+    ka, kb = float(np.sum(attack.contains(out_a))), float(np.sum(attack.contains(out_b)))
+    return (kb + 0.5) / (ka + 0.5) >= (n - ka + 0.5) / (n - kb + 0.5)
 
 
 def _refit(spec, s, cand: _Candidate, out_a, out_b) -> MechanismAttack:
@@ -578,8 +597,8 @@ def _sequential_result(spec, settings, cand, state, pilot_used, used, t0) -> Aud
     selections = (
         SelectionRecord("input pair", "split", "chosen on the pilot samples, which the "
                         "stream never reuses"),
-        SelectionRecord("event", "predictable", "refitted after each epoch on the pilot and "
-                        "the earlier epochs only; the test bets on later pairs"),
+        SelectionRecord("event", "predictable", "the event and its direction refitted after "
+                        "each epoch on the earlier epochs only; the test bets on later pairs"),
         SelectionRecord("stopping time", "anytime-valid", "Ville's inequality: the bound and "
                         "the test hold at any stopping time"),
     )  # fmt: skip
