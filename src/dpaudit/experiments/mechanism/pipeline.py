@@ -69,6 +69,7 @@ from dpaudit.attacks import (
 from dpaudit.bounds import DPClaimEProcess, EpsDeltaAudit, epsilon_from_confusion
 from dpaudit.engine import run_blocks
 from dpaudit.experiments.mechanism.settings import (
+    AUTO_FIRST_SCALE,
     SEQUENTIAL_BUDGET,
     STAGE_GROWTH,
     MechanismAuditSettings,
@@ -458,40 +459,45 @@ def _audit_staged(spec, settings: MechanismAuditSettings, progress, checkpoint) 
     """Stages of growing size, each an independent audit at ``1 − β/max_stages`` on its own
     seed (``SeedSequence(seed).spawn``): the best stage's bound holds at ``1 − β`` by the
     union bound over the ``max_stages`` looks fixed in advance, however many are run. Stage 0
-    searches every pair; later stages audit only the pair of the best stage so far (chosen
-    on samples of earlier stages, independent of theirs). A stage is started only while the
-    bound still grows (by 2 % or more) and its projected time (the last stage's ×
-    :data:`STAGE_GROWTH`) fits in what is left of ``time_budget``."""
+    (at :data:`AUTO_FIRST_SCALE` of the base sizes) searches every pair; later stages audit
+    only the pair of the best stage so far (chosen on samples of earlier stages, independent
+    of theirs), each at :data:`STAGE_GROWTH` times the sizes of the one before. A stage is
+    started unless two stages in a row failed to raise the bound by 2 %, or its projected time
+    (the last stage's per pair × :data:`STAGE_GROWTH`) does not fit in what is left of
+    ``time_budget``."""
     t0 = time.perf_counter()
     level = 1.0 - (1.0 - settings.confidence_level) / settings.max_stages
     seeds = np.random.SeedSequence(settings.seed).spawn(settings.max_stages)
-    stages, best, last_time = [], None, 0.0
+    stages, best, projected, stale = [], None, 0.0, 0
     for k in range(settings.max_stages):
-        elapsed = time.perf_counter() - t0
-        if k and (elapsed + STAGE_GROWTH * last_time > settings.time_budget):
+        if k and time.perf_counter() - t0 + projected > settings.time_budget:
             break
-        sized = _fixed(settings, settings.sizes(STAGE_GROWTH**k), level,
-                       int(seeds[k].generate_state(1)[0]))  # fmt: skip
+        scale = STAGE_GROWTH**k * AUTO_FIRST_SCALE
+        sizes = tuple(max(1, round(x * scale)) for x in settings.sizes())
+        sized = _fixed(settings, sizes, level, int(seeds[k].generate_state(1)[0]))
         if best is not None and not settings.pair_a:  # later stages: the best pair so far
             w = best.entries[0].detail
             sized = dataclasses.replace(sized, pair_a=w.database_a, pair_b=w.database_b)
         start = time.perf_counter()
         where = None if checkpoint is None else Path(checkpoint) / f"stage-{k}"
         res = _audit_fixed(spec, sized, progress, where)
-        last_time = time.perf_counter() - start
+        seconds = time.perf_counter() - start
+        # the next stage: STAGE_GROWTH times the samples, on one pair
+        projected = STAGE_GROWTH * seconds / (len(_pairs(sized, spec)) if k == 0 else 1)
         eps = res.entries[0].lower_bound.epsilon
-        stages.append({"stage": k, "sizes": sized.sizes(), "epsilon": eps, "seconds": last_time})
+        stages.append({"stage": k, "sizes": sized.sizes(), "epsilon": eps, "seconds": seconds})
         previous = best.entries[0].lower_bound.epsilon if best is not None else None
+        stale = 0 if previous is None or eps >= 1.02 * previous else stale + 1
         if best is None or eps > previous:
             best = res
-        if previous is not None and eps < 1.02 * previous:
+        if stale >= 2:  # two stages in a row without a 2 % gain
             break
     entry = best.entries[0]
     used = best.settings
     looks = SelectionRecord(
         "sample sizes", "bonferroni",
         f"{len(stages)} of at most {settings.max_stages} stages of growing size (×"
-        f"{STAGE_GROWTH} each, from {settings.sizes()}), each a fresh audit at "
+        f"{STAGE_GROWTH} each, from {stages[0]['sizes']}), each a fresh audit at "
         f"{level:.4g}; stages after the first audit the best pair of the earlier ones (chosen "
         f"on their samples); the best reported: sizes {used.sizes()}",
     )  # fmt: skip

@@ -15,12 +15,21 @@ from dpaudit._validate import (
 )
 from dpaudit.attacks import ATTACK_KINDS
 
-__all__ = ["BASE_SIZES", "MODES", "SEQUENTIAL_BUDGET", "MechanismAuditSettings"]
+__all__ = [
+    "AUTO_FIRST_SCALE",
+    "BASE_SIZES",
+    "MODES",
+    "SEQUENTIAL_BUDGET",
+    "STAGE_GROWTH",
+    "MechanismAuditSettings",
+]
 
 #: (training, selection, fresh) samples per input of a fixed run and of the first stage of
 #: the automatic sizing; each later stage multiplies all three by :data:`STAGE_GROWTH`.
 BASE_SIZES = (20_000, 20_000, 200_000)
 STAGE_GROWTH = 4
+#: The automatic sizing's first stage, as a fraction of :data:`BASE_SIZES`.
+AUTO_FIRST_SCALE = 0.25
 #: Pairs per input a sequential audit may stream before it stops without a rejection.
 SEQUENTIAL_BUDGET = 1_000_000
 MODES = ("auto", "fixed", "sequential")
@@ -31,10 +40,11 @@ class MechanismAuditSettings:
     """One mechanism, audited DP-Sniper style (Bichsel et al. 2021, IEEE S&P).
 
     ``mode="auto"`` (the default) with no size given chooses the sizes itself: stages of
-    growing size (:data:`BASE_SIZES`, then ×:data:`STAGE_GROWTH` each), every stage a fresh,
-    independent audit at confidence ``1 − β/max_stages`` (Bonferroni over the stages fixed in
-    advance), until a stage no longer improves the bound by 2 %, ``max_stages`` are done or
-    the next stage would not fit in ``time_budget``; the best stage's bound is reported. With
+    growing size (:data:`AUTO_FIRST_SCALE` × :data:`BASE_SIZES`, then ×:data:`STAGE_GROWTH`
+    each; after the first, on the best pair so far), every stage a fresh, independent audit
+    at confidence ``1 − β/max_stages`` (Bonferroni over the stages fixed in advance), until
+    two stages in a row fail to improve the bound by 2 %, ``max_stages`` are done or the next
+    stage would not fit in ``time_budget``; the best stage's bound is reported. With
     any size given, ``"auto"`` runs one audit at those sizes (the others at their base), as
     ``"fixed"`` does. ``"sequential"`` streams pairs through an anytime-valid test of the
     claim (:class:`dpaudit.bounds.DPClaimEProcess`) and stops at the first rejection.
@@ -77,7 +87,7 @@ class MechanismAuditSettings:
     time_budget: float = option(
         150.0, help="seconds the automatic sizing may spend before starting another stage"
     )
-    max_stages: int = option(5, help="most stages of the automatic sizing (each at 1 − β/stages)")
+    max_stages: int = option(6, help="most stages of the automatic sizing (each at 1 − β/stages)")
     screen_pairs: int = option(4, help="pairs kept after screening (0: no screening)")
     screen_samples: int = option(
         100_000, help="samples per input to screen the pairs (when select_samples is larger)"
