@@ -105,24 +105,20 @@ def test_too_many_distinct_flags_are_refused_before_allocating():
 def test_fit_mechanism_attack_refuses_a_huge_training_set_at_once():
     rng = np.random.default_rng(0)
     start = time.perf_counter()
-    with pytest.raises(ValueError, match=r"outputs_a with 15000000 rows.*MAX_FIT_ENTRIES"):
+    with pytest.raises(ValueError, match=r"outputs_a with 15000000 rows.*raise max_entries"):
         attacks.fit_mechanism_attack(
             np.zeros((15_000_000, 2)), rng.normal(size=(400, 2)) + 0.5, max_outputs=200
         )
     assert time.perf_counter() - start < 3.0
 
 
-def test_fit_entries_cap_is_exact(monkeypatch):
-    from dpaudit.attacks import _mechanism
-
+def test_fit_entries_cap_is_exact():
     g = np.random.default_rng(1)
     a, b = g.laplace(0, 1, (30, 2)), g.laplace(1, 1, (30, 2))
-    monkeypatch.setattr(_mechanism, "MAX_FIT_ENTRIES", 60 * 3)  # rows × (features + 1)
-    att = attacks.fit_mechanism_attack(a, b, kind="logistic")
-    assert att.kind == "logistic"
-    monkeypatch.setattr(_mechanism, "MAX_FIT_ENTRIES", 60 * 3 - 1)
+    att = attacks.fit_mechanism_attack(a, b, kind="logistic", max_entries=60 * 3)
+    assert att.kind == "logistic"  # rows × (features + 1)
     with pytest.raises(ValueError, match="outputs_a with 30 rows and outputs_b with 30 rows"):
-        attacks.fit_mechanism_attack(a, b, kind="logistic")
+        attacks.fit_mechanism_attack(a, b, kind="logistic", max_entries=60 * 3 - 1)
 
 
 # ------------------------------------------------------ 5. order grids: real work counted

@@ -391,6 +391,7 @@ def fit_mechanism_attack(
     max_outputs: int = 1000,
     regularization: float = 1e-3,
     indicators: bool = False,
+    max_entries: int = MAX_FIT_ENTRIES,
 ) -> MechanismAttack:
     """Fit a score telling outputs of a′ (``outputs_b``) from outputs of a (``outputs_a``).
 
@@ -408,7 +409,9 @@ def fit_mechanism_attack(
 
     Raises:
         ValueError: empty or non-finite outputs, outputs of different widths, unknown kind,
-            more than :data:`MAX_FIT_ENTRIES` training entries (rows × (features + 1)).
+            more than ``max_entries`` training entries (rows × (features + 1); default
+            :data:`MAX_FIT_ENTRIES`, a few seconds — an audit that sizes its training set on
+            purpose passes its own).
 
     Example:
         >>> g = np.random.default_rng(0)
@@ -431,12 +434,12 @@ def fit_mechanism_attack(
     width = a.shape[1] * (1 + len(flags) + int(indicators))  # features without a custom map
     check_work(  # before any pass over the rows: each pass costs ~10 ns an entry
         float(rows) * (width + 1),
-        MAX_FIT_ENTRIES,
+        check_positive_int("max_entries", max_entries),
         f"fit_mechanism_attack on outputs_a with {a.shape[0]} rows and outputs_b with "
         f"{b.shape[0]} rows of {a.shape[1]} values",
         "entries",
         "pass fewer training outputs (they only fit the score; the bound comes from fresh "
-        "samples), or raise dpaudit.attacks._mechanism.MAX_FIT_ENTRIES",
+        "samples), or raise max_entries",
     )
     both = np.vstack([a, b])
     if kind == "auto":  # counts when few outputs, each seen 20 times on average

@@ -83,6 +83,9 @@ _PROBE = 16  # outputs per input drawn to check the mechanism before any real wo
 _PILOT = 1_000  # training and selection samples per input of a sequential audit's pilot
 _FIRST_EPOCH = 1_000  # pairs of a sequential audit's first epoch (then doubling)
 _LOOK = 64  # pairs between two looks of the sequential test (it may look after each)
+# The training sets an audit sizes on purpose (the suite's SVT1/SVT2: 4·10⁶ outputs per input
+# of 10 values, with indicator features): up to ~2 GB of float64 features, a minute of fitting.
+_FIT_ENTRIES = 250_000_000
 # Above this many output values per input (samples × output width), the search draws its
 # selection samples in chunks of this size and keeps only their scores (memory stays bounded
 # for large selection sets); below it, training and selection come from one draw.
@@ -319,7 +322,7 @@ def _attacks(spec, s: MechanismAuditSettings, a, b, train_a, train_b) -> list[Me
 def _fit(spec, out_a, out_b, s: MechanismAuditSettings, indicators: bool) -> MechanismAttack:
     return fit_mechanism_attack(out_a, out_b, kind=s.attack, flags=spec.flags,
                                 features=spec.features, max_outputs=s.max_outputs,
-                                indicators=indicators)  # fmt: skip
+                                indicators=indicators, max_entries=_FIT_ENTRIES)  # fmt: skip
 
 
 def _chunked_scores(spec, attacks, a, b, size: int, width: int, seed):
