@@ -462,9 +462,10 @@ def _audit_staged(spec, settings: MechanismAuditSettings, progress, checkpoint) 
     """Stages of growing size, each an independent audit at ``1 − β/max_stages`` on its own
     seed (``SeedSequence(seed).spawn``): the best stage's bound holds at ``1 − β`` by the
     union bound over the ``max_stages`` looks fixed in advance, however many are run. Stage 0
-    (at :data:`AUTO_FIRST_SCALE` of the base sizes) searches every pair; later stages audit
-    only the pair of the best stage so far (chosen on samples of earlier stages, independent
-    of theirs), each at :data:`STAGE_GROWTH` times the sizes of the one before. A stage is
+    (at :data:`AUTO_FIRST_SCALE` of the base sizes) searches every pair, and so does every
+    stage until one finds a bound above 0; after that, stages audit only the pair of the best
+    stage so far (chosen on samples of earlier stages, independent of theirs), each at
+    :data:`STAGE_GROWTH` times the sizes of the one before. A stage is
     started unless two stages in a row failed to raise the bound by 2 %, or its projected time
     (the last stage's per pair × :data:`STAGE_GROWTH`) does not fit in what is left of
     ``time_budget``."""
@@ -478,16 +479,17 @@ def _audit_staged(spec, settings: MechanismAuditSettings, progress, checkpoint) 
         scale = STAGE_GROWTH**k * AUTO_FIRST_SCALE
         sizes = tuple(max(1, round(x * scale)) for x in settings.sizes())
         sized = _fixed(settings, sizes, level, int(seeds[k].generate_state(1)[0]))
-        if best is not None and not settings.pair_a:  # later stages: the best pair so far
+        locked = best is not None and best.entries[0].lower_bound.epsilon > 0
+        if locked and not settings.pair_a:  # later stages: the best pair so far, once it shows
             w = best.entries[0].detail
             sized = dataclasses.replace(sized, pair_a=w.database_a, pair_b=w.database_b)
         start = time.perf_counter()
         where = None if checkpoint is None else Path(checkpoint) / f"stage-{k}"
         res = _audit_fixed(spec, sized, progress, where)
         seconds = time.perf_counter() - start
-        # the next stage: STAGE_GROWTH times the samples, on one pair
-        projected = STAGE_GROWTH * seconds / (len(_pairs(sized, spec)) if k == 0 else 1)
         eps = res.entries[0].lower_bound.epsilon
+        # the next stage: STAGE_GROWTH times the samples, on one pair once a bound shows one
+        projected = STAGE_GROWTH * seconds / (len(_pairs(sized, spec)) if eps > 0 else 1)
         stages.append({"stage": k, "sizes": sized.sizes(), "epsilon": eps, "seconds": seconds})
         previous = best.entries[0].lower_bound.epsilon if best is not None else None
         stale = 0 if previous is None or eps >= 1.02 * previous else stale + 1
