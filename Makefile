@@ -40,12 +40,17 @@ debs:
 demo: $(STAMP)
 	$(BIN)/dpaudit demo
 
+# The suite runs in parallel (pytest-xdist): one worker per core, and a worker that runs out of
+# tests takes queued ones from the other (worksteal). `make test TEST_WORKERS=0` runs it in one
+# process.
+TEST_WORKERS ?= auto
+
 test: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/lint-imports
 	$(MAKE) --no-print-directory docs
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal
 
 # The documentation site (mkdocs.yml, docs/) in site/; --strict: a broken link, anchor or API
 # reference fails. Its examples and console outputs are checked by tests/test_docs_site.py.
