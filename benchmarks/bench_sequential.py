@@ -10,11 +10,13 @@ after every observation, and samples to rejection against the fixed-sample audit
    arXiv:1805.06530, Thm. 8): the fraction of streams that ever reject, against β + 3 SE.
 3. **Power**: every mechanism of the DP-Sniper and StatDP suites whose claim is known to be
    wrong (``MechanismSpec.private`` false), audited with ``mode="sequential"`` (seeds 0–4):
-   the median samples per input to rejection, against the samples per input a fixed audit at
-   the base sizes uses, and the wall time of both in the same run.
+   the median samples per input to rejection (pilot included; ``inf``: not rejected within
+   the budget), against the samples per input a fixed audit at the base sizes uses, and the
+   wall time of both in the same run.
 
-Run: ``python benchmarks/bench_sequential.py`` (``DPAUDIT_BENCH_QUICK=1``: fewer streams and
-seeds); writes ``benchmarks/results/sequential.json``.
+Run: ``python benchmarks/bench_sequential.py`` (``--quick``: fewer streams and seeds;
+``--budget``: the pairs a sequential audit may stream, 300,000); writes
+``benchmarks/results/sequential.json``.
 """
 
 from __future__ import annotations
@@ -34,10 +36,7 @@ from dpaudit.experiments import MechanismAuditSettings, audit_mechanism
 from dpaudit.experiments.mechanism.pipeline import _pairs
 from dpaudit.systems import MECHANISMS
 
-QUICK = os.environ.get("DPAUDIT_BENCH_QUICK") == "1"
-STREAMS = 200 if QUICK else 1000
-LENGTH = 10**5 if QUICK else 10**6
-SEEDS = 3 if QUICK else 5
+STREAMS, LENGTH, SEEDS, BUDGET = 1000, 10**6, 5, 300_000  # --quick: 200, 10⁵, 3
 BETA = 0.05
 
 
@@ -100,7 +99,7 @@ def power() -> list[dict]:
         for seed in range(SEEDS):
             t0 = time.perf_counter()
             res = audit_mechanism(MechanismAuditSettings(mechanism=name, mode="sequential",
-                                                         seed=seed))  # fmt: skip
+                                                         seed=seed, samples=BUDGET))  # fmt: skip
             walls.append(time.perf_counter() - t0)
             e = res.entries[0]
             used.append(res.timings["samples_per_input"] if e.detail.rejects_claim else math.inf)
@@ -132,8 +131,19 @@ def power() -> list[dict]:
 
 
 def main() -> None:
+    global STREAMS, LENGTH, SEEDS, BUDGET
+    from _cli import bench_parser, parse, quick
+
+    ap = bench_parser(__doc__, quick_option=True)
+    ap.add_argument("--budget", type=int, default=BUDGET, help="pairs a sequential audit may stream")
+    args = parse(ap)
+    is_quick = quick(args)
+    if is_quick:
+        STREAMS, LENGTH, SEEDS = 200, 10**5, 3
+    BUDGET = args.budget
     t0 = time.perf_counter()
-    results = {"quick": QUICK, "machine": platform.machine(), "load": os.getloadavg()[0]}
+    results = {"quick": is_quick, "machine": platform.machine(), "load": os.getloadavg()[0],
+               "sequential_budget": BUDGET}  # fmt: skip
     results["throughput"] = throughput()
     rate = results["throughput"]
     print(f"e-process updates: aGRAPA {rate['agrapa_per_s']:.3g}/s, "
