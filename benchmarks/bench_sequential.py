@@ -135,7 +135,7 @@ def main() -> None:
     from _cli import bench_parser, parse, quick
 
     ap = bench_parser(__doc__, quick_option=True)
-    ap.add_argument("--budget", type=int, default=BUDGET, help="pairs a sequential audit may stream")
+    ap.add_argument("--budget", type=int, default=BUDGET, help="pairs a sequential audit streams")
     args = parse(ap)
     is_quick = quick(args)
     if is_quick:
