@@ -107,10 +107,12 @@ def test_cheap_bugs_are_refuted_and_the_control_is_not(bug):
 
 
 #: Reduced versions of the two audits that need thousands of runs at their stated setting:
-#: the claim at δ = 0.05 (a point of the same accountant's (ε, δ) curve), so that 300 runs per
-#: dataset refute; the stated settings (δ = 1e-3, 4,000 runs) run in benchmarks/.
+#: the claim at δ = 0.05 (a point of the same accountant's (ε, δ) curve), so that a few hundred
+#: runs per dataset refute; the stated settings (δ = 1e-3, 4,000 runs) run in benchmarks/.
+#: Shuffle, seed 2: bound 1.45 against the claim 1.02 with 150 runs (1.70 with 300; each run
+#: trains 32 steps, the cost of this test), the control's bound 0.
 REDUCED = {
-    "shuffle": dict(runs=300, pilot_runs=100, delta=0.05),
+    "shuffle": dict(runs=150, pilot_runs=50, delta=0.05),
     "batch-clipping": dict(runs=300, pilot_runs=100, delta=0.05),
 }
 
