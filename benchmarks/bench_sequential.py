@@ -41,16 +41,20 @@ BETA = 0.05
 
 
 def throughput() -> dict:
+    """Best of 3 runs each (the first also pays for page faults)."""
     z = np.random.default_rng(0).uniform(-1, 1, 10**7)[None]
-    e = BettingEProcess([-1.0])
-    t = time.perf_counter()
-    e.update(z)
-    agrapa = z.size / (time.perf_counter() - t)
-    e = BettingEProcess([-1.0], strategy="ons")
-    t = time.perf_counter()
-    e.update(z[:, : 10**5])
-    ons = 10**5 / (time.perf_counter() - t)
-    return {"agrapa_per_s": agrapa, "ons_per_s": ons, "target_per_s": 1e7}
+
+    def rate(strategy: str, n: int) -> float:
+        best = math.inf
+        for _ in range(3):
+            e = BettingEProcess([-1.0], strategy=strategy)
+            t = time.perf_counter()
+            e.update(z[:, :n])
+            best = min(best, time.perf_counter() - t)
+        return n / best
+
+    return {"agrapa_per_s": rate("agrapa", 10**7), "ons_per_s": rate("ons", 10**5),
+            "target_per_s": 1e7}  # fmt: skip
 
 
 def _null_rate(p_pos: float, p_neg: float, factor: float, delta: float, seed: int) -> float:

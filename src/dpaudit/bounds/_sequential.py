@@ -68,7 +68,7 @@ __all__ = [
 
 BETTING_STRATEGIES = ("agrapa", "ons")
 _MAX_BET = 0.5  # c: bets at most half the way to ruin (Waudby-Smith & Ramdas 2023, §5)
-_CHUNK = 2**21  # grid points × observations per vectorised step (memory stays ~100 MB)
+_CHUNK = 2**16  # grid points × observations per vectorised step (stays in cache: ~1.5× faster)
 _ONS_CONSTANT = 2.0 / (2.0 - math.log(3.0))  # Cutkosky & Orabona 2018, Alg. 1 for betting
 _MAX_EPSILON = 50.0  # e^ε must stay a usable float in the statistic e^ε·h(Y)
 _MAX_POINTS = 100_000  # grid points (each a test supermartingale updated per observation)
