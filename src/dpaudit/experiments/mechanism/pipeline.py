@@ -541,11 +541,11 @@ def _audit_sequential(spec, settings: MechanismAuditSettings) -> AuditResult:
     pilot_used = len(pairs) * (0 if _uses_llr(spec, fixed) else pilot[0]) + len(pairs) * pilot[1]
     process = DPClaimEProcess(spec.claimed_epsilon, settings.delta,
                               confidence_level=settings.confidence_level)  # fmt: skip
-    attack, seen_a, seen_b = cand.attack, [], []
+    seen_a, seen_b = [], []
     pilot_a = _draw(spec, cand.a, pilot[1], child_seed(root, 7, 0))
     pilot_b = _draw(spec, cand.b, pilot[1], child_seed(root, 7, 1))
     pilot_used += pilot[1]
-    forward = _forward(attack, pilot_a, pilot_b)
+    attack, forward, _ = _growth_event(cand.attack, pilot_a, pilot_b, process)
     streamed, epoch, state = 0, 0, process.result()
     while streamed < budget and not state.rejects_claim:
         size = min(_FIRST_EPOCH * 2**epoch, budget - streamed)
@@ -558,38 +558,63 @@ def _audit_sequential(spec, settings: MechanismAuditSettings) -> AuditResult:
             if state.rejects_claim:
                 break
         streamed += size
-        if not _uses_llr(spec, fixed):
-            seen_a.append(out_a)
-            seen_b.append(out_b)
+        seen_a.append(out_a)
+        seen_b.append(out_b)
+        if not state.rejects_claim and streamed < budget:
             all_a, all_b = np.concatenate(seen_a), np.concatenate(seen_b)
-            attack = _refit(spec, fixed, cand, all_a, all_b)
-            forward = _forward(attack, all_a, all_b)
+            attack, forward = _refit(spec, fixed, cand, all_a, all_b, process)
         epoch += 1
     used = state.rejected_at if state.rejects_claim else state.observations
     return _sequential_result(spec, settings, cand, state, pilot_used, used, t0)
 
 
-def _forward(attack: MechanismAttack, out_a, out_b) -> bool:
-    """Which way the event witnesses, judged on outputs the test will not bet on: ``S``
-    itself (``M(a′) ∈ S`` more likely, ratio ``P′(S)/P(S)``) or its complement with the roles
-    swapped (``(1 − P(S))/(1 − P′(S))``), the two forms of the fixed audit's bound
-    (:func:`dpaudit.bounds.epsilon_from_confusion`); counts smoothed by ½."""
-    n = out_a.shape[0]
-    ka, kb = float(np.sum(attack.contains(out_a))), float(np.sum(attack.contains(out_b)))
-    return (kb + 0.5) / (ka + 0.5) >= (n - ka + 0.5) / (n - kb + 0.5)
+def _growth_event(attack: MechanismAttack, out_a, out_b, process: DPClaimEProcess):
+    """The threshold and direction whose bet on the claim grows fastest, judged on outputs
+    the test will not bet on: for ``S = {score ≥ t}`` (or its complement with the roles
+    swapped, the two forms of the fixed audit's bound) the plug-in drift
+    ``m = p⁺ − e^ε p⁻ − δ`` of the claim's statistic over its variance, ``max(m, 0)²/v`` —
+    the growth rate of the log-wealth of a bet near Kelly's (Waudby-Smith & Ramdas 2023,
+    arXiv:2010.09686, §B.3). Candidates: 256 quantiles of the pooled scores.
+
+    Returns:
+        ``(attack with its threshold, forward, growth)``.
+    """
+    sa, sb = np.sort(attack.scores(out_a)), np.sort(attack.scores(out_b))
+    ts = np.unique(np.quantile(np.concatenate([sa, sb]), np.linspace(0.0, 1.0, 257)))
+    pa = 1.0 - np.searchsorted(sa, ts, side="left") / sa.size  # P(score ≥ t) on a
+    pb = 1.0 - np.searchsorted(sb, ts, side="left") / sb.size
+    f, d = math.exp(process.claimed_epsilon), process.delta
+    best = (-1.0, 0, True)
+    for forward, pos, neg in ((True, pb, pa), (False, 1.0 - pa, 1.0 - pb)):
+        drift = pos - f * neg - d
+        var = pos * (1.0 - pos) + f * f * neg * (1.0 - neg) + 1e-12
+        growth = np.where(drift > 0, drift * drift / var, 0.0)
+        i = int(np.argmax(growth))
+        if growth[i] > best[0]:
+            best = (float(growth[i]), i, forward)
+    growth, i, forward = best
+    return dataclasses.replace(attack, threshold=float(ts[i])), forward, growth
 
 
-def _refit(spec, s, cand: _Candidate, out_a, out_b) -> MechanismAttack:
-    """The next epoch's event, from the streamed outputs so far: half fit the score, half
-    choose the threshold (the pilot's event when its kind is a closed form)."""
+def _refit(spec, s, cand: _Candidate, out_a, out_b, process: DPClaimEProcess):
+    """The next epoch's event from the streamed outputs so far: half fit the scores (a
+    closed-form score is kept), half choose the score, threshold and direction by
+    :func:`_growth_event`.
+
+    Returns:
+        ``(attack, forward)``.
+    """
     half = out_a.shape[0] // 2
-    best, proj = cand.attack, -math.inf
-    for attack in _attacks(spec, s, cand.a, cand.b, out_a[:half], out_b[:half]):
-        attack, p = choose_event(attack, out_a[half:], out_b[half:], n_eval=s.samples,
-                                 confidence_level=s.confidence_level)  # fmt: skip
-        if p > proj:
-            best, proj = attack, p
-    return best
+    if _uses_llr(spec, s):
+        attacks = [cand.attack]
+    else:
+        attacks = _attacks(spec, s, cand.a, cand.b, out_a[:half], out_b[:half])
+    best = None
+    for attack in attacks:
+        att, forward, growth = _growth_event(attack, out_a[half:], out_b[half:], process)
+        if best is None or growth > best[2]:
+            best = (att, forward, growth)
+    return best[0], best[1]
 
 
 def _sequential_result(spec, settings, cand, state, pilot_used, used, t0) -> AuditResult:
