@@ -134,6 +134,28 @@ def power() -> list[dict]:
     return rows
 
 
+def power_table(results: dict) -> str:
+    """The docs' Markdown table of the power rows (docs/workflows/mechanism.md; a test checks
+    the page holds exactly this table for the stored JSON)."""
+
+    def samples(x: float) -> str:
+        return "not within the budget" if not math.isfinite(x) else f"{x:,.0f}"
+
+    lines = ["| mechanism | claim | sequential: samples per input to rejection (median) | "
+             "rejected (seeds) | fixed audit's samples per input | fixed audit refutes | ratio |",
+             "|---|---:|---:|---:|---:|:---:|---:|"]  # fmt: skip
+    seeds = 3 if results["quick"] else 5
+    for r in results["power"]:
+        ratio = r["ratio"]
+        lines.append(
+            f"| {r['mechanism']} | {r['claim']:g} | {samples(r['sequential_median_samples'])} | "
+            f"{r['sequential_rejected']} of {seeds} | {r['fixed_samples']:,} | "
+            f"{'yes' if r['fixed_refutes'] else 'no'} | "
+            + (f"{ratio:.3f} |" if math.isfinite(ratio) else "— |")
+        )
+    return "\n".join(lines)
+
+
 def main() -> None:
     global STREAMS, LENGTH, SEEDS, BUDGET
     from _cli import bench_parser, parse, quick
@@ -162,6 +184,7 @@ def main() -> None:
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")
     met = sum(r["met"] for r in results["power"])
+    print(power_table(results))
     print(f"power: {met} of {len(results['power'])} broken mechanisms rejected with ≤ 1/20 of "
           f"the fixed audit's samples (median of {SEEDS} seeds); wrote {out}")  # fmt: skip
 

@@ -78,3 +78,19 @@ def test_mode_and_budget_checked():
         MechanismAuditSettings(max_stages=0)
     with pytest.raises(ValueError, match="samples"):
         MechanismAuditSettings(samples=0)
+
+
+def test_docs_power_table_is_the_benchmarks():
+    """The mechanism page's power table is exactly what bench_sequential makes of its JSON."""
+    import json
+    import pathlib
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "benchmarks"))
+    try:
+        from bench_sequential import power_table
+    finally:
+        sys.path.remove(str(root / "benchmarks"))
+    results = json.loads((root / "benchmarks/results/sequential.json").read_text())
+    assert power_table(results) in (root / "docs/workflows/mechanism.md").read_text()
