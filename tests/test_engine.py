@@ -200,6 +200,9 @@ def test_sample_argmax_counts_builds_no_seed_list(monkeypatch):
         return real(v, size, seed, **kw)
 
     monkeypatch.setattr(noisy_argmax, "sample_argmax_block", few)
+    # 10^7 one-draw blocks are refused by the work cap (it counts blocks); raised here, since
+    # what this test checks is that no list of 10^7 seeds is built before the first block
+    monkeypatch.setattr(noisy_argmax, "MAX_SAMPLE_DRAWS", 10**13)
     tracemalloc.start()
     try:
         with pytest.raises(Stop):
