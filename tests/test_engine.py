@@ -379,7 +379,9 @@ def test_noisy_argmax_block_torch_backend():
     pate = MultinomialVotes((0.6, 0.3, 0.1), 12)
     blk = NoisyArgmaxBlock(pate, 3.0, chunk=5000, backend="torch", device="cpu")
     a = run_blocks(blk, 30_000, rng=4, block_size=8192).counts
-    b = run_blocks(blk, 30_000, rng=4, block_size=8192, executor="joblib", workers=2).counts
+    # spawned processes (not joblib's loky: in a long-lived pytest-xdist worker, a loky worker
+    # that imported torch can trip loky's memory-leak restart and deadlock on its exit lock)
+    b = run_blocks(blk, 30_000, rng=4, block_size=8192, executor="processes", workers=2).counts
     np.testing.assert_array_equal(a, b)
     assert a.sum() == 30_000
     numpy_counts = run_blocks(NoisyArgmaxBlock(pate, 3.0, chunk=5000), 30_000, rng=4,
