@@ -521,13 +521,13 @@ def _audit_staged(spec, settings: MechanismAuditSettings, progress, checkpoint) 
 def _audit_sequential(spec, settings: MechanismAuditSettings) -> AuditResult:
     """Stream pairs of outputs through an anytime-valid test of the claim.
 
-    Epoch 0 is a pilot: the pair and the event are chosen as in a fixed audit on
-    ``train_samples``/``select_samples`` (default 1,000 each) samples per input of their own,
-    and which way the event witnesses (``S`` for ``a′``, or its complement for ``a``) on
-    ``select_samples`` more.
-    Then pairs ``(M(a′), M(a))`` are streamed in epochs of doubling length; each epoch's
-    event is fitted on the pilot and on every earlier epoch only (predictable), and each
-    pair's indicators update :class:`dpaudit.bounds.DPClaimEProcess`. The stream stops at the
+    A pilot chooses the pair and the score as a fixed audit does, on ``train_samples`` /
+    ``select_samples`` (default 1,000 each) samples per input of their own, and the first
+    epoch's threshold and direction (``S`` for ``a′``, or its complement for ``a``) on
+    ``select_samples`` more (:func:`_growth_event`). Then pairs ``(M(a′), M(a))`` are
+    streamed in epochs of doubling length; each later epoch's score, threshold and direction
+    are refitted on the earlier epochs only (predictable: :func:`_refit`), and each pair's
+    indicators update :class:`dpaudit.bounds.DPClaimEProcess`. The stream stops at the
     claim's rejection or when ``samples`` pairs (default :data:`SEQUENTIAL_BUDGET`) are
     spent; the ε confidence sequence holds at that stopping time."""
     t0 = time.perf_counter()
