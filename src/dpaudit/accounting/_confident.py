@@ -61,6 +61,18 @@ def _max_counts(votes: ArrayLike) -> np.ndarray:
     return np.round(arr.max(axis=-1))
 
 
+def _refuse_large_table_early(votes: ArrayLike, orders: ArrayLike) -> None:
+    """The per-query RDP table's size from the inputs' shapes alone, before the votes are
+    checked and transformed (an O(n) pass that an oversized request must not pay for). Inputs
+    whose shapes cannot be read are left to the full checks, which name them."""
+    try:
+        shape, num_orders = np.shape(votes), np.size(orders)
+    except (ValueError, TypeError):
+        return
+    if len(shape) >= 2:
+        check_rdp_table(int(np.prod(shape[:-1], dtype=np.float64)), int(num_orders))
+
+
 def _log_p_and_1mp(
     votes: ArrayLike, threshold: float, sigma1: float
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -251,6 +263,7 @@ def confident_gnmax_cost(
         0.000154876211...
     """
     check_analysis(analysis, q)
+    _refuse_large_table_early(votes, orders)
     log_p, log_1mp = _log_p_and_1mp(votes, threshold, sigma1)
     s2 = check_positive("sigma2", sigma2)
     lam = check_orders(orders)
