@@ -231,13 +231,10 @@ def audit_bug(
         level, b.epsilon, audit.delta, interval=ConfidenceInterval(b.epsilon, math.inf),
         note=f"{runs} runs on D′ and on D; {b.tp} and {b.fp} scored ≥ the pilot's threshold",
     )  # fmt: skip
-    acct = audit.setting.accountant.upper()
-    claims = (Claim(f"Opacus accountant ({acct})", "Opacus' accountant as the variant calls it, "
-                    "Mironov, Talwar & Zhang 2019 (arXiv:1908.10530) / Gopi et al. 2021 "
-                    "(arXiv:2106.02848)", claim, audit.delta),)  # fmt: skip
+    claims = _claims(audit, claim)
     sel = SelectionRecord("threshold", "split",
                           f"chosen on {pilot} held-out pilot runs per dataset")  # fmt: skip
-    system = variant if variant == audit.bug else f"{variant} (control for {audit.name})"
+    system = _system(variant, audit)
     return AuditEntry(system, f"{audit.pair}+{audit.statistic}", lower, claims,
                       selections=(sel,), detail=detail)  # fmt: skip
 
@@ -279,17 +276,26 @@ def _sequential_entry(variant, audit, s, key, t, projected, claim, claims_each, 
         interval=ConfidenceInterval(state.epsilon, math.inf),
         note=f"{stop} (of at most {runs}; {pilot} pilot runs per dataset before)",
     )  # fmt: skip
-    acct = audit.setting.accountant.upper()
-    claims = (Claim(f"Opacus accountant ({acct})", "Opacus' accountant as the variant calls it, "
-                    "Mironov, Talwar & Zhang 2019 (arXiv:1908.10530) / Gopi et al. 2021 "
-                    "(arXiv:2106.02848)", claim, audit.delta),)  # fmt: skip
+    claims = _claims(audit, claim)
     sel = (SelectionRecord("threshold", "split", f"chosen on {pilot} held-out pilot runs per "
                            "dataset"),
            SelectionRecord("stopping time", "anytime-valid", "Ville's inequality: the test and "
                            "the confidence sequence hold at any stopping time"))  # fmt: skip
-    system = variant if variant == audit.bug else f"{variant} (control for {audit.name})"
+    system = _system(variant, audit)
     return AuditEntry(system, f"{audit.pair}+{audit.statistic}", lower, claims,
                       selections=sel, detail=detail)  # fmt: skip
+
+
+def _claims(audit: BugAudit, claim: float) -> tuple[Claim, ...]:
+    """The library's own accountant, as the variant calls it, at the audit's δ."""
+    acct = audit.setting.accountant.upper()
+    return (Claim(f"Opacus accountant ({acct})", "Opacus' accountant as the variant calls it, "
+                  "Mironov, Talwar & Zhang 2019 (arXiv:1908.10530) / Gopi et al. 2021 "
+                  "(arXiv:2106.02848)", claim, audit.delta),)  # fmt: skip
+
+
+def _system(variant: str, audit: BugAudit) -> str:
+    return variant if variant == audit.bug else f"{variant} (control for {audit.name})"
 
 
 def _index(names: tuple[str, ...], name: str) -> int:
