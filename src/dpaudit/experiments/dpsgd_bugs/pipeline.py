@@ -39,14 +39,14 @@ from dpaudit._results import (
 )
 from dpaudit._rng import child_seed
 from dpaudit.attacks import BUG_STATISTICS, bug_pair
-from dpaudit.bounds import (
-    DPClaimEProcess,
-    Explicit,
-    SequentialAudit,
-    epsilon_from_confusion,
-    epsilon_from_scores,
-)
+from dpaudit.bounds import Explicit, epsilon_from_scores
 from dpaudit.engine import journal_in, run_tasks
+from dpaudit.experiments._sequential_runs import (
+    SEQUENTIAL_CHUNK,
+    choose_threshold,
+    stream_claim_test,
+    witness_direction,
+)
 from dpaudit.experiments.dpsgd_bugs.audits import BUG_AUDITS, BugAudit
 from dpaudit.experiments.dpsgd_bugs.settings import DPSGDBugsSettings
 from dpaudit.systems.dpsgd_variants import DPSGD_VARIANTS, Session
@@ -55,7 +55,6 @@ __all__ = ["WORKFLOW", "BugAuditDetail", "RunPair", "audit_bug", "audit_dpsgd_bu
 
 WORKFLOW = "dp-sgd-bugs"
 CONTROL = "poisson"
-SEQUENTIAL_CHUNK = 16  # evaluation pairs per engine job of a sequential audit
 
 _SESSIONS: dict[tuple, tuple[Session, Session]] = {}
 
@@ -110,27 +109,6 @@ def _scores(variant, audit, runs, root, s: DPSGDBugsSettings, journal, progress,
                     chunk_size=s.block_size)  # fmt: skip
     res = run.stacked()
     return res[:, 0], res[:, 1], run.wall_seconds
-
-
-def choose_threshold(pos: np.ndarray, neg: np.ndarray, delta: float, level: float):
-    """The threshold with the largest Clopper–Pearson bound on the pilot runs themselves
-    (candidates: every pilot score; ties, e.g. all 0 on a small pilot, broken by the largest
-    TPR − FPR). A threshold that only a handful of pilot runs pass gets the wide interval it
-    deserves, so the choice does not chase the tails.
-
-    Returns:
-        ``(threshold, the pilot's bound there)``.
-    """
-    best, best_key = float(np.max(neg)), (-1.0, -1.0)
-    n_pos, n_neg = pos.size, neg.size
-    for t in np.unique(np.concatenate([pos, neg])):
-        tp, fp = int(np.sum(pos >= t)), int(np.sum(neg >= t))
-        e = epsilon_from_confusion(tp, n_pos - tp, fp, n_neg - fp, delta=delta,
-                                   confidence_level=level).epsilon  # fmt: skip
-        key = (e, tp / n_pos - fp / n_neg)
-        if key > best_key:
-            best, best_key = float(t), key
-    return best, best_key[0]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -241,40 +219,37 @@ def audit_bug(
 
 def _sequential_entry(variant, audit, s, key, t, projected, claim, claims_each, pilot, runs,
                       checkpoint, progress, t0, ppos, pneg) -> AuditEntry:  # fmt: skip
-    """The evaluation runs as a stream: chunk ``k`` of :data:`SEQUENTIAL_CHUNK` run pairs is
-    an engine job seeded by ``child_seed(seed, *key, 2, k)`` (resumable from its journal);
-    each pair's ``1{score ≥ t}`` on D′ and on D updates the claim's test supermartingales,
-    and the stream stops after the chunk in which the claim is rejected."""
-    process = DPClaimEProcess(claim, audit.delta, confidence_level=s.confidence_level)
-    # which way the threshold witnesses, on the pilot runs (the stream never reuses them):
-    # D′ above it, or D below it (the two forms of epsilon_from_confusion)
-    n = ppos.size
-    tp_p, fp_p = float(np.sum(ppos >= t)), float(np.sum(pneg >= t))
-    forward = (tp_p + 0.5) / (fp_p + 0.5) >= (n - fp_p + 0.5) / (n - tp_p + 0.5)
-    state: SequentialAudit = process.result()
-    tp = fp = done = 0
-    for k, start in enumerate(range(0, runs, SEQUENTIAL_CHUNK)):
+    """The evaluation runs as a stream (:func:`~dpaudit.experiments._sequential_runs.
+    stream_claim_test`): chunk ``k`` of :data:`SEQUENTIAL_CHUNK` run pairs is an engine job
+    seeded by ``child_seed(seed, *key, 2, k)`` (resumable from its journal), and the stream
+    stops after the chunk in which the claim is rejected."""
+
+    def draw(k: int) -> tuple[np.ndarray, np.ndarray]:
+        start = k * SEQUENTIAL_CHUNK
         n = min(SEQUENTIAL_CHUNK, runs - start)
         journal = journal_in(checkpoint, f"{audit.name}.{variant}.seq{k}.tasks")
         pos, neg, _ = _scores(variant, audit, n, child_seed(s.seed, *key, 2, k), s, journal,
                              progress, f"stream {start + 1}-{start + n}")  # fmt: skip
-        state = process.update(*((pos >= t, neg >= t) if forward else (neg < t, pos < t)))
-        tp, fp, done = tp + int(np.sum(pos >= t)), fp + int(np.sum(neg >= t)), done + n
-        if state.rejects_claim:
-            break
+        return pos, neg
+
+    streamed = stream_claim_test(
+        draw, threshold=t, forward=witness_direction(ppos, pneg, t), claimed_epsilon=claim,
+        delta=audit.delta, confidence_level=s.confidence_level,
+        max_chunks=-(-runs // SEQUENTIAL_CHUNK),
+    )  # fmt: skip
+    state = streamed.state
     v = DPSGD_VARIANTS.get(variant)
     detail = BugAuditDetail(
         audit.name, variant, v.title, v.bug, v.source, v.runs, audit.pair, audit.fillers,
-        audit.statistic, audit.setting, audit.delta, *claims_each, t, projected, tp, fp, done,
-        pilot, time.perf_counter() - t0, audit.published,
+        audit.statistic, audit.setting, audit.delta, *claims_each, t, projected, streamed.tp,
+        streamed.fp, streamed.pairs, pilot, time.perf_counter() - t0, audit.published,
     )  # fmt: skip
-    stop = (f"claim rejected at run pair {state.rejected_at}" if state.rejects_claim
-            else f"claim not rejected in {done} run pairs")  # fmt: skip
     lower = LowerBound(
         "white-box multi-run threshold test, anytime-valid confidence sequence (test "
         "supermartingales by betting)", s.confidence_level, state.epsilon, audit.delta,
         interval=ConfidenceInterval(state.epsilon, math.inf),
-        note=f"{stop} (of at most {runs}; {pilot} pilot runs per dataset before)",
+        note=f"{streamed.stop_note(f'of at most {runs}')}; {pilot} pilot runs per dataset "
+        "before",
     )  # fmt: skip
     claims = _claims(audit, claim)
     sel = (SelectionRecord("threshold", "split", f"chosen on {pilot} held-out pilot runs per "
