@@ -11,6 +11,7 @@ pytest.importorskip("dp_accounting")
 MODULES = [
     "dpaudit.systems.federated._clients",
     "dpaudit.systems.federated._fedavg",
+    "dpaudit.systems.federated._user_dpsgd",
     "dpaudit.attacks._federated",
     "dpaudit.experiments.federated.settings",
     "dpaudit.experiments.federated.pipeline",

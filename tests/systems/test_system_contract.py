@@ -49,6 +49,7 @@ from dpaudit.systems import (
     RRCell,
     SoftRRCell,
     System,
+    UserDPSGDCell,
 )
 from dpaudit.systems.label_dp import ConsistencySettings, TrainingSettings
 
@@ -407,6 +408,23 @@ class TestDPFedAvg(SystemContract):
             ("included", lambda: system.train(self._data(), self._canaries(), [True], rng=0)),
             ("population", lambda: system.train(self._data(), rng=0)),
         ]
+
+
+class TestUserDPSGD(TestDPFedAvg):
+    """Two steps of user-level DP-SGD, 4 users and 2 canary users of 3 examples; outputs: the
+    model deltas."""
+
+    name = "user-dp-sgd"
+
+    def cell(self) -> UserDPSGDCell:
+        return UserDPSGDCell(rounds=2, clients_per_round=3, population=6, sampling="poisson",
+                             max_examples=4, canary_examples=3)  # fmt: skip
+
+    def bad_cells(self) -> list[tuple[str, Any]]:
+        out = super().bad_cells()
+        cell = self.cell()
+        object.__setattr__(cell, "canary_examples", 5)  # more than max_examples
+        return [*out, ("canary_examples", cell)]
 
 
 # ---------------------------------------------------------------------------------- coverage

@@ -17,7 +17,8 @@ its claim from that value (:mod:`dpaudit.accounting`). The systems are grouped b
   :data:`MECHANISMS` (:class:`MechanismSpec`).
 - :mod:`dpaudit.systems.federated` — :class:`DPFedAvg`: user-level DP-FedAvg with canary
   clients, its planted bugs in :data:`FEDAVG_VARIANTS` (Andrew et al. 2024,
-  arXiv:2302.03098).
+  arXiv:2302.03098); :class:`UserDPSGD`: user-level DP-SGD with canary users, its variants in
+  :data:`USER_DPSGD_VARIANTS`.
 - Shared: :data:`SYSTEMS`, :class:`System`, :class:`PrivatePredictionSystem` (the registry
   and the protocols every system implements, ``_protocols``) and the torch networks
   (``_torch_nets``).
@@ -58,11 +59,14 @@ from dpaudit.systems.dpsgd import (
     train_dpsgd,
 )
 from dpaudit.systems.dpsgd_variants import DPSGD_VARIANTS, DPSGDVariant
-from dpaudit.systems.federated import (  # registers dp-fedavg
+from dpaudit.systems.federated import (  # registers dp-fedavg, user-dp-sgd
     FEDAVG_VARIANTS,
+    USER_DPSGD_VARIANTS,
     DPFedAvg,
     FedAvgCell,
     FederatedData,
+    UserDPSGD,
+    UserDPSGDCell,
 )
 from dpaudit.systems.label_dp import (  # registers alibi, agibi, rr, soft-rr, pate-fm
     AGIBI,
@@ -119,6 +123,7 @@ __all__ = [
     "PATEFM",
     "REFUSED",
     "SYSTEMS",
+    "USER_DPSGD_VARIANTS",
     "AGIBICell",
     "ALIBICell",
     "Aggregator",
@@ -156,6 +161,8 @@ __all__ = [
     "TorchCNNClassifier",
     "TrainedDPSGD",
     "TrainingInstantiations",
+    "UserDPSGD",
+    "UserDPSGDCell",
     "fit_teacher",
     "make_estimator",
     "make_ledger",

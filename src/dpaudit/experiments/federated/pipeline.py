@@ -153,15 +153,15 @@ def _entry(system, s: FederatedSettings, cos: CanaryCosines, inc, threat, stat, 
                              float(scores[~inc].mean()), None if exact is None else exact.epsilon,
                              run)  # fmt: skip
     lower = LowerBound(
-        "one-run games with canary clients: max of Steinke et al. 2023 and f-DP (Mahloujifar "
+        "one-run games with canaries: max of Steinke et al. 2023 and f-DP (Mahloujifar "
         "et al. 2024), Bonferroni over the two", a.confidence_level, bounds.max_valid, a.delta,
         note=f"Andrew et al. estimate beside it (not a bound): {est.epsilon:.3g} (fitted "
         f"variance), {est.epsilon_null_variance:.3g} (null variance)",
     )  # fmt: skip
     sel = (bounds.steinke.selection, bounds.max_selection)
-    adversary = f"{inc.size} canary clients, {threat} ({stat})"
+    adversary = f"{system.canary_label(inc.size)}, {threat} ({stat})"
     return AuditEntry(f"{system.name} ({system.variant.name})", adversary, lower,
-                      (system.claim(delta=a.delta), system.example_level_claim(a.delta)),
+                      (system.claim(delta=a.delta), *system.comparison_claims(a.delta)),
                       exact=exact, selections=sel,
                       detail=detail)  # fmt: skip
 
@@ -228,8 +228,8 @@ def audit_federated(
                "canary_cosines": t4 - t3}  # fmt: skip
     return AuditResult(
         WORKFLOW, entries, s, s.seed, timings, package_versions("dp-accounting"), detail=summary,
-        note="One DP-FedAvg run with canary clients. Each lower bound is valid at its confidence "
-        "(the canaries' inclusion is randomised); the Andrew et al. ε beside it is an estimate "
-        "under a Gaussian assumption, not a bound; the claim is the system's user-level "
-        "accountant.",
+        note=f"One {system.name} run with {system.canary_label(can.count)}. Each lower bound is "
+        "valid at its confidence (the canaries' inclusion is randomised); the Andrew et al. ε "
+        "beside it is an estimate under a Gaussian assumption, not a bound; the claim is the "
+        "system's user-level accountant, the valid claims of other units beside it.",
     )  # fmt: skip

@@ -6,19 +6,24 @@ Sections:
   dimensions) or an offline dataset of :data:`dpaudit.data.DATASET_NAMES` (Fashion-MNIST
   from the Debian package), split across ``num_clients`` clients non-IID, label proportions
   ~ Dirichlet(α) (Hsu, Qi & Brown 2019, arXiv:1909.06335);
-* ``[training]`` — DP-FedAvg (:class:`dpaudit.systems.FedAvgCell`): rounds, sampler, slots,
-  clipping, noise, learning rates and the implementation (``variant``: the correct one or a
-  planted bug of :data:`dpaudit.systems.FEDAVG_VARIANTS`);
-* ``[canaries]`` — k canary clients (Andrew et al. 2024, arXiv:2302.03098), each inserted
-  with probability ``inclusion`` (the one-run games' ½), their update norm in units of C, and
-  the all-iterates statistic (``sum`` or ``max`` of the per-round cosines);
+* ``[training]`` — the system's hyperparameters: rounds, sampler, slots, clipping, noise,
+  learning rates and the implementation (``variant``: the correct one or a planted bug of
+  :data:`dpaudit.systems.FEDAVG_VARIANTS` for ``dp-fedavg``, of
+  :data:`dpaudit.systems.USER_DPSGD_VARIANTS` for ``user-dp-sgd``);
+* ``[canaries]`` — k canary clients (Andrew et al. 2024, arXiv:2302.03098) or canary users
+  holding ``examples`` examples each (``user-dp-sgd``), each inserted with probability
+  ``inclusion`` (the one-run games' ½), their update (per-example gradient) norm in units of
+  C, and the all-iterates statistic (``sum`` or ``max`` of the per-round cosines);
 * ``[audit]`` — δ, confidence and how the one-run bounds pay for the number of guesses;
-* ``name``, ``seed`` and ``system`` (the registered system, ``dp-fedavg``) at the top.
+* ``name``, ``seed`` and ``system`` (a registered system tagged ``federated``:
+  ``dp-fedavg`` or ``user-dp-sgd``) at the top.
 
-The system's settings cell is derived from these (:meth:`FederatedSettings.cell`): its
-population P is the real clients plus the canary slots, so a sampler that cannot serve them
-(``sampling = "all"`` with fewer ``clients_per_round`` slots than clients) or a claim for
-another sampler is refused when the settings are built, before any data is loaded.
+The system's settings cell is derived from these (:meth:`FederatedSettings.cell`): the fields
+of the registered system's cell are filled from the sections by name (a setting the system
+has no field for is refused unless left at its default); its population P is the real
+clients plus the canary slots, so a sampler that cannot serve them (``sampling = "all"`` with
+fewer ``clients_per_round`` slots than clients), a claim for another sampler or an unknown
+variant is refused when the settings are built, before any data is loaded.
 
 Example:
     >>> s = FederatedSettings()
@@ -29,6 +34,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from dpaudit._settings import option
 from dpaudit._validate import (
@@ -41,7 +47,7 @@ from dpaudit._validate import (
 )
 from dpaudit.bounds import SELECTION_NAMES
 from dpaudit.data import DATASET_NAMES
-from dpaudit.systems import FEDAVG_VARIANTS, SYSTEMS, FedAvgCell
+from dpaudit.systems import FEDAVG_VARIANTS, SYSTEMS, USER_DPSGD_VARIANTS
 from dpaudit.systems.federated import SAMPLERS
 
 __all__ = [
@@ -57,6 +63,19 @@ __all__ = [
 DATA_SOURCES: tuple[str, ...] = ("generated", *DATASET_NAMES)
 #: The tag a system registers to be audited by this workflow.
 _SYSTEM_TAG = "federated"
+#: Cell fields only some federated systems have: field -> (section, setting).
+_SYSTEM_SPECIFIC: dict[str, tuple[str, str]] = {
+    "server_learning_rate": ("training", "server_learning_rate"),
+    "client_learning_rate": ("training", "client_learning_rate"),
+    "local_steps": ("training", "local_steps"),
+    "learning_rate": ("training", "learning_rate"),
+    "max_examples": ("training", "max_examples"),
+    "canary_examples": ("canaries", "examples"),
+}
+#: Every federated system's variants (the system's own cell refuses the others).
+_VARIANT_NAMES: tuple[str, ...] = tuple(
+    dict.fromkeys((*FEDAVG_VARIANTS.names(), *USER_DPSGD_VARIANTS.names()))
+)
 #: The all-iterates statistics (the final-model one is the final cosine).
 ALL_ITERATES: tuple[str, ...] = ("sum", "max")
 
@@ -89,7 +108,8 @@ class FederatedDataSettings:
 
 @dataclasses.dataclass(frozen=True)
 class FederatedTrainingSettings:
-    """DP-FedAvg's hyperparameters (the fields of :class:`dpaudit.systems.FedAvgCell`)."""
+    """The system's hyperparameters (fields of :class:`dpaudit.systems.FedAvgCell` or
+    :class:`dpaudit.systems.UserDPSGDCell`, by name)."""
 
     rounds: int = option(20, help="rounds T")
     sampling: str = option("poisson", help=f"client sampler: {' | '.join(SAMPLERS)}")
@@ -102,7 +122,9 @@ class FederatedTrainingSettings:
     server_learning_rate: float = option(1.0, help="server learning rate")
     client_learning_rate: float = option(0.5, help="clients' local learning rate")
     local_steps: int = option(1, help="local full-batch steps per round")
-    variant: str = option("correct", help=f"implementation: {' | '.join(FEDAVG_VARIANTS.names())}")
+    learning_rate: float = option(0.5, help="user-dp-sgd: learning rate of the step")
+    max_examples: int = option(64, help="user-dp-sgd: most examples a user contributes")
+    variant: str = option("correct", help=f"implementation: {' | '.join(_VARIANT_NAMES)}")
 
     def __post_init__(self) -> None:
         check_positive_int("rounds", self.rounds)
@@ -116,7 +138,9 @@ class FederatedTrainingSettings:
             check_positive_int("clients_per_round", self.clients_per_round)
         elif self.sampling != "all":
             raise ValueError(f"clients_per_round is needed for sampling={self.sampling!r}")
-        FEDAVG_VARIANTS.get(self.variant)
+        check_positive("learning_rate", self.learning_rate)
+        check_positive_int("max_examples", self.max_examples)
+        check_choice("variant", self.variant, _VARIANT_NAMES)  # the system's cell checks again
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,6 +148,7 @@ class FederatedCanarySettings:
     """k canary clients (Andrew et al. 2024) and the all-iterates statistic."""
 
     count: int = option(1000, help="canary clients k", flag="--canaries")
+    examples: int = option(16, help="user-dp-sgd: examples each canary user holds")
     inclusion: float = option(0.5, help="probability each canary client is inserted (0, 1)")
     scale: float = option(1.0, help="a canary update's norm, in units of C (>1: clipped)")
     all_iterates: str = option("sum", help="all-iterates statistic: sum | max of the cosines")
@@ -138,6 +163,7 @@ class FederatedCanarySettings:
                 f"got {self.inclusion}"
             )
         check_positive("scale", self.scale)
+        check_positive_int("examples", self.examples)
         check_choice("all_iterates", self.all_iterates, ALL_ITERATES)
 
 
@@ -178,14 +204,37 @@ class FederatedSettings:
         """P: the real clients plus the canary slots."""
         return self.data.num_clients + self.canaries.count
 
-    def cell(self, *, mean_examples: float) -> FedAvgCell:
-        """The system's settings cell (``mean_examples``: n̄ of the loaded clients)."""
-        t = self.training
+    def cell(self, *, mean_examples: float) -> Any:
+        """The registered system's settings cell, its fields filled by name
+        (``mean_examples``: n̄ of the loaded clients, for a cell that has
+        ``examples_per_client``).
+
+        Raises:
+            ValueError: a setting left off its default that the system has no field for, or
+                a value its cell refuses.
+        """
+        t, c = self.training, self.canaries
         m = self.population if t.clients_per_round is None else t.clients_per_round
-        return FedAvgCell(
-            rounds=t.rounds, clients_per_round=m, population=self.population,
-            sampling=t.sampling, claim_sampling=t.claim_sampling, clip_norm=t.clip_norm,
-            noise_multiplier=t.noise_multiplier, server_learning_rate=t.server_learning_rate,
-            client_learning_rate=t.client_learning_rate, local_steps=t.local_steps,
-            examples_per_client=mean_examples, variant=t.variant,
-        )  # fmt: skip
+        values = {
+            "rounds": t.rounds, "clients_per_round": m, "population": self.population,
+            "sampling": t.sampling, "claim_sampling": t.claim_sampling,
+            "clip_norm": t.clip_norm, "noise_multiplier": t.noise_multiplier,
+            "server_learning_rate": t.server_learning_rate,
+            "client_learning_rate": t.client_learning_rate, "local_steps": t.local_steps,
+            "learning_rate": t.learning_rate, "max_examples": t.max_examples,
+            "examples_per_client": mean_examples, "canary_examples": c.examples,
+            "variant": t.variant,
+        }  # fmt: skip
+        cell_type = SYSTEMS.get(self.system).cell
+        fields = {f.name for f in dataclasses.fields(cell_type)}
+        for name, (section, setting) in _SYSTEM_SPECIFIC.items():
+            part = getattr(self, section)
+            value = getattr(part, setting)
+            default = {f.name: f.default for f in dataclasses.fields(part)}[setting]
+            if name not in fields and value != default:
+                raise ValueError(
+                    f"{section}.{setting}={value!r} does not apply to system={self.system!r} "
+                    f"(its cell {cell_type.__name__} has no {name!r}); leave it at its "
+                    f"default {default!r}"
+                )
+        return cell_type(**{k: v for k, v in values.items() if k in fields})

@@ -6,6 +6,10 @@
   :data:`dpaudit.systems.SYSTEMS`), its settings cell :class:`FedAvgCell`, the samplers and
   :data:`FEDAVG_VARIANTS` (the correct implementation and the planted bugs), with canary
   clients (Andrew et al. 2024, arXiv:2302.03098) as an input of training.
+* :mod:`._user_dpsgd` — :class:`UserDPSGD` (``"user-dp-sgd"``): user-level DP-SGD (each user's
+  summed gradient clipped), its per-example-clipping variants and planted bug in
+  :data:`USER_DPSGD_VARIANTS`, with canary users holding many examples; it states both the
+  user-level and the example-level guarantee.
 """
 
 from dpaudit.systems.federated._clients import (
@@ -23,17 +27,29 @@ from dpaudit.systems.federated._fedavg import (
     FedAvgVariant,
     accuracy,
 )
+from dpaudit.systems.federated._user_dpsgd import (
+    USER_DPSGD_VARIANTS,
+    UserDPSGD,
+    UserDPSGDCell,
+    UserDPSGDVariant,
+    softmax_gradients,
+)
 
 __all__ = [
     "FEDAVG_VARIANTS",
     "SAMPLERS",
+    "USER_DPSGD_VARIANTS",
     "DPFedAvg",
     "FedAvgCell",
     "FedAvgRun",
     "FedAvgVariant",
     "FederatedData",
+    "UserDPSGD",
+    "UserDPSGDCell",
+    "UserDPSGDVariant",
     "accuracy",
     "dirichlet_split",
     "local_update",
     "num_parameters",
+    "softmax_gradients",
 ]

@@ -256,19 +256,7 @@ class DPFedAvg:
     def claim_rdp(self, orders: ArrayLike | None = None, *, unit: str | None = None) -> Curve:
         """The accountant's RDP curve of the whole run (what :meth:`claim` converts); ``unit``
         (``"user"`` or ``"example"``) overrides the variant's privacy unit."""
-        from dpaudit.accounting import DEFAULT_ORDERS, subsampled_gaussian_rdp
-
-        c = self.cell
-        lam = np.asarray(DEFAULT_ORDERS if orders is None else orders, dtype=np.float64)
-        z = self._claim_noise_multiplier(unit)
-        if c.sampling == "fixed":
-            rdp = _without_replacement_rdp(c.population, c.clients_per_round, z, c.rounds, lam)
-        else:
-            rdp = subsampled_gaussian_rdp(c.sampling_rate, z, lam, count=c.rounds).epsilons
-        # dp-accounting returns inf where its fractional-order series does not converge (it
-        # logs a warning); those orders are dropped (the conversion would skip them too)
-        keep = np.isfinite(rdp)
-        return Curve(lam[keep], np.asarray(rdp)[keep])
+        return _sampled_gaussian_curve(self.cell, self._claim_noise_multiplier(unit), orders)
 
     def claim(self, orders: ArrayLike | None = None, *, delta: float | None = None) -> Claim:
         """The user-level (ε, δ) the system reports: its RDP accountant, converted at δ.
@@ -298,6 +286,14 @@ class DPFedAvg:
         return Claim("accountant (RDP), example-level, for comparison", _SOURCE, conv.epsilon, d,
                      rdp=curve, conversion=conv.conversion)  # fmt: skip
 
+    def canary_label(self, count: int) -> str:
+        """How ``count`` canaries of this system are named in a result."""
+        return f"{count} canary clients"
+
+    def comparison_claims(self, delta: float) -> tuple[Claim, ...]:
+        """The claims printed beside the reported one: :meth:`example_level_claim`."""
+        return (self.example_level_claim(delta),)
+
     def exact_claim(self, delta: float) -> Claim | None:
         """The exact user-level ε of the correct mechanism under ``"all"`` (μ = √T/σ), else None."""
         from dpaudit.conversions import gdp_epsilon
@@ -324,33 +320,7 @@ class DPFedAvg:
                 canary, the real clients plus canary slots not the cell's ``population``,
                 ``canary_scale`` ≤ 0, or the canaries would not fit in memory.
         """
-        if not isinstance(data, FederatedData):
-            raise TypeError(f"data must be a FederatedData, got {type(data).__name__}")
-        check_positive("canary_scale", scale)
-        d = data.dimension
-        if canaries is None:
-            can = np.zeros((0, d), dtype=np.float32)
-        else:
-            shape = np.shape(canaries)
-            if len(shape) != 2 or shape[1] != d:
-                raise ValueError(f"canaries must be (k, {d}) directions, got shape {shape}")
-            check_memory(4.0 * shape[0] * d, "the canary clients' updates")
-            can = np.asarray(canaries, dtype=np.float32)
-            if not np.all(np.isfinite(can)):
-                raise ValueError("canaries must be finite")
-            norms = np.sqrt(np.einsum("ij,ij->i", can, can, dtype=np.float64))
-            if not np.allclose(norms, 1.0, atol=1e-4):
-                raise ValueError("canaries must be unit vectors (rows of L2 norm 1)")
-        k = can.shape[0]
-        inc = np.ones(k, dtype=bool) if included is None else check_mask("included", included)
-        if inc.shape != (k,):
-            raise ValueError(f"included must have one flag per canary ({k}), got {inc.shape}")
-        if data.num_clients + k != self.cell.population:
-            raise ValueError(
-                f"population={self.cell.population} must equal the {data.num_clients} real "
-                f"clients plus the {k} canary clients"
-            )
-        return data, can, inc
+        return _check_training_inputs(self.cell.population, data, canaries, included, scale)
 
     def train(
         self,
@@ -412,16 +382,77 @@ class DPFedAvg:
         return FedAvgRun(deltas, theta, participation, participants, seed_entropy(seq), seconds)
 
     def _sample(self, g: np.random.Generator, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Real clients sampled this round, and which canary slots were."""
-        c = self.cell
-        if c.sampling == "all":
-            return np.arange(n), np.ones(k, dtype=bool)
-        if c.sampling == "poisson":
-            pick = g.random(n + k) < c.sampling_rate
-        else:
-            pick = np.zeros(n + k, dtype=bool)
-            pick[g.choice(n + k, size=c.clients_per_round, replace=False)] = True
-        return np.flatnonzero(pick[:n]), pick[n:]
+        return _sample_slots(self.cell, g, n, k)
+
+
+def _sample_slots(
+    cell: Any, g: np.random.Generator, n: int, k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Real clients (users) sampled this round, and which canary slots were (``cell``: a
+    settings cell with ``sampling``, ``sampling_rate`` and ``clients_per_round``)."""
+    if cell.sampling == "all":
+        return np.arange(n), np.ones(k, dtype=bool)
+    if cell.sampling == "poisson":
+        pick = g.random(n + k) < cell.sampling_rate
+    else:
+        pick = np.zeros(n + k, dtype=bool)
+        pick[g.choice(n + k, size=cell.clients_per_round, replace=False)] = True
+    return np.flatnonzero(pick[:n]), pick[n:]
+
+
+def _sampled_gaussian_curve(cell: Any, z: float, orders: ArrayLike | None) -> Curve:
+    """The RDP curve of ``cell.rounds`` sampled Gaussian steps of noise multiplier ``z``:
+    Poisson (q = 1 for ``"all"``) under add/remove, or m of P without replacement under
+    replace-one (module docstring)."""
+    from dpaudit.accounting import DEFAULT_ORDERS, subsampled_gaussian_rdp
+
+    lam = np.asarray(DEFAULT_ORDERS if orders is None else orders, dtype=np.float64)
+    if cell.sampling == "fixed":
+        rdp = _without_replacement_rdp(cell.population, cell.clients_per_round, z, cell.rounds,
+                                       lam)  # fmt: skip
+    else:
+        rdp = subsampled_gaussian_rdp(cell.sampling_rate, z, lam, count=cell.rounds).epsilons
+    # dp-accounting returns inf where its fractional-order series does not converge (it logs a
+    # warning); those orders are dropped (the conversion would skip them too)
+    keep = np.isfinite(rdp)
+    return Curve(lam[keep], np.asarray(rdp)[keep])
+
+
+def _check_training_inputs(
+    population: int,
+    data: Any,
+    canaries: ArrayLike | None,
+    included: ArrayLike | None,
+    scale: float,
+) -> tuple[FederatedData, np.ndarray, np.ndarray]:
+    """The checks of :meth:`DPFedAvg.check_inputs` against a population of P slots."""
+    if not isinstance(data, FederatedData):
+        raise TypeError(f"data must be a FederatedData, got {type(data).__name__}")
+    check_positive("canary_scale", scale)
+    d = data.dimension
+    if canaries is None:
+        can = np.zeros((0, d), dtype=np.float32)
+    else:
+        shape = np.shape(canaries)
+        if len(shape) != 2 or shape[1] != d:
+            raise ValueError(f"canaries must be (k, {d}) directions, got shape {shape}")
+        check_memory(4.0 * shape[0] * d, "the canary clients' updates")
+        can = np.asarray(canaries, dtype=np.float32)
+        if not np.all(np.isfinite(can)):
+            raise ValueError("canaries must be finite")
+        norms = np.sqrt(np.einsum("ij,ij->i", can, can, dtype=np.float64))
+        if not np.allclose(norms, 1.0, atol=1e-4):
+            raise ValueError("canaries must be unit vectors (rows of L2 norm 1)")
+    k = can.shape[0]
+    inc = np.ones(k, dtype=bool) if included is None else check_mask("included", included)
+    if inc.shape != (k,):
+        raise ValueError(f"included must have one flag per canary ({k}), got {inc.shape}")
+    if data.num_clients + k != population:
+        raise ValueError(
+            f"population={population} must equal the {data.num_clients} real "
+            f"clients plus the {k} canary clients"
+        )
+    return data, can, inc
 
 
 def _clip(u: np.ndarray, bound: float) -> np.ndarray:
