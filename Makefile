@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test docs lint format bench data debs clean
+.PHONY: demo test docs lint format bench data debs clean venvs venv-smartnoise venv-dpmm venv-diffprivlib
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -67,6 +67,37 @@ format: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
+
+# Libraries audited out of process (dpaudit.systems._external), each in a virtual environment
+# of its own under .venvs/ with the pins it needs (dpaudit's own environment is never
+# downgraded; torch is not needed). The .installed stamp marks a finished build.
+VENVS   := .venvs
+VENV_PY ?= $(shell command -v python3.11 || echo $(PY))
+
+venvs: venv-smartnoise venv-dpmm venv-diffprivlib
+
+# smartnoise-synth 1.0.8 without its GAN dependencies (opacus<0.15 needs an old torch): MST,
+# AIM and MWEM run without them.
+venv-smartnoise: $(VENVS)/smartnoise/.installed
+$(VENVS)/smartnoise/.installed:
+	rm -rf $(VENVS)/smartnoise && $(VENV_PY) -m venv $(VENVS)/smartnoise
+	$(VENVS)/smartnoise/bin/pip install -q --no-deps smartnoise-synth==1.0.8
+	$(VENVS)/smartnoise/bin/pip install -q "mbi==1.1.0" "smartnoise-sql==1.0.10" "Faker>=17" "disjoint-set>=0.9,<0.10" "opendp==0.14.2"
+	touch $@
+
+# dpmm 0.1.9 pins numpy 1.26.4, pandas 2.1.0, scikit-learn 1.5.0, opendp 0.12.1 (Python < 3.12).
+venv-dpmm: $(VENVS)/dpmm/.installed
+$(VENVS)/dpmm/.installed:
+	rm -rf $(VENVS)/dpmm && $(VENV_PY) -m venv $(VENVS)/dpmm
+	$(VENVS)/dpmm/bin/pip install -q dpmm==0.1.9
+	touch $@
+
+# diffprivlib 0.6.6 fails to import with scikit-learn >= 1.7.
+venv-diffprivlib: $(VENVS)/diffprivlib/.installed
+$(VENVS)/diffprivlib/.installed:
+	rm -rf $(VENVS)/diffprivlib && $(VENV_PY) -m venv $(VENVS)/diffprivlib
+	$(VENVS)/diffprivlib/bin/pip install -q diffprivlib==0.6.6 "scikit-learn<1.7"
+	touch $@
 
 # The Debian data packages alone (Fashion-MNIST, WordNet, Chromium for the HTML report test).
 data: debs

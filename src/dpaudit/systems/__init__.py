@@ -19,6 +19,9 @@ its claim from that value (:mod:`dpaudit.accounting`). The systems are grouped b
   clients, its planted bugs in :data:`FEDAVG_VARIANTS` (Andrew et al. 2024,
   arXiv:2302.03098); :class:`UserDPSGD`: user-level DP-SGD with canary users, its variants in
   :data:`USER_DPSGD_VARIANTS`.
+- :mod:`dpaudit.systems.synthetic` — DP synthetic-data generators (MST, AIM of
+  smartnoise-synth) run as installed, out of process (:mod:`dpaudit.systems._external`), by
+  name in :data:`GENERATORS`.
 - Shared: :data:`SYSTEMS`, :class:`System`, :class:`PrivatePredictionSystem` (the registry
   and the protocols every system implements, ``_protocols``) and the torch networks
   (``_torch_nets``).
@@ -107,6 +110,12 @@ from dpaudit.systems.private_prediction import (  # registers pate, capc, privat
     retrain_with_points,
     train_instantiations,
 )
+from dpaudit.systems.synthetic import (  # registers the smartnoise generators
+    GENERATORS,
+    GeneratorCell,
+    SyntheticGenerator,
+    TabularDomain,
+)
 
 __all__ = [
     "ABSTAIN",
@@ -117,6 +126,7 @@ __all__ = [
     "DPSGD_VARIANTS",
     "ESTIMATOR_NAMES",
     "FEDAVG_VARIANTS",
+    "GENERATORS",
     "MECHANISMS",
     "PARTITIONS",
     "PATE",
@@ -137,6 +147,7 @@ __all__ = [
     "FedAvgCell",
     "FederatedData",
     "GNMax",
+    "GeneratorCell",
     "Instantiations",
     "LabelledData",
     "Ledger",
@@ -154,8 +165,10 @@ __all__ = [
     "RandomizedResponseLabels",
     "SoftRR",
     "SoftRRCell",
+    "SyntheticGenerator",
     "System",
     "SystemFactory",
+    "TabularDomain",
     "TeacherEnsemble",
     "TeacherEnsembleSystem",
     "TorchCNNClassifier",

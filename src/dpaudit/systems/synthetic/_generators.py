@@ -1,0 +1,370 @@
+"""DP synthetic-data generators as systems under audit, run as installed, out of process.
+
+Each generator is a :class:`GeneratorSpec` in :data:`GENERATORS` (and a system in
+:data:`dpaudit.systems.SYSTEMS`, tag ``"synthetic-data"``): a library (an
+:class:`~dpaudit.systems._external.ExternalLibrary` with its own environment), the library's
+name for the generator, and how it is configured. :class:`SyntheticGenerator` is the system:
+it validates a table against the public :class:`TabularDomain` before anything runs, runs the
+generator many times per worker process (:meth:`SyntheticGenerator.fit_runs`) and states the
+library's claim.
+
+The generators (all ρ-zCDP by their analyses, calibrated from (ε, δ) with the library's own
+conversion, ``cdp_rho``):
+
+* ``smartnoise-mst`` — MST (McKenna, Miklau & Sheldon 2021, "Winning the NIST Contest: A
+  scalable and general approach to differentially private synthetic data",
+  arXiv:2108.04978): ρ/3 on every one-way marginal (Gaussian), ρ/3 on choosing a maximum
+  spanning tree of two-way marginals (exponential mechanism, ε = √(8ρ/3/(r−1)) per edge),
+  ρ/3 on the chosen two-way marginals (Gaussian);
+* ``smartnoise-aim`` — AIM (McKenna, Mullins, Sheldon & Miklau 2022, "AIM: An Adaptive and
+  Iterative Mechanism for Differentially Private Synthetic Data", arXiv:2201.12677): one-way
+  marginals, then rounds that each spend 0.1 of their budget on choosing a marginal
+  (exponential mechanism) and 0.9 on measuring it (Gaussian);
+* planted bugs (in the worker, on the installed library): ``*-quiet-noise`` — the Gaussian
+  noise's standard deviation scaled by 0.1 while the library states the original σ and
+  claims the original (ε, δ);
+* a known violation: ``smartnoise-mst-inferred-domain`` — no public domain given, so
+  smartnoise infers each column's categories from the private data without spending budget
+  (the violation class of Annamalai, Ganev & De Cristofaro 2024, arXiv:2405.10994, §6).
+
+The claim of every entry is the library's (ε, δ) and, beside it, the Gaussian-DP μ that its
+ρ implies (μ = √(2ρ): a ρ-zCDP mechanism built of Gaussians is μ-GDP with that μ; Bun &
+Steinke 2016, arXiv:1605.02065, Prop. 1.6; Dong, Roth & Su 2022, arXiv:1905.02383).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpaudit._registry import Registry
+from dpaudit._results import Claim
+from dpaudit._validate import check_delta, check_positive, check_positive_int
+from dpaudit.systems._external import ExternalLibrary, ExternalWorker
+from dpaudit.systems._protocols import SYSTEMS, SystemFactory
+
+__all__ = [
+    "GENERATORS",
+    "LIBRARIES",
+    "SYSTEM_TAG",
+    "GeneratorCell",
+    "GeneratorRuns",
+    "GeneratorSpec",
+    "SyntheticGenerator",
+    "TabularDomain",
+]
+
+#: The tag a generator's system entry carries (``SYSTEMS.names(tag=...)``).
+SYSTEM_TAG = "synthetic-data"
+_HERE = Path(__file__).resolve().parent
+
+#: The out-of-process libraries, by environment name.
+LIBRARIES: dict[str, ExternalLibrary] = {
+    "smartnoise": ExternalLibrary("smartnoise", "smartnoise-synth",
+                                  str(_HERE / "_handler_smartnoise.py"), "venv-smartnoise"),
+}  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class TabularDomain:
+    """The public domain of a categorical table: column ``j`` takes values ``0 … k_j − 1``.
+
+    Attributes:
+        cardinalities: ``k_j`` per column (each ≥ 2).
+
+    Example:
+        >>> TabularDomain((2, 3)).check([[0, 2], [1, 0]]).shape
+        (2, 2)
+        >>> TabularDomain((2, 3)).check([[0, 3]])
+        Traceback (most recent call last):
+        ...
+        ValueError: data has values outside the declared domain: column 1 holds 3, ...
+    """
+
+    cardinalities: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        cards = tuple(self.cardinalities)
+        if not cards:
+            raise ValueError("cardinalities must name at least one column, got ()")
+        for j, k in enumerate(cards):
+            if check_positive_int(f"cardinalities[{j}]", k) < 2:
+                raise ValueError(f"cardinalities[{j}] must be at least 2, got {k}")
+        object.__setattr__(self, "cardinalities", tuple(int(k) for k in cards))
+
+    @property
+    def columns(self) -> int:
+        """The number of columns."""
+        return len(self.cardinalities)
+
+    def check(self, data: Any, name: str = "data") -> np.ndarray:
+        """``data`` as an int64 array of shape (rows, columns), every value in the domain.
+
+        Raises:
+            ValueError: wrong shape, non-integer values, or a value outside the domain (the
+                message names the column and the value).
+        """
+        a = np.asarray(data)
+        if a.ndim != 2 or a.shape[1] != self.columns or a.shape[0] < 1:
+            raise ValueError(
+                f"{name} must be a (rows, {self.columns}) table with rows ≥ 1, got shape {a.shape}"
+            )
+        whole = np.issubdtype(a.dtype, np.floating) and bool(
+            np.all(np.isfinite(a)) and np.all(a == np.round(a))
+        )
+        if not (np.issubdtype(a.dtype, np.integer) or whole):
+            raise ValueError(f"{name} must hold integer category codes, got dtype {a.dtype}")
+        a = a.astype(np.int64)
+        for j, k in enumerate(self.cardinalities):
+            bad = (a[:, j] < 0) | (a[:, j] >= k)
+            if bad.any():
+                raise ValueError(
+                    f"{name} has values outside the declared domain: column {j} holds "
+                    f"{int(a[bad, j][0])}, its domain is 0..{k - 1}"
+                )
+        return a
+
+
+@dataclasses.dataclass(frozen=True)
+class GeneratorSpec:
+    """One registered generator: the library, its generator and how it is configured.
+
+    Attributes:
+        name: registry name (``"smartnoise-mst"``).
+        library: the environment's name in :data:`LIBRARIES`.
+        synth: the library's name for the generator (``"mst"``).
+        title: one line.
+        source: the generator's paper (authors, year, arXiv id).
+        bug: what deviates from the analysed algorithm (None: the library as installed).
+        noise_scale: factor on the standard deviation of the library's Gaussian noise (1:
+            as installed; 0.1: the planted bug).
+        public_domain: whether the public domain is passed to the library (False: the
+            library infers it from the private data — a known violation).
+        options: the library's own settings, passed to its constructor.
+        white_box: what the worker reports (``"measurements"``, ``"selections"``).
+    """
+
+    name: str
+    library: str
+    synth: str
+    title: str
+    source: str
+    bug: str | None = None
+    noise_scale: float = 1.0
+    public_domain: bool = True
+    options: tuple[tuple[str, Any], ...] = ()
+    white_box: tuple[str, ...] = ("measurements", "selections")
+
+
+@dataclasses.dataclass(frozen=True)
+class GeneratorCell:
+    """The settings cell of a generator (``SYSTEMS.get(name)(cell)``).
+
+    Attributes:
+        generator: the :data:`GENERATORS` name.
+        epsilon: ε of the claim the library is configured with.
+        delta: δ of the claim.
+        options: the library's own settings beside the spec's (e.g. ``(("rounds", 8),)``
+            for AIM), a tuple of ``(name, value)`` pairs.
+    """
+
+    generator: str
+    epsilon: float
+    delta: float
+    options: tuple[tuple[str, Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        GENERATORS.get(self.generator)
+        check_positive("epsilon", self.epsilon)
+        check_delta(self.delta, allow_zero=False)
+        object.__setattr__(self, "options", tuple((str(k), v) for k, v in self.options))
+
+
+@dataclasses.dataclass(frozen=True)
+class GeneratorRuns:
+    """What a batch of runs returned.
+
+    Attributes:
+        runs: one dict per run (``"measurements"``, ``"selections"``, ``"seconds"``: the fit's
+            time inside the worker), in the order asked.
+        synthetic: the synthetic tables (one per run) when sampled, else None.
+        rho: the library's ρ for the claimed (ε, δ).
+        version: the library's version.
+        wall_seconds: wall time of the batch in this process (worker start included).
+        startup_seconds: the worker's start-up time (0 when a running worker was passed).
+    """
+
+    runs: tuple[dict, ...]
+    synthetic: tuple[np.ndarray, ...] | None
+    rho: float
+    version: str | None
+    wall_seconds: float
+    startup_seconds: float
+
+
+class SyntheticGenerator:
+    """A DP synthetic-data generator under audit (the module docstring lists them).
+
+    Args:
+        cell: :class:`GeneratorCell`.
+    """
+
+    def __init__(self, cell: GeneratorCell) -> None:
+        self.cell = cell
+        self.spec: GeneratorSpec = GENERATORS.get(cell.generator)
+        self.library: ExternalLibrary = LIBRARIES[self.spec.library]
+
+    @property
+    def name(self) -> str:
+        """The registered name."""
+        return self.spec.name
+
+    @property
+    def mechanism(self) -> str:
+        """The mechanism, in words."""
+        return f"{self.spec.synth.upper()} ({self.library.distribution}), ρ-zCDP"
+
+    @property
+    def bug(self) -> str | None:
+        """What deviates from the analysed algorithm (None: as installed)."""
+        return self.spec.bug
+
+    def claim(self, orders: Any = None, *, delta: float | None = None, rho: float | None = None
+              ) -> Claim:  # fmt: skip
+        """The library's claim: (ε, δ) as configured (``delta`` must be the cell's if given).
+
+        Args:
+            orders: unused (the libraries state (ε, δ) and ρ, not an RDP curve).
+            delta: δ of the claim (default the cell's).
+            rho: the library's ρ for (ε, δ), when known (from a run): recorded in the source.
+        """
+        if delta is not None and not math.isclose(delta, self.cell.delta):
+            raise ValueError(f"delta={delta} is not the δ the generator claims ({self.cell.delta})")
+        extra = "" if rho is None else f"; ρ = {rho:.6g} (the library's cdp_rho)"
+        return Claim("library (ε, δ)", f"{self.spec.source}{extra}", self.cell.epsilon,
+                     self.cell.delta)  # fmt: skip
+
+    @staticmethod
+    def implied_mu(rho: float) -> float:
+        """μ = √(2ρ): the Gaussian-DP parameter of a ρ-zCDP composition of Gaussians (Bun &
+        Steinke 2016, arXiv:1605.02065, Prop. 1.6; Dong, Roth & Su 2022, arXiv:1905.02383).
+
+        Example:
+            >>> round(SyntheticGenerator.implied_mu(0.10341283143348307), 4)
+            0.4548
+        """
+        return math.sqrt(2.0 * check_positive("rho", rho))
+
+    def check_inputs(self, datasets: Sequence[Any], domain: TabularDomain) -> list[np.ndarray]:
+        """Every dataset checked against the public domain (before any run).
+
+        Raises:
+            ValueError: a table outside the domain or of the wrong shape.
+            MissingDependencyError: the library's environment is not built (names the make
+                target).
+        """
+        if not isinstance(domain, TabularDomain):
+            raise TypeError(f"domain must be a TabularDomain, got {type(domain).__name__}")
+        out = [domain.check(d, f"datasets[{i}]") for i, d in enumerate(datasets)]
+        self.library.python()
+        return out
+
+    def fit_runs(
+        self,
+        datasets: Sequence[Any],
+        which: Sequence[int],
+        seeds: Sequence[int],
+        *,
+        domain: TabularDomain,
+        observe: Sequence[str] = ("measurements", "selections"),
+        sample_rows: int = 0,
+        worker: ExternalWorker | None = None,
+    ) -> GeneratorRuns:
+        """Run the generator once per entry of ``which`` (the index of the dataset it is
+        fitted on) with library seed ``seeds[i]``, in one worker process.
+
+        Args:
+            datasets: the tables (rows × columns of category codes).
+            which: per run, the index of its dataset.
+            seeds: per run, the seed of numpy's generator in the worker (the library's
+                exponential mechanism and sampler; its Gaussian noise comes from OpenDP,
+                which draws from the operating system and cannot be seeded).
+            domain: the public domain (checked here, before the worker starts).
+            observe: ``"measurements"``, ``"selections"``, ``"synthetic"``.
+            sample_rows: rows of each synthetic table (with ``"synthetic"``).
+            worker: a running worker of this library (default: one started for the batch).
+
+        Raises:
+            ValueError: a table outside the domain, mismatched ``which``/``seeds``.
+            MissingDependencyError: the environment is not built (names the make target).
+        """
+        tables = self.check_inputs(datasets, domain)
+        which = [int(w) for w in which]
+        seeds = [int(s) for s in seeds]
+        if len(which) != len(seeds):
+            raise ValueError(f"which and seeds must have one entry per run, got "
+                             f"{len(which)} and {len(seeds)}")  # fmt: skip
+        for w in which:
+            if not 0 <= w < len(tables):
+                raise ValueError(f"which holds {w}, not the index of one of {len(tables)} datasets")
+        for o in observe:
+            if o not in ("measurements", "selections", "synthetic"):
+                raise ValueError(f"observe holds {o!r}: measurements | selections | synthetic")
+        body = {
+            "synth": self.spec.synth, "epsilon": self.cell.epsilon, "delta": self.cell.delta,
+            "cardinalities": list(domain.cardinalities), "observe": list(observe),
+            "options": dict(self.spec.options + self.cell.options),
+            "sample_rows": int(sample_rows), "noise_scale": self.spec.noise_scale,
+            "public_domain": self.spec.public_domain,
+            "runs": [{"dataset": w, "seed": s} for w, s in zip(which, seeds, strict=True)],
+        }  # fmt: skip
+        arrays = {f"data{i}": t for i, t in enumerate(tables)}
+        t0 = time.perf_counter()
+        own = worker is None
+        w = self.library.start() if own else worker
+        try:
+            out, out_arrays = w.call("fit", body, arrays)
+            startup = w.startup_seconds if own else 0.0
+            version = w.version
+        finally:
+            if own:
+                w.close()
+        syn = None
+        if "synthetic" in observe and sample_rows:
+            syn = tuple(out_arrays[f"synthetic{i}"] for i in range(len(which)))
+        return GeneratorRuns(tuple(out["runs"]), syn, float(out["rho"]), version,
+                             time.perf_counter() - t0, startup)  # fmt: skip
+
+
+GENERATORS: Registry[GeneratorSpec] = Registry("synthetic-data generator")
+
+_MST = ("McKenna, Miklau & Sheldon 2021, MST (arXiv:2108.04978), as smartnoise-synth 1.0.8 "
+        "implements it on mbi")  # fmt: skip
+_AIM = ("McKenna, Mullins, Sheldon & Miklau 2022, AIM (arXiv:2201.12677), as smartnoise-synth "
+        "1.0.8 implements it on mbi")  # fmt: skip
+_QUIET = "the Gaussian noise's standard deviation is 0.1× what the library states and accounts"
+
+for _spec in (
+    GeneratorSpec("smartnoise-mst", "smartnoise", "mst", "MST (smartnoise-synth)", _MST),
+    GeneratorSpec("smartnoise-aim", "smartnoise", "aim", "AIM (smartnoise-synth)", _AIM),
+    GeneratorSpec("smartnoise-mst-quiet-noise", "smartnoise", "mst",
+                  "MST with its noise scaled down 10× (planted bug)", _MST, bug=_QUIET,
+                  noise_scale=0.1),
+    GeneratorSpec("smartnoise-aim-quiet-noise", "smartnoise", "aim",
+                  "AIM with its noise scaled down 10× (planted bug)", _AIM, bug=_QUIET,
+                  noise_scale=0.1),
+    GeneratorSpec("smartnoise-mst-inferred-domain", "smartnoise", "mst",
+                  "MST with the categories inferred from the private data (known violation)",
+                  _MST, bug="no public domain: smartnoise's transformer reads each column's "
+                  "categories from the private data without spending budget",
+                  public_domain=False),
+):  # fmt: skip
+    GENERATORS.register(_spec.name, _spec)
+    SYSTEMS.register(_spec.name, SystemFactory(GeneratorCell, SyntheticGenerator),
+                     tags=(SYSTEM_TAG,))  # fmt: skip

@@ -1,0 +1,190 @@
+"""Handler of the smartnoise-synth worker (runs in ``.venvs/smartnoise``, not in dpaudit).
+
+Loaded by :mod:`dpaudit.systems._external_worker`; imports only the standard library, numpy,
+pandas and smartnoise-synth. One operation, ``fit``: many generator runs on the datasets sent
+as integer arrays (``data0``, ``data1``, …), each run recording what the threat models see:
+
+* ``measurements`` (white-box): every noisy marginal the generator measured — its clique
+  (column indices), the noise standard deviation the library states for it and the noisy
+  vector (mbi's ``LinearMeasurement`` as MST's ``measure`` and AIM's loop build them);
+* ``selections`` (white-box): every exponential-mechanism choice — the candidates, the
+  library's quality scores, ε, the sensitivity, the choice, and the model's estimate of each
+  candidate marginal the scores were computed from (MST's ``select``; AIM's
+  ``_worst_approximated``), read from the library's own frame;
+* ``synthetic`` (black-box): the synthetic table (``sample_rows`` rows; 0: none sampled).
+
+The public domain is given as cardinalities: a ``LabelTransformer`` per column fitted on the
+values ``0 … k-1`` (not on the private data). ``public_domain=False`` lets smartnoise infer
+each column's categories from the private data, as it does when no transformer is given.
+``noise_scale`` ≠ 1 multiplies the standard deviation of the library's Gaussian noise (the
+planted bug; the stated σ is unchanged). The noise comes from OpenDP (operating-system
+entropy: not seedable); ``seed`` seeds numpy's global generator, which the exponential
+mechanism and the sampler use.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+
+import numpy as np
+
+DISTRIBUTION = "smartnoise-synth"
+
+
+class _StopAfterMeasuring(Exception):
+    """Raised after the last measurement when only the white-box view is asked for."""
+
+
+def _patch(record, noise_scale):
+    """Instrument MST and AIM (module attributes and methods; undone by the returned fn)."""
+    import snsynth.aim.aim as aim_mod
+    import snsynth.mst.mst as mst_mod
+
+    saved = []
+
+    def setattr_(obj, name, value):
+        saved.append((obj, name, getattr(obj, name)))
+        setattr(obj, name, value)
+
+    for mod in (mst_mod, aim_mod):
+        orig_noise = mod.gaussian_noise
+        if noise_scale != 1.0:
+
+            def quiet(sigma, size=None, _f=orig_noise):
+                return _f(sigma * noise_scale, size)
+
+            setattr_(mod, "gaussian_noise", quiet)
+        orig_lm = mod.LinearMeasurement
+
+        def lm(y, clique, stddev=1.0, *a, _f=orig_lm, _mod=mod, **k):
+            caller = sys._getframe(1).f_code.co_name
+            if caller in ("measure", "AIM"):  # MST.measure / AIM's loop: a new noisy marginal
+                record["measurements"].append(
+                    {"clique": [int(str(c)[3:]) for c in clique], "sigma": float(stddev),
+                     "y": [float(v) for v in np.asarray(y).ravel()]})  # fmt: skip
+            return _f(y, clique, stddev, *a, **k)
+
+        setattr_(mod, "LinearMeasurement", lm)
+
+    orig_em = mst_mod.MSTSynthesizer.exponential_mechanism
+
+    def mst_em(self, q, eps, sensitivity, prng=np.random, monotonic=False):
+        idx = orig_em(self, q, eps, sensitivity, prng, monotonic)
+        f = sys._getframe(1).f_locals
+        est, cands = f["est"], f["candidates"]
+        record["selections"].append({
+            "candidates": [[int(str(c)[3:]) for c in e] for e in cands],
+            "q": [float(v) for v in np.asarray(q)], "epsilon": float(eps),
+            "sensitivity": float(sensitivity), "chosen": int(idx), "weights": [1.0] * len(cands),
+            "bias": [0.0] * len(cands),
+            "xhat": [[float(v) for v in np.asarray(est.project(list(e)).datavector()).ravel()]
+                     for e in cands],
+        })  # fmt: skip
+        return idx
+
+    setattr_(mst_mod.MSTSynthesizer, "exponential_mechanism", mst_em)
+
+    orig_aim_em = aim_mod.exponential_mechanism
+
+    def aim_em(qualities, epsilon, sensitivity=1.0, base_measure=None):
+        key = orig_aim_em(qualities, epsilon, sensitivity, base_measure)
+        f = sys._getframe(1).f_locals
+        cands, model, sigma = f["candidates"], f["model"], f["sigma"]
+        keys = list(qualities.keys())
+        record["selections"].append({
+            "candidates": [[int(str(c)[3:]) for c in cl] for cl in keys],
+            "q": [float(qualities[cl]) for cl in keys], "epsilon": float(epsilon),
+            "sensitivity": float(sensitivity), "chosen": keys.index(key),
+            "weights": [float(cands[cl]) for cl in keys],
+            "bias": [float(np.sqrt(2 / np.pi) * sigma * model.domain.size(cl)) for cl in keys],
+            "xhat": [[float(v) for v in np.asarray(model.project(cl).datavector()).ravel()]
+                     for cl in keys],
+        })  # fmt: skip
+        return key
+
+    setattr_(aim_mod, "exponential_mechanism", aim_em)
+
+    def undo():
+        for obj, name, value in reversed(saved):
+            setattr(obj, name, value)
+
+    return undo
+
+
+def _stop_after(n_measure_calls):
+    """An MST ``measure`` wrapper raising after its ``n``-th call (the white-box view is done:
+    what follows is post-processing of the measurements)."""
+    import snsynth.mst.mst as mst_mod
+
+    orig = mst_mod.MSTSynthesizer.measure
+    calls = [0]
+
+    def measure(self, *a, **k):
+        out = orig(self, *a, **k)
+        calls[0] += 1
+        if calls[0] >= n_measure_calls:
+            raise _StopAfterMeasuring
+        return out
+
+    mst_mod.MSTSynthesizer.measure = measure
+    return lambda: setattr(mst_mod.MSTSynthesizer, "measure", orig)
+
+
+def _transformer(cards, public_domain):
+    from snsynth.transform import TableTransformer
+    from snsynth.transform.label import LabelTransformer
+
+    if not public_domain:
+        return None
+    tt = TableTransformer([LabelTransformer(nullable=False) for _ in cards])
+    width = max(cards)
+    pub = np.array([[min(i, k - 1) for k in cards] for i in range(width)])
+    tt.fit([tuple(int(v) for v in row) for row in pub])
+    return tt
+
+
+def op_fit(body, arrays):
+    """Run the generator ``len(body["runs"])`` times; see the module docstring."""
+    import pandas as pd
+    from snsynth import Synthesizer
+    from snsynth.utils import cdp_rho
+
+    synth, eps, delta = body["synth"], float(body["epsilon"]), float(body["delta"])
+    cards = [int(c) for c in body["cardinalities"]]
+    observe = set(body.get("observe", ["measurements", "selections"]))
+    options = dict(body.get("options", {}))
+    sample_rows = int(body.get("sample_rows", 0))
+    white_box_only = "synthetic" not in observe and synth == "mst"
+    cols = [f"c{i}" for i in range(len(cards))]
+    tables = {k: pd.DataFrame(v.astype(np.int64), columns=cols) for k, v in arrays.items()}
+    out = []
+    for run in body["runs"]:
+        data = tables[f"data{int(run['dataset'])}"]
+        record = {"measurements": [], "selections": []}
+        np.random.seed(int(run["seed"]))  # noqa: NPY002 (the library draws from it)
+        undo = _patch(record, float(body.get("noise_scale", 1.0)))
+        undo_stop = _stop_after(2) if white_box_only else (lambda: None)
+        t0 = time.perf_counter()
+        try:
+            s = Synthesizer.create(synth, epsilon=eps, delta=delta, **options)
+            tt = _transformer(cards, bool(body.get("public_domain", True)))
+            kw = {"transformer": tt} if tt is not None else {"categorical_columns": cols}
+            with contextlib.suppress(_StopAfterMeasuring):
+                s.fit(data, **kw)
+            result = {"seconds": time.perf_counter() - t0}
+            if "synthetic" in observe and sample_rows:
+                syn = s.sample(sample_rows)
+                result["synthetic"] = np.asarray(syn, dtype=np.int64).reshape(sample_rows, -1)
+        finally:
+            undo_stop()
+            undo()
+        if "measurements" in observe:
+            result["measurements"] = record["measurements"]
+        if "selections" in observe:
+            result["selections"] = record["selections"]
+        out.append(result)
+    rho = cdp_rho(eps, delta)
+    syn = {f"synthetic{i}": r.pop("synthetic") for i, r in enumerate(out) if "synthetic" in r}
+    return {"runs": out, "rho": float(rho)}, syn

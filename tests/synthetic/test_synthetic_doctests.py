@@ -1,0 +1,17 @@
+"""The examples in the docstrings of the synthetic-data modules run and print what they say."""
+
+from __future__ import annotations
+
+import pytest
+
+from doctest_support import module_examples
+
+MODULES = [
+    "dpaudit.systems._external",
+    "dpaudit.systems.synthetic._generators",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    assert module_examples(name).failed == 0
