@@ -5,6 +5,7 @@ honest runs never refuted, bad input refused before training."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -252,3 +253,27 @@ def test_settings_that_do_not_fit_the_system_are_refused_before_training(kwargs,
 def test_registered_as_a_federated_system():
     assert "federated" in SYSTEMS.tags("user-dp-sgd")
     assert math.isfinite(SYSTEMS.get("user-dp-sgd")(UserDPSGDCell()).claim().epsilon)
+
+
+def test_shipped_config_and_report_print_both_units():
+    """``federated-user-level`` parses to the per-example-clipping run of the docs, and the
+    workflow's report prints the reported claim and the example-level one beside it."""
+    import io
+
+    from rich.console import Console
+
+    from dpaudit.experiments import WORKFLOWS
+    from dpaudit.report.federated import render_federated
+
+    s = WORKFLOWS.get("federated").load_settings("federated-user-level")
+    expected = _settings("per-example-clipping", 20.0)
+    assert (s.data, s.canaries) == (expected.data, expected.canaries)
+    assert (s.system, s.training.variant, s.canaries.examples) == (
+        "user-dp-sgd", "per-example-clipping", 16)  # fmt: skip
+    result = audit_federated(dataclasses.replace(s, canaries=dataclasses.replace(
+        s.canaries, count=40)))  # fmt: skip
+    out = io.StringIO()
+    render_federated(Console(file=out, width=200), result)
+    text = out.getvalue()
+    assert "claim: accountant (RDP), user-level, add/remove — ε = 9.368" in text
+    assert "beside it: accountant (RDP), example-level, valid — ε = 0.4234" in text

@@ -45,10 +45,11 @@ WORKFLOWS.register(
         name="federated",
         settings=FederatedSettings,
         run=audit_federated,
-        summary="DP-FedAvg with canary clients: one training run, valid one-run bounds "
-        "(Steinke et al., f-DP) for the all-iterates and final-model threat models, with Andrew "
-        "et al.'s one-shot ε estimate and the user-level accountant's claim beside them.",
-        report="dpaudit.report:generic_report",
+        summary="DP-FedAvg with canary clients, or user-level DP-SGD with canary users: one "
+        "training run, valid one-run bounds (Steinke et al., f-DP) for the all-iterates and "
+        "final-model threat models, with Andrew et al.'s one-shot ε estimate, the user-level "
+        "claim and the example-level one beside them.",
+        report="dpaudit.report.federated:REPORT",
         source="Andrew, Kairouz, Oh, Oprea, McMahan & Suriyakumar 2024, arXiv:2302.03098",
     ),
 )
