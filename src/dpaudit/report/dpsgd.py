@@ -112,6 +112,20 @@ def whitebox_table(result: Any):
     return t
 
 
+def entries_table(result: Any, title: str):
+    """A rich Table of a result's entries: bound, validity and note, with the claims."""
+    rich_table = require("rich.table", "cli")
+    claims = "; ".join(f"{c.analysis}: ε = {c.epsilon:.3f}" for c in result.entries[0].claims)
+    t = rich_table.Table(title=title, caption=f"claims — {claims}.")
+    for col in ("entry", "ε", "valid?", "note"):
+        t.add_column(col)
+    for e in result.entries:
+        lb = e.lower_bound
+        t.add_row(e.adversary, f"{lb.epsilon:.3f}", "yes" if lb.epsilon_is_valid else
+                  "NO (estimate)", lb.note)  # fmt: skip
+    return t
+
+
 def worstcase_table(result: Any):
     """A rich Table of the worst-case-initialised audit: the valid bound and the estimate."""
     rich_table = require("rich.table", "cli")
@@ -142,6 +156,9 @@ def render_dpsgd(console: Any, result: Any) -> None:
     all-iterates one (``detail.one_run``) the table of its pooled scores' bounds."""
     if hasattr(result.detail, "estimate"):  # worst-case-init: valid bound and estimate
         console.print(worstcase_table(result))
+        return
+    if hasattr(result.detail, "stream"):  # a sequential many-run audit: where it stopped
+        console.print(entries_table(result, "Sequential many-run audit of DP-SGD"))
         return
     if hasattr(result.detail, "one_run"):  # all-iterates: the pooled scores' bounds
         console.print(scores_table(result))

@@ -45,6 +45,7 @@ from dpaudit.engine import EXECUTORS
 from dpaudit.systems import DPSGDCell, DPSGDSettings
 
 __all__ = [
+    "AUDIT_MODES",
     "THREAT_MODELS",
     "AttackSettings",
     "AuditBoundSettings",
@@ -55,6 +56,9 @@ __all__ = [
     "WhiteBoxSettings",
     "WorstCaseInitSettings",
 ]
+
+#: How the many-run threat models spend their runs (``audit.mode``).
+AUDIT_MODES: tuple[str, ...] = ("fixed", "sequential")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,12 +127,20 @@ class AuditBoundSettings:
     max_guess_points: int = option(
         500, help="most grid points of the guess sweep (10, 20, … thinned)"
     )
+    mode: str = option(
+        "fixed",
+        help="many-run threat models: fixed (every run, then Clopper-Pearson) | sequential "
+        "(pilot runs fix the threshold, the rest stream through an anytime-valid test of the "
+        "claim and stop at its rejection)",
+        flag="--mode",
+    )
 
     def __post_init__(self) -> None:
         check_confidence_level(self.confidence_level)
         check_choice("selection", self.selection, SELECTION_NAMES)
         check_in_range("split_fraction", self.split_fraction, 0.0, 1.0)
         check_positive_int("max_guess_points", self.max_guess_points)
+        check_choice("mode", self.mode, AUDIT_MODES)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,6 +156,8 @@ class ThreatModel:
         check_settings: settings → None, raising ValueError for settings it cannot run.
         check_data: (settings, pool) → None, raising ValueError before any training.
         audit: (settings, system, pool, claims, *, progress, checkpoint) → AuditResult.
+        sequential: whether it has a sequential mode (``audit.mode = "sequential"``): its
+            runs can stream through an anytime-valid test of the claim.
     """
 
     name: str
@@ -154,6 +168,7 @@ class ThreatModel:
     check_settings: Callable[[DPSGDAuditSettings], None]
     check_data: Callable[[DPSGDAuditSettings, Any], None]
     audit: Callable[..., AuditResult]
+    sequential: bool = False
 
 
 #: The DP-SGD audit's threat models, by name.
@@ -266,7 +281,15 @@ class DPSGDAuditSettings:
         check_positive_int("repetitions", self.repetitions)
         if not isinstance(self.threat_model, str):
             raise TypeError(f"threat_model must be a str, got {type(self.threat_model).__name__}")
-        THREAT_MODELS.get(self.threat_model).check_settings(self)
+        threat_model = THREAT_MODELS.get(self.threat_model)
+        if self.audit.mode == "sequential" and not threat_model.sequential:
+            with_mode = [n for n in THREAT_MODELS.names() if THREAT_MODELS.get(n).sequential]
+            raise ValueError(
+                f"audit.mode='sequential' streams independent training runs: the threat models "
+                f"with that mode are {with_mode}, not {self.threat_model!r} (the white-box "
+                "one-run audit already tests the claim step by step, anytime-valid)"
+            )
+        threat_model.check_settings(self)
 
     @property
     def nominal_size(self) -> int:

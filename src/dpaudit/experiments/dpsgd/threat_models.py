@@ -87,6 +87,20 @@ THREAT_MODELS.register("white-box", ThreatModel(
     audit=audit_white_box,
 ))  # fmt: skip
 
+
+def _all_iterates_settings(s: DPSGDAuditSettings) -> None:
+    if s.audit.mode == "sequential" and s.white_box.canaries_per_run != 1:
+        raise ValueError(
+            "the sequential all-iterates audit streams independent runs, one canary gradient "
+            f"each: set white_box.canaries_per_run = 1 (got {s.white_box.canaries_per_run})"
+        )
+    if s.audit.mode == "sequential" and s.white_box.runs < 10:
+        raise ValueError(
+            f"the sequential all-iterates audit needs at least 10 runs (8 pilot runs and a "
+            f"stream), got white_box.runs = {s.white_box.runs}"
+        )
+
+
 THREAT_MODELS.register("all-iterates", ThreatModel(
     name="all-iterates",
     sees="every privatised update of each of many independent runs",
@@ -95,9 +109,10 @@ THREAT_MODELS.register("all-iterates", ThreatModel(
     source="Nasr et al. 2023 (arXiv:2302.07956), the multi-run audit with the per-step "
     "likelihood-ratio statistic",
     nominal_size=lambda s: s.data.num_non_canaries,
-    check_settings=lambda s: None,
+    check_settings=_all_iterates_settings,
     check_data=_white_box_data,
     audit=audit_all_iterates,
+    sequential=True,
 ))  # fmt: skip
 
 
@@ -142,6 +157,7 @@ THREAT_MODELS.register("worst-case-init", ThreatModel(
     check_settings=_worst_case_settings,
     check_data=_worst_case_data,
     audit=audit_worst_case_init,
+    sequential=True,
 ))  # fmt: skip
 
 

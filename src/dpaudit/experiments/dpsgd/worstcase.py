@@ -20,6 +20,10 @@ each model is the target's negative loss. The stages:
    Ullman & Oprea 2020, arXiv:2006.07709), and the papers' Gaussian-DP **estimate**
    (:func:`dpaudit.bounds.gdp_estimate_from_scores`: best threshold, not paid for, Gaussian
    trade-off assumed — labelled not valid);
+   or, with ``audit.mode = "sequential"``, :func:`stream_runs` — ``split_fraction`` of the
+   runs as a pilot that fixes the threshold, the rest as a stream of (D, D⁻) model pairs
+   through the anytime-valid test of the claim (:mod:`dpaudit.experiments._sequential_runs`),
+   stopping at its rejection;
 5. :func:`audit_worst_case_init` — the :class:`~dpaudit._results.AuditResult` with both.
 
 The system is trained through ``system.train(data, rng=..., initial_state=θ₀)`` (e.g.
@@ -30,12 +34,22 @@ The system is trained through ``system.train(data, rng=..., initial_state=θ₀)
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from typing import Any
 
 import numpy as np
 
-from dpaudit._results import AuditEntry, AuditResult, LowerBound, ResultMixin, package_versions
+from dpaudit._results import (
+    AuditEntry,
+    AuditResult,
+    ConfidenceInterval,
+    LowerBound,
+    ResultMixin,
+    SelectionRecord,
+    package_versions,
+)
+from dpaudit._rng import child_seed
 from dpaudit._typing import ProgressLike
 from dpaudit.attacks import (
     InitialParameters,
@@ -48,11 +62,19 @@ from dpaudit.attacks import (
 from dpaudit.bounds import (
     EpsDeltaAudit,
     GDPEstimate,
+    SequentialAudit,
     epsilon_from_scores,
     gdp_estimate_from_scores,
     selection_from_name,
 )
 from dpaudit.engine import journal_in, run_tasks
+from dpaudit.experiments._sequential_runs import (
+    SEQUENTIAL_CHUNK,
+    StreamedRuns,
+    choose_threshold,
+    stream_claim_test,
+    witness_direction,
+)
 from dpaudit.experiments.dpsgd.settings import DPSGDAuditSettings
 from dpaudit.systems import LabelledData
 
@@ -63,11 +85,16 @@ __all__ = [
     "bound_runs",
     "craft",
     "draw_data",
+    "stream_runs",
 ]
 
 _VALID_METHOD = (
     "Clopper–Pearson ε lower bound of the test {−loss(target) ≥ t} over independent runs "
     "(Jagielski, Ullman & Oprea 2020, arXiv:2006.07709), t chosen on held-out runs"
+)
+_SEQUENTIAL_METHOD = (
+    "anytime-valid confidence sequence of the test {−loss(target) ≥ t} over a stream of "
+    "independent (D, D⁻) model pairs (test supermartingales by betting), t chosen on pilot runs"
 )
 _ESTIMATE_METHOD = (
     "Gaussian-DP estimate (Nasr et al. 2023, arXiv:2302.07956, as Annamalai & De Cristofaro "
@@ -91,7 +118,8 @@ class WorstCaseDetail(ResultMixin):
         clipped_fraction: share of D⁻ whose gradient at θ₀ exceeds the clipping norm.
         in_scores: the target's negative loss on each model trained with it.
         out_scores: the same on each model trained without it.
-        valid: the valid bound (:class:`~dpaudit.bounds.EpsDeltaAudit`).
+        valid: the valid bound (:class:`~dpaudit.bounds.EpsDeltaAudit`; with
+            ``audit.mode = "sequential"``, the stream's :class:`~dpaudit.bounds.SequentialAudit`).
         estimate: the papers' estimate (:class:`~dpaudit.bounds.GDPEstimate`; NOT valid).
         computed_runs: models trained in this call (the rest came from the journal).
     """
@@ -107,9 +135,11 @@ class WorstCaseDetail(ResultMixin):
     clipped_fraction: float
     in_scores: np.ndarray
     out_scores: np.ndarray
-    valid: EpsDeltaAudit
+    valid: EpsDeltaAudit | SequentialAudit
     estimate: GDPEstimate
     computed_runs: int
+    threshold: float | None = None
+    pilot_runs: tuple[int, int] | None = None
 
 
 def draw_data(
@@ -201,6 +231,92 @@ def _entries(valid: EpsDeltaAudit, est: GDPEstimate, claims: tuple, level: float
     return cp, AuditEntry("dp-sgd", "worst-case-init:paper-gdp", paper, claims, detail=est)
 
 
+def _models(task: WorstCaseRun, n: int, rng: Any, settings: DPSGDAuditSettings, journal: str,
+            checkpoint: Any, progress: ProgressLike, description: str):  # fmt: skip
+    """``n`` models of ``task`` as one engine job → (scores, models trained in this call)."""
+    w = settings.worst_case
+    run = run_tasks(task, n, rng=rng, executor=w.executor, workers=w.workers,
+                    checkpoint=journal_in(checkpoint, journal),
+                    key=f"{journal}:{settings.name}", progress=progress,
+                    description=description)  # fmt: skip
+    return run.stacked()[:, 0], run.computed_tasks
+
+
+def stream_runs(
+    settings: DPSGDAuditSettings,
+    task: WorstCaseRun,
+    claim: float,
+    *,
+    progress: ProgressLike = None,
+    checkpoint: Any = None,
+) -> tuple[np.ndarray, np.ndarray, float, StreamedRuns, int]:
+    """The sequential form of stages 3–4: pilot models fix the threshold, then model pairs
+    stream through the anytime-valid test of ``claim`` until it is rejected.
+
+    The pilot is ``audit.split_fraction`` of ``runs_in`` and of ``runs_out`` (at least 2
+    each); the stream has at most the remaining ``min(runs_in, runs_out)`` pairs, in engine
+    jobs of :data:`~dpaudit.experiments._sequential_runs.SEQUENTIAL_CHUNK` pairs (chunk k
+    seeded by ``child_seed(seed, 3, k)``, journalled, so an interrupted stream resumes).
+
+    Returns:
+        ``(pilot in-scores, pilot out-scores, threshold, the stream, models trained)``.
+    """
+    w, a = settings.worst_case, settings.audit
+    pilot_in = min(w.runs_in - 1, max(2, round(a.split_fraction * w.runs_in)))
+    pilot_out = min(w.runs_out - 1, max(2, round(a.split_fraction * w.runs_out)))
+    pilot_task = dataclasses.replace(task, runs_in=pilot_in)
+    scores, computed = _models(pilot_task, pilot_in + pilot_out, child_seed(settings.seed, 2),
+                               settings, "worst-case-init.pilot.tasks", checkpoint, progress,
+                               "DP-SGD pilot models")  # fmt: skip
+    pin, pout = scores[:pilot_in], scores[pilot_in:]
+    level = a.confidence_level
+    t, _ = choose_threshold(pin, pout, settings.training.delta, level)
+    pairs = min(w.runs_in - pilot_in, w.runs_out - pilot_out)
+    done = [computed]
+
+    def draw(k: int) -> tuple[np.ndarray, np.ndarray]:
+        n = min(SEQUENTIAL_CHUNK, pairs - k * SEQUENTIAL_CHUNK)
+        sc, c = _models(dataclasses.replace(task, runs_in=n), 2 * n,
+                        child_seed(settings.seed, 3, k), settings,
+                        f"worst-case-init.seq{k}.tasks", checkpoint, progress,
+                        f"DP-SGD model pairs {k * SEQUENTIAL_CHUNK + 1}-"
+                        f"{k * SEQUENTIAL_CHUNK + n}")  # fmt: skip
+        done[0] += c
+        return sc[:n], sc[n:]
+
+    streamed = stream_claim_test(
+        draw, threshold=t, forward=witness_direction(pin, pout, t), claimed_epsilon=claim,
+        delta=settings.training.delta, confidence_level=level,
+        max_chunks=-(-pairs // SEQUENTIAL_CHUNK),
+    )  # fmt: skip
+    return pin, pout, t, streamed, done[0]
+
+
+def _sequential_entries(streamed: StreamedRuns, est: GDPEstimate, claims: tuple,
+                        pilot: tuple[int, int], budget: int) -> tuple:  # fmt: skip
+    s = streamed.state
+    lower = LowerBound(
+        _SEQUENTIAL_METHOD, s.confidence_level, s.epsilon, s.delta,
+        interval=ConfidenceInterval(s.epsilon, math.inf),
+        note=f"{streamed.stop_note(f'of at most {budget}')}; threshold from {pilot[0]} + "
+        f"{pilot[1]} pilot models; the estimate beside it is {est.epsilon:.3f} (NOT a valid "
+        "bound)",
+    )  # fmt: skip
+    sel = (SelectionRecord("threshold", "split", f"chosen on {pilot[0]} + {pilot[1]} held-out "
+                           "pilot models"),
+           SelectionRecord("stopping time", "anytime-valid", "Ville's inequality: the test and "
+                           "the confidence sequence hold at any stopping time"))  # fmt: skip
+    seq = AuditEntry("dp-sgd", "worst-case-init:sequential", lower, claims, selections=sel,
+                     detail=s)  # fmt: skip
+    paper = LowerBound(
+        _ESTIMATE_METHOD, 1.0 - 2.0 * est.alpha, est.epsilon, est.delta, epsilon_is_valid=False,
+        note=f"NOT a valid lower bound: the best of {est.num_thresholds} thresholds on every "
+        f"model trained (pilot and stream), unpaid for, and a Gaussian trade-off curve "
+        f"assumed; mu = {est.mu:.4f}",
+    )  # fmt: skip
+    return seq, AuditEntry("dp-sgd", "worst-case-init:paper-gdp", paper, claims, detail=est)
+
+
 def audit_worst_case_init(
     settings: DPSGDAuditSettings,
     system: Any,
@@ -220,6 +336,9 @@ def audit_worst_case_init(
     t1 = time.perf_counter()
     threads = settings.training.num_threads
     task = WorstCaseRun(system, members, target, init.state, w.runs_in, threads)
+    if settings.audit.mode == "sequential":
+        return _sequential_result(settings, system, task, members, public, init, target, norms,
+                                  claims, t0, t1, progress, checkpoint)  # fmt: skip
     run = run_tasks(task, w.runs_in + w.runs_out, rng=runs_seq, executor=w.executor,
                     workers=w.workers, checkpoint=journal_in(checkpoint, "worst-case-init.tasks"),
                     key=f"worst-case-init:{settings.name}", progress=progress,
@@ -246,5 +365,43 @@ def audit_worst_case_init(
             f"{w.runs_in} + {w.runs_out} models from one pre-trained θ₀, blank target with label "
             f"{int(target.y[0])}. 'cp' is a valid lower bound at {level:.0%}; 'paper-gdp' is the "
             "papers' estimate, NOT a valid lower bound."
+        ),
+    )
+
+
+def _sequential_result(settings, system, task, members, public, init, target, norms, claims,
+                       t0, t1, progress, checkpoint) -> AuditResult:  # fmt: skip
+    """:func:`audit_worst_case_init`'s result in the sequential mode."""
+    w = settings.worst_case
+    claim = claims[0].epsilon  # the primary claim: Opacus' chosen accountant
+    pin, pout, t, streamed, computed = stream_runs(settings, task, claim, progress=progress,
+                                                   checkpoint=checkpoint)  # fmt: skip
+    ins = np.concatenate([pin, streamed.in_scores])
+    outs = np.concatenate([pout, streamed.out_scores])
+    est = gdp_estimate_from_scores(ins, outs, delta=settings.training.delta,
+                                   alpha=w.paper_alpha, interval=w.paper_interval)  # fmt: skip
+    budget = min(w.runs_in - pin.size, w.runs_out - pout.size)
+    detail = WorstCaseDetail(
+        settings.data.dataset, len(members), len(public), system.mechanism, init.epochs,
+        init.public_accuracy, int(target.y[0]), float(np.median(norms)),
+        float(np.mean(norms > settings.training.max_grad_norm)), ins, outs, streamed.state, est,
+        computed, t, (pin.size, pout.size),
+    )  # fmt: skip
+    level = settings.audit.confidence_level
+    return AuditResult(
+        workflow="dp-sgd",
+        entries=_sequential_entries(streamed, est, claims, (pin.size, pout.size), budget),
+        settings=settings,
+        seed=settings.seed,
+        timings={"craft": t1 - t0, "all": time.perf_counter() - t0},
+        versions=package_versions("torch", "opacus", "dp-accounting"),
+        detail=detail,
+        note=(
+            f"Worst-case-initialised black-box audit (Annamalai & De Cristofaro 2024), "
+            f"sequential: {pin.size} + {pout.size} pilot models fix the threshold, then "
+            f"{streamed.pairs} of at most {budget} model pairs streamed through an anytime-valid "
+            f"test of the claim ε = {claim:.3f} ({streamed.stop_note('budget spent')}). "
+            f"'sequential' is a valid lower bound at {level:.0%} at the stopping time; "
+            "'paper-gdp' is the papers' estimate, NOT a valid lower bound."
         ),
     )
