@@ -157,6 +157,10 @@ def test_all_iterates_sequential_stops_early_on_a_planted_bug_and_resumes(tmp_pa
     used = d.pilot_in.size + d.pilot_out.size + d.stream.in_scores.size + d.stream.out_scores.size
     assert used <= 100 < 400  # stopped within a quarter of the run budget
     assert "claim rejected at run pair" in entry.lower_bound.note
+    # the figures of the docs (dp-sgd page, "Stopping early"): claim 0.388, rejected at pair 14
+    assert d.stream.state.rejected_at == 14 and d.pilot_in.size + d.pilot_out.size == 20
+    np.testing.assert_allclose([entry.claim.epsilon, entry.lower_bound.epsilon], [0.388, 0.651],
+                               atol=1e-3)  # fmt: skip
     again = audit_dpsgd(s, data=_pool(), system=system, checkpoint=tmp_path)
     assert again.detail.computed_runs == 0
     assert again.entries[0].lower_bound.epsilon == entry.lower_bound.epsilon
@@ -205,6 +209,10 @@ def test_worst_case_sequential_stops_early_on_a_planted_bug_and_resumes(mnist, t
     assert not paper.lower_bound.epsilon_is_valid
     assert d.valid.rejects_claim and seq.lower_bound.epsilon > seq.claim.epsilon
     assert d.pilot_runs == (10, 10) and d.in_scores.size + d.out_scores.size <= 100
+    # the figures of the docs: claim 0.497, rejected at model pair 14
+    assert d.valid.rejected_at == 14
+    np.testing.assert_allclose([seq.claim.epsilon, seq.lower_bound.epsilon], [0.497, 0.732],
+                               atol=1e-3)  # fmt: skip
     again = audit_dpsgd(s, data=mnist, system=system, checkpoint=tmp_path)
     assert again.detail.computed_runs == 0
     np.testing.assert_array_equal(again.detail.in_scores, d.in_scores)
