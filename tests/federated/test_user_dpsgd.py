@@ -235,8 +235,8 @@ def test_per_user_clipping_bounds_a_canary_user_by_one_clip():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [({"system": "user-dp-sgd", "training": FederatedTrainingSettings(local_steps=3)},
-      "training.local_steps=3 does not apply"),
-     ({"canaries": FederatedCanarySettings(examples=8)}, "canaries.examples=8 does not apply"),
+      r"training\.local_steps=3 does not apply"),
+     ({"canaries": FederatedCanarySettings(examples=8)}, r"canaries\.examples=8 does not apply"),
      ({"system": "user-dp-sgd",
        "training": FederatedTrainingSettings(variant="noise-divided-twice")}, "variant"),
      ({"system": "user-dp-sgd", "training": FederatedTrainingSettings(max_examples=4),

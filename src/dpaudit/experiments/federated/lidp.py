@@ -60,14 +60,15 @@ def _side(system, fed, s: FederatedSettings, trials: int, k: int, threshold: flo
     outcomes, stats = np.zeros((trials, k)), np.zeros((trials, k))
     for i in range(trials):
         seeds = [child_seed(s.seed, 10, side, i, j) for j in range(3)]
-        inserted = draw_canary_clients(k, fed.dimension, inclusion=1.0, rng=seeds[0])
+        inserted = draw_canary_clients(k, system.dimension(fed), inclusion=1.0, rng=seeds[0])
         run = system.train(fed, inserted.directions, inserted.included,
                            canary_scale=s.canaries.scale, rng=seeds[1])  # fmt: skip
         if side:
             tested = inserted.directions
         else:
-            tested = draw_canary_clients(k, fed.dimension, inclusion=1.0, rng=seeds[2]).directions
-        cos = canary_cosines(tested, run.deltas, run.final)
+            d = system.dimension(fed)
+            tested = draw_canary_clients(k, d, inclusion=1.0, rng=seeds[2]).directions
+        cos = canary_cosines(tested, run.deltas, run.final_delta)
         stats[i] = cos.sum / cos.null_sd_sum
         outcomes[i] = stats[i] >= threshold
     return outcomes, stats

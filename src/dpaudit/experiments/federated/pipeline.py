@@ -52,7 +52,7 @@ from dpaudit.attacks import (
 from dpaudit.bounds import OneRunBounds, one_run_bounds
 from dpaudit.experiments.federated.settings import FederatedDataSettings, FederatedSettings
 from dpaudit.systems import SYSTEMS, FederatedData
-from dpaudit.systems.federated import accuracy, dirichlet_split
+from dpaudit.systems.federated import dirichlet_split
 
 __all__ = ["WORKFLOW", "FederatedDetail", "RunSummary", "audit_federated", "load_clients"]
 
@@ -203,7 +203,7 @@ def audit_federated(
     system = SYSTEMS.get(s.system)(s.cell(mean_examples=fed.mean_examples))
     c = s.canaries
     td = time.perf_counter()
-    can = draw_canary_clients(c.count, fed.dimension, inclusion=c.inclusion,
+    can = draw_canary_clients(c.count, system.dimension(fed), inclusion=c.inclusion,
                               rng=child_seed(s.seed, 1))  # fmt: skip
     draw = time.perf_counter() - td
     system.check_inputs(fed, can.directions, can.included, c.scale)
@@ -212,10 +212,10 @@ def audit_federated(
                        rng=child_seed(s.seed, 2))  # fmt: skip
     t2 = time.perf_counter()
     t3 = time.perf_counter()
-    cos = canary_cosines(can.directions, run.deltas, run.final)
+    cos = canary_cosines(can.directions, run.deltas, run.final_delta)
     t4 = time.perf_counter()
-    acc = None if test is None else accuracy(run.final, *test, fed.num_classes)
-    summary = RunSummary(fed.dimension, fed.num_clients, can.count, int(can.included.sum()),
+    acc = None if test is None else system.accuracy(run.final, *test, fed.num_classes)
+    summary = RunSummary(system.dimension(fed), fed.num_clients, can.count, int(can.included.sum()),
                          float(run.participation.mean()), float(run.participants.mean()), acc,
                          system.variant.name, system.variant.bug)  # fmt: skip
     entries = tuple(

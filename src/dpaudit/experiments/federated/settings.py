@@ -68,6 +68,7 @@ _SYSTEM_SPECIFIC: dict[str, tuple[str, str]] = {
     "server_learning_rate": ("training", "server_learning_rate"),
     "client_learning_rate": ("training", "client_learning_rate"),
     "local_steps": ("training", "local_steps"),
+    "hidden": ("training", "hidden"),
     "learning_rate": ("training", "learning_rate"),
     "max_examples": ("training", "max_examples"),
     "canary_examples": ("canaries", "examples"),
@@ -122,6 +123,7 @@ class FederatedTrainingSettings:
     server_learning_rate: float = option(1.0, help="server learning rate")
     client_learning_rate: float = option(0.5, help="clients' local learning rate")
     local_steps: int = option(1, help="local full-batch steps per round")
+    hidden: int = option(0, help="dp-fedavg: hidden ReLU units of an MLP (0: softmax regression)")
     learning_rate: float = option(0.5, help="user-dp-sgd: learning rate of the step")
     max_examples: int = option(64, help="user-dp-sgd: most examples a user contributes")
     variant: str = option("correct", help=f"implementation: {' | '.join(_VARIANT_NAMES)}")
@@ -140,6 +142,7 @@ class FederatedTrainingSettings:
             raise ValueError(f"clients_per_round is needed for sampling={self.sampling!r}")
         check_positive("learning_rate", self.learning_rate)
         check_positive_int("max_examples", self.max_examples)
+        check_nonneg_int("hidden", self.hidden)
         check_choice("variant", self.variant, _VARIANT_NAMES)  # the system's cell checks again
 
 
@@ -221,6 +224,7 @@ class FederatedSettings:
             "clip_norm": t.clip_norm, "noise_multiplier": t.noise_multiplier,
             "server_learning_rate": t.server_learning_rate,
             "client_learning_rate": t.client_learning_rate, "local_steps": t.local_steps,
+            "hidden": t.hidden,
             "learning_rate": t.learning_rate, "max_examples": t.max_examples,
             "examples_per_client": mean_examples, "canary_examples": c.examples,
             "variant": t.variant,

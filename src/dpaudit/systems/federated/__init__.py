@@ -1,7 +1,8 @@
 """Federated learning with user-level DP as a system under audit.
 
 * :mod:`._clients` — :class:`FederatedData` (one labelled array per client), the Dirichlet
-  non-IID split :func:`dirichlet_split` and the softmax-regression local update.
+  non-IID split :func:`dirichlet_split` and the local update of softmax regression or a
+  one-hidden-layer MLP.
 * :mod:`._fedavg` — :class:`DPFedAvg` (registered as ``"dp-fedavg"`` in
   :data:`dpaudit.systems.SYSTEMS`), its settings cell :class:`FedAvgCell`, the samplers and
   :data:`FEDAVG_VARIANTS` (the correct implementation and the planted bugs), with canary
@@ -15,8 +16,10 @@
 from dpaudit.systems.federated._clients import (
     FederatedData,
     dirichlet_split,
+    initial_parameters,
     local_update,
     num_parameters,
+    predict_logits,
 )
 from dpaudit.systems.federated._fedavg import (
     FEDAVG_VARIANTS,
@@ -49,7 +52,9 @@ __all__ = [
     "UserDPSGDVariant",
     "accuracy",
     "dirichlet_split",
+    "initial_parameters",
     "local_update",
     "num_parameters",
+    "predict_logits",
     "softmax_gradients",
 ]

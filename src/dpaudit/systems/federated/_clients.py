@@ -4,12 +4,17 @@
 * :func:`dirichlet_split` — the non-IID split of Hsu, Qi & Brown 2019 (arXiv:1909.06335,
   §3): each client's label proportions are drawn from ``Dirichlet(α · 1)``; small α gives
   clients dominated by one or two labels, large α approaches an IID split.
-* :func:`local_update` — a client's local training of the softmax-regression model: full-batch
-  gradient steps on the mean cross-entropy from the server's parameters; the update it
-  returns is ``θ_local − θ`` (McMahan et al. 2017, arXiv:1602.05629, Alg. 1, ClientUpdate).
+* :func:`local_update` — a client's local training: full-batch gradient steps on the mean
+  cross-entropy from the server's parameters; the update it returns is ``θ_local − θ``
+  (McMahan et al. 2017, arXiv:1602.05629, Alg. 1, ClientUpdate).
+* :func:`initial_parameters`, :func:`predict_logits` — the model's starting point and its
+  outputs.
 
-The model is softmax regression over ``f`` features and ``K`` classes, its ``d = fK + K``
-parameters a flat float64 vector (weights row-major, then the biases).
+Two models, their parameters a flat float64 vector: softmax regression over ``f`` features and
+``K`` classes (``hidden = 0``; ``d = fK + K``, weights row-major, then the biases; it starts
+at 0), or a multilayer perceptron with one hidden layer of ``h`` ReLU units (``hidden = h``;
+``d = fh + h + hK + K``: W₁ row-major, b₁, W₂ row-major, b₂; W₁ and W₂ start He-normal, He,
+Zhang, Ren & Sun 2015, arXiv:1502.01852, the biases at 0).
 """
 
 from __future__ import annotations
@@ -22,7 +27,14 @@ from dpaudit._rng import as_generator
 from dpaudit._typing import ArrayLike, RngLike
 from dpaudit._validate import check_array, check_positive, check_positive_int
 
-__all__ = ["FederatedData", "dirichlet_split", "local_update", "num_parameters"]
+__all__ = [
+    "FederatedData",
+    "dirichlet_split",
+    "initial_parameters",
+    "local_update",
+    "num_parameters",
+    "predict_logits",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,9 +99,52 @@ class FederatedData:
         return float(np.mean([y.size for y in self.labels]))
 
 
-def num_parameters(num_features: int, num_classes: int) -> int:
-    """d = fK + K of softmax regression."""
-    return int(num_features) * int(num_classes) + int(num_classes)
+def num_parameters(num_features: int, num_classes: int, hidden: int = 0) -> int:
+    """d = fK + K of softmax regression (``hidden = 0``), or fh + h + hK + K of the MLP."""
+    f, k, h = int(num_features), int(num_classes), int(hidden)
+    return f * k + k if h == 0 else f * h + h + h * k + k
+
+
+def initial_parameters(
+    num_features: int, num_classes: int, hidden: int = 0, *, rng: RngLike = None
+) -> np.ndarray:
+    """The model's starting parameters: 0 for softmax regression (no draw); for the MLP,
+    W₁ ~ N(0, 2/f) and W₂ ~ N(0, 2/h) (He et al. 2015, arXiv:1502.01852, Eq. 10), biases 0.
+
+    Example:
+        >>> initial_parameters(3, 2).tolist()
+        [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+        >>> initial_parameters(3, 2, 4, rng=0).shape  # 3·4 + 4 + 4·2 + 2
+        (26,)
+    """
+    f, k, h = int(num_features), int(num_classes), int(hidden)
+    theta = np.zeros(num_parameters(f, k, h))
+    if h:
+        g = as_generator(rng)
+        theta[: f * h] = g.normal(0.0, np.sqrt(2.0 / f), f * h)
+        start = f * h + h
+        theta[start : start + h * k] = g.normal(0.0, np.sqrt(2.0 / h), h * k)
+    return theta
+
+
+def _mlp_views(theta: np.ndarray, f: int, k: int, h: int) -> tuple[np.ndarray, ...]:
+    """``(W₁, b₁, W₂, b₂)`` as views of the flat vector."""
+    w1 = theta[: f * h].reshape(f, h)
+    b1 = theta[f * h : f * h + h]
+    w2 = theta[f * h + h : f * h + h + h * k].reshape(h, k)
+    b2 = theta[f * h + h + h * k :]
+    return w1, b1, w2, b2
+
+
+def predict_logits(theta: ArrayLike, X: ArrayLike, num_classes: int, hidden: int = 0) -> np.ndarray:
+    """The model's logits on ``X`` (softmax regression, or the MLP when ``hidden`` > 0)."""
+    x = np.asarray(X, dtype=np.float64)
+    t = np.asarray(theta, dtype=np.float64)
+    f, k, h = x.shape[1], int(num_classes), int(hidden)
+    if h == 0:
+        return x @ t[: f * k].reshape(f, k) + t[f * k :]
+    w1, b1, w2, b2 = _mlp_views(t, f, k, h)
+    return np.maximum(x @ w1 + b1, 0.0) @ w2 + b2
 
 
 def dirichlet_split(
@@ -147,14 +202,25 @@ def dirichlet_split(
 
 
 def local_update(
-    theta: np.ndarray, X: np.ndarray, y: np.ndarray, num_classes: int, *, steps: int, lr: float
+    theta: np.ndarray,
+    X: np.ndarray,
+    y: np.ndarray,
+    num_classes: int,
+    *,
+    steps: int,
+    lr: float,
+    hidden: int = 0,
 ) -> np.ndarray:
-    """``θ_local − θ`` after ``steps`` full-batch gradient steps of softmax regression.
+    """``θ_local − θ`` after ``steps`` full-batch gradient steps (softmax regression, or the
+    MLP when ``hidden`` > 0).
 
     The loss is the mean cross-entropy of the client's examples; the gradient of the weights
     is ``Xᵀ(softmax(XW + b) − onehot(y)) / n`` and of the biases the column means of the
-    residual (McMahan et al. 2017, arXiv:1602.05629, Alg. 1).
+    residual (McMahan et al. 2017, arXiv:1602.05629, Alg. 1); the MLP back-propagates that
+    residual through W₂ and the ReLU (Rumelhart, Hinton & Williams 1986).
     """
+    if hidden:
+        return _mlp_update(theta, X, y, num_classes, int(hidden), steps=steps, lr=lr)
     f = X.shape[1]
     k = int(num_classes)
     w = theta[: f * k].reshape(f, k).copy()
@@ -170,3 +236,28 @@ def local_update(
         w -= lr * (X.T @ r)
         b -= lr * r.sum(axis=0)
     return np.concatenate([w.ravel(), b]) - theta
+
+
+def _mlp_update(
+    theta: np.ndarray, X: np.ndarray, y: np.ndarray, k: int, h: int, *, steps: int, lr: float
+) -> np.ndarray:
+    f = X.shape[1]
+    local = theta.copy()
+    w1, b1, w2, b2 = _mlp_views(local, f, k, h)  # views: the steps update ``local`` in place
+    rows = np.arange(y.size)
+    for _ in range(steps):
+        a = X @ w1 + b1
+        z = np.maximum(a, 0.0)
+        logits = z @ w2 + b2
+        logits -= logits.max(axis=1, keepdims=True)
+        p = np.exp(logits)
+        p /= p.sum(axis=1, keepdims=True)
+        p[rows, y] -= 1.0
+        r = p * (lr / y.size)  # the step size folded into the residual: no (f, h) scaling
+        dz = r @ w2.T
+        dz[a <= 0] = 0.0
+        w2 -= z.T @ r
+        b2 -= r.sum(axis=0)
+        w1 -= X.T @ dz
+        b1 -= dz.sum(axis=0)
+    return local - theta

@@ -58,12 +58,19 @@ from dpaudit._validate import (
     check_delta,
     check_mask,
     check_memory,
+    check_nonneg_int,
     check_positive,
     check_positive_int,
 )
 from dpaudit.mechanisms.values import SubsampledGaussian
 from dpaudit.systems._protocols import SYSTEMS, SystemFactory
-from dpaudit.systems.federated._clients import FederatedData, local_update
+from dpaudit.systems.federated._clients import (
+    FederatedData,
+    initial_parameters,
+    local_update,
+    num_parameters,
+    predict_logits,
+)
 
 __all__ = [
     "FEDAVG_VARIANTS",
@@ -144,6 +151,7 @@ class FedAvgCell:
         client_learning_rate: η_c of the local gradient steps.
         local_steps: local full-batch steps per round.
         examples_per_client: n̄, the mean examples per client (the example-level claim only).
+        hidden: 0 for softmax regression, else the ReLU units of a one-hidden-layer MLP.
         variant: a :data:`FEDAVG_VARIANTS` name.
     """
 
@@ -158,6 +166,7 @@ class FedAvgCell:
     client_learning_rate: float = 0.5
     local_steps: int = 1
     examples_per_client: float = 1.0
+    hidden: int = 0
     variant: str = "correct"
 
     def __post_init__(self) -> None:
@@ -185,6 +194,7 @@ class FedAvgCell:
         check_positive("client_learning_rate", self.client_learning_rate)
         check_positive_int("local_steps", self.local_steps)
         check_positive("examples_per_client", self.examples_per_client)
+        check_nonneg_int("hidden", self.hidden)
         FEDAVG_VARIANTS.get(self.variant)
 
     @property
@@ -199,13 +209,14 @@ class FedAvgRun:
 
     Attributes:
         deltas: ``(T, d)`` float32 model delta of each round (the all-iterates view).
-        final: ``(d,)`` float64 final parameters (the model started at 0).
+        final: ``(d,)`` float64 final parameters.
         participation: ``(k,)`` rounds each canary slot was sampled in.
         participants: ``(T,)`` clients sampled each round (real and canary slots).
         seed: the run's seed entropy, where it had one.
         seconds: wall seconds of the whole run (``"training"``) and of the canary clients'
             part of it (``"canaries"``: their updates, clipping and summing), measured in the
             same run.
+        initial: ``(d,)`` the starting parameters (None: 0).
     """
 
     deltas: np.ndarray
@@ -214,10 +225,16 @@ class FedAvgRun:
     participants: np.ndarray
     seed: int | None = None
     seconds: dict[str, float] = dataclasses.field(default_factory=dict)
+    initial: np.ndarray | None = None
+
+    @property
+    def final_delta(self) -> np.ndarray:
+        """``θ_T − θ_0``, what the final-model adversary compares the canaries with."""
+        return self.final if self.initial is None else self.final - self.initial
 
 
 class DPFedAvg:
-    """DP-FedAvg on softmax regression (module docstring), registered as ``"dp-fedavg"``.
+    """DP-FedAvg on softmax regression or an MLP (module docstring), registered as ``"dp-fedavg"``.
 
     Example:
         >>> from dpaudit.systems.federated import dirichlet_split
@@ -320,7 +337,17 @@ class DPFedAvg:
                 canary, the real clients plus canary slots not the cell's ``population``,
                 ``canary_scale`` ≤ 0, or the canaries would not fit in memory.
         """
-        return _check_training_inputs(self.cell.population, data, canaries, included, scale)
+        d = None if not isinstance(data, FederatedData) else self.dimension(data)
+        return _check_training_inputs(self.cell.population, data, canaries, included, scale, d)
+
+    def dimension(self, data: FederatedData) -> int:
+        """d, the model's parameter count on ``data``."""
+        return num_parameters(data.num_features, data.num_classes, self.cell.hidden)
+
+    def accuracy(self, theta: ArrayLike, X: ArrayLike, y: ArrayLike, num_classes: int) -> float:
+        """Test accuracy of the model's parameters ``theta``."""
+        logits = predict_logits(theta, X, num_classes, self.cell.hidden)
+        return float(np.mean(np.argmax(logits, axis=1) == np.asarray(y)))
 
     def train(
         self,
@@ -344,8 +371,9 @@ class DPFedAvg:
         seq = as_seed_sequence(rng)
         g = as_generator(seq)
         c, v = self.cell, self.variant
-        n, k, d, m = data.num_clients, can.shape[0], data.dimension, c.clients_per_round
-        theta = np.zeros(d)
+        n, k, d, m = data.num_clients, can.shape[0], self.dimension(data), c.clients_per_round
+        theta = initial_parameters(data.num_features, data.num_classes, c.hidden, rng=g)
+        initial = theta.copy() if c.hidden else None
         deltas = np.zeros((c.rounds, d), dtype=np.float32)
         participation = np.zeros(k, dtype=np.int64)
         participants = np.zeros(c.rounds, dtype=np.int64)
@@ -359,7 +387,8 @@ class DPFedAvg:
             total = np.zeros(d)
             for i in real:
                 u = local_update(theta, data.features[i], data.labels[i], data.num_classes,
-                                 steps=c.local_steps, lr=c.client_learning_rate)  # fmt: skip
+                                 steps=c.local_steps, lr=c.client_learning_rate,
+                                 hidden=c.hidden)  # fmt: skip
                 total += _clip(u, c.clip_norm) if v.clip_clients else u
             if k:
                 t0 = time.perf_counter()
@@ -379,7 +408,8 @@ class DPFedAvg:
             theta += delta
             deltas[t] = delta
         seconds = {"training": time.perf_counter() - start, "canaries": canary_seconds}
-        return FedAvgRun(deltas, theta, participation, participants, seed_entropy(seq), seconds)
+        return FedAvgRun(deltas, theta, participation, participants, seed_entropy(seq), seconds,
+                         initial)  # fmt: skip
 
     def _sample(self, g: np.random.Generator, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
         return _sample_slots(self.cell, g, n, k)
@@ -424,12 +454,14 @@ def _check_training_inputs(
     canaries: ArrayLike | None,
     included: ArrayLike | None,
     scale: float,
+    dimension: int | None = None,
 ) -> tuple[FederatedData, np.ndarray, np.ndarray]:
-    """The checks of :meth:`DPFedAvg.check_inputs` against a population of P slots."""
+    """The checks of :meth:`DPFedAvg.check_inputs` against a population of P slots and a model
+    of ``dimension`` parameters (None: softmax regression's)."""
     if not isinstance(data, FederatedData):
         raise TypeError(f"data must be a FederatedData, got {type(data).__name__}")
     check_positive("canary_scale", scale)
-    d = data.dimension
+    d = data.dimension if dimension is None else dimension
     if canaries is None:
         can = np.zeros((0, d), dtype=np.float32)
     else:
@@ -478,10 +510,7 @@ def _without_replacement_rdp(
 
 def accuracy(theta: ArrayLike, X: ArrayLike, y: ArrayLike, num_classes: int) -> float:
     """Test accuracy of softmax-regression parameters ``theta``."""
-    x = np.asarray(X, dtype=np.float64)
-    t = np.asarray(theta, dtype=np.float64)
-    f, k = x.shape[1], int(num_classes)
-    logits = x @ t[: f * k].reshape(f, k) + t[f * k :]
+    logits = predict_logits(theta, X, num_classes)
     return float(np.mean(np.argmax(logits, axis=1) == np.asarray(y)))
 
 

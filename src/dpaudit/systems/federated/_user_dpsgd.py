@@ -74,6 +74,7 @@ from dpaudit.systems.federated._fedavg import (
     _clip,
     _sample_slots,
     _sampled_gaussian_curve,
+    accuracy,
 )
 
 __all__ = [
@@ -336,6 +337,14 @@ class UserDPSGD:
                 directions, ``included``, the population, ``canary_scale``).
         """
         return _check_training_inputs(self.cell.population, data, canaries, included, scale)
+
+    def dimension(self, data: FederatedData) -> int:
+        """d, the softmax-regression parameter count on ``data``."""
+        return data.dimension
+
+    def accuracy(self, theta: ArrayLike, X: ArrayLike, y: ArrayLike, num_classes: int) -> float:
+        """Test accuracy of softmax-regression parameters ``theta``."""
+        return accuracy(theta, X, y, num_classes)
 
     def train(
         self,
