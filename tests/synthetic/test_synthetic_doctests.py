@@ -9,6 +9,9 @@ from doctest_support import module_examples
 MODULES = [
     "dpaudit.systems._external",
     "dpaudit.systems.synthetic._generators",
+    "dpaudit.attacks._synthetic",
+    "dpaudit.experiments.synthetic_data.settings",
+    "dpaudit.experiments.synthetic_data.pipeline",
 ]
 
 

@@ -17,6 +17,8 @@ lidp-gaussian         :mod:`.lidp_gaussian`        Pillutla et al. 2023, arXiv:2
 lidp-dp-sgd           :mod:`.lidp_dpsgd`           Pillutla et al. 2023, arXiv:2305.18447
 vote-leakage          :mod:`.vote_leakage`         Wang et al. 2022, arXiv:2209.10732
 mechanism             :mod:`.mechanism`            Bichsel et al. 2021 (DP-Sniper), S&P
+llm-fine-tuning       :mod:`.llm_fine_tuning`      Panda et al. 2025, arXiv:2503.06808
+synthetic-data        :mod:`.synthetic_data`       Annamalai et al. 2024, arXiv:2405.10994
 ====================  ===========================  ======================================
 
 Each package holds its settings, its stages and its reproduction driver, nothing else: the
@@ -27,7 +29,8 @@ Example:
     >>> from dpaudit.experiments import WORKFLOWS
     >>> sorted(WORKFLOWS.names())  # doctest: +NORMALIZE_WHITESPACE
     ['dp-sgd', 'dp-sgd-bugs', 'federated', 'group-privacy', 'label-dp', 'lidp-dp-sgd',
-     'lidp-gaussian', 'mechanism', 'private-prediction', 'scores', 'vote-leakage']
+     'lidp-gaussian', 'llm-fine-tuning', 'mechanism', 'private-prediction', 'scores',
+     'synthetic-data', 'vote-leakage']
     >>> s = WORKFLOWS.get("lidp-gaussian").load_settings(num_runs=100, num_repetitions=2, seed=0)
     >>> run_workflow("lidp-gaussian", s).entries[0].adversary
     '1 canary per run'
@@ -51,6 +54,10 @@ from dpaudit.experiments.lidp_gaussian import (
     audit_lidp_gaussian,
     run_lidp_gaussian,
 )
+from dpaudit.experiments.llm_fine_tuning import (
+    LLMFineTuningSettings,
+    audit_llm_fine_tuning,
+)
 from dpaudit.experiments.mechanism import (
     MechanismAuditSettings,
     audit_mechanism,
@@ -67,6 +74,7 @@ from dpaudit.experiments.private_prediction.config import (
     load_config,
     parse_config,
 )
+from dpaudit.experiments.synthetic_data import SyntheticDataSettings, audit_synthetic_data
 from dpaudit.experiments.vote_leakage import (
     VoteLeakageConfig,
     VoteLeakageResult,
@@ -80,6 +88,7 @@ __all__ = [
     "DPSGDBugsSettings",
     "FederatedSettings",
     "GroupPrivacySettings",
+    "LLMFineTuningSettings",
     "LabelDPSettings",
     "LiDPDPSGDSettings",
     "LiDPExperimentResult",
@@ -88,6 +97,7 @@ __all__ = [
     "PrivatePredictionSettings",
     "Reporter",
     "ScoresAuditSettings",
+    "SyntheticDataSettings",
     "VoteLeakageConfig",
     "VoteLeakageResult",
     "Workflow",
@@ -97,9 +107,11 @@ __all__ = [
     "audit_federated",
     "audit_group_privacy",
     "audit_lidp_gaussian",
+    "audit_llm_fine_tuning",
     "audit_mechanism",
     "audit_private_prediction",
     "audit_scores",
+    "audit_synthetic_data",
     "config_schema",
     "demo_settings",
     "load_config",

@@ -23,7 +23,7 @@ Example:
     ...     lib.python()
     ... except ImportError as exc:
     ...     print(str(exc).split(": ")[-1])
-    run `make venv-nosuchlib`
+    run `make venv-nosuchlib` (it installs the pinned versions there)
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ class ExternalLibrary:
             raise MissingDependencyError(
                 f"{self.distribution} runs out of process in its own virtual environment, "
                 f"which is not built (no {venvs_dir() / self.venv}/.installed): "
-                f"run `make {self.make_target}`"
+                f"run `make {self.make_target}` (it installs the pinned versions there)"
             )
         return self.python_path()
 

@@ -1,0 +1,87 @@
+"""Settings of the synthetic-data audit (``dpaudit audit synthetic-data``).
+
+One flat section: which generators (:data:`dpaudit.systems.synthetic.GENERATORS`) at which
+(ε, δ), under which threat models (:data:`dpaudit.attacks.SYNTHETIC_THREAT_MODELS`), on which
+worst-case dataset (:data:`dpaudit.attacks.WORST_CASE_DATASETS`), with how many runs.
+
+Example:
+    >>> s = SyntheticDataSettings(generators=("smartnoise-mst",), runs=40, pilot_runs=20)
+    >>> s.generators, s.threat_models, s.dataset
+    (('smartnoise-mst',), ('white-box',), 'tree-flip')
+    >>> SyntheticDataSettings(generators=("nope",))
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown synthetic-data generator 'nope'; ...
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from dpaudit._settings import option
+from dpaudit._validate import (
+    check_confidence_level,
+    check_delta,
+    check_nonneg_int,
+    check_positive,
+    check_positive_int,
+)
+from dpaudit.attacks._synthetic import SYNTHETIC_THREAT_MODELS, WORST_CASE_DATASETS
+from dpaudit.systems import SYSTEMS
+from dpaudit.systems.synthetic import GENERATORS, SYSTEM_TAG
+
+__all__ = ["SyntheticDataSettings"]
+
+
+@dataclasses.dataclass(frozen=True)
+class SyntheticDataSettings:
+    """The synthetic-data audit: generators, claim, threat models, worst-case pair, runs."""
+
+    name: str = option("synthetic-data", help="run name")
+    generators: tuple[str, ...] = option(
+        ("smartnoise-mst", "smartnoise-aim"), help="registered generators to audit"
+    )
+    epsilon: float = option(1.0, help="ε each generator is configured with (its claim)")
+    delta: float = option(1e-2, help="δ of the claim and of the bounds")
+    threat_models: tuple[str, ...] = option(
+        ("white-box",), help="white-box | white-box-measurements | white-box-domain | black-box"
+    )
+    dataset: str = option("tree-flip", help="worst-case dataset: tree-flip | unique-record")
+    rows: int = option(1000, help="rows of the worst-case D")
+    columns: int = option(3, help="columns of the worst-case D (binary)")
+    runs: int = option(300, help="evaluation run pairs (a run on D ∪ {t} and one on D)")
+    pilot_runs: int = option(100, help="held-out run pairs that choose each threshold")
+    rounds: int | None = option(None, help="AIM's rounds (library setting; None: 16 × columns)")
+    sample_rows: int | None = option(
+        None, help="rows of each synthetic table (black-box; None: |D| + 1)"
+    )
+    group_size: int = option(25, help="run pairs per worker process (one library start-up)")
+    confidence_level: float = option(0.95, help="confidence 1 − β of each bound")
+    executor: str = option("serial", help="engine executor (serial | processes | joblib | ray)")
+    workers: int = option(1, help="workers of the executor")
+    seed: int = option(0, help="root seed")
+
+    def __post_init__(self) -> None:
+        if not self.generators:
+            raise ValueError("generators must name at least one generator, got ()")
+        for g in self.generators:
+            GENERATORS.get(g)
+            if SYSTEM_TAG not in SYSTEMS.tags(g):
+                raise ValueError(f"generators holds {g!r}, not a synthetic-data system")
+        check_positive("epsilon", self.epsilon)
+        check_delta(self.delta, allow_zero=False)
+        if not self.threat_models:
+            raise ValueError("threat_models must name at least one, got ()")
+        for t in self.threat_models:
+            SYNTHETIC_THREAT_MODELS.get(t)
+        WORST_CASE_DATASETS.get(self.dataset)(columns=self.columns, rows=self.rows)
+        check_positive_int("runs", self.runs)
+        check_positive_int("pilot_runs", self.pilot_runs)
+        if self.rounds is not None:
+            check_positive_int("rounds", self.rounds)
+        if self.sample_rows is not None:
+            check_positive_int("sample_rows", self.sample_rows)
+        check_positive_int("group_size", self.group_size)
+        check_confidence_level(self.confidence_level)
+        check_positive_int("workers", self.workers)
+        check_nonneg_int("seed", self.seed)

@@ -1,0 +1,133 @@
+"""The synthetic-data audit: settings, refusals before any run, and (with the smartnoise
+environment built: ``make venv-smartnoise``) the library as installed — its calibration, the
+white-box reading of its scores, the planted bug and the inferred-domain violation refuted,
+their controls not."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dpaudit.attacks._synthetic import WORST_CASE_DATASETS
+from dpaudit.errors import MissingDependencyError
+from dpaudit.experiments import WORKFLOWS
+from dpaudit.experiments.synthetic_data import (
+    SyntheticDataSettings,
+    audit_synthetic_data,
+    pilot_threshold,
+)
+from dpaudit.systems import SYSTEMS
+from dpaudit.systems._external import VENVS_ENV
+from dpaudit.systems.synthetic import LIBRARIES, GeneratorCell, SyntheticGenerator
+
+SMARTNOISE = LIBRARIES["smartnoise"]
+needs_smartnoise = pytest.mark.skipif(
+    not SMARTNOISE.available(),
+    reason="smartnoise-synth environment not built: make venv-smartnoise",
+)
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"generators": ()}, "generators must name at least one"),
+        ({"generators": ("dp-fedavg",)}, "unknown synthetic-data generator"),
+        ({"threat_models": ("grey-box",)}, "unknown synthetic-data threat model"),
+        ({"dataset": "nope"}, "unknown worst-case dataset"),
+        ({"dataset": "tree-flip", "columns": 4}, "tree-flip design has 3 columns"),
+        ({"epsilon": 0.0}, "epsilon"),
+        ({"delta": 0.0}, "delta"),
+        ({"runs": 0}, "runs"),
+        ({"rounds": 0}, "rounds"),
+    ],
+)
+def test_bad_settings_are_refused(kw, match):
+    with pytest.raises(ValueError, match=match):
+        SyntheticDataSettings(**kw)
+
+
+def test_missing_environment_is_refused_before_any_run(tmp_path, monkeypatch):
+    monkeypatch.setenv(VENVS_ENV, str(tmp_path))
+    s = SyntheticDataSettings(generators=("smartnoise-mst",), runs=2, pilot_runs=2)
+    with pytest.raises(MissingDependencyError, match="run `make venv-smartnoise`"):
+        WORKFLOWS.get("synthetic-data").check_settings(s)
+    with pytest.raises(MissingDependencyError, match="make venv-smartnoise"):
+        audit_synthetic_data(s)
+
+
+def test_data_outside_the_domain_is_refused_before_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv(VENVS_ENV, str(tmp_path))  # no environment: the domain fails first
+    g = SyntheticGenerator(GeneratorCell("smartnoise-mst", 1.0, 1e-2))
+    pair = WORST_CASE_DATASETS.get("unique-record")(columns=2, rows=3)
+    bad = np.array([[0, 0], [0, 5]])
+    with pytest.raises(ValueError, match=r"datasets\[1\] has values outside the declared domain"):
+        g.fit_runs([pair.D, bad], [0, 1], [1, 2], domain=pair.domain)
+
+
+def test_systems_registered_with_their_claims():
+    names = SYSTEMS.names()
+    for n in ("smartnoise-mst", "smartnoise-aim", "smartnoise-mst-quiet-noise"):
+        assert n in names
+    g = SYSTEMS.get("smartnoise-mst")(GeneratorCell("smartnoise-mst", 1.0, 1e-2))
+    c = g.claim(rho=0.1)
+    assert (c.epsilon, c.delta) == (1.0, 1e-2) and "ρ = 0.1" in c.source
+    assert g.bug is None
+    assert SYSTEMS.get("smartnoise-mst-quiet-noise")(
+        GeneratorCell("smartnoise-mst-quiet-noise", 1.0, 1e-2)).bug  # fmt: skip
+    with pytest.raises(ValueError, match="is not the δ the generator claims"):
+        g.claim(delta=1e-5)
+
+
+def test_pilot_threshold_prefers_the_separating_cut():
+    t, e = pilot_threshold(np.arange(10.0, 30.0), np.arange(0.0, 20.0), 1e-2, 0.95)
+    assert 10.0 <= t <= 20.0 and e > 0
+
+
+@needs_smartnoise
+def test_mst_as_installed_is_calibrated_as_it_claims_and_read_correctly():
+    """White-box contract: MST measures every one-way marginal with σ√d and the d − 1 tree
+    edges with σ√(d−1), σ = √(3/(2ρ)) (McKenna et al. 2021, Alg. 1 with mbi's unit-norm
+    weights), chooses d − 1 edges, and the attack's recomputed edge scores equal the
+    library's own (selection_llr checks them)."""
+    pair = WORST_CASE_DATASETS.get("tree-flip")(rows=200)
+    g = SyntheticGenerator(GeneratorCell("smartnoise-mst", 1.0, 1e-2))
+    r = g.fit_runs([pair.D, pair.D_prime], [0, 1], [11, 12], domain=pair.domain)
+    assert r.version == "1.0.8"
+    sigma = math.sqrt(3 / (2 * r.rho))
+    for run, data in zip(r.runs, (pair.D, pair.D_prime), strict=True):
+        one = [m for m in run["measurements"] if len(m["clique"]) == 1]
+        two = [m for m in run["measurements"] if len(m["clique"]) == 2]
+        assert len(one) == 3 and len(two) == 2 and len(run["selections"]) == 2
+        np.testing.assert_allclose([m["sigma"] for m in one], sigma * math.sqrt(3), rtol=1e-9)
+        np.testing.assert_allclose([m["sigma"] for m in two], sigma * math.sqrt(2), rtol=1e-9)
+        from dpaudit.attacks._synthetic import selection_llr
+
+        selection_llr(run["selections"], pair.D, pair.target, pair.domain, check_observed=data)
+
+
+@needs_smartnoise
+def test_planted_quiet_noise_is_refused_and_correct_mst_is_not():
+    s = SyntheticDataSettings(
+        generators=("smartnoise-mst-quiet-noise", "smartnoise-mst"), runs=20, pilot_runs=6,
+        group_size=26, threat_models=("white-box-measurements",), seed=1,
+    )  # fmt: skip
+    r = audit_synthetic_data(s)
+    bug, ok = r.entries
+    assert bug.system == "smartnoise-mst-quiet-noise" and bug.gap.refutes_claim
+    assert bug.lower_bound.epsilon > 1.0
+    assert not ok.gap.refutes_claim
+    assert r.versions["smartnoise-synth"] == "1.0.8"
+
+
+@needs_smartnoise
+def test_inferred_domain_violation_is_refuted_and_its_control_is_not():
+    s = SyntheticDataSettings(
+        generators=("smartnoise-mst-inferred-domain", "smartnoise-mst"), dataset="unique-record",
+        runs=20, pilot_runs=5, group_size=25, threat_models=("white-box-domain",), seed=2,
+    )  # fmt: skip
+    r = audit_synthetic_data(s)
+    bad, control = r.entries
+    assert bad.gap.refutes_claim and bad.detail.fp == 0 and bad.detail.tp == 20
+    assert not control.gap.refutes_claim and control.lower_bound.epsilon == 0.0
