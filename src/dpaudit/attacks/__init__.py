@@ -27,6 +27,9 @@
 * **Canary clients in federated learning** (Andrew et al. 2024, arXiv:2302.03098): unit
   directions as clients' updates, their cosines with the model deltas, and the one-shot
   ε *estimate* (two Gaussians' hockey-stick divergence).
+* **Fine-tuned language models** (Panda et al. 2025, arXiv:2503.06808): random-token,
+  rare-token, new-token and model-generated canaries, loss / loss-ratio / zlib scores, TPR at
+  low FPR and greedy extraction of a secret.
 * **Remote targets**: :func:`remote_interface` — a deployed :mod:`dpaudit.serve` service over
   HTTP, with the same callable shape as an in-process interface.
 """
@@ -87,6 +90,18 @@ from dpaudit.attacks._label_memorization import (
     canary_confidences,
     label_memorization_attack,
     plant_label_canaries,
+)
+from dpaudit.attacks._llm import (
+    LLM_CANARY_KINDS,
+    LLM_SCORES,
+    LLMCanaries,
+    LLMCanaryKind,
+    MembershipMetrics,
+    canary_scores,
+    draw_llm_canaries,
+    greedy_extraction,
+    membership_metrics,
+    secret_losses,
 )
 from dpaudit.attacks._mechanism import (
     ATTACK_KINDS,
@@ -206,6 +221,16 @@ from dpaudit.attacks.remote import (
 )
 
 __all__ = [  # noqa: RUF022 - grouped by concept
+    "LLM_CANARY_KINDS",
+    "LLM_SCORES",
+    "LLMCanaries",
+    "LLMCanaryKind",
+    "MembershipMetrics",
+    "canary_scores",
+    "draw_llm_canaries",
+    "greedy_extraction",
+    "membership_metrics",
+    "secret_losses",
     # canary clients in federated learning (Andrew et al. 2024)
     "FL_STATISTICS",
     "AndrewEstimate",

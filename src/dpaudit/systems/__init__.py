@@ -22,6 +22,9 @@ its claim from that value (:mod:`dpaudit.accounting`). The systems are grouped b
 - :mod:`dpaudit.systems.synthetic` — DP synthetic-data generators (MST, AIM of
   smartnoise-synth) run as installed, out of process (:mod:`dpaudit.systems._external`), by
   name in :data:`GENERATORS`.
+- :mod:`dpaudit.systems.llm` — :class:`DPFineTuning`: DP fine-tuning of a causal language
+  model with Opacus (LoRA or the last blocks, new vocabulary entries), its claim and a planted
+  bug (Panda et al. 2025, arXiv:2503.06808).
 - Shared: :data:`SYSTEMS`, :class:`System`, :class:`PrivatePredictionSystem` (the registry
   and the protocols every system implements, ``_protocols``) and the torch networks
   (``_torch_nets``).
@@ -83,6 +86,12 @@ from dpaudit.systems.label_dp import (  # registers alibi, agibi, rr, soft-rr, p
     SoftRR,
     SoftRRCell,
 )
+from dpaudit.systems.llm import (  # registers dp-fine-tuning
+    FINE_TUNING_VARIANTS,
+    CausalLM,
+    DPFineTuning,
+    FineTuningCell,
+)
 from dpaudit.systems.private_prediction import (  # registers pate, capc, private-knn, prompt-pate
     DEFAULT_ESTIMATOR,
     ESTIMATOR_NAMES,
@@ -126,6 +135,7 @@ __all__ = [
     "DPSGD_VARIANTS",
     "ESTIMATOR_NAMES",
     "FEDAVG_VARIANTS",
+    "FINE_TUNING_VARIANTS",
     "GENERATORS",
     "MECHANISMS",
     "PARTITIONS",
@@ -138,14 +148,17 @@ __all__ = [
     "ALIBICell",
     "Aggregator",
     "CaPC",
+    "CausalLM",
     "Classifier",
     "ConfidentGNMax",
     "DPFedAvg",
+    "DPFineTuning",
     "DPSGDCell",
     "DPSGDSettings",
     "DPSGDVariant",
     "FedAvgCell",
     "FederatedData",
+    "FineTuningCell",
     "GNMax",
     "GeneratorCell",
     "Instantiations",

@@ -1,0 +1,60 @@
+"""Audit DP fine-tuning of language models (``dpaudit audit llm-fine-tuning``).
+
+* :mod:`.settings` — :class:`LLMFineTuningSettings` (model, data, DP fine-tuning, canaries,
+  bounds).
+* :mod:`.pipeline` — :func:`audit_llm_fine_tuning`: one fine-tuning run per canary kind;
+  per (kind, score) a valid one-run bound beside the accountant's claim, TPR at low FPR, AUC
+  and greedy extraction of the secrets (Panda et al. 2025, arXiv:2503.06808).
+"""
+
+from dpaudit.experiments._workflow import WORKFLOWS, Workflow
+from dpaudit.experiments.llm_fine_tuning.pipeline import (
+    WORKFLOW,
+    LLMDetail,
+    LLMRunSummary,
+    audit_llm_fine_tuning,
+    load_model,
+    load_texts,
+)
+from dpaudit.experiments.llm_fine_tuning.settings import (
+    CORPORA,
+    MODELS,
+    LLMAuditSettings,
+    LLMCanarySettings,
+    LLMDataSettings,
+    LLMFineTuningSettings,
+    LLMModelSettings,
+    LLMTrainingSettings,
+)
+
+__all__ = [
+    "CORPORA",
+    "MODELS",
+    "WORKFLOW",
+    "LLMAuditSettings",
+    "LLMCanarySettings",
+    "LLMDataSettings",
+    "LLMDetail",
+    "LLMFineTuningSettings",
+    "LLMModelSettings",
+    "LLMRunSummary",
+    "LLMTrainingSettings",
+    "audit_llm_fine_tuning",
+    "load_model",
+    "load_texts",
+]
+
+WORKFLOWS.register(
+    "llm-fine-tuning",
+    Workflow(
+        name="llm-fine-tuning",
+        settings=LLMFineTuningSettings,
+        run=audit_llm_fine_tuning,
+        summary="DP fine-tuning of a causal language model (Opacus, LoRA) with random-, rare-, "
+        "new-token and model-generated canaries: one run per kind, valid one-run bounds "
+        "(Steinke et al., f-DP) per score beside the accountant's claim, TPR at low FPR, AUC "
+        "and greedy extraction.",
+        report="dpaudit.report:generic_report",
+        source="Panda, Tang, Nasr, Choquette-Choo & Mittal 2025, arXiv:2503.06808",
+    ),
+)

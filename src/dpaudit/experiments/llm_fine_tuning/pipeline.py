@@ -1,0 +1,264 @@
+"""The LLM fine-tuning audit (``dpaudit audit llm-fine-tuning``): one run per canary kind.
+
+1. **data** — the fine-tuning texts (:func:`load_texts`): the corpus' training split, a
+   seeded random ``examples`` of them, one training sequence each; its held-out split
+   pre-trains the tiny GPT;
+2. **model** — the pre-trained model (:func:`load_model`): the tiny GPT trained from scratch,
+   or SmolLM2-135M-Instruct;
+3. **per canary kind** (:data:`dpaudit.attacks.LLM_CANARY_KINDS`) —
+
+   * k canaries (:func:`dpaudit.attacks.draw_llm_canaries`), each inserted with probability
+     ``inclusion``; prefixes and inclusions are the same for every kind (one seed);
+   * one fine-tuning run of the system (its cell from the settings; inputs checked before
+     training: canaries longer than the context, a tokenizer without room for new tokens, a
+     model without a causal LM head are refused);
+   * the secrets' losses under the fine-tuned and the pre-trained model, and the three scores
+     (:data:`dpaudit.attacks.LLM_SCORES`);
+   * per score: the valid one-run lower bound — Steinke, Nasr & Jagielski 2023
+     (arXiv:2305.08846) and Mahloujifar, Melis & Chaudhuri 2024 (arXiv:2410.22235), the
+     number of guesses paid for by ``selection`` and the choice of procedure by Bonferroni
+     (:func:`dpaudit.bounds.one_run_bounds`) — and beside it the membership metrics (TPR at
+     1 % and 0.1 % FPR, AUC: descriptive, not bounds);
+   * greedy extraction of every secret (members and non-members counted apart).
+
+Each entry's bound is valid on its own at its confidence; the largest over the entries (kinds
+× scores) is not, unless paid for (Bonferroni over the entries: confidence 1 − β·entries).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+from dpaudit._results import AuditEntry, AuditResult, LowerBound, ResultMixin, package_versions
+from dpaudit._rng import as_generator, child_seed
+from dpaudit.attacks import (
+    LLM_SCORES,
+    MembershipMetrics,
+    canary_scores,
+    draw_llm_canaries,
+    greedy_extraction,
+    membership_metrics,
+    secret_losses,
+)
+from dpaudit.bounds import OneRunBounds, one_run_bounds
+from dpaudit.experiments.llm_fine_tuning.settings import (
+    LLMDataSettings,
+    LLMFineTuningSettings,
+    LLMModelSettings,
+)
+from dpaudit.systems import SYSTEMS, CausalLM
+
+__all__ = ["WORKFLOW", "LLMDetail", "LLMRunSummary", "audit_llm_fine_tuning", "load_model",
+           "load_texts"]  # fmt: skip
+
+WORKFLOW = "llm-fine-tuning"
+
+
+@dataclasses.dataclass(frozen=True)
+class LLMRunSummary(ResultMixin):
+    """One fine-tuning run (one canary kind).
+
+    Attributes:
+        kind: the canary kind.
+        model: the pre-trained model's name.
+        examples: fine-tuning texts n; ``canaries`` k of which ``inserted`` were.
+        canaries: k.
+        inserted: canaries inserted.
+        new_tokens: new vocabulary entries of the run.
+        trainable_parameters: parameters trained.
+        noise_multiplier: σ of the claim (None: non-private); ``noise_multiplier_used``: the
+            optimizer's.
+        noise_multiplier_used: σ the optimizer used.
+        mean_sampled: mean steps an inserted canary was sampled in.
+        extracted_members, extracted_non_members: secrets extracted by greedy decoding
+            (None: not tried).
+        mean_loss_members, mean_loss_non_members: mean secret loss (nats per token).
+        seconds: training wall seconds; ``seconds_per_step`` their mean per step.
+        seconds_per_step: training seconds per step.
+        variant: the implementation; ``bug``: what it gets wrong (None: correct).
+        bug: the planted bug.
+    """
+
+    kind: str
+    model: str
+    examples: int
+    canaries: int
+    inserted: int
+    new_tokens: int
+    trainable_parameters: int
+    noise_multiplier: float | None
+    noise_multiplier_used: float | None
+    mean_sampled: float
+    extracted_members: int | None
+    extracted_non_members: int | None
+    mean_loss_members: float
+    mean_loss_non_members: float
+    seconds: float
+    seconds_per_step: float
+    variant: str
+    bug: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class LLMDetail(ResultMixin):
+    """One (kind, score) entry's statistics.
+
+    Attributes:
+        kind: the canary kind; ``score``: the membership score.
+        score: the score.
+        bounds: the one-run bounds (Steinke et al., f-DP, their paid-for maximum).
+        metrics: TPR at 1 % / 0.1 % FPR and AUC (descriptive).
+        run: the run behind it.
+    """
+
+    kind: str
+    score: str
+    bounds: OneRunBounds
+    metrics: MembershipMetrics
+    run: LLMRunSummary
+
+
+def load_texts(settings: LLMDataSettings, *, rng: Any = None) -> tuple[list[str], list[str]]:
+    """``(fine-tuning texts, held-out texts)``: a seeded random ``examples`` of the corpus'
+    training split and its whole test split.
+
+    Raises:
+        ValueError: fewer texts than ``examples``.
+        MissingDatasetError: the corpus is not installed.
+    """
+    from dpaudit.data import load_dataset
+
+    s = settings
+    ds = load_dataset(s.dataset, **({} if s.path is None else {"path": s.path}), seed=0)
+    train = [str(t) for t in ds.X_train]
+    if s.examples > len(train):
+        raise ValueError(f"examples={s.examples} exceeds the {len(train)} texts of {s.dataset}")
+    rows = as_generator(rng).permutation(len(train))[: s.examples]
+    return [train[i] for i in rows], [str(t) for t in ds.X_test]
+
+
+def load_model(settings: LLMModelSettings, held_out: list[str], *, rng: Any = None) -> CausalLM:
+    """The pre-trained model: the tiny GPT trained on ``held_out`` texts, or SmolLM2."""
+    from dpaudit.systems.llm import load_smollm2, tiny_gpt
+
+    m = settings
+    if m.name == "smollm2":
+        return load_smollm2()
+    texts = held_out[: m.pretrain_texts]
+    return tiny_gpt(texts, vocab_size=m.vocab_size, layers=m.layers, hidden=m.hidden,
+                    context=m.context, pretrain_steps=m.pretrain_steps, rng=rng)  # fmt: skip
+
+
+def _kind_entries(system, s: LLMFineTuningSettings, lm, texts, kind, i, corpus):
+    from dpaudit.systems.llm import encode_texts
+
+    c, a = s.canaries, s.audit
+    can = draw_llm_canaries(
+        kind, lm, c.count, prefix_length=c.prefix_length, secret_length=c.secret_length,
+        inclusion=c.inclusion, corpus=corpus, rare_pool=c.rare_pool,
+        temperature=c.temperature, rng=child_seed(s.seed, 2),
+    )  # fmt: skip
+    examples = encode_texts(can.lm, texts, s.data.length)
+    system.check_inputs(can.lm, examples, can.sequences(), can.included)
+    run = system.train(can.lm, examples, can.sequences(), can.included,
+                       rng=child_seed(s.seed, 3, i))  # fmt: skip
+    loss = secret_losses(run.model, can)
+    ref = secret_losses(run.reference, can)
+    scores = canary_scores(loss, ref, can.texts(), c.secret_length)
+    inc = can.included
+    extracted = greedy_extraction(run.model, can) if a.extraction else None
+    summary = LLMRunSummary(
+        kind, lm.name, len(texts), can.count, int(inc.sum()), can.lm.new_tokens,
+        run.trainable_parameters, run.noise_multiplier, run.noise_multiplier_used,
+        float(run.sampled[inc].mean()) if inc.any() else 0.0,
+        None if extracted is None else int(extracted[inc].sum()),
+        None if extracted is None else int(extracted[~inc].sum()),
+        float(loss[inc].mean()) if inc.any() else float("nan"),
+        float(loss[~inc].mean()) if (~inc).any() else float("nan"),
+        run.seconds["training"], run.seconds["per_step"], system.variant.name,
+        system.variant.bug,
+    )  # fmt: skip
+    claim = system.claim(delta=a.delta)
+    entries = []
+    for j, score in enumerate(LLM_SCORES):
+        b = one_run_bounds(scores[score], inc, delta=a.delta, confidence_level=a.confidence_level,
+                           selection=a.selection, rng=child_seed(s.seed, 4, i, j))  # fmt: skip
+        metrics = membership_metrics(scores[score], inc)
+        lower = LowerBound(
+            "one-run games with canary sequences: max of Steinke et al. 2023 and f-DP "
+            "(Mahloujifar et al. 2024), Bonferroni over the two", a.confidence_level,
+            b.max_valid, a.delta,
+            note=f"TPR {metrics.tpr_at_1pct_fpr:.3f} at 1% FPR, AUC {metrics.auc:.3f} "
+            "(descriptive, not bounds)",
+        )  # fmt: skip
+        entries.append(AuditEntry(
+            f"{system.name} ({system.variant.name})", f"{can.count} {kind} canaries, {score}",
+            lower, (claim,), selections=(b.steinke.selection, b.max_selection),
+            detail=LLMDetail(kind, score, b, metrics, summary),
+        ))  # fmt: skip
+    return entries, summary
+
+
+def audit_llm_fine_tuning(
+    settings: LLMFineTuningSettings | None = None,
+    *,
+    data: tuple[CausalLM, list[str]] | None = None,
+    progress: Any = None,
+    checkpoint: Any = None,
+) -> AuditResult:
+    """Audit DP fine-tuning of a language model with canaries, one run per kind (module
+    docstring).
+
+    Args:
+        settings: :class:`LLMFineTuningSettings` (default: the tiny GPT, 500 texts,
+            random-token and new-token canaries, 500 each, ε = 4).
+        data: a preloaded ``(pre-trained CausalLM, fine-tuning texts)`` instead of loading
+            the model and the corpus.
+        progress: unused.
+        checkpoint: unused (nothing to resume).
+
+    Returns:
+        :class:`~dpaudit.AuditResult` (workflow ``"llm-fine-tuning"``): one entry per
+        (canary kind, score).
+    """
+    s = settings if settings is not None else LLMFineTuningSettings()
+    if not isinstance(s, LLMFineTuningSettings):
+        raise TypeError(f"settings must be LLMFineTuningSettings, got {type(s).__name__}")
+    t0 = time.perf_counter()
+    if data is None:
+        texts, held_out = load_texts(s.data, rng=child_seed(s.seed, 0))
+        lm = load_model(s.model, held_out, rng=child_seed(s.seed, 1))
+    else:
+        lm, texts = data
+        if not isinstance(lm, CausalLM):
+            raise TypeError(f"data must be (CausalLM, texts), got {type(lm).__name__}")
+        texts = [str(t) for t in texts]
+    system = SYSTEMS.get(s.system)(s.cell())
+    if lm.context < 1 + s.canaries.prefix_length + s.canaries.secret_length:
+        raise ValueError(
+            f"canaries of {1 + s.canaries.prefix_length + s.canaries.secret_length} tokens are "
+            f"longer than the model's context of {lm.context} tokens"
+        )
+    from dpaudit.systems.llm import encode_texts
+
+    corpus = encode_texts(lm, texts, min(s.data.length, lm.context))[0]
+    t1 = time.perf_counter()
+    entries, runs = [], []
+    for i, kind in enumerate(s.canaries.kinds):
+        e, summary = _kind_entries(system, s, lm, texts, kind, i, corpus)
+        entries.extend(e)
+        runs.append(summary)
+    timings = {"setup": t1 - t0, "runs": time.perf_counter() - t1}
+    for r in runs:
+        timings[f"training[{r.kind}]"] = r.seconds
+    return AuditResult(
+        WORKFLOW, tuple(entries), s, s.seed, timings,
+        package_versions("torch", "transformers", "peft", "opacus", "dp-accounting"),
+        detail=tuple(runs),
+        note="One fine-tuning run per canary kind. Each lower bound is valid at its confidence "
+        "on its own (the canaries' inclusion is randomised); the largest over the entries is "
+        "not (Bonferroni over the entries would pay for it). TPR at low FPR and AUC are "
+        "descriptive.",
+    )  # fmt: skip

@@ -1,0 +1,63 @@
+"""DP fine-tuning of causal language models as a system under audit.
+
+* :mod:`._models` — :class:`CausalLM` (a tokenizer and a ``transformers`` causal LM),
+  :func:`tiny_gpt` (trained from scratch, for the tests), :func:`load_smollm2`
+  (SmolLM2-135M-Instruct from the shipped GGUF), :func:`with_new_tokens` (new vocabulary
+  entries, Panda et al. 2025, arXiv:2503.06808) and :func:`encode_texts`.
+* :mod:`._finetune` — :class:`DPFineTuning` (registered as ``"dp-fine-tuning"`` in
+  :data:`dpaudit.systems.SYSTEMS`): Opacus DP-SGD on LoRA adapters or the last blocks, Poisson
+  sampling, the accountant's example-level claim, and the planted bug of
+  :data:`FINE_TUNING_VARIANTS`.
+
+torch, transformers, peft and opacus are imported only when a model is built or trained.
+"""
+
+from dpaudit.systems.llm._finetune import (
+    FINE_TUNING_VARIANTS,
+    OPTIMIZERS,
+    TRAINABLE,
+    DPFineTuning,
+    FineTunedLM,
+    FineTuningCell,
+    FineTuningVariant,
+    calibrate_noise_multiplier,
+    fine_tuning_claim,
+    new_token_lm,
+    sequence_losses,
+)
+from dpaudit.systems.llm._models import (
+    MAX_NEW_TOKENS,
+    NEW_TOKEN_FORMAT,
+    SMOLLM2_FILE,
+    CausalLM,
+    check_causal_lm,
+    encode_texts,
+    load_smollm2,
+    smollm2_path,
+    tiny_gpt,
+    with_new_tokens,
+)
+
+__all__ = [
+    "FINE_TUNING_VARIANTS",
+    "MAX_NEW_TOKENS",
+    "NEW_TOKEN_FORMAT",
+    "OPTIMIZERS",
+    "SMOLLM2_FILE",
+    "TRAINABLE",
+    "CausalLM",
+    "DPFineTuning",
+    "FineTunedLM",
+    "FineTuningCell",
+    "FineTuningVariant",
+    "calibrate_noise_multiplier",
+    "check_causal_lm",
+    "encode_texts",
+    "fine_tuning_claim",
+    "load_smollm2",
+    "new_token_lm",
+    "sequence_losses",
+    "smollm2_path",
+    "tiny_gpt",
+    "with_new_tokens",
+]
