@@ -15,7 +15,9 @@ Nothing is downloaded: every loader reads files that a package already put on th
   ``dataset/adult/adult.{data,test}``; 32,561 / 16,281).
 - Text (``_text``, ``_text_files``): ``"rotten-tomatoes"``, ``"wordnet-nouns"``, ``"sst2"``,
   ``"ag-news"``; PromptPATE's ``"trec"``, ``"dbpedia"`` and ``"wordnet-nouns-4"``
-  (:func:`load_trec`, :func:`load_dbpedia`, :func:`load_wordnet_nouns_4`).
+  (:func:`load_trec`, :func:`load_dbpedia`, :func:`load_wordnet_nouns_4`); the movie
+  reviews and WordNet glosses grouped by source (:func:`load_text_sources`, ``_documents``)
+  and their hashed bags of words (:func:`hashed_features`).
 - Vote files (``_votes``): :func:`load_mnist_vote_histograms`, the 15 MNIST vote histograms of
   a 250-teacher PATE (package data ``dpaudit/data/pate_votes_mnist.json``; Wang et al. 2022,
   arXiv:2209.10732, §4).
@@ -37,6 +39,12 @@ Example:
 """
 
 from dpaudit.data._dataset import Dataset
+from dpaudit.data._documents import (
+    TEXT_SOURCES,
+    TextSources,
+    hashed_features,
+    load_text_sources,
+)
 from dpaudit.data._images import (
     CIFAR10_CLASSES,
     DEFAULT_FASHION_MNIST_DIR,
@@ -88,16 +96,19 @@ __all__ = [
     "DEFAULT_WORDNET_DIR",
     "EXTRACTORS",
     "FEATURE_LOADERS",
+    "TEXT_SOURCES",
     "TREC_CLASSES",
     "WORDNET_4_CATEGORIES",
     "WORDNET_FEATURE_CATEGORIES",
     "WORDNET_NOUN_CATEGORIES",
     "Dataset",
+    "TextSources",
     "VoteHistograms",
     "cache_dir",
     "embed_images",
     "embed_texts",
     "feature_dataset",
+    "hashed_features",
     "load_adult",
     "load_ag_news",
     "load_cifar10",
@@ -110,6 +121,7 @@ __all__ = [
     "load_rotten_tomatoes",
     "load_sst2",
     "load_subset",
+    "load_text_sources",
     "load_trec",
     "load_wordnet_nouns",
     "load_wordnet_nouns_4",

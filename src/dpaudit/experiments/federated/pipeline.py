@@ -1,7 +1,9 @@
 """The federated audit (``dpaudit audit federated``): one DP-FedAvg run with canary clients.
 
 1. **data** — the clients' data (:func:`load_clients`): generated Gaussian classes or an
-   offline dataset, split across N clients with Dirichlet(α) label proportions;
+   offline dataset, split across N clients with Dirichlet(α) label proportions; or a shipped
+   text corpus whose clients are its sources (movies of the movie reviews, documents of the
+   WordNet glosses), as hashed bags of words;
 2. **canaries** — k canary clients (Andrew et al. 2024, arXiv:2302.03098, §4): directions
    uniform on the sphere of the model's R^d, each inserted independently with probability
    ``inclusion`` (½: the one-run games' premise);
@@ -50,6 +52,7 @@ from dpaudit.attacks import (
     draw_canary_clients,
 )
 from dpaudit.bounds import OneRunBounds, one_run_bounds
+from dpaudit.data import TEXT_SOURCES
 from dpaudit.experiments.federated.settings import FederatedDataSettings, FederatedSettings
 from dpaudit.systems import SYSTEMS, FederatedData
 from dpaudit.systems.federated import dirichlet_split
@@ -125,6 +128,8 @@ def load_clients(settings: FederatedDataSettings, *, rng: Any = None) -> tuple[F
             y[: s.examples],
             (X[s.examples :], y[s.examples :]),
         )
+    elif s.dataset in TEXT_SOURCES:
+        return _source_clients(s, g)
     else:
         from dpaudit.data import load_dataset
 
@@ -132,12 +137,45 @@ def load_clients(settings: FederatedDataSettings, *, rng: Any = None) -> tuple[F
         if not np.issubdtype(np.asarray(ds.X_train).dtype, np.number):
             raise ValueError(
                 f"dataset={s.dataset!r} holds raw text, not features: use an embedded variant "
-                f"(e.g. {s.dataset}-minilm) for softmax-regression clients"
+                f"(e.g. {s.dataset}-minilm), or a corpus split by source "
+                f"({', '.join(sorted(TEXT_SOURCES))})"
             )
         rows = g.permutation(ds.y_train.size)[: s.examples]
         X_train, y_train, test = ds.X_train[rows], ds.y_train[rows], (ds.X_test, ds.y_test)
     data = dirichlet_split(X_train, y_train, s.num_clients, alpha=s.alpha, rng=g)
     return data, test
+
+
+#: Most held-out texts in the test set of a corpus split by source.
+MAX_TEXT_TEST = 2000
+
+
+def _source_clients(s: FederatedDataSettings, g: np.random.Generator):
+    """Clients = sources of a shipped text corpus (:func:`dpaudit.data.load_text_sources`):
+    ``num_clients`` sources drawn at random, each client holding its source's texts as hashed
+    bags of words of ``features`` coordinates; the test set is up to :data:`MAX_TEXT_TEST`
+    texts of the other sources (no client's)."""
+    from dpaudit.data import hashed_features, load_text_sources
+
+    ts = load_text_sources(s.dataset, path=s.path)
+    if s.num_clients >= ts.num_sources:
+        raise ValueError(
+            f"num_clients={s.num_clients} must be below the {ts.num_sources} sources of "
+            f"dataset={s.dataset!r} (the rest hold the test set)"
+        )
+    order = g.permutation(ts.num_sources)
+    owner = np.full(ts.num_sources, -1, dtype=np.int64)
+    owner[order[: s.num_clients]] = np.arange(s.num_clients)
+    client = owner[ts.sources]
+    train = np.flatnonzero(client >= 0)
+    held = np.flatnonzero(client < 0)
+    test = np.sort(g.permutation(held)[:MAX_TEXT_TEST])
+    X = hashed_features(ts.texts[np.concatenate([train, test])].tolist(), s.features)
+    X_train, X_test = X[: train.size], X[train.size :]
+    parts = [np.flatnonzero(client[train] == c) for c in range(s.num_clients)]
+    data = FederatedData(tuple(X_train[p] for p in parts),
+                         tuple(ts.labels[train][p] for p in parts), ts.num_classes)  # fmt: skip
+    return data, (X_test, ts.labels[test])
 
 
 def _entry(system, s: FederatedSettings, cos: CanaryCosines, inc, threat, stat, run, seed):

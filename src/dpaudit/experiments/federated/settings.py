@@ -5,7 +5,10 @@ Sections:
 * ``[data]`` — the clients' data: ``generated`` (Gaussian classes in ``features``
   dimensions) or an offline dataset of :data:`dpaudit.data.DATASET_NAMES` (Fashion-MNIST
   from the Debian package), split across ``num_clients`` clients non-IID, label proportions
-  ~ Dirichlet(α) (Hsu, Qi & Brown 2019, arXiv:1909.06335);
+  ~ Dirichlet(α) (Hsu, Qi & Brown 2019, arXiv:1909.06335); or a text corpus of
+  :data:`dpaudit.data.TEXT_SOURCES` (``rotten-tomatoes``: clients are movies;
+  ``wordnet-nouns``: clients are glosses), each client a source, its texts hashed bags of
+  words in ``features`` coordinates;
 * ``[training]`` — the system's hyperparameters: rounds, sampler, slots, clipping, noise,
   learning rates and the implementation (``variant``: the correct one or a planted bug of
   :data:`dpaudit.systems.FEDAVG_VARIANTS` for ``dp-fedavg``, of
@@ -87,12 +90,13 @@ class FederatedDataSettings:
 
     dataset: str = option("generated", help=f"data: {' | '.join(DATA_SOURCES)}")
     path: str | None = option(None, help="directory of an offline dataset (default: installed)")
-    num_clients: int = option(100, help="real clients N", flag="--clients")
-    alpha: float = option(0.5, help="Dirichlet α of the clients' label proportions")
+    num_clients: int = option(100, help="real clients N (text: sources drawn at random)",
+                              flag="--clients")  # fmt: skip
+    alpha: float = option(0.5, help="Dirichlet α of the clients' label proportions (not text)")
     examples: int = option(
-        2000, help="examples used (generated: drawn; else: a seeded random subset)"
+        2000, help="examples used (generated: drawn; images: a seeded subset; text: whole sources)"
     )
-    features: int = option(1000, help="feature dimension of the generated data")
+    features: int = option(1000, help="features of the generated data or of hashed text")
     num_classes: int = option(10, help="classes of the generated data")
 
     def __post_init__(self) -> None:
