@@ -170,6 +170,20 @@ EXEMPT: dict[str, str] = {
         "scores one model's logits on a LabelledData target built by blank_target (in the "
         "catalogue); the worst-case-init workflow tests exercise it"
     ),
+    "attacks.draw_llm_canaries": (
+        "needs a CausalLM (a tokenizer and a torch model); tests/llm/test_llm_canaries.py "
+        "checks every argument"
+    ),
+    "attacks.secret_losses": (
+        "evaluates a fine-tuned torch model on LLMCanaries built by draw_llm_canaries; "
+        "tests/llm/test_llm_canaries.py"
+    ),
+    "attacks.greedy_extraction": (
+        "greedy decoding with a fine-tuned torch model on LLMCanaries built by "
+        "draw_llm_canaries; tests/llm/test_llm_canaries.py"
+    ),
+    "attacks.LLMCanaries": "a record built by draw_llm_canaries from checked inputs",
+    "attacks.LLMCanaryKind": "a registry record of LLM_CANARY_KINDS (fixed plug-ins)",
     "attacks.EventCounts": (
         "an engine block function the mechanism workflow builds from a checked mechanism and "
         "a fitted attack; the workflow tests (tests/mechanism_audit) exercise it"
@@ -497,6 +511,13 @@ BASELINES: dict[str, dict[str, Any]] = {
         "final": [0.8, -0.2, 0.1],
     },
     "attacks.draw_canary_clients": {"num_canaries": 5, "dimension": 4, "rng": 0},
+    "attacks.canary_scores": {
+        "losses": [1.0, 2.5, 0.7],
+        "reference_losses": [2.0, 2.4, 1.9],
+        "secret_texts": ["ab", "cd", "ef"],
+        "secret_length": 2,
+    },
+    "attacks.membership_metrics": {"scores": [3.0, 2.0, 1.5, 0.0], "included": [1, 0, 1, 0]},
     "attacks.two_gaussian_delta": dict(mean0=0.0, sd0=1.0, mean1=1.0, sd1=1.2, epsilon=1.0),
     "attacks.two_gaussian_epsilon": dict(mean0=0.0, sd0=1.0, mean1=1.0, sd1=1.2, delta=1e-5),
     "attacks.per_step_llr": {
@@ -864,6 +885,7 @@ ROLE_OVERRIDES: dict[tuple[str, str], str] = {
     ("attacks.StepClaimTest", "included"): "mask",
     ("bounds.one_run_bounds", "included"): "mask",
     ("bounds.check_membership_scores", "included"): "mask",
+    ("attacks.membership_metrics", "included"): "mask",
     ("bounds.membership_slots", "included"): "mask",
     ("bounds.check_membership_scores", "name"): "skip",
     ("bounds.selection_from_name", "candidates"): "skip",

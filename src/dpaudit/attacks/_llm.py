@@ -45,7 +45,13 @@ from dpaudit._registry import Registry
 from dpaudit._results import ResultMixin
 from dpaudit._rng import as_seed_sequence
 from dpaudit._typing import ArrayLike, RngLike
-from dpaudit._validate import check_in_range, check_positive, check_positive_int
+from dpaudit._validate import (
+    check_array,
+    check_in_range,
+    check_positive,
+    check_positive_int,
+)
+from dpaudit.bounds import check_membership_scores
 from dpaudit.errors import require
 from dpaudit.systems.llm import CausalLM, with_new_tokens
 
@@ -271,23 +277,31 @@ def canary_scores(
     """The three scores of :data:`LLM_SCORES` (module docstring), larger = more likely in.
 
     Raises:
-        ValueError: mismatched lengths, non-finite or non-positive reference losses.
+        TypeError: non-numeric losses, texts that are not strings.
+        ValueError: mismatched lengths, non-finite losses, non-positive reference losses.
 
     Example:
         >>> s = canary_scores([1.0, 2.0], [2.0, 2.0], ["ab", "cd"], 2)
         >>> s["loss"].tolist(), s["loss-ratio"].tolist()
         ([-1.0, -2.0], [-0.5, -1.0])
     """
-    lo = np.asarray(losses, dtype=np.float64)
-    ref = np.asarray(reference_losses, dtype=np.float64)
+    lo = check_array("losses", losses, ndim=1)
+    ref = check_array("reference_losses", reference_losses, ndim=1)
     S = check_positive_int("secret_length", secret_length)
-    if lo.ndim != 1 or ref.shape != lo.shape or len(secret_texts) != lo.size:
+    if ref.shape != lo.shape:
         raise ValueError(
-            f"losses {lo.shape}, reference_losses {ref.shape} and {len(secret_texts)} secret "
-            "texts must have one entry per canary"
+            f"reference_losses must have one entry per canary ({lo.size}), got {ref.shape}"
         )
-    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(ref)) and np.all(ref > 0)):
-        raise ValueError("losses must be finite and reference_losses finite and positive")
+    if np.any(ref <= 0):
+        raise ValueError("reference_losses must be positive (a mean negative log-likelihood)")
+    if not isinstance(secret_texts, (list, tuple)) or not all(
+        isinstance(t, str) for t in secret_texts
+    ):
+        raise TypeError("secret_texts must be a list of strings")
+    if len(secret_texts) != lo.size:
+        raise ValueError(
+            f"secret_texts must have one text per canary ({lo.size}), got {len(secret_texts)}"
+        )
     bits = np.array([8.0 * len(zlib.compress(t.encode("utf-8"))) for t in secret_texts])
     return {"loss": -lo, "loss-ratio": -lo / ref, "zlib": -(lo * S) / bits}
 
@@ -322,6 +336,7 @@ def membership_metrics(scores: ArrayLike, included: ArrayLike) -> MembershipMetr
     """TPR at 1 % and 0.1 % FPR and AUC of ``scores`` against ``included``.
 
     Raises:
+        TypeError: non-numeric scores or flags.
         ValueError: no member or no non-member; mismatched or non-finite input.
 
     Example:
@@ -329,14 +344,7 @@ def membership_metrics(scores: ArrayLike, included: ArrayLike) -> MembershipMetr
         >>> m.tpr_at_1pct_fpr, m.auc
         (1.0, 1.0)
     """
-    s = np.asarray(scores, dtype=np.float64)
-    inc = np.asarray(included)
-    if s.ndim != 1 or inc.shape != s.shape or not np.all(np.isfinite(s)):
-        raise ValueError(f"scores must be finite and one per flag, got {s.shape}, {inc.shape}")
-    if inc.dtype != bool:
-        if not np.isin(inc, (0, 1)).all():
-            raise ValueError("included must be booleans or 0/1")
-        inc = inc.astype(bool)
+    s, inc = check_membership_scores(scores, included)
     pos, neg = s[inc], s[~inc]
     if pos.size == 0 or neg.size == 0:
         raise ValueError(
