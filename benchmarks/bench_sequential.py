@@ -7,7 +7,10 @@ after every observation, and samples to rejection against the fixed-sample audit
    observation — Laplace (b = 1/ε, its tightest event {x ≥ 1}: P(X ≥ 1 | a′ = 1) =
    e^ε P(Y ≥ 1 | a = 0)) and the Gaussian mechanism at (ε, δ(ε)) (event {x ≥ t} at the
    likelihood-ratio threshold, where the DP inequality is an equality; Balle & Wang 2018,
-   arXiv:1805.06530, Thm. 8): the fraction of streams that ever reject, against β + 3 SE.
+   arXiv:1805.06530, Thm. 8): the fraction of streams that ever reject, against β + 3 SE;
+   and the mechanisms as sampled — report-noisy-max1 and svt1 (correct at their claim), each
+   on the pair and event a fixed audit on other seeds found, every stream drawing fresh
+   outputs of the real sampler.
 3. **Power**: every mechanism of the DP-Sniper and StatDP suites whose claim is known to be
    wrong (``MechanismSpec.private`` false), audited with ``mode="sequential"`` (seeds 0–4):
    the median samples per input to rejection (pilot included; ``inf``: not rejected within
@@ -15,12 +18,14 @@ after every observation, and samples to rejection against the fixed-sample audit
    wall time of both in the same run.
 
 Run: ``python benchmarks/bench_sequential.py`` (``--quick``: fewer streams and seeds;
-``--budget``: the pairs a sequential audit may stream, 300,000); writes
+``--budget``: the pairs a sequential audit may stream, 300,000; ``--parts``: run only some of
+throughput, type-one, power, the others kept from the stored results); writes
 ``benchmarks/results/sequential.json``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -37,6 +42,7 @@ from dpaudit.experiments.mechanism.pipeline import _pairs
 from dpaudit.systems import MECHANISMS
 
 STREAMS, LENGTH, SEEDS, BUDGET = 1000, 10**6, 5, 300_000  # --quick: 200, 10⁵, 3
+PARTS = ("throughput", "type-one", "power")
 BETA = 0.05
 
 
@@ -71,6 +77,41 @@ def _null_rate(p_pos: float, p_neg: float, factor: float, delta: float, seed: in
     return float(ever.mean())
 
 
+#: Correct mechanisms whose type-I error is measured on their own samplers.
+NULL_MECHANISMS = ("report-noisy-max1", "svt1")
+
+
+def _mechanism_null_rate(name: str, seed: int) -> dict:
+    """Null streams of a correct mechanism as sampled: the pair and event of a fixed audit
+    (seed 1000 + seed, never reused), then STREAMS streams of LENGTH fresh output pairs, the
+    claim's e-process looked at after every observation."""
+    spec = MECHANISMS.get(name)
+    t0 = time.perf_counter()
+    fixed = audit_mechanism(MechanismAuditSettings(mechanism=name, mode="fixed", seed=1000 + seed))
+    w = fixed.entries[0].detail
+    attack = dataclasses.replace(w.model, features=spec.features)
+    if attack.kind == "llr":
+        attack = dataclasses.replace(attack, llr=spec.log_likelihood_ratio)
+    a, b = np.asarray(w.database_a), np.asarray(w.database_b)
+    factor, delta = math.exp(spec.claimed_epsilon), spec.claimed_delta
+    rng = np.random.default_rng(seed)
+    e = BettingEProcess(np.full(STREAMS, -(factor + delta)))
+    ever = np.zeros(STREAMS, bool)
+    chunk = max(1, min(LENGTH, 2 * 10**6 // STREAMS))
+    hits = np.zeros(2)
+    for _ in range(LENGTH // chunk):
+        pos = attack.contains(spec.sample(b, STREAMS * chunk, rng)).reshape(STREAMS, chunk)
+        neg = attack.contains(spec.sample(a, STREAMS * chunk, rng)).reshape(STREAMS, chunk)
+        hits += pos.sum(), neg.sum()
+        first = e.update(pos - factor * neg - delta, threshold=math.log(1 / BETA))
+        ever |= first >= 0
+    p_pos, p_neg = hits / (STREAMS * (LENGTH // chunk) * chunk)
+    return {"mechanism": f"{name} as sampled (ε = {spec.claimed_epsilon:g}; event of a fixed "
+            f"audit: P = {p_pos:.4f} vs {p_neg:.4f}, ratio {p_pos / p_neg:.4f} ≤ e^ε = "
+            f"{factor:.4f})", "rate": float(ever.mean()),
+            "seconds": time.perf_counter() - t0}  # fmt: skip
+
+
 def type_one() -> list[dict]:
     out = []
     eps = 1.0  # Laplace, b = 1/ε, event {x ≥ 1}, a′ = 1 against a = 0
@@ -87,6 +128,8 @@ def type_one() -> list[dict]:
     rate = _null_rate(p_pos, p_neg, math.exp(eps), delta, 2)
     out.append({"mechanism": f"gaussian (σ = 1, ε = 1, δ = {delta:.4g})", "rate": rate,
                 "seconds": time.perf_counter() - t0})  # fmt: skip
+    for name in NULL_MECHANISMS:
+        out.append(_mechanism_null_rate(name, 3))
     limit = BETA + 3 * math.sqrt(BETA * (1 - BETA) / STREAMS)
     for row in out:
         row.update(streams=STREAMS, length=LENGTH, limit=limit, met=row["rate"] <= limit)
@@ -162,27 +205,43 @@ def main() -> None:
 
     ap = bench_parser(__doc__, quick_option=True)
     ap.add_argument("--budget", type=int, default=BUDGET, help="pairs a sequential audit streams")
+    ap.add_argument(
+        "--parts",
+        nargs="+",
+        default=list(PARTS),
+        choices=PARTS,
+        help="which parts to run (the others are kept from the stored results)",
+    )
     args = parse(ap)
     is_quick = quick(args)
     if is_quick:
         STREAMS, LENGTH, SEEDS = 200, 10**5, 3
     BUDGET = args.budget
     t0 = time.perf_counter()
-    results = {"quick": is_quick, "machine": platform.machine(), "load": os.getloadavg()[0],
-               "sequential_budget": BUDGET}  # fmt: skip
-    results["throughput"] = throughput()
-    rate = results["throughput"]
-    print(f"e-process updates: aGRAPA {rate['agrapa_per_s']:.3g}/s, "
-          f"ONS {rate['ons_per_s']:.3g}/s (target ≥ 1e7/s)", flush=True)  # fmt: skip
-    results["type_one"] = type_one()
-    for row in results["type_one"]:
-        print(f"type-I {row['mechanism']}: {row['rate']:.3f} of {STREAMS} streams × "
-              f"{LENGTH:,} looks (limit {row['limit']:.3f})", flush=True)  # fmt: skip
-    results["power"] = power()
-    results["seconds"] = time.perf_counter() - t0
     out = Path(__file__).resolve().parent / "results" / "sequential.json"
+    kept = json.loads(out.read_text()) if out.exists() and set(args.parts) != set(PARTS) else {}
+    results = {**kept, "machine": platform.machine(), "load": os.getloadavg()[0]}
+    parts = results.setdefault("parts", {})
+    if "throughput" in args.parts:
+        results["throughput"] = throughput()
+        rate = results["throughput"]
+        print(f"e-process updates: aGRAPA {rate['agrapa_per_s']:.3g}/s, "
+              f"ONS {rate['ons_per_s']:.3g}/s (target ≥ 1e7/s)", flush=True)  # fmt: skip
+    if "type-one" in args.parts:
+        results["type_one"] = type_one()
+        for row in results["type_one"]:
+            print(f"type-I {row['mechanism']}: {row['rate']:.3f} of {STREAMS} streams × "
+                  f"{LENGTH:,} looks (limit {row['limit']:.3f})", flush=True)  # fmt: skip
+    if "power" in args.parts:
+        results.update(quick=is_quick, sequential_budget=BUDGET)
+        results["power"] = power()
+    for part in args.parts:
+        parts[part] = {"quick": is_quick, "load": os.getloadavg()[0]}
+    results["seconds"] = time.perf_counter() - t0
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")
+    if "power" not in results:
+        return
     met = sum(r["met"] for r in results["power"])
     print(power_table(results))
     print(f"power: {met} of {len(results['power'])} broken mechanisms rejected with ≤ 1/20 of "
