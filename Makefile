@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test docs lint format bench data debs clean venvs venv-smartnoise venv-dpmm venv-diffprivlib
+.PHONY: demo test docs lint format bench data debs clean venvs venv-smartnoise venv-dpmm venv-diffprivlib venv-flower
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -74,7 +74,7 @@ bench: $(STAMP)
 VENVS   := .venvs
 VENV_PY ?= $(shell command -v python3.11 || echo $(PY))
 
-venvs: venv-smartnoise venv-dpmm venv-diffprivlib
+venvs: venv-smartnoise venv-dpmm venv-diffprivlib venv-flower
 
 # smartnoise-synth 1.0.8 without its GAN dependencies (opacus<0.15 needs an old torch): MST,
 # AIM and MWEM run without them.
@@ -97,6 +97,14 @@ venv-diffprivlib: $(VENVS)/diffprivlib/.installed
 $(VENVS)/diffprivlib/.installed:
 	rm -rf $(VENVS)/diffprivlib && $(VENV_PY) -m venv $(VENVS)/diffprivlib
 	$(VENVS)/diffprivlib/bin/pip install -q diffprivlib==0.6.6 "scikit-learn<1.7"
+	touch $@
+
+# Flower 1.42 pins fastapi < 0.139, starlette < 1.4 and typer < 0.21; its DP strategy wrappers
+# work on numpy parameters (no torch).
+venv-flower: $(VENVS)/flower/.installed
+$(VENVS)/flower/.installed:
+	rm -rf $(VENVS)/flower && $(VENV_PY) -m venv $(VENVS)/flower
+	$(VENVS)/flower/bin/pip install -q flwr==1.42.0
 	touch $@
 
 # The Debian data packages alone (Fashion-MNIST, WordNet, Chromium for the HTML report test).
