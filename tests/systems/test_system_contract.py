@@ -427,6 +427,34 @@ class TestUserDPSGD(TestDPFedAvg):
         return [*out, ("canary_examples", cell)]
 
 
+class TestFlowerDP(TestDPFedAvg):
+    """Two rounds of Flower's server-side DP wrapper (out of process), every one of 4 clients
+    and 2 canary clients each round; outputs: the model deltas. The training tests skip when
+    ``.venvs/flower`` is not built (``make venv-flower``)."""
+
+    name = "flower-dp"
+
+    def cell(self) -> Any:
+        from dpaudit.systems.federated import FlowerCell
+
+        return FlowerCell(rounds=2, clients_per_round=6, population=6, sampling="all")
+
+    def bad_cells(self) -> list[tuple[str, Any]]:
+        out = []
+        for name, value in (("claim_sampling", "fixed"), ("sampling", "poisson")):
+            cell = self.cell()
+            object.__setattr__(cell, name, value)
+            out.append((name, cell))
+        return out
+
+    def _needs(self, modules: tuple[str, ...] | None = None) -> None:
+        from dpaudit.systems.federated import FLOWER
+
+        super()._needs(modules)
+        if modules is None and not FLOWER.available():
+            pytest.skip("Flower's environment is not built: run `make venv-flower`")
+
+
 # ---------------------------------------------------------------------------------- coverage
 
 

@@ -265,7 +265,8 @@ def audit_federated(
                "canary_draw": draw, "canary_updates": run.seconds["canaries"],
                "canary_cosines": t4 - t3}  # fmt: skip
     return AuditResult(
-        WORKFLOW, entries, s, s.seed, timings, package_versions("dp-accounting"), detail=summary,
+        WORKFLOW, entries, s, s.seed, timings,
+        {**package_versions("dp-accounting"), **run.versions}, detail=summary,
         note=f"One {system.name} run with {system.canary_label(can.count)}. Each lower bound is "
         "valid at its confidence (the canaries' inclusion is randomised); the Andrew et al. ε "
         "beside it is an estimate under a Gaussian assumption, not a bound; the claim is the "

@@ -19,7 +19,7 @@ Sections:
   C, and the all-iterates statistic (``sum`` or ``max`` of the per-round cosines);
 * ``[audit]`` — δ, confidence and how the one-run bounds pay for the number of guesses;
 * ``name``, ``seed`` and ``system`` (a registered system tagged ``federated``:
-  ``dp-fedavg`` or ``user-dp-sgd``) at the top.
+  ``dp-fedavg``, ``user-dp-sgd`` or ``flower-dp``) at the top.
 
 The system's settings cell is derived from these (:meth:`FederatedSettings.cell`): the fields
 of the registered system's cell are filled from the sections by name (a setting the system
@@ -51,7 +51,7 @@ from dpaudit._validate import (
 from dpaudit.bounds import SELECTION_NAMES
 from dpaudit.data import DATASET_NAMES
 from dpaudit.systems import FEDAVG_VARIANTS, SYSTEMS, USER_DPSGD_VARIANTS
-from dpaudit.systems.federated import SAMPLERS
+from dpaudit.systems.federated import FLOWER_WRAPPERS, SAMPLERS, WEIGHTINGS
 
 __all__ = [
     "DATA_SOURCES",
@@ -75,6 +75,9 @@ _SYSTEM_SPECIFIC: dict[str, tuple[str, str]] = {
     "learning_rate": ("training", "learning_rate"),
     "max_examples": ("training", "max_examples"),
     "canary_examples": ("canaries", "examples"),
+    "variant": ("training", "variant"),
+    "wrapper": ("training", "wrapper"),
+    "weighting": ("training", "weighting"),
 }
 #: Every federated system's variants (the system's own cell refuses the others).
 _VARIANT_NAMES: tuple[str, ...] = tuple(
@@ -131,6 +134,9 @@ class FederatedTrainingSettings:
     learning_rate: float = option(0.5, help="user-dp-sgd: learning rate of the step")
     max_examples: int = option(64, help="user-dp-sgd: most examples a user contributes")
     variant: str = option("correct", help=f"implementation: {' | '.join(_VARIANT_NAMES)}")
+    wrapper: str = option("server-side", help="flower-dp: server-side | client-side clipping")
+    weighting: str = option("uniform", help="flower-dp: example counts clients report: "
+                            "uniform | examples")  # fmt: skip
 
     def __post_init__(self) -> None:
         check_positive_int("rounds", self.rounds)
@@ -148,6 +154,8 @@ class FederatedTrainingSettings:
         check_positive_int("max_examples", self.max_examples)
         check_nonneg_int("hidden", self.hidden)
         check_choice("variant", self.variant, _VARIANT_NAMES)  # the system's cell checks again
+        check_choice("wrapper", self.wrapper, FLOWER_WRAPPERS)
+        check_choice("weighting", self.weighting, WEIGHTINGS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,7 +163,9 @@ class FederatedCanarySettings:
     """k canary clients (Andrew et al. 2024) and the all-iterates statistic."""
 
     count: int = option(1000, help="canary clients k", flag="--canaries")
-    examples: int = option(16, help="user-dp-sgd: examples each canary user holds")
+    examples: int = option(
+        16, help="user-dp-sgd: examples each canary user holds; flower-dp: examples it reports"
+    )
     inclusion: float = option(0.5, help="probability each canary client is inserted (0, 1)")
     scale: float = option(1.0, help="a canary update's norm, in units of C (>1: clipped)")
     all_iterates: str = option("sum", help="all-iterates statistic: sum | max of the cosines")
@@ -231,7 +241,7 @@ class FederatedSettings:
             "hidden": t.hidden,
             "learning_rate": t.learning_rate, "max_examples": t.max_examples,
             "examples_per_client": mean_examples, "canary_examples": c.examples,
-            "variant": t.variant,
+            "variant": t.variant, "wrapper": t.wrapper, "weighting": t.weighting,
         }  # fmt: skip
         cell_type = SYSTEMS.get(self.system).cell
         fields = {f.name for f in dataclasses.fields(cell_type)}

@@ -11,6 +11,9 @@
   summed gradient clipped), its per-example-clipping variants and planted bug in
   :data:`USER_DPSGD_VARIANTS`, with canary users holding many examples; it states both the
   user-level and the example-level guarantee.
+* :mod:`._flower` — :class:`FlowerDPFedAvg` (``"flower-dp"``): Flower's central-DP
+  fixed-clipping wrappers as installed, run out of process in ``.venvs/flower``
+  (``make venv-flower``; the worker loads ``_handler_flower.py``).
 """
 
 from dpaudit.systems.federated._clients import (
@@ -30,6 +33,13 @@ from dpaudit.systems.federated._fedavg import (
     FedAvgVariant,
     accuracy,
 )
+from dpaudit.systems.federated._flower import (
+    FLOWER,
+    FLOWER_WRAPPERS,
+    WEIGHTINGS,
+    FlowerCell,
+    FlowerDPFedAvg,
+)
 from dpaudit.systems.federated._user_dpsgd import (
     USER_DPSGD_VARIANTS,
     UserDPSGD,
@@ -40,13 +50,18 @@ from dpaudit.systems.federated._user_dpsgd import (
 
 __all__ = [
     "FEDAVG_VARIANTS",
+    "FLOWER",
+    "FLOWER_WRAPPERS",
     "SAMPLERS",
     "USER_DPSGD_VARIANTS",
+    "WEIGHTINGS",
     "DPFedAvg",
     "FedAvgCell",
     "FedAvgRun",
     "FedAvgVariant",
     "FederatedData",
+    "FlowerCell",
+    "FlowerDPFedAvg",
     "UserDPSGD",
     "UserDPSGDCell",
     "UserDPSGDVariant",

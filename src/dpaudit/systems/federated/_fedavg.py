@@ -217,6 +217,7 @@ class FedAvgRun:
             part of it (``"canaries"``: their updates, clipping and summing), measured in the
             same run.
         initial: ``(d,)`` the starting parameters (None: 0).
+        versions: versions of the libraries that trained it out of process (``{"flwr": …}``).
     """
 
     deltas: np.ndarray
@@ -226,6 +227,7 @@ class FedAvgRun:
     seed: int | None = None
     seconds: dict[str, float] = dataclasses.field(default_factory=dict)
     initial: np.ndarray | None = None
+    versions: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def final_delta(self) -> np.ndarray:

@@ -1,0 +1,158 @@
+"""Flower's DP strategy wrappers as installed (flwr 1.42, out of process in ``.venvs/flower``):
+the claim of Flower's calibration against dp-accounting, the refusals before any process, and,
+where ``make venv-flower`` has been run, the audit: consistent with the calibration when every
+client reports the same example count, refuted in one run when FedAvg weights the average by
+the reported counts, and the zero-update crash of Flower's clipping."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+
+import numpy as np
+import pytest
+
+from dpaudit.conversions import gdp_epsilon
+from dpaudit.errors import MissingDependencyError
+from dpaudit.experiments.federated import (
+    FederatedCanarySettings,
+    FederatedDataSettings,
+    FederatedSettings,
+    FederatedTrainingSettings,
+    audit_federated,
+)
+from dpaudit.systems.federated import FLOWER, FlowerCell, FlowerDPFedAvg, dirichlet_split
+
+dpa = pytest.importorskip("dp_accounting")
+DELTA = 1e-5
+needs_flower = pytest.mark.skipif(
+    not FLOWER.available(), reason="Flower's environment is not built: run `make venv-flower`"
+)
+
+
+def test_claim_is_the_replace_one_calibration():
+    """All clients every round: the Gaussian with multiplier σ/2 (replacing one clipped update
+    moves the sum by up to 2C), T-fold, by dp-accounting's RDP accountant (1 %); the exact ε is
+    μ-GDP with μ = 2√T/σ. Flower's fixed-size sampler: dp-accounting's sampling without
+    replacement under replace-one."""
+    cell = FlowerCell(rounds=5, clients_per_round=50, population=50, sampling="all",
+                      noise_multiplier=18.0)  # fmt: skip
+    system = FlowerDPFedAvg(cell)
+    acct = dpa.rdp.RdpAccountant()
+    acct.compose(dpa.GaussianDpEvent(9.0), 5)
+    np.testing.assert_allclose(system.claim(delta=DELTA).epsilon, acct.get_epsilon(DELTA),
+                               rtol=0.01)  # fmt: skip
+    np.testing.assert_allclose(
+        system.exact_claim(DELTA).epsilon, gdp_epsilon(2 * math.sqrt(5) / 18.0, DELTA), rtol=1e-12
+    )
+    fixed = FlowerDPFedAvg(FlowerCell(rounds=20, clients_per_round=10, population=100,
+                                      noise_multiplier=1.5))  # fmt: skip
+    rel = dpa.NeighboringRelation.REPLACE_ONE
+    acct = dpa.rdp.RdpAccountant(neighboring_relation=rel)
+    acct.compose(dpa.SampledWithoutReplacementDpEvent(100, 10, dpa.GaussianDpEvent(0.75)), 20)
+    np.testing.assert_allclose(fixed.claim(delta=DELTA).epsilon, acct.get_epsilon(DELTA),
+                               rtol=0.01)  # fmt: skip
+    assert fixed.exact_claim(DELTA) is None
+    assert fixed.claim(delta=DELTA).analysis.endswith("replace-one")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [({"sampling": "poisson"}, "sampling"),
+     ({"sampling": "fixed", "claim_sampling": "poisson"}, "claim_sampling"),
+     ({"sampling": "all", "clients_per_round": 5, "population": 6}, "population"),
+     ({"clients_per_round": 7, "population": 6}, "clients_per_round"),
+     ({"wrapper": "adaptive"}, "wrapper"), ({"weighting": "size"}, "weighting")],
+)  # fmt: skip
+def test_cell_refuses_what_flower_does_not_run(kwargs, name):
+    """Flower's client manager samples a fixed number of clients: a Poisson sampler, or a claim
+    for another sampler, is refused before anything runs."""
+    with pytest.raises(ValueError, match=name):
+        FlowerCell(**kwargs)
+
+
+def test_missing_environment_names_the_make_target(tmp_path, monkeypatch):
+    monkeypatch.setenv("DPAUDIT_VENVS", str(tmp_path))
+    g = np.random.default_rng(0)
+    data = dirichlet_split(g.normal(size=(40, 3)), g.integers(0, 2, 40), 4, alpha=1.0, rng=0)
+    system = FlowerDPFedAvg(FlowerCell(rounds=1, clients_per_round=4, population=4,
+                                       sampling="all"))  # fmt: skip
+    with pytest.raises(MissingDependencyError, match="make venv-flower"):
+        system.train(data, rng=0)
+    with pytest.raises(ValueError, match="population"):  # bad input first, before the venv
+        system.train(dirichlet_split(g.normal(size=(40, 3)), g.integers(0, 2, 40), 5,
+                                     alpha=1.0, rng=0), rng=0)  # fmt: skip
+
+
+def _settings(weighting, wrapper="server-side", *, clients=20, canaries=200, sigma=5.0,
+              examples=16, seed=0) -> FederatedSettings:  # fmt: skip
+    return FederatedSettings(
+        system="flower-dp",
+        seed=seed,
+        data=FederatedDataSettings(num_clients=clients, examples=20 * clients, features=50),
+        training=FederatedTrainingSettings(rounds=5, sampling="all", clients_per_round=None,
+                                           noise_multiplier=sigma, wrapper=wrapper,
+                                           weighting=weighting),
+        canaries=FederatedCanarySettings(count=canaries, examples=examples),
+    )  # fmt: skip
+
+
+@needs_flower
+def test_both_wrappers_are_consistent_with_the_calibration_under_equal_weights():
+    """Every client reports one example: the server-side and the client-side wrapper (its
+    clients through Flower's fixedclipping_mod) give the same run for the same seed, and the
+    valid bounds stay below the exact ε (3.85) and the claim (4.16); flwr's version is recorded."""
+    server = audit_federated(_settings("uniform"))
+    client = audit_federated(_settings("uniform", "client-side"))
+    assert server.versions["flwr"] == "1.42.0"
+    for a, b in zip(server.entries, client.entries, strict=True):
+        assert a.lower_bound.epsilon == b.lower_bound.epsilon
+        assert not a.gap.refutes_claim
+        assert a.lower_bound.epsilon <= a.exact.epsilon <= a.claim.epsilon
+        np.testing.assert_allclose(a.claim.epsilon, 4.162, atol=1e-3)
+
+
+@needs_flower
+@pytest.mark.slow
+def test_equal_weights_are_never_refuted_over_seeds():
+    for seed in range(1, 11):
+        for e in audit_federated(_settings("uniform", seed=seed, canaries=100)).entries:
+            assert not e.gap.refutes_claim, (seed, e.adversary, e.lower_bound.epsilon)
+
+
+@needs_flower
+@pytest.mark.slow
+def test_example_weighted_fedavg_is_refuted_in_one_run():
+    """The reproducer of the docs page: 2,000 real clients of ~20 examples, 100 canary clients
+    reporting 4,000 examples each, σ = 18 (Flower's calibration: ε = 1.01 at δ = 1e-5,
+    exact 0.92). FedAvg weights each canary by 4,000/Σn ≈ 1/110 where the noise σC/m assumes
+    1/2,100: one run's valid bound (3.70 and 3.20 at seed 0) refutes the calibration under
+    both threat models. The same run with equal weights is not refuted."""
+    r = audit_federated(_settings("examples", clients=2000, canaries=100, sigma=18.0,
+                                  examples=4000))  # fmt: skip
+    for e in r.entries:
+        np.testing.assert_allclose(e.claim.epsilon, 1.006, atol=1e-3)
+        assert e.gap.refutes_claim and e.lower_bound.epsilon > 3 * e.claim.epsilon
+    for e in audit_federated(_settings("uniform", clients=2000, canaries=100, sigma=18.0,
+                                       examples=4000)).entries:  # fmt: skip
+        assert not e.gap.refutes_claim
+
+
+@needs_flower
+def test_flowers_clipping_raises_on_a_zero_update():
+    """Reproducer of the crash in the docs: Flower's fixed clipping divides the clipping norm by
+    the update's norm, so a client that returns the parameters it received (an empty client, a
+    round without local steps) stops the server's aggregation with ZeroDivisionError (the
+    server-side wrapper's aggregate_fit and the client-side fixedclipping_mod both call it)."""
+    code = (
+        "import numpy as np\n"
+        "from flwr.supercore.differential_privacy import compute_clip_model_update\n"
+        "theta = [np.ones(3)]\n"
+        "try:\n"
+        "    compute_clip_model_update([np.ones(3)], theta, 1.0)\n"
+        "except ZeroDivisionError as exc:\n"
+        "    print('ZeroDivisionError', exc)\n"
+    )
+    out = subprocess.run([str(FLOWER.python()), "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True)  # fmt: skip
+    assert out.stdout.startswith("ZeroDivisionError float division by zero")
