@@ -156,3 +156,16 @@ def test_flowers_clipping_raises_on_a_zero_update():
     out = subprocess.run([str(FLOWER.python()), "-c", code], capture_output=True, text=True,
                          timeout=120, check=True)  # fmt: skip
     assert out.stdout.startswith("ZeroDivisionError float division by zero")
+
+
+def test_shipped_reproducer_config_parses():
+    from dpaudit.experiments import WORKFLOWS
+    from dpaudit.systems import SYSTEMS
+
+    s = WORKFLOWS.get("federated").load_settings("federated-flower-weighted")
+    expected = _settings("examples", clients=2000, canaries=100, sigma=18.0, examples=4000)
+    assert (s.system, s.canaries, s.data.num_clients) == ("flower-dp", expected.canaries, 2000)
+    cell = s.cell(mean_examples=20.0)
+    assert (cell.population, cell.weighting, cell.canary_examples) == (2100, "examples", 4000)
+    np.testing.assert_allclose(SYSTEMS.get("flower-dp")(cell).claim(delta=DELTA).epsilon, 1.006,
+                               atol=1e-3)  # fmt: skip

@@ -164,7 +164,9 @@ class FederatedCanarySettings:
 
     count: int = option(1000, help="canary clients k", flag="--canaries")
     examples: int = option(
-        16, help="user-dp-sgd: examples each canary user holds; flower-dp: examples it reports"
+        16,
+        help="user-dp-sgd: examples each canary user holds; flower-dp: examples it reports",
+        flag="--canary-examples",
     )
     inclusion: float = option(0.5, help="probability each canary client is inserted (0, 1)")
     scale: float = option(1.0, help="a canary update's norm, in units of C (>1: clipped)")
