@@ -12,6 +12,7 @@ import subprocess
 import numpy as np
 import pytest
 
+from dpaudit.attacks import draw_canary_clients
 from dpaudit.conversions import gdp_epsilon
 from dpaudit.errors import MissingDependencyError
 from dpaudit.experiments.federated import (
@@ -169,3 +170,18 @@ def test_shipped_reproducer_config_parses():
     assert (cell.population, cell.weighting, cell.canary_examples) == (2100, "examples", 4000)
     np.testing.assert_allclose(SYSTEMS.get("flower-dp")(cell).claim(delta=DELTA).epsilon, 1.006,
                                atol=1e-3)  # fmt: skip
+
+
+@needs_flower
+def test_flowers_fixed_size_sampler_picks_m_clients_a_round():
+    """Flower's client manager (seeded through the run's seed) samples exactly m of the P
+    clients each round, uniformly: each canary slot's participation averages T·m/P."""
+    g = np.random.default_rng(0)
+    data = dirichlet_split(g.normal(size=(200, 3)), g.integers(0, 2, 200), 20, alpha=1.0, rng=0)
+    cell = FlowerCell(rounds=40, clients_per_round=10, population=40, noise_multiplier=2.0)
+    can = draw_canary_clients(20, data.dimension, rng=1).directions
+    run = FlowerDPFedAvg(cell).train(data, can, rng=3)
+    assert np.all(run.participants == 10)
+    np.testing.assert_allclose(run.participation.mean(), 40 * 10 / 40, atol=2.5)
+    again = FlowerDPFedAvg(cell).train(data, can, rng=3)
+    np.testing.assert_array_equal(run.deltas, again.deltas)
