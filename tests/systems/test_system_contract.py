@@ -455,6 +455,107 @@ class TestFlowerDP(TestDPFedAvg):
             pytest.skip("Flower's environment is not built: run `make venv-flower`")
 
 
+# ------------------------------------------------------------------------- synthetic data
+
+
+class SyntheticGeneratorContract(SystemContract):
+    """A DP synthetic-data generator run as installed, out of process: one fit on a 2-column
+    worst-case table. The libraries draw their Gaussian noise from OpenDP (operating-system
+    entropy), so what a seed fixes — and is compared — is the calibration the run measured
+    with: each one-way measurement's clique and noise standard deviation (the run stops after
+    them). The training tests skip when the library's environment is not built."""
+
+    def cell(self) -> Any:
+        from dpaudit.systems.synthetic import GeneratorCell
+
+        return GeneratorCell(self.name, 1.0, DELTA)
+
+    def bad_cells(self) -> list[tuple[str, Any]]:
+        out = []
+        for name, value in (("epsilon", -1.0), ("delta", 0.0), ("generator", "nope")):
+            cell = self.cell()
+            object.__setattr__(cell, name, value)
+            out.append((name, cell))
+        return out
+
+    def _needs(self, modules: tuple[str, ...] | None = None) -> None:
+        super()._needs(modules)
+        if modules is None:
+            system = SYSTEMS.get(self.name)(self.cell())
+            if not system.library.available():
+                pytest.skip(f"{system.library.distribution}'s environment is not built: run "
+                            f"`make {system.library.make_target}`")  # fmt: skip
+
+    def _pair(self):
+        from dpaudit.attacks._synthetic import WORST_CASE_DATASETS
+
+        return WORST_CASE_DATASETS.get("unique-record")(columns=2, rows=20)
+
+    def train(self, system: Any, rng: int) -> np.ndarray:
+        p = self._pair()
+        r = system.fit_runs([p.D, p.D_prime], [1], [rng], domain=p.domain, observe=("domain",))
+        return np.array([[len(m["clique"]), m["sigma"]] for m in r.runs[0]["measurements"]])
+
+    def bad_inputs(self, system: Any) -> list[tuple[str, Callable[[], Any]]]:
+        from dpaudit.systems.synthetic import TabularDomain
+
+        p = self._pair()
+        return [
+            ("datasets", lambda: system.fit_runs([p.D, [[0, 2]]], [1], [0], domain=p.domain)),
+            ("which", lambda: system.fit_runs([p.D], [0, 0], [0], domain=p.domain)),
+            ("domain", lambda: system.fit_runs([p.D], [0], [0], domain=(2, 2))),
+            ("observe", lambda: system.fit_runs([p.D], [0], [0], domain=p.domain,
+                                                observe=("weights",))),
+            ("cardinalities", lambda: TabularDomain((2, 1))),
+        ]  # fmt: skip
+
+
+class TestSmartnoiseMST(SyntheticGeneratorContract):
+    name = "smartnoise-mst"
+
+
+class TestSmartnoiseAIM(SyntheticGeneratorContract):
+    name = "smartnoise-aim"
+
+    def cell(self) -> Any:
+        from dpaudit.systems.synthetic import GeneratorCell
+
+        return GeneratorCell(self.name, 1.0, DELTA, options=(("rounds", 2),))
+
+
+class TestSmartnoiseMSTQuietNoise(SyntheticGeneratorContract):
+    name = "smartnoise-mst-quiet-noise"
+
+
+class TestSmartnoiseAIMQuietNoise(TestSmartnoiseAIM):
+    name = "smartnoise-aim-quiet-noise"
+
+
+class TestSmartnoiseMSTInferredDomain(SyntheticGeneratorContract):
+    name = "smartnoise-mst-inferred-domain"
+
+
+class TestDpmmMST(SyntheticGeneratorContract):
+    name = "dpmm-mst"
+
+
+class TestDpmmAIM(SyntheticGeneratorContract):
+    name = "dpmm-aim"
+
+    def cell(self) -> Any:
+        from dpaudit.systems.synthetic import GeneratorCell
+
+        return GeneratorCell(self.name, 1.0, DELTA, options=(("rounds", 2),))
+
+
+class TestDpmmMSTQuietNoise(SyntheticGeneratorContract):
+    name = "dpmm-mst-quiet-noise"
+
+
+class TestDpmmMSTDataDomain(SyntheticGeneratorContract):
+    name = "dpmm-mst-data-domain"
+
+
 # ---------------------------------------------------------------------------------- coverage
 
 

@@ -30,6 +30,10 @@
 * **Fine-tuned language models** (Panda et al. 2025, arXiv:2503.06808): random-token,
   rare-token, new-token and model-generated canaries, loss / loss-ratio / zlib scores, TPR at
   low FPR and greedy extraction of a secret.
+* **DP synthetic data** (Annamalai, Ganev & De Cristofaro 2024, arXiv:2405.10994): worst-case
+  datasets (D, D ∪ {t}), the white-box log-likelihood ratio of a generator's noisy marginals
+  and exponential-mechanism choices, black-box and domain statistics
+  (:data:`SYNTHETIC_THREAT_MODELS`, :data:`WORST_CASE_DATASETS`).
 * **Remote targets**: :func:`remote_interface` — a deployed :mod:`dpaudit.serve` service over
   HTTP, with the same callable shape as an in-process interface.
 """
@@ -136,6 +140,17 @@ from dpaudit.attacks._qmia import (
     gaussian_quantile,
     pinball_loss,
     pinball_membership,
+)
+from dpaudit.attacks._synthetic import (
+    SYNTHETIC_THREAT_MODELS,
+    WORST_CASE_DATASETS,
+    SyntheticThreatModel,
+    WorstCaseDataset,
+    marginal_counts,
+    measured_cells,
+    measurement_llr,
+    selection_llr,
+    target_count,
 )
 from dpaudit.attacks._whitebox import (
     GRADIENT_STATISTICS,
@@ -393,4 +408,14 @@ __all__ = [  # noqa: RUF022 - grouped by concept
     "BUG_STATISTICS",
     "BugStatistic",
     "bug_pair",
+    # DP synthetic data
+    "SYNTHETIC_THREAT_MODELS",
+    "WORST_CASE_DATASETS",
+    "SyntheticThreatModel",
+    "WorstCaseDataset",
+    "marginal_counts",
+    "measured_cells",
+    "measurement_llr",
+    "selection_llr",
+    "target_count",
 ]

@@ -279,8 +279,9 @@ for _tm in (
                          "exponential-mechanism choice"),
     SyntheticThreatModel("white-box-measurements", ("measurements",), _white_box_measurements,
                          "log-likelihood ratio of the noisy marginals only"),
-    SyntheticThreatModel("white-box-domain", ("measurements",), _white_box_domain,
-                         "the number of cells the generator measured (its domain)"),
+    SyntheticThreatModel("white-box-domain", ("domain",), _white_box_domain,
+                         "the number of cells of the one-way marginals the generator measured "
+                         "(its domain)"),
     SyntheticThreatModel("black-box", ("synthetic",), _black_box,
                          "synthetic rows equal to the target"),
 ):  # fmt: skip

@@ -51,6 +51,7 @@ WORKFLOWS.register(
         summary="DP synthetic-data generators (smartnoise-synth MST, AIM) run as installed, out "
         "of process, on worst-case datasets: multi-run Clopper-Pearson ε bounds and Gaussian-DP "
         "μ (valid bound and estimate) against the library's claim.",
+        config="synthetic-data-worst-case",
         source="Annamalai, Ganev & De Cristofaro 2024, arXiv:2405.10994",
         check=_check,
     ),

@@ -23,7 +23,10 @@ conversion, ``cdp_rho``):
 * planted bugs (in the worker, on the installed library): ``*-quiet-noise`` — the Gaussian
   noise's standard deviation scaled by 0.1 while the library states the original σ and
   claims the original (ε, δ);
-* a known violation: ``smartnoise-mst-inferred-domain`` — no public domain given, so
+* ``dpmm-mst``, ``dpmm-aim`` — the same two algorithms as dpmm 0.1.9 implements them
+  (``MSTPipeline`` / ``AIMPipeline``, pre-processing disabled, the table as category codes);
+* known violations: ``dpmm-mst-data-domain`` — dpmm given no domain takes each column's size
+  from the private data; ``smartnoise-mst-inferred-domain`` — no public domain given, so
   smartnoise infers each column's categories from the private data without spending budget
   (the violation class of Annamalai, Ganev & De Cristofaro 2024, arXiv:2405.10994, §6).
 
@@ -52,6 +55,7 @@ from dpaudit.systems._protocols import SYSTEMS, SystemFactory
 __all__ = [
     "GENERATORS",
     "LIBRARIES",
+    "OBSERVABLES",
     "SYSTEM_TAG",
     "GeneratorCell",
     "GeneratorRuns",
@@ -60,6 +64,9 @@ __all__ = [
     "TabularDomain",
 ]
 
+#: What a run can report: noisy marginals, exponential-mechanism choices, the synthetic
+#: table, or (alone) the one-way marginals that show the domain measured over.
+OBSERVABLES: tuple[str, ...] = ("measurements", "selections", "synthetic", "domain")
 #: The tag a generator's system entry carries (``SYSTEMS.names(tag=...)``).
 SYSTEM_TAG = "synthetic-data"
 _HERE = Path(__file__).resolve().parent
@@ -68,6 +75,7 @@ _HERE = Path(__file__).resolve().parent
 LIBRARIES: dict[str, ExternalLibrary] = {
     "smartnoise": ExternalLibrary("smartnoise", "smartnoise-synth",
                                   str(_HERE / "_handler_smartnoise.py"), "venv-smartnoise"),
+    "dpmm": ExternalLibrary("dpmm", "dpmm", str(_HERE / "_handler_dpmm.py"), "venv-dpmm"),
 }  # fmt: skip
 
 
@@ -216,6 +224,7 @@ class SyntheticGenerator:
     """
 
     def __init__(self, cell: GeneratorCell) -> None:
+        GeneratorCell.__post_init__(cell)  # a cell changed after it was built is refused too
         self.cell = cell
         self.spec: GeneratorSpec = GENERATORS.get(cell.generator)
         self.library: ExternalLibrary = LIBRARIES[self.spec.library]
@@ -296,7 +305,9 @@ class SyntheticGenerator:
                 exponential mechanism and sampler; its Gaussian noise comes from OpenDP,
                 which draws from the operating system and cannot be seeded).
             domain: the public domain (checked here, before the worker starts).
-            observe: ``"measurements"``, ``"selections"``, ``"synthetic"``.
+            observe: of :data:`OBSERVABLES` — ``"measurements"``, ``"selections"``,
+                ``"synthetic"``, or ``"domain"`` alone (the one-way measurements, the run
+                stopped after them).
             sample_rows: rows of each synthetic table (with ``"synthetic"``).
             worker: a running worker of this library (default: one started for the batch).
 
@@ -314,8 +325,8 @@ class SyntheticGenerator:
             if not 0 <= w < len(tables):
                 raise ValueError(f"which holds {w}, not the index of one of {len(tables)} datasets")
         for o in observe:
-            if o not in ("measurements", "selections", "synthetic"):
-                raise ValueError(f"observe holds {o!r}: measurements | selections | synthetic")
+            if o not in OBSERVABLES:
+                raise ValueError(f"observe holds {o!r}: {' | '.join(OBSERVABLES)}")
         body = {
             "synth": self.spec.synth, "epsilon": self.cell.epsilon, "delta": self.cell.delta,
             "cardinalities": list(domain.cardinalities), "observe": list(observe),
@@ -348,6 +359,10 @@ _MST = ("McKenna, Miklau & Sheldon 2021, MST (arXiv:2108.04978), as smartnoise-s
         "implements it on mbi")  # fmt: skip
 _AIM = ("McKenna, Mullins, Sheldon & Miklau 2022, AIM (arXiv:2201.12677), as smartnoise-synth "
         "1.0.8 implements it on mbi")  # fmt: skip
+_DPMM_MST = ("McKenna, Miklau & Sheldon 2021, MST (arXiv:2108.04978), as dpmm 0.1.9 implements "
+             "it (its own copy of private-pgm)")  # fmt: skip
+_DPMM_AIM = ("McKenna, Mullins, Sheldon & Miklau 2022, AIM (arXiv:2201.12677), as dpmm 0.1.9 "
+             "implements it")  # fmt: skip
 _QUIET = "the Gaussian noise's standard deviation is 0.1× what the library states and accounts"
 
 for _spec in (
@@ -364,6 +379,16 @@ for _spec in (
                   _MST, bug="no public domain: smartnoise's transformer reads each column's "
                   "categories from the private data without spending budget",
                   public_domain=False),
+    GeneratorSpec("dpmm-mst", "dpmm", "mst", "MST (dpmm)", _DPMM_MST, white_box=("measurements",)),
+    GeneratorSpec("dpmm-aim", "dpmm", "aim", "AIM (dpmm)", _DPMM_AIM, white_box=("measurements",)),
+    GeneratorSpec("dpmm-mst-quiet-noise", "dpmm", "mst",
+                  "dpmm MST with its noise scaled down 10× (planted bug)", _DPMM_MST, bug=_QUIET,
+                  noise_scale=0.1, white_box=("measurements",)),
+    GeneratorSpec("dpmm-mst-data-domain", "dpmm", "mst",
+                  "dpmm MST given no domain (known violation)", _DPMM_MST,
+                  bug="no domain given: dpmm takes each column's size from the private data "
+                  "(max + 1) without spending budget", public_domain=False,
+                  white_box=("measurements",)),
 ):  # fmt: skip
     GENERATORS.register(_spec.name, _spec)
     SYSTEMS.register(_spec.name, SystemFactory(GeneratorCell, SyntheticGenerator),

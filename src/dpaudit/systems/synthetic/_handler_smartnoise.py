@@ -11,7 +11,9 @@ as integer arrays (``data0``, ``data1``, …), each run recording what the threa
   library's quality scores, ε, the sensitivity, the choice, and the model's estimate of each
   candidate marginal the scores were computed from (MST's ``select``; AIM's
   ``_worst_approximated``), read from the library's own frame;
-* ``synthetic`` (black-box): the synthetic table (``sample_rows`` rows; 0: none sampled).
+* ``synthetic`` (black-box): the synthetic table (``sample_rows`` rows; 0: none sampled);
+* ``domain`` alone: the one-way measurements only (the run stops after them: they show the
+  domain the generator measured over).
 
 The public domain is given as cardinalities: a ``LabelTransformer`` per column fitted on the
 values ``0 … k-1`` (not on the private data). ``public_domain=False`` lets smartnoise infer
@@ -132,6 +134,22 @@ def _stop_after(n_measure_calls):
     return lambda: setattr(mst_mod.MSTSynthesizer, "measure", orig)
 
 
+def _stop_aim_after_oneway():
+    """AIM's one-way measurements are done when it first fits its model: stop there."""
+    import snsynth.aim.aim as aim_mod
+
+    def stop(*a, **k):
+        raise _StopAfterMeasuring
+
+    class _Estimation:
+        def __getattr__(self, name):
+            return stop if name == "mirror_descent" else getattr(orig_mod, name)
+
+    orig_mod = aim_mod.estimation
+    aim_mod.estimation = _Estimation()
+    return lambda: setattr(aim_mod, "estimation", orig_mod)
+
+
 def _transformer(cards, public_domain):
     from snsynth.transform import TableTransformer
     from snsynth.transform.label import LabelTransformer
@@ -156,6 +174,7 @@ def op_fit(body, arrays):
     observe = set(body.get("observe", ["measurements", "selections"]))
     options = dict(body.get("options", {}))
     sample_rows = int(body.get("sample_rows", 0))
+    domain_only = observe == {"domain"}
     white_box_only = "synthetic" not in observe and synth == "mst"
     cols = [f"c{i}" for i in range(len(cards))]
     tables = {k: pd.DataFrame(v.astype(np.int64), columns=cols) for k, v in arrays.items()}
@@ -165,7 +184,10 @@ def op_fit(body, arrays):
         record = {"measurements": [], "selections": []}
         np.random.seed(int(run["seed"]))  # noqa: NPY002 (the library draws from it)
         undo = _patch(record, float(body.get("noise_scale", 1.0)))
-        undo_stop = _stop_after(2) if white_box_only else (lambda: None)
+        if domain_only:  # the one-way marginals show the domain measured over
+            undo_stop = _stop_after(1) if synth == "mst" else _stop_aim_after_oneway()
+        else:
+            undo_stop = _stop_after(2) if white_box_only else (lambda: None)
         t0 = time.perf_counter()
         try:
             s = Synthesizer.create(synth, epsilon=eps, delta=delta, **options)
@@ -180,7 +202,7 @@ def op_fit(body, arrays):
         finally:
             undo_stop()
             undo()
-        if "measurements" in observe:
+        if observe & {"measurements", "domain"}:
             result["measurements"] = record["measurements"]
         if "selections" in observe:
             result["selections"] = record["selections"]
