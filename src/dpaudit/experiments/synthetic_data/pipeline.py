@@ -174,6 +174,9 @@ class SyntheticAuditDetail(ResultMixin):
         rho: the library's ρ for (ε, δ); ``implied_mu`` = √(2ρ).
         mu_lower: the valid Gaussian-DP lower bound at the confidence level.
         mu_estimate: the fitted two-Gaussian μ (an estimate, not a bound), over all runs.
+        mu_estimate_interval: its approximate 95 % interval, μ̂ ± 1.96·√(2/n + μ̂²/(4n))
+            for n run pairs (the large-sample standard error of a standardised mean
+            difference, Hedges & Olkin 1985, §5.B) — how precise the estimate is, not a bound.
         mu_ratio: ``mu_estimate / implied_mu``.
         threshold, projected: the pilot's threshold and its own bound there.
         tp, fp: evaluation runs on D ∪ {t} and on D scoring ≥ the threshold, of ``runs``.
@@ -196,6 +199,7 @@ class SyntheticAuditDetail(ResultMixin):
     implied_mu: float
     mu_lower: float
     mu_estimate: float
+    mu_estimate_interval: ConfidenceInterval
     mu_ratio: float
     threshold: float
     projected: float
@@ -266,9 +270,12 @@ def audit_generator(
             mu_est = 0.0 if all_pos[0] == all_neg[0] else math.inf
         else:
             mu_est = gaussian_pair_epsilon(all_pos, all_neg, s.delta).mu
+        n = all_pos.size
+        half = 1.96 * math.sqrt(2 / n + mu_est**2 / (4 * n)) if math.isfinite(mu_est) else 0.0
+        mu_ci = ConfidenceInterval(max(0.0, mu_est - half), mu_est + half)
         detail = SyntheticAuditDetail(
             generator, system.bug, system.library.distribution, version, tm, s.dataset,
-            s.rows, s.columns, s.epsilon, s.delta, rho, implied, mu_lo, mu_est,
+            s.rows, s.columns, s.epsilon, s.delta, rho, implied, mu_lo, mu_est, mu_ci,
             mu_est / implied, t, projected, b.tp, b.fp, s.runs, s.pilot_runs, seconds, wall,
         )  # fmt: skip
         lower = LowerBound(
