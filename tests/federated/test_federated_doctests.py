@@ -12,6 +12,8 @@ MODULES = [
     "dpaudit.systems.federated._clients",
     "dpaudit.systems.federated._fedavg",
     "dpaudit.systems.federated._user_dpsgd",
+    "dpaudit.systems.federated._flower",
+    "dpaudit.data._documents",
     "dpaudit.attacks._federated",
     "dpaudit.experiments.federated.settings",
     "dpaudit.experiments.federated.pipeline",
