@@ -14,17 +14,17 @@ Zhang 2019, arXiv:1908.10530; Wang, Balle & Kasiviswanathan 2019, arXiv:1808.000
 Balle et al. 2020, arXiv:1905.09982, Thm 21).
 
 With **per-example clipping** instead (each example's gradient clipped to C, a user's clipped
-gradients summed; the example-level DP-SGD with users sampled as units) one example moves the
-sum by at most C, so the example-level claim has multiplier σ; a user of up to n_max examples
-moves it by up to n_max·C and, being sampled as one unit, the user-level claim is the same
-sampled Gaussian with multiplier σ/n_max (the group's sensitivity; exact for the mechanism,
-tighter than group privacy of the example-level guarantee).
+gradients summed; the example-level DP-SGD with users sampled as units) a user of up to n_max
+examples moves the sum by up to n_max·C and, being sampled as one unit, the user-level claim is
+the same sampled Gaussian with multiplier σ/n_max (the group's sensitivity; exact for the
+mechanism, tighter than group privacy of the example-level guarantee).
 
 Every system states both units (:meth:`UserDPSGD.unit_claim`): the user-level one above; the
-example-level one — σ under per-example clipping; under per-user clipping an example added to
-(or removed from) a user who keeps other examples moves the user's clipped gradient by up to 2C
-(both ends lie in the ball of radius C), so σ/2 under add/remove (σ under replace-one, whose
-user-level analysis already charges 2C).
+example-level one is σ/2 under add/remove (σ under the replace-one analysis of fixed-size
+sampling, which charges 2C already) for both clippings: under per-user clipping an example
+added to a user who keeps other examples can move the user's clipped gradient by up to 2C
+(both ends lie in the ball of radius C); under per-example clipping an example added to a user
+at the cap n_max displaces the user's last kept example (a replacement, 2C).
 
 Canary users (white-box gradient canaries, Nasr, Hayes, Steinke, Balle, Tramèr, Jagielski,
 Carlini & Terzis 2023, arXiv:2302.07956, §4; as whole users, after the canary clients of
@@ -40,9 +40,9 @@ Variants (:data:`USER_DPSGD_VARIANTS`):
 * ``per-example-clipping`` — example-level DP-SGD with users sampled as units, reporting its
   user-level guarantee (multiplier σ/n_max): honest, and the example-level claim beside it is
   far smaller;
-* ``example-level-claim`` (planted bug) — per-example clipping, and the example-level
-  guarantee (multiplier σ) reported as the user-level one (Chua et al. 2024, §2: the privacy
-  unit mistaken).
+* ``example-level-claim`` (planted bug) — per-example clipping, and an example-level DP-SGD
+  accountant's ε (multiplier σ: one example moves the sum by C) reported as the user-level
+  guarantee (Chua et al. 2024, §2: the privacy unit mistaken).
 """
 
 from __future__ import annotations
@@ -127,9 +127,9 @@ USER_DPSGD_VARIANTS.register("per-example-clipping", UserDPSGDVariant(
     "example-level DP-SGD with users sampled as units, its user-level claim (σ/n_max)", None,
     clipping="example"))  # fmt: skip
 USER_DPSGD_VARIANTS.register("example-level-claim", UserDPSGDVariant(
-    "example-level-claim", "an example-level guarantee reported as user-level",
+    "example-level-claim", "an example-level accountant's ε reported as user-level",
     "each example's gradient is clipped to C, so a user of n examples moves the sum by up to "
-    "nC, but the claim charges C (the example-level multiplier σ reported for a user)",
+    "nC, but the claim charges C (an example-level accountant's multiplier σ, for a user)",
     clipping="example", reported_unit="example"))  # fmt: skip
 
 
@@ -259,16 +259,26 @@ class UserDPSGD:
     def _multiplier(self, unit: str) -> float:
         """The Gaussian's multiplier of the valid ``unit``-level analysis (module docstring)."""
         c = self.cell
-        if self.variant.clipping == "example":
-            return c.noise_multiplier / (c.max_examples if unit == "user" else 1)
-        if unit == "user" or c.sampling == "fixed":  # replace-one already charges 2C
+        if unit == "user":
+            group = c.max_examples if self.variant.clipping == "example" else 1
+            return c.noise_multiplier / group
+        if c.sampling == "fixed":  # replace-one: the sampler's analysis charges 2C already
             return c.noise_multiplier
-        return c.noise_multiplier / 2
+        return c.noise_multiplier / 2  # an example's change moves the clipped sum by up to 2C
+
+    def _reported_multiplier(self) -> float:
+        """What the variant reports as user-level: the valid user-level multiplier, or (the
+        planted bug) an example-level accountant's σ, which charges one example C."""
+        if self.variant.reported_unit == "user":
+            return self._multiplier("user")
+        return self.cell.noise_multiplier
 
     def claim_rdp(self, orders: ArrayLike | None = None, *, unit: str | None = None) -> Curve:
         """The RDP curve of the whole run: the valid ``unit``-level one (``"user"`` or
         ``"example"``), or, with ``unit=None``, what the variant reports as user-level."""
-        u = self.variant.reported_unit if unit is None else check_choice("unit", unit, UNITS)
+        if unit is None:
+            return _sampled_gaussian_curve(self.cell, self._reported_multiplier(), orders)
+        u = check_choice("unit", unit, UNITS)
         return _sampled_gaussian_curve(self.cell, self._multiplier(u), orders)
 
     def unit_claim(self, unit: str, delta: float) -> Claim:
