@@ -185,3 +185,45 @@ def test_flowers_fixed_size_sampler_picks_m_clients_a_round():
     np.testing.assert_allclose(run.participation.mean(), 40 * 10 / 40, atol=2.5)
     again = FlowerDPFedAvg(cell).train(data, can, rng=3)
     np.testing.assert_array_equal(run.deltas, again.deltas)
+
+
+_ADAPTIVE = """
+import logging, sys
+import numpy as np
+logging.getLogger("flwr").setLevel(logging.ERROR)
+from flwr.common import Code, FitRes, Status, ndarrays_to_parameters, parameters_to_ndarrays
+from flwr.server.strategy import DifferentialPrivacyServerSideAdaptiveClipping, FedAvg
+np.random.seed(0)
+m, d = 100, 20000
+dp = DifferentialPrivacyServerSideAdaptiveClipping(FedAvg(), noise_multiplier=1.0,
+    num_sampled_clients=m, initial_clipping_norm=1.0, target_clipped_quantile=0.5,
+    clip_norm_lr=0.2)
+theta = np.zeros(d)
+dp.current_round_params = [theta]
+ups = np.random.standard_normal((m, d))
+ups *= 10 / np.linalg.norm(ups, axis=1, keepdims=True)  # every update of norm 10: all clipped
+res = [(None, FitRes(Status(Code.OK, ""), ndarrays_to_parameters([theta + u]), 1, {}))
+       for u in ups]
+used = dp.clipping_norm
+agg, _ = dp.aggregate_fit(1, res, [])
+noise = parameters_to_ndarrays(agg)[0] - (ups * (used / 10)).mean(axis=0)
+print(used, dp.clipping_norm, noise.std() * m / dp.noise_multiplier)
+"""
+
+
+@needs_flower
+def test_server_side_adaptive_clipping_noises_with_the_next_rounds_norm():
+    """Reproducer of the docs page: Flower's DifferentialPrivacyServerSideAdaptiveClipping clips
+    the updates to C_t, updates the norm to C_{t+1}, then adds noise of std z·C_{t+1}/m: with
+    every update clipped, C_{t+1} = C_t·exp(−0.2·(1 − 0.5)) = 0.905·C_t, so the round has 0.905 of
+    the noise its analysis needs (Andrew et al. 2021, arXiv:1905.03871, Alg. 1 noises the sum
+    clipped at C_t). The norm also moves the wrong way: with every update clipped (above the
+    target quantile 0.5) it shrinks, where Andrew et al.'s rule grows it — Flower's bit marks a
+    clipped update, their b an unclipped one."""
+    out = subprocess.run([str(FLOWER.python()), "-c", _ADAPTIVE], capture_output=True,
+                         text=True, timeout=120, check=True)  # fmt: skip
+    used, after, noise_scale = (float(x) for x in out.stdout.split())
+    assert used == 1.0
+    np.testing.assert_allclose(after, math.exp(-0.2 * 0.5), rtol=0.02)  # shrinks (noisy count)
+    np.testing.assert_allclose(noise_scale, after, rtol=0.02)  # the noise follows C_{t+1}
+    assert noise_scale < 0.95 * used
