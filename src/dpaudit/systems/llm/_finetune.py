@@ -463,32 +463,18 @@ class DPFineTuning:
         torch = require("torch", "torch")
         seq = as_seed_sequence(rng)
         s_init, s_batch, s_noise, s_adapters = seq.spawn(4)
-        c, v = self.cell, self.variant
+        c = self.cell
         start = time.perf_counter()
         reference = new_token_lm(lm, rng=s_init)
         model = copy.deepcopy(reference)
         with torch.random.fork_rng(devices=[]):  # peft draws the adapters from torch's RNG
             torch.manual_seed(int(s_adapters.generate_state(1, np.uint64)[0] % 2**63))
-            self._make_trainable(model)
+            self.make_trainable(model)
         ids, lengths = _stack(ex, can, inc)
-        params = [p for p in model.parameters() if p.requires_grad]
-        n_params = int(sum(p.numel() for p in params))
-        opt_cls = torch.optim.Adam if c.optimizer == "adam" else torch.optim.SGD
-        optimizer = opt_cls(params, lr=c.learning_rate)
-        sigma_used = None
         gen = torch.Generator().manual_seed(int(s_noise.generate_state(1, np.uint64)[0] % 2**63))
-        if c.private:
-            require("opacus", "opacus")
-            from opacus import GradSampleModule
-            from opacus.optimizers import DPOptimizer
-
-            sigma_used = float(self.noise_multiplier) * v.noise_scale
-            module = GradSampleModule(model, batch_first=True, loss_reduction="sum")
-            optimizer = DPOptimizer(optimizer, noise_multiplier=sigma_used,
-                                    max_grad_norm=c.clip_norm, expected_batch_size=c.batch_size,
-                                    loss_reduction="mean", generator=gen)  # fmt: skip
-        else:
-            module = model
+        module, optimizer, params = self.prepare(model, generator=gen)
+        n_params = int(sum(p.numel() for p in params))
+        sigma_used = getattr(optimizer, "noise_multiplier", None)
         sampled = np.zeros(ids.shape[0], dtype=np.int64)
         g = np.random.default_rng(s_batch)
         x_all, n_all = torch.from_numpy(ids), torch.from_numpy(lengths)
@@ -498,17 +484,7 @@ class DPFineTuning:
             for _ in range(c.steps):
                 rows = np.flatnonzero(g.random(ids.shape[0]) < c.sampling_rate)
                 sampled[rows] += 1
-                optimizer.zero_grad(set_to_none=True)
-                if rows.size == 0:
-                    if not c.private:
-                        continue
-                    for p in params:  # a noise-only step
-                        p.grad_sample = torch.zeros((0, *p.shape))
-                else:
-                    x, n = x_all[rows], n_all[rows]
-                    losses = _per_example_loss(module, x, n)
-                    (losses.sum() / (1.0 if c.private else c.batch_size)).backward()
-                optimizer.step()
+                self.step(module, optimizer, params, x_all[rows], n_all[rows])
         if c.private:
             module.cleanup()
         model.eval()
@@ -521,7 +497,55 @@ class DPFineTuning:
                            self.noise_multiplier, sigma_used, seed_entropy(seq),
                            {"training": seconds, "per_step": seconds / c.steps})  # fmt: skip
 
-    def _make_trainable(self, model: Any) -> None:
+    def prepare(self, model: Any, *, generator: Any = None) -> tuple[Any, Any, list]:
+        """``(module, optimizer, trained parameters)`` of one run on ``model`` (made trainable
+        by :meth:`make_trainable`): Opacus' ``GradSampleModule`` and ``DPOptimizer`` (noise
+        from ``generator``) when private, else the model and the plain optimizer."""
+        torch = require("torch", "torch")
+        c = self.cell
+        params = [p for p in model.parameters() if p.requires_grad]
+        opt_cls = torch.optim.Adam if c.optimizer == "adam" else torch.optim.SGD
+        optimizer = opt_cls(params, lr=c.learning_rate)
+        if not c.private:
+            return model, optimizer, params
+        require("opacus", "opacus")
+        from opacus import GradSampleModule
+        from opacus.optimizers import DPOptimizer
+
+        sigma = float(self.noise_multiplier) * self.variant.noise_scale
+        module = GradSampleModule(model, batch_first=True, loss_reduction="sum")
+        optimizer = DPOptimizer(optimizer, noise_multiplier=sigma, max_grad_norm=c.clip_norm,
+                                expected_batch_size=c.batch_size, loss_reduction="mean",
+                                generator=generator)  # fmt: skip
+        return module, optimizer, params
+
+    def step(self, module: Any, optimizer: Any, params: list, x: Any, n: Any) -> None:
+        """One step on the batch ``x`` (``(b, L)`` ids, lengths ``n``): per-example mean
+        token losses, summed; clipped and noised by the DP optimizer (its noisy sum divided by
+        B), or divided by B for plain training. An empty batch is a noise-only step (private)
+        or no step."""
+        import torch
+
+        optimizer.zero_grad(set_to_none=True)
+        if x.shape[0] == 0:
+            if not self.cell.private:
+                return
+            for p in params:  # a noise-only step
+                p.grad_sample = torch.zeros((0, *p.shape))
+        else:
+            losses = _per_example_loss(module, x, n)
+            (losses.sum() / (1.0 if self.cell.private else self.cell.batch_size)).backward()
+        optimizer.step()
+
+    def make_trainable(self, model: Any) -> None:
+        """Unfreeze what the cell trains in ``model`` (a :func:`new_token_lm` module): LoRA
+        adapters injected by peft (drawn from torch's global RNG: seed it) or the linear
+        layers of the last blocks; the new entries' embeddings stay trainable.
+
+        Raises:
+            ValueError: LoRA targets that are not layers of the model; more blocks asked
+                for than the model has.
+        """
         c = self.cell
         base = model.base
         if c.trainable == "lora":

