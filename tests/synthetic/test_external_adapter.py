@@ -116,3 +116,31 @@ def test_dead_worker_reports_its_stderr(fake_lib):
             w.call("die")
         with pytest.raises(ExternalWorkerError, match="has exited"):
             w.call("echo", {"x": 1})
+
+
+def test_worker_exits_when_its_parent_is_gone(fake_lib, tmp_path):
+    """An interrupted audit leaves no worker behind: the parent is killed without closing."""
+    import subprocess
+    import time
+
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import os, sys\n"
+        "from dpaudit.systems._external import ExternalLibrary\n"
+        f"lib = ExternalLibrary('fake', 'numpy', {fake_lib.handler!r}, 'venv-fake')\n"
+        "w = lib.start(timeout=60)\n"
+        "print(w._proc.pid, flush=True)\n"
+        "os._exit(0)\n"
+    )
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=120, env=dict(os.environ))  # fmt: skip
+    pid = int(out.stdout.strip())
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    os.kill(pid, 9)
+    raise AssertionError(f"worker {pid} outlived its parent")

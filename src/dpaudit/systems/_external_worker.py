@@ -15,7 +15,8 @@ The worker loads the handler script once, answers ``{"op": "hello"}`` with the l
 version (the handler's ``DISTRIBUTION``), then each request ``{"op": NAME, ...}`` with the
 handler's ``op_NAME(body, arrays) -> (body, arrays)``, until ``{"op": "close"}`` or the end
 of its input. A handler's exception is answered as ``{"error": traceback}`` and the worker
-goes on. The protocol uses a private copy of the original standard output; file descriptor 1
+goes on; the worker exits when the process that started it is gone. The protocol uses a
+private copy of the original standard output; file descriptor 1
 is pointed at standard error, so whatever the library prints (AIM prints its σ) cannot
 corrupt a message.
 """
@@ -27,6 +28,7 @@ import json
 import os
 import struct
 import sys
+import time
 import traceback
 from typing import Any, BinaryIO
 
@@ -87,8 +89,25 @@ def _version(distribution: str) -> str | None:
         return None
 
 
+def _exit_with_parent() -> None:
+    """End this process when the one that started it is gone (an interrupted audit must not
+    leave a worker fitting generators for nobody): a daemon thread polls the parent's id."""
+    import threading
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def main(handler_path: str) -> int:
     """Serve requests on stdin/stdout with the handler script at ``handler_path``."""
+    _exit_with_parent()
     proto_out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # prints of the library (and of C code) go to stderr
     sys.stdout = sys.stderr
