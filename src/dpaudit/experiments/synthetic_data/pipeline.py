@@ -248,7 +248,6 @@ def audit_generator(
     system = SYSTEMS.get(generator)(task.cell)
     system.check_inputs([pair.D, pair.D_prime], pair.domain)
     t0 = time.perf_counter()
-    level = s.confidence_level
     pilot = _runs(task, s.pilot_runs, child_seed(s.seed, key, 0), s, None, progress, "pilot")
     journal = journal_in(checkpoint, f"{generator}.tasks")
     ev = _runs(task, s.runs, child_seed(s.seed, key, 1), s, journal, progress, "evaluation")
@@ -257,47 +256,56 @@ def audit_generator(
     implied = system.implied_mu(rho)
     seconds = float(np.mean(np.concatenate([pilot[:, -4:-2], ev[:, -4:-2]])))
     version = system.library.version()
-    entries = []
-    for i, tm in enumerate(s.threat_models):
-        p_pos, p_neg = pilot[:, 2 * i], pilot[:, 2 * i + 1]
-        pos, neg = ev[:, 2 * i], ev[:, 2 * i + 1]
-        t, projected = pilot_threshold(p_pos, p_neg, s.delta, level)
-        b = epsilon_from_scores(pos, neg, selection=Explicit(t), delta=s.delta,
-                                confidence_level=level)  # fmt: skip
-        mu_lo = gdp_from_error_rates(b.tpr_lower, b.fpr_upper, s.delta).mu
-        all_pos, all_neg = np.concatenate([p_pos, pos]), np.concatenate([p_neg, neg])
-        if np.ptp(all_pos) == 0 and np.ptp(all_neg) == 0:
-            mu_est = 0.0 if all_pos[0] == all_neg[0] else math.inf
-        else:
-            mu_est = gaussian_pair_epsilon(all_pos, all_neg, s.delta).mu
-        n = all_pos.size
-        half = 1.96 * math.sqrt(2 / n + mu_est**2 / (4 * n)) if math.isfinite(mu_est) else 0.0
-        mu_ci = ConfidenceInterval(max(0.0, mu_est - half), mu_est + half)
-        detail = SyntheticAuditDetail(
-            generator, system.bug, system.library.distribution, version, tm, s.dataset,
-            s.rows, s.columns, s.epsilon, s.delta, rho, implied, mu_lo, mu_est, mu_ci,
-            mu_est / implied, t, projected, b.tp, b.fp, s.runs, s.pilot_runs, seconds, wall,
-        )  # fmt: skip
-        lower = LowerBound(
-            f"{tm} worst-case multi-run threshold test, exact Clopper-Pearson (Jagielski et "
-            "al. 2020)", level, b.epsilon, s.delta,
-            interval=ConfidenceInterval(b.epsilon, math.inf),
-            note=f"{s.runs} run pairs; {b.tp} runs on D ∪ {{t}} and {b.fp} on D scored ≥ the "
-            f"pilot's threshold. Gaussian-DP μ: valid lower bound {mu_lo:.3g}; estimate "
-            f"{mu_est:.3g} (fitted Gaussians, not a bound) against the implied μ = √(2ρ) = "
-            f"{implied:.3g}",
-        )  # fmt: skip
-        claims = (
-            system.claim(rho=rho),
-            Claim("implied μ-GDP", "μ = √(2ρ) of the library's ρ (Bun & Steinke 2016, "
-                  "arXiv:1605.02065); ε at δ of μ-GDP (Dong, Roth & Su 2022, "
-                  "arXiv:1905.02383, Cor. 2.13)", gdp_epsilon(implied, s.delta), s.delta),
-        )  # fmt: skip
-        sel = SelectionRecord("threshold", "split",
-                              f"chosen on {s.pilot_runs} held-out pilot run pairs")  # fmt: skip
-        entries.append(AuditEntry(generator, f"{tm} ({s.dataset})", lower, claims,
-                                  selections=(sel,), detail=detail))  # fmt: skip
-    return entries
+    run = (system, version, rho, implied, seconds, wall)
+    return [_entry(s, generator, tm, pilot[:, 2 * i : 2 * i + 2], ev[:, 2 * i : 2 * i + 2], run)
+            for i, tm in enumerate(s.threat_models)]  # fmt: skip
+
+
+def _mu_estimate(pos: np.ndarray, neg: np.ndarray, delta: float):
+    """The fitted two-Gaussian μ and its approximate 95 % interval (see the detail)."""
+    if np.ptp(pos) == 0 and np.ptp(neg) == 0:
+        mu = 0.0 if pos[0] == neg[0] else math.inf
+    else:
+        mu = gaussian_pair_epsilon(pos, neg, delta).mu
+    n = pos.size
+    half = 1.96 * math.sqrt(2 / n + mu**2 / (4 * n)) if math.isfinite(mu) else 0.0
+    return mu, ConfidenceInterval(max(0.0, mu - half), mu + half)
+
+
+def _entry(s: SyntheticDataSettings, generator: str, tm: str, pilot, ev, run) -> AuditEntry:
+    """One threat model's entry from its pilot and evaluation scores (columns: D ∪ {t}, D)."""
+    system, version, rho, implied, seconds, wall = run
+    level = s.confidence_level
+    t, projected = pilot_threshold(pilot[:, 0], pilot[:, 1], s.delta, level)
+    b = epsilon_from_scores(ev[:, 0], ev[:, 1], selection=Explicit(t), delta=s.delta,
+                            confidence_level=level)  # fmt: skip
+    mu_lo = gdp_from_error_rates(b.tpr_lower, b.fpr_upper, s.delta).mu
+    both = np.concatenate([pilot, ev])
+    mu_est, mu_ci = _mu_estimate(both[:, 0], both[:, 1], s.delta)
+    detail = SyntheticAuditDetail(
+        generator, system.bug, system.library.distribution, version, tm, s.dataset,
+        s.rows, s.columns, s.epsilon, s.delta, rho, implied, mu_lo, mu_est, mu_ci,
+        mu_est / implied, t, projected, b.tp, b.fp, s.runs, s.pilot_runs, seconds, wall,
+    )  # fmt: skip
+    lower = LowerBound(
+        f"{tm} worst-case multi-run threshold test, exact Clopper-Pearson (Jagielski et "
+        "al. 2020)", level, b.epsilon, s.delta,
+        interval=ConfidenceInterval(b.epsilon, math.inf),
+        note=f"{s.runs} run pairs; {b.tp} runs on D ∪ {{t}} and {b.fp} on D scored ≥ the "
+        f"pilot's threshold. Gaussian-DP μ: valid lower bound {mu_lo:.3g}; estimate "
+        f"{mu_est:.3g} (fitted Gaussians, not a bound) against the implied μ = √(2ρ) = "
+        f"{implied:.3g}",
+    )  # fmt: skip
+    claims = (
+        system.claim(rho=rho),
+        Claim("implied μ-GDP", "μ = √(2ρ) of the library's ρ (Bun & Steinke 2016, "
+              "arXiv:1605.02065); ε at δ of μ-GDP (Dong, Roth & Su 2022, "
+              "arXiv:1905.02383, Cor. 2.13)", gdp_epsilon(implied, s.delta), s.delta),
+    )  # fmt: skip
+    sel = SelectionRecord("threshold", "split",
+                          f"chosen on {s.pilot_runs} held-out pilot run pairs")  # fmt: skip
+    return AuditEntry(generator, f"{tm} ({s.dataset})", lower, claims, selections=(sel,),
+                      detail=detail)  # fmt: skip
 
 
 def audit_synthetic_data(
