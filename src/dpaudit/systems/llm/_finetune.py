@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import math
 import time
 import warnings
@@ -47,6 +48,7 @@ from dpaudit._typing import ArrayLike, RngLike
 from dpaudit._validate import (
     check_choice,
     check_delta,
+    check_in_range,
     check_mask,
     check_positive,
     check_positive_int,
@@ -217,10 +219,17 @@ def calibrate_noise_multiplier(
         True
     """
     eps = check_positive("target_epsilon", target_epsilon)
-    check_positive_int("steps", steps)
+    d = check_delta(delta, allow_zero=False)
+    q = check_in_range("sampling_rate", sampling_rate, 0.0, 1.0, high_inclusive=True)
+    return _calibrate(eps, d, q, check_positive_int("steps", steps))
+
+
+@functools.lru_cache(maxsize=64)
+def _calibrate(eps: float, delta: float, q: float, steps: int) -> float:
+    """Bisection on a geometric grid (cached: a settings cell is calibrated once)."""
 
     def at(s: float) -> float:
-        return fine_tuning_claim(sampling_rate, s, steps, delta)[0]
+        return fine_tuning_claim(q, s, steps, delta)[0]
 
     lo, hi = 0.05, 1.0
     while at(hi) > eps:
