@@ -86,6 +86,36 @@ __all__ = [
 #: Client samplers: every client every round, Poisson at q = m/P, or m of P without replacement.
 SAMPLERS: tuple[str, ...] = ("all", "poisson", "fixed")
 
+
+def check_round_slots(s: Any, *, unit: str, step: str) -> None:
+    """Check the sampling fields every federated system shares: ``rounds``,
+    ``clients_per_round`` (m), ``population`` (P), ``sampling`` and ``claim_sampling`` (a
+    claim for another sampler than the one used is refused: it would not describe the system).
+
+    Raises:
+        ValueError, TypeError: naming the field and its value; ``unit`` ("client", "user")
+            and ``step`` ("round", "step") word the messages.
+    """
+    check_positive_int("rounds", s.rounds)
+    m = check_positive_int("clients_per_round", s.clients_per_round)
+    p = check_positive_int("population", s.population)
+    check_choice("sampling", s.sampling, SAMPLERS)
+    if s.claim_sampling is not None:
+        check_choice("claim_sampling", s.claim_sampling, SAMPLERS)
+        if s.claim_sampling != s.sampling:
+            raise ValueError(
+                f"claim_sampling={s.claim_sampling!r} is not the sampler the system "
+                f"uses (sampling={s.sampling!r}): the claim would not describe it"
+            )
+    if s.sampling == "all" and p > m:
+        raise ValueError(
+            f"population={p} {unit}s (real plus canary {unit}s) exceed the "
+            f"clients_per_round={m} slots of sampling='all' (every {unit} every {step})"
+        )
+    if s.sampling != "all" and m > p:
+        raise ValueError(f"clients_per_round={m} exceeds the population={p} {unit} slots")
+
+
 _SOURCE = (
     "McMahan, Ramage, Talwar & Zhang 2018 (arXiv:1710.06963), user-level DP-FedAvg; RDP of "
     "the subsampled Gaussian, Mironov, Talwar & Zhang 2019 (arXiv:1908.10530) via "
@@ -171,24 +201,7 @@ class FedAvgCell:
     variant: str = "correct"
 
     def __post_init__(self) -> None:
-        check_positive_int("rounds", self.rounds)
-        m = check_positive_int("clients_per_round", self.clients_per_round)
-        p = check_positive_int("population", self.population)
-        check_choice("sampling", self.sampling, SAMPLERS)
-        if self.claim_sampling is not None:
-            check_choice("claim_sampling", self.claim_sampling, SAMPLERS)
-            if self.claim_sampling != self.sampling:
-                raise ValueError(
-                    f"claim_sampling={self.claim_sampling!r} is not the sampler the system "
-                    f"uses (sampling={self.sampling!r}): the claim would not describe it"
-                )
-        if self.sampling == "all" and p > m:
-            raise ValueError(
-                f"population={p} clients (real plus canary clients) exceed the "
-                f"clients_per_round={m} slots of sampling='all' (every client every round)"
-            )
-        if self.sampling != "all" and m > p:
-            raise ValueError(f"clients_per_round={m} exceeds the population={p} client slots")
+        check_round_slots(self, unit="client", step="round")
         check_positive("clip_norm", self.clip_norm)
         check_positive("noise_multiplier", self.noise_multiplier)
         check_positive("server_learning_rate", self.server_learning_rate)

@@ -68,13 +68,13 @@ from dpaudit.mechanisms.values import SubsampledGaussian
 from dpaudit.systems._protocols import SYSTEMS, SystemFactory
 from dpaudit.systems.federated._clients import FederatedData
 from dpaudit.systems.federated._fedavg import (
-    SAMPLERS,
     FedAvgRun,
     _check_training_inputs,
     _clip,
     _sample_slots,
     _sampled_gaussian_curve,
     accuracy,
+    check_round_slots,
 )
 
 __all__ = [
@@ -166,24 +166,7 @@ class UserDPSGDCell:
     variant: str = "correct"
 
     def __post_init__(self) -> None:
-        check_positive_int("rounds", self.rounds)
-        m = check_positive_int("clients_per_round", self.clients_per_round)
-        p = check_positive_int("population", self.population)
-        check_choice("sampling", self.sampling, SAMPLERS)
-        if self.claim_sampling is not None:
-            check_choice("claim_sampling", self.claim_sampling, SAMPLERS)
-            if self.claim_sampling != self.sampling:
-                raise ValueError(
-                    f"claim_sampling={self.claim_sampling!r} is not the sampler the system "
-                    f"uses (sampling={self.sampling!r}): the claim would not describe it"
-                )
-        if self.sampling == "all" and p > m:
-            raise ValueError(
-                f"population={p} users (real plus canary users) exceed the "
-                f"clients_per_round={m} slots of sampling='all' (every user every step)"
-            )
-        if self.sampling != "all" and m > p:
-            raise ValueError(f"clients_per_round={m} exceeds the population={p} user slots")
+        check_round_slots(self, unit="user", step="step")
         check_positive("clip_norm", self.clip_norm)
         check_positive("noise_multiplier", self.noise_multiplier)
         check_positive("learning_rate", self.learning_rate)
