@@ -54,13 +54,13 @@ from dpaudit.attacks._synthetic import (
 )
 from dpaudit.bounds import (
     Explicit,
-    epsilon_from_confusion,
     epsilon_from_scores,
     gaussian_pair_epsilon,
     gdp_from_error_rates,
 )
 from dpaudit.conversions import gdp_epsilon
 from dpaudit.engine import journal_in, run_tasks
+from dpaudit.experiments._sequential_runs import choose_threshold
 from dpaudit.experiments.synthetic_data.settings import SyntheticDataSettings
 from dpaudit.systems import SYSTEMS
 from dpaudit.systems.synthetic import GeneratorCell
@@ -140,7 +140,8 @@ class SyntheticRunPairs:
 
 def pilot_threshold(pos: np.ndarray, neg: np.ndarray, delta: float, level: float):
     """The threshold with the largest Clopper–Pearson bound on the pilot runs themselves
-    (candidates: every pilot score; ties broken by the largest TPR − FPR).
+    (:func:`dpaudit.experiments._sequential_runs.choose_threshold`, shared with the other
+    many-run audits).
 
     Returns:
         ``(threshold, the pilot's own bound there)``.
@@ -150,15 +151,7 @@ def pilot_threshold(pos: np.ndarray, neg: np.ndarray, delta: float, level: float
         >>> t
         20.0
     """
-    best, best_key = float(np.max(neg)), (-1.0, -1.0)
-    for t in np.unique(np.concatenate([pos, neg])):
-        tp, fp = int(np.sum(pos >= t)), int(np.sum(neg >= t))
-        e = epsilon_from_confusion(tp, pos.size - tp, fp, neg.size - fp, delta=delta,
-                                   confidence_level=level).epsilon  # fmt: skip
-        key = (e, tp / pos.size - fp / neg.size)
-        if key > best_key:
-            best, best_key = float(t), key
-    return best, best_key[0]
+    return choose_threshold(pos, neg, delta, level)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -227,6 +220,16 @@ def _runs(task, n, seed, s, checkpoint, progress, label):
     return run.stacked()
 
 
+def _stages(task: SyntheticRunPairs, s: SyntheticDataSettings, key: int, checkpoint: Any,
+            progress: Any) -> tuple[np.ndarray, np.ndarray, float]:  # fmt: skip
+    """The pilot and the (journalled) evaluation run pairs → (pilot, evaluation, wall s)."""
+    t0 = time.perf_counter()
+    pilot = _runs(task, s.pilot_runs, child_seed(s.seed, key, 0), s, None, progress, "pilot")
+    journal = journal_in(checkpoint, f"{task.cell.generator}.tasks")
+    ev = _runs(task, s.runs, child_seed(s.seed, key, 1), s, journal, progress, "evaluation")
+    return pilot, ev, time.perf_counter() - t0
+
+
 def audit_generator(
     generator: str,
     settings: SyntheticDataSettings,
@@ -247,11 +250,7 @@ def audit_generator(
     pair = task.pair()
     system = SYSTEMS.get(generator)(task.cell)
     system.check_inputs([pair.D, pair.D_prime], pair.domain)
-    t0 = time.perf_counter()
-    pilot = _runs(task, s.pilot_runs, child_seed(s.seed, key, 0), s, None, progress, "pilot")
-    journal = journal_in(checkpoint, f"{generator}.tasks")
-    ev = _runs(task, s.runs, child_seed(s.seed, key, 1), s, journal, progress, "evaluation")
-    wall = time.perf_counter() - t0
+    pilot, ev, wall = _stages(task, s, key, checkpoint, progress)
     rho = float(ev[0, -1])
     implied = system.implied_mu(rho)
     seconds = float(np.mean(np.concatenate([pilot[:, -4:-2], ev[:, -4:-2]])))
