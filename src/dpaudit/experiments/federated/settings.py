@@ -37,6 +37,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 from dpaudit._settings import option
@@ -47,6 +48,7 @@ from dpaudit._validate import (
     check_nonneg_int,
     check_positive,
     check_positive_int,
+    check_real,
 )
 from dpaudit.bounds import SELECTION_NAMES
 from dpaudit.data import DATASET_NAMES
@@ -193,11 +195,22 @@ class FederatedAuditSettings:
     delta: float = option(1e-5, help="δ of the claim, the bounds and the estimates")
     confidence_level: float = option(0.95, help="confidence 1 − β of each bound")
     selection: str = option("split", help=f"guess-count choice: {' | '.join(SELECTION_NAMES)}")
+    lidp_trials: int = option(
+        0,
+        help="Lifted-DP bound beside the one-run bounds: n alternative and n null training "
+        "runs with the canary clients (0: off)",
+    )
+    lidp_threshold: float = option(
+        1.0, help="the Lifted-DP test's τ on the standardised statistic, fixed in advance"
+    )
 
     def __post_init__(self) -> None:
         check_delta(self.delta, allow_zero=False)
         check_confidence_level(self.confidence_level)
         check_choice("selection", self.selection, SELECTION_NAMES)
+        check_nonneg_int("lidp_trials", self.lidp_trials)
+        if not math.isfinite(check_real("lidp_threshold", self.lidp_threshold)):
+            raise ValueError(f"lidp_threshold must be finite, got {self.lidp_threshold!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -217,6 +230,11 @@ class FederatedSettings:
             raise ValueError(f"system must be a federated system, got {self.system!r}")
         check_nonneg_int("seed", self.seed)
         self.cell(mean_examples=1.0)  # a sampler that cannot serve the clients fails here
+        if self.audit.lidp_trials and self.canaries.count < 4:
+            raise ValueError(
+                f"the Lifted-DP bound's Wilson intervals need at least 4 canary clients per run, "
+                f"got canaries.count = {self.canaries.count} (or set audit.lidp_trials = 0)"
+            )
 
     @property
     def population(self) -> int:
