@@ -132,3 +132,24 @@ def test_inferred_domain_violation_is_refuted_and_its_control_is_not():
     assert bad.gap.refutes_claim and bad.detail.fp == 0 and bad.detail.tp == 15
     assert bad.lower_bound.epsilon > 1.2
     assert not control.gap.refutes_claim and control.lower_bound.epsilon == 0.0
+
+
+def test_sequential_mode_needs_one_threat_model():
+    with pytest.raises(ValueError, match="give one threat model"):
+        SyntheticDataSettings(mode="sequential", threat_models=("white-box", "black-box"))
+    with pytest.raises(ValueError, match="mode"):
+        SyntheticDataSettings(mode="anytime")
+
+
+@needs_smartnoise
+def test_sequential_mode_stops_early_on_the_planted_bug_and_keeps_the_control(tmp_path):
+    s = SyntheticDataSettings(
+        generators=("smartnoise-mst-quiet-noise", "smartnoise-mst"), runs=48, pilot_runs=6,
+        group_size=16, threat_models=("white-box-measurements",), seed=1, mode="sequential",
+    )  # fmt: skip
+    bug, ok = audit_synthetic_data(s, checkpoint=tmp_path).entries
+    assert bug.adversary.endswith("sequential") and bug.lower_bound.epsilon_is_valid
+    assert bug.gap.refutes_claim and bug.detail.runs <= 32 < s.runs  # stopped within 2 jobs
+    assert "claim rejected at run pair" in bug.lower_bound.note
+    assert not ok.gap.refutes_claim and ok.detail.runs == s.runs
+    assert math.isnan(bug.detail.mu_lower)

@@ -60,7 +60,12 @@ from dpaudit.bounds import (
 )
 from dpaudit.conversions import gdp_epsilon
 from dpaudit.engine import journal_in, run_tasks
-from dpaudit.experiments._sequential_runs import choose_threshold
+from dpaudit.experiments._sequential_runs import (
+    SEQUENTIAL_CHUNK,
+    choose_threshold,
+    stream_claim_test,
+    witness_direction,
+)
 from dpaudit.experiments.synthetic_data.settings import SyntheticDataSettings
 from dpaudit.systems import SYSTEMS
 from dpaudit.systems.synthetic import GeneratorCell
@@ -165,7 +170,8 @@ class SyntheticAuditDetail(ResultMixin):
         dataset: the worst-case design; ``rows`` of D, ``columns``.
         epsilon, delta: the claim.
         rho: the library's ρ for (ε, δ); ``implied_mu`` = √(2ρ).
-        mu_lower: the valid Gaussian-DP lower bound at the confidence level.
+        mu_lower: the valid Gaussian-DP lower bound at the confidence level (NaN in the
+            sequential mode, whose stream stops at a data-dependent time).
         mu_estimate: the fitted two-Gaussian μ (an estimate, not a bound), over all runs.
         mu_estimate_interval: its approximate 95 % interval, μ̂ ± 1.96·√(2/n + μ̂²/(4n))
             for n run pairs (the large-sample standard error of a standardised mean
@@ -250,6 +256,8 @@ def audit_generator(
     pair = task.pair()
     system = SYSTEMS.get(generator)(task.cell)
     system.check_inputs([pair.D, pair.D_prime], pair.domain)
+    if s.mode == "sequential":
+        return [_sequential_entry(task, system, s, key, checkpoint, progress)]
     pilot, ev, wall = _stages(task, s, key, checkpoint, progress)
     rho = float(ev[0, -1])
     implied = system.implied_mu(rho)
@@ -258,6 +266,57 @@ def audit_generator(
     run = (system, version, rho, implied, seconds, wall)
     return [_entry(s, generator, tm, pilot[:, 2 * i : 2 * i + 2], ev[:, 2 * i : 2 * i + 2], run)
             for i, tm in enumerate(s.threat_models)]  # fmt: skip
+
+
+def _sequential_entry(task: SyntheticRunPairs, system: Any, s: SyntheticDataSettings, key: int,
+                      checkpoint: Any, progress: Any) -> AuditEntry:  # fmt: skip
+    """``mode="sequential"``: the pilot run pairs fix the threshold and its event, then the
+    evaluation run pairs stream in engine jobs of ``SEQUENTIAL_CHUNK`` (job k seeded by
+    ``child_seed(seed, key, 2, k)``, journalled) through the anytime-valid test of the library's
+    claim (:mod:`dpaudit.experiments._sequential_runs`), until it is rejected or ``runs`` pairs
+    are spent. The bound is the ε confidence sequence at that stopping time."""
+    t0 = time.perf_counter()
+    pilot = _runs(task, s.pilot_runs, child_seed(s.seed, key, 0), s, None, progress, "pilot")
+    rho = float(pilot[0, -1])
+    claim = system.claim(rho=rho)
+    t, projected = choose_threshold(pilot[:, 0], pilot[:, 1], s.delta, s.confidence_level)
+    chunks = []
+
+    def draw(k: int) -> tuple[np.ndarray, np.ndarray]:
+        n = min(SEQUENTIAL_CHUNK, s.runs - k * SEQUENTIAL_CHUNK)
+        journal = journal_in(checkpoint, f"{task.cell.generator}.seq{k}.tasks")
+        ev = _runs(task, n, child_seed(s.seed, key, 2, k), s, journal, progress, f"stream {k}")
+        chunks.append(ev)
+        return ev[:, 0], ev[:, 1]
+
+    streamed = stream_claim_test(
+        draw, threshold=t, forward=witness_direction(pilot[:, 0], pilot[:, 1], t),
+        claimed_epsilon=claim.epsilon, delta=s.delta, confidence_level=s.confidence_level,
+        max_chunks=-(-s.runs // SEQUENTIAL_CHUNK),
+    )  # fmt: skip
+    st, both = streamed.state, np.concatenate([pilot, *chunks])
+    mu_est, mu_ci = _mu_estimate(both[:, 0], both[:, 1], s.delta)
+    implied = system.implied_mu(rho)
+    tm = s.threat_models[0]
+    detail = SyntheticAuditDetail(
+        task.cell.generator, system.bug, system.library.distribution, system.library.version(),
+        tm, s.dataset, s.rows, s.columns, s.epsilon, s.delta, rho, implied, math.nan, mu_est,
+        mu_ci, mu_est / implied, t, projected, streamed.tp, streamed.fp, streamed.pairs,
+        s.pilot_runs, float(np.mean(both[:, -4:-2])), time.perf_counter() - t0,
+    )  # fmt: skip
+    lower = LowerBound(
+        f"{tm} worst-case multi-run threshold test, anytime-valid confidence sequence (test "
+        "supermartingales by betting)", s.confidence_level, st.epsilon, s.delta,
+        interval=ConfidenceInterval(st.epsilon, math.inf),
+        note=f"{streamed.stop_note(f'of at most {s.runs}')}; Gaussian-DP μ estimate "
+        f"{mu_est:.3g} (fitted Gaussians, not a bound) against the implied μ = {implied:.3g}",
+    )  # fmt: skip
+    sel = (SelectionRecord("threshold", "split", f"chosen on {s.pilot_runs} held-out pilot run "
+                           "pairs"),
+           SelectionRecord("stopping time", "anytime-valid", "Ville's inequality: the test and "
+                           "the confidence sequence hold at any stopping time"))  # fmt: skip
+    return AuditEntry(task.cell.generator, f"{tm} ({s.dataset}), sequential", lower, (claim,),
+                      selections=sel, detail=detail)  # fmt: skip
 
 
 def _mu_estimate(pos: np.ndarray, neg: np.ndarray, delta: float):

@@ -20,6 +20,7 @@ import dataclasses
 
 from dpaudit._settings import option
 from dpaudit._validate import (
+    check_choice,
     check_confidence_level,
     check_delta,
     check_nonneg_int,
@@ -57,6 +58,12 @@ class SyntheticDataSettings:
     )
     group_size: int = option(25, help="run pairs per worker process (one library start-up)")
     confidence_level: float = option(0.95, help="confidence 1 − β of each bound")
+    mode: str = option(
+        "fixed",
+        help="fixed: every evaluation run pair, then Clopper-Pearson | sequential (one threat "
+        "model): stream the evaluation run pairs through an anytime-valid test of the claim "
+        "and stop at its rejection",
+    )
     executor: str = option("serial", help="engine executor (serial | processes | joblib | ray)")
     workers: int = option(1, help="workers of the executor")
     seed: int = option(0, help="root seed")
@@ -83,5 +90,11 @@ class SyntheticDataSettings:
             check_positive_int("sample_rows", self.sample_rows)
         check_positive_int("group_size", self.group_size)
         check_confidence_level(self.confidence_level)
+        check_choice("mode", self.mode, ("fixed", "sequential"))
+        if self.mode == "sequential" and len(self.threat_models) != 1:
+            raise ValueError(
+                f"mode='sequential' tests the claim with one statistic: give one threat model, "
+                f"got threat_models={self.threat_models!r}"
+            )
         check_positive_int("workers", self.workers)
         check_nonneg_int("seed", self.seed)
