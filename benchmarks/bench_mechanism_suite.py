@@ -18,7 +18,8 @@ Targets (issue 31): ≥ 10× faster than the baseline at the same bound; the who
 Run: ``python benchmarks/bench_mechanism_suite.py`` (writes
 ``benchmarks/results/mechanism_suite.json``); ``DPAUDIT_BENCH_QUICK=1`` for a smaller run.
 ``python benchmarks/bench_mechanism_suite.py --diffprivlib`` then adds the diffprivlib part
-(needs ``DPAUDIT_DIFFPRIVLIB_PYTHON``, a Python with diffprivlib and scikit-learn < 1.7).
+(needs ``make venv-diffprivlib``: diffprivlib and scikit-learn < 1.7 in an environment of
+its own).
 """
 
 from __future__ import annotations
@@ -176,7 +177,7 @@ def library_samplers(n: int = 20_000) -> list[dict]:
 
 
 def diffprivlib_part(n: int = 1_000_000) -> dict:
-    """IBM diffprivlib, out of process ($DPAUDIT_DIFFPRIVLIB_PYTHON), seeded through its
+    """IBM diffprivlib, out of process (``make venv-diffprivlib``), seeded through its
     ``random_state``: the black-box audits (as the other libraries'), the replay of their
     witnesses on fresh seeds, and Mironov's membership event — ``output − a`` is a value the
     naive inverse-CDF sampler can produce — on ``n`` fresh outputs of each input of three
@@ -187,7 +188,7 @@ def diffprivlib_part(n: int = 1_000_000) -> dict:
 
     version = diffprivlib_version()
     if version is None:
-        return {"error": "DPAUDIT_DIFFPRIVLIB_PYTHON is not set to a Python with diffprivlib"}
+        return {"error": "diffprivlib's environment is not built: make venv-diffprivlib"}
     audits = []
     for name in ("diffprivlib-laplace", "diffprivlib-geometric"):
         s = MechanismAuditSettings(mechanism=name, train_samples=20_000, select_samples=20_000,

@@ -1,14 +1,12 @@
 """IBM diffprivlib, audited out of process (its 0.6.6 does not import with scikit-learn ≥ 1.7).
 
-The adapter runs diffprivlib in the interpreter named by ``DPAUDIT_DIFFPRIVLIB_PYTHON``; the
-tests that need it are skipped where it is not set (set it to a Python with diffprivlib and
-scikit-learn < 1.7 to run them). diffprivlib takes a ``random_state``, so these samples are
+The adapter runs diffprivlib in its own environment (``make venv-diffprivlib``) through the
+shared out-of-process adapter; the tests that need it are skipped where it is not built.
+diffprivlib takes a ``random_state``, so these samples are
 reproducible from the audit's seed and the checks below are deterministic.
 """
 
 from __future__ import annotations
-
-import os
 
 import numpy as np
 import pytest
@@ -16,22 +14,22 @@ import pytest
 from dpaudit.bounds import epsilon_from_confusion
 from dpaudit.errors import MissingDependencyError
 from dpaudit.systems import MECHANISMS
+from dpaudit.systems._external import VENVS_ENV
 from dpaudit.systems.dp_mechanisms import naive_laplace_producible
-from dpaudit.systems.dp_mechanisms._libraries import DIFFPRIVLIB_ENV, diffprivlib_version
+from dpaudit.systems.dp_mechanisms._libraries import DIFFPRIVLIB, diffprivlib_version
 
 needs_diffprivlib = pytest.mark.skipif(
-    diffprivlib_version() is None, reason=f"{DIFFPRIVLIB_ENV} is not set up"
+    not DIFFPRIVLIB.available(), reason="diffprivlib's environment: make venv-diffprivlib"
 )
 
 
-def test_without_the_interpreter_the_adapter_names_the_variable(monkeypatch, tmp_path):
+def test_without_the_environment_the_adapter_names_the_make_target(monkeypatch, tmp_path):
     spec = MECHANISMS.get("diffprivlib-laplace")
-    monkeypatch.delenv(DIFFPRIVLIB_ENV, raising=False)
-    with pytest.raises(MissingDependencyError, match=DIFFPRIVLIB_ENV):
+    monkeypatch.setenv(VENVS_ENV, str(tmp_path))  # no environment built there
+    with pytest.raises(MissingDependencyError, match="make venv-diffprivlib"):
         spec.sample(np.array([0.0]), 3, np.random.default_rng(0))
-    not_python = tmp_path / "python"
-    not_python.write_text("")  # exists, not executable
-    monkeypatch.setenv(DIFFPRIVLIB_ENV, str(not_python))
+    (tmp_path / "diffprivlib" / "bin").mkdir(parents=True)
+    (tmp_path / "diffprivlib" / "bin" / "python").write_text("")  # no .installed stamp
     with pytest.raises(MissingDependencyError, match="diffprivlib runs out of process"):
         spec.sample(np.array([0.0]), 3, np.random.default_rng(0))
     assert diffprivlib_version() is None
@@ -39,7 +37,7 @@ def test_without_the_interpreter_the_adapter_names_the_variable(monkeypatch, tmp
 
 @needs_diffprivlib
 def test_diffprivlib_samples_reproduce_from_the_seed_and_have_the_claimed_scale():
-    assert os.environ[DIFFPRIVLIB_ENV]
+    assert diffprivlib_version() == "0.6.6"
     for name in ("diffprivlib-laplace", "diffprivlib-geometric"):
         spec = MECHANISMS.get(name)
         one = spec.sample(np.array([3.0]), 20_000, np.random.default_rng(4))

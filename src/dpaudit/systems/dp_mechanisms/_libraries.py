@@ -13,29 +13,28 @@ reproduces, its counts do not). The libraries are imported on first use.
   ``pydp.algorithms.laplacian.Count``), at the ε they are constructed with.
 * IBM's diffprivlib (``diffprivlib.mechanisms.Laplace`` and ``Geometric``), **out of
   process**: diffprivlib 0.6.6 fails at import with scikit-learn ≥ 1.7 (it imports ``DOUBLE``
-  from ``sklearn.tree._tree``), so dpaudit does not import it; the adapter runs it in the
-  Python interpreter named by the environment variable ``DPAUDIT_DIFFPRIVLIB_PYTHON`` (an
-  environment of its own with diffprivlib and a scikit-learn it supports), one subprocess per
-  batch, passing a seed drawn from the audit's generator as diffprivlib's ``random_state`` —
-  so these audits, unlike the other libraries', reproduce from the seed.
+  from ``sklearn.tree._tree``), so dpaudit does not import it; the adapter runs it in an
+  environment of its own (``make venv-diffprivlib``: diffprivlib 0.6.6 and a scikit-learn it
+  supports) through the adapter every library audited as installed shares
+  (:mod:`dpaudit.systems._external`), one worker per batch, passing a seed drawn from the
+  audit's generator as diffprivlib's ``random_state`` — so these audits, unlike the other
+  libraries', reproduce from the seed.
 """
 
 from __future__ import annotations
 
 import functools
-import json
-import os
-import subprocess
 from importlib import metadata
+from pathlib import Path
 
 import numpy as np
 
 from dpaudit.errors import MissingDependencyError
+from dpaudit.systems._external import ExternalLibrary
 from dpaudit.systems.dp_mechanisms._spec import MECHANISMS, MechanismSpec
 
 __all__ = [
-    "DIFFPRIVLIB_ENV",
-    "diffprivlib_python",
+    "DIFFPRIVLIB",
     "diffprivlib_version",
     "library_versions",
 ]
@@ -109,69 +108,31 @@ def _pydp_count(db, size, rng):
     )[:, None]
 
 
-DIFFPRIVLIB_ENV = "DPAUDIT_DIFFPRIVLIB_PYTHON"
-# The worker: argv[1] is a JSON request; writes the outputs as float64 bytes to stdout.
-_DIFFPRIVLIB_WORKER = """
-import json, sys
-import numpy as np
-from diffprivlib.mechanisms import Geometric, Laplace
-r = json.loads(sys.argv[1])
-if r["kind"] == "laplace":
-    m = Laplace(epsilon=r["epsilon"], sensitivity=1.0, random_state=r["seed"])
-    x = float(r["value"])
-else:
-    m = Geometric(epsilon=r["epsilon"], sensitivity=1, random_state=r["seed"])
-    x = int(round(r["value"]))
-out = np.array([m.randomise(x) for _ in range(r["size"])], dtype=np.float64)
-sys.stdout.buffer.write(out.tobytes())
-"""
-
-
-def diffprivlib_python() -> str:
-    """The interpreter that runs diffprivlib (``$DPAUDIT_DIFFPRIVLIB_PYTHON``).
-
-    Raises:
-        MissingDependencyError: the variable is unset or names no executable file.
-    """
-    path = os.environ.get(DIFFPRIVLIB_ENV, "")
-    if not path or not (os.path.isfile(path) and os.access(path, os.X_OK)):
-        raise MissingDependencyError(
-            f"diffprivlib runs out of process: set {DIFFPRIVLIB_ENV} to a Python interpreter "
-            f"with diffprivlib installed (got {path!r}); e.g. python -m venv dpl && "
-            f"dpl/bin/pip install diffprivlib 'scikit-learn<1.7'"
-        )
-    return path
+#: diffprivlib 0.6.6, out of process in ``.venvs/diffprivlib`` (``make venv-diffprivlib``),
+#: through the adapter every library audited as installed shares.
+DIFFPRIVLIB = ExternalLibrary("diffprivlib", "diffprivlib",
+                              str(Path(__file__).with_name("_handler_diffprivlib.py")),
+                              "venv-diffprivlib")  # fmt: skip
 
 
 def diffprivlib_version() -> str | None:
-    """diffprivlib's version in the out-of-process interpreter, None when it is not set up.
+    """diffprivlib's version in its environment, None when the environment is not built.
 
     Example:
         >>> diffprivlib_version() is None or isinstance(diffprivlib_version(), str)
         True
     """
-    try:
-        python = diffprivlib_python()
-    except MissingDependencyError:
-        return None
-    code = "from importlib import metadata; print(metadata.version('diffprivlib'))"
-    done = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=120)
-    return done.stdout.strip() if done.returncode == 0 else None
+    return DIFFPRIVLIB.version()
 
 
 def _diffprivlib_sampler(kind: str):
     def sample(db, size, rng):
-        python = diffprivlib_python()
         seed = int(rng.integers(0, 2**31 - 1))
         request = {"kind": kind, "epsilon": EPS, "value": float(db[0]), "size": int(size),
                    "seed": seed}  # fmt: skip
-        done = subprocess.run([python, "-c", _DIFFPRIVLIB_WORKER, json.dumps(request)],
-                              capture_output=True, timeout=3600)  # fmt: skip
-        if done.returncode != 0:
-            raise RuntimeError(
-                f"diffprivlib worker ({python}) failed: {done.stderr.decode()[-500:]}"
-            )
-        out = np.frombuffer(done.stdout, dtype=np.float64)
+        with DIFFPRIVLIB.start() as worker:
+            _, arrays = worker.call("sample", request)
+        out = np.asarray(arrays["outputs"], dtype=np.float64)
         if out.size != size:
             raise RuntimeError(f"diffprivlib worker returned {out.size} values, asked {size}")
         return out[:, None].copy()
@@ -197,12 +158,12 @@ def _register() -> None:
         MechanismSpec(name="diffprivlib-laplace", sample=_diffprivlib_sampler("laplace"),
                       claimed_epsilon=EPS,
                       source="IBM diffprivlib mechanisms.Laplace(epsilon, sensitivity=1), "
-                             "out of process ($DPAUDIT_DIFFPRIVLIB_PYTHON)",
+                             "out of process (make venv-diffprivlib)",
                       true_epsilon=EPS, note="seeded through random_state", **common),
         MechanismSpec(name="diffprivlib-geometric", sample=_diffprivlib_sampler("geometric"),
                       claimed_epsilon=EPS,
                       source="IBM diffprivlib mechanisms.Geometric(epsilon, sensitivity=1), "
-                             "out of process ($DPAUDIT_DIFFPRIVLIB_PYTHON)",
+                             "out of process (make venv-diffprivlib)",
                       true_epsilon=EPS, note="seeded through random_state", **common),
     ]  # fmt: skip
     for spec in specs:
