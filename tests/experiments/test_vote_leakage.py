@@ -141,7 +141,7 @@ def test_paper_budget_model_returns_only_checked_counts():
 
 def test_bootstrap_intervals_are_seeded_through_the_experiment_layer():
     # The bootstrap draws from a child of the experiment's seed: same seed, same intervals.
-    kw = {"intervals": "bootstrap", "round_to_integers": False}
+    kw = {"intervals": "bootstrap", "round_to_integers": False, "num_bootstrap": 20}
     a = simulate_extraction([30, 20, 10], 10.0, 3000, rng=0, **kw)
     b = simulate_extraction([30, 20, 10], 10.0, 3000, rng=0, **kw)
     c = simulate_extraction([30, 20, 10], 10.0, 3000, rng=1, **kw)
@@ -154,7 +154,8 @@ def test_bootstrap_intervals_are_seeded_through_the_experiment_layer():
         tuple(iv) for iv in c.reconstruction.intervals
     ]
     hs = load_mnist_vote_histograms().subset(["L1"])
-    kw = {"sigmas": (60.0,), "repetitions": 1, "estimators": ("mle",), "intervals": "bootstrap"}
+    kw = {"sigmas": (60.0,), "repetitions": 1, "estimators": ("mle",), "intervals": "bootstrap",
+          "num_bootstrap": 20}  # fmt: skip
     first = run_query_limited(hs, rng=3, **kw)
     again = run_query_limited(hs, rng=3, **kw)
     assert [r.interval_coverage for r in first.records] == [

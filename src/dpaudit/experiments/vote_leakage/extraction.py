@@ -126,6 +126,7 @@ def simulate_extraction(
     confidence_level: float = 0.95,
     round_to_integers: bool = True,
     delta: float = 1e-5,
+    num_bootstrap: int = 200,
     rng: RngLike = None,
 ) -> SimulatedExtraction:
     """Simulate M answers of a GNMax interface for histogram H and reconstruct H from them.
@@ -138,6 +139,7 @@ def simulate_extraction(
         objective, intervals, confidence_level, round_to_integers: see
             :func:`dpaudit.attacks.reconstruct_histogram`.
         delta: δ of the privacy cost.
+        num_bootstrap: resamples of ``intervals="bootstrap"``.
         rng: seed of the simulated answers; the bootstrap (``intervals="bootstrap"``) draws
             from its child stream (key 0, :func:`dpaudit._rng.child_seed`), so a seed fixes
             both.
@@ -174,6 +176,7 @@ def simulate_extraction(
         intervals=intervals,
         confidence_level=confidence_level,
         round_to_integers=round_to_integers,
+        num_bootstrap=num_bootstrap,
         rng=child_seed(rng, 0),
     )
     cost = extraction_privacy_cost(h, sigma=s, num_queries=m, delta=delta)
@@ -199,12 +202,14 @@ def _estimate(
     num_teachers: int,
     intervals: str,
     rng: np.random.SeedSequence,
+    num_bootstrap: int = 200,
 ) -> tuple[np.ndarray, tuple[Any, ...] | None]:
     if estimator == "paper":
         return reconstruct_histogram_paper(counts, sigma, num_teachers).votes, None
     rec = reconstruct_histogram(
-        counts, sigma, num_teachers, objective=estimator, intervals=intervals, rng=rng
-    )
+        counts, sigma, num_teachers, objective=estimator, intervals=intervals,
+        num_bootstrap=num_bootstrap, rng=rng,
+    )  # fmt: skip
     return rec.votes, rec.intervals
 
 
@@ -339,6 +344,7 @@ def _cell_records(
     num_queries: int,
     estimators: tuple[str, ...],
     intervals: str,
+    num_bootstrap: int = 200,
 ) -> list[ExtractionRecord]:
     """One answer set of one (histogram, σ) cell, reconstructed by every estimator."""
     truth = histograms.votes[hi].astype(np.float64)
@@ -354,6 +360,7 @@ def _cell_records(
             histograms.num_teachers,
             intervals,
             child_seed(cell, ESTIMATORS.index(e)),
+            num_bootstrap,
         )
         out.append(
             ExtractionRecord(
@@ -412,6 +419,7 @@ def run_query_limited(
     paper_threshold: float = 200.0,
     paper_sigma1: float = 150.0,
     delta: float = 1e-5,
+    num_bootstrap: int = 200,
     rng: RngLike = 0,
     progress: Callable[[str], None] | None = None,
 ) -> QueryLimitedResult:
@@ -427,6 +435,7 @@ def run_query_limited(
             ``"none"``); their per-class coverage of H is recorded.
         paper_threshold, paper_sigma1: the Confident-GNMax parameters of the paper's cost dots.
         delta: δ of the costs.
+        num_bootstrap: resamples of ``intervals="bootstrap"``.
         rng: seed (an int is recorded; streams are keyed per cell).
         progress: called with a short message after each cell.
 
@@ -451,6 +460,7 @@ def run_query_limited(
     if not sig or not est:
         raise ValueError("sigmas and estimators must not be empty")
     d = check_delta(delta, allow_zero=False)
+    check_positive_int("num_bootstrap", num_bootstrap)
     seed = int_seed(rng)
     records: list[ExtractionRecord] = []
     costs: list[CostRecord] = []
@@ -459,7 +469,8 @@ def run_query_limited(
             costs.append(_cost_record(histograms, hi, s, m, d, paper_threshold, paper_sigma1))
             for r in range(reps):
                 cell = child_seed(seed, PART_QUERY, hi, si, r)
-                records.extend(_cell_records(histograms, hi, s, r, cell, m, est, intervals))
+                records.extend(_cell_records(histograms, hi, s, r, cell, m, est, intervals,
+                                             num_bootstrap))  # fmt: skip
             if progress is not None:
                 progress(f"query-limited {histograms.labels[hi]} sigma={s:g}")
     mean_error, by_level = _mean_errors(records, est, sig)
