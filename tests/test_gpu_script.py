@@ -1,0 +1,64 @@
+"""benchmarks/gpu.sh (issue 44, item 4): CI has no GPU, so the script is checked statically —
+it parses, fits its 8-minute budget, exits 3 without CUDA, and every benchmark, config and
+command-line option it names exists (a renamed option would otherwise only fail on a lent
+device)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "benchmarks" / "gpu.sh"
+TEXT = SCRIPT.read_text()
+#: ``step NAME LIMIT OUT COMMAND...`` with its continuation lines joined.
+STEPS = re.findall(r"^step (\S+) (\d+) (\S+) (.*?)$", TEXT.replace("\\\n", " "), re.MULTILINE)
+
+
+def test_the_script_parses_and_fits_eight_minutes():
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("no bash")
+    subprocess.run([bash, "-n", str(SCRIPT)], check=True)
+    assert len(STEPS) >= 4
+    assert sum(int(limit) for _, limit, _, _ in STEPS) <= 8 * 60
+
+
+def test_without_cuda_it_runs_nothing_and_exits_3(tmp_path):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("no bash")
+    env = {"PATH": "/usr/bin:/bin", "PY": str(ROOT / ".venv" / "bin" / "python")}
+    if not Path(env["PY"]).exists():
+        pytest.skip("no .venv")
+    done = subprocess.run([bash, str(SCRIPT)], env=env, capture_output=True, text=True)
+    assert done.returncode == 3 and "no CUDA device" in done.stderr
+
+
+def test_every_benchmark_config_and_option_it_names_exists():
+    from dpaudit._settings import shipped_configs
+    from dpaudit.cli import build_app
+
+    configs = set(shipped_configs())
+    runner = CliRunner()
+    for name, _, _, command in STEPS:
+        words = command.replace('"', "").split()
+        if words[0] == "$PY":
+            assert (ROOT / words[1]).exists(), (name, words[1])
+            continue
+        assert words[0] == "$DPAUDIT" and words[1] == "audit", (name, words)
+        workflow = words[2]
+        if "--config" in words:
+            assert words[words.index("--config") + 1] in configs, (name, words)
+        helped = runner.invoke(build_app(), ["audit", workflow, "--help"], terminal_width=200)
+        assert helped.exit_code == 0, (name, helped.output)
+        for flag in (w for w in words[3:] if w.startswith("--")):
+            assert re.search(rf"{re.escape(flag)}\b", helped.output), (name, flag)
