@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import functools
 import importlib.util
 import math
 import re
@@ -571,3 +572,63 @@ def _contracts(cls: type = SystemContract) -> dict[str, type]:
 def test_every_registered_system_has_a_contract():
     missing = sorted(set(SYSTEMS.names()) - set(_contracts()))
     assert not missing, f"registered systems without a contract test case here: {missing}"
+
+
+# ------------------------------------------------------------------------------ LLM fine-tuning
+
+_LLM_TEXTS = (
+    "a quiet film about a loud family",
+    "the plot wanders but the actors hold it together",
+    "funny, sharp and far too short",
+    "a dull remake of a dull original",
+) * 8
+
+
+@functools.lru_cache(maxsize=1)
+def _tiny_lm() -> Any:
+    from dpaudit.systems.llm import tiny_gpt
+
+    return tiny_gpt(list(_LLM_TEXTS), vocab_size=300, layers=1, hidden=16, heads=2, context=16,
+                    pretrain_steps=5, batch_size=8, rng=0)  # fmt: skip
+
+
+class TestDPFineTuning(SystemContract):
+    """Three DP-SGD steps of LoRA fine-tuning on a one-layer tiny GPT with 2 canaries, one
+    included; outputs: the canaries' losses under the fine-tuned model."""
+
+    name = "dp-fine-tuning"
+    requires = ("torch", "transformers", "peft", "opacus")
+    claim_requires = ("dp_accounting",)
+
+    def cell(self) -> Any:
+        from dpaudit.systems.llm import FineTuningCell
+
+        return FineTuningCell(steps=3, batch_size=4, dataset_size=34, noise_multiplier=1.0,
+                              learning_rate=0.01)  # fmt: skip
+
+    def bad_cells(self) -> list[tuple[str, Any]]:
+        cell = self.cell()  # the cell checks itself when built: change it afterwards
+        object.__setattr__(cell, "steps", 0)
+        return [("steps", cell)]
+
+    def _inputs(self) -> tuple[Any, Any, Any]:
+        from dpaudit.systems.llm import encode_texts
+
+        lm = _tiny_lm()
+        canaries = (np.array([[lm.bos_id, 7, 8, 9], [lm.bos_id, 9, 8, 7]]), np.full(2, 4))
+        return lm, encode_texts(lm, list(_LLM_TEXTS), 12), canaries
+
+    def train(self, system: Any, rng: int) -> np.ndarray:
+        from dpaudit.systems.llm import sequence_losses
+
+        lm, examples, canaries = self._inputs()
+        run = system.train(lm, examples, canaries, [1, 0], rng=rng)
+        return sequence_losses(run.model, *canaries)
+
+    def bad_inputs(self, system: Any) -> list[tuple[str, Callable[[], Any]]]:
+        lm, examples, canaries = self._inputs()
+        long = (np.full((2, 20), 5, dtype=np.int64), np.array([20, 20]))
+        return [
+            ("included", lambda: system.train(lm, examples, canaries, [1], rng=0)),
+            ("context", lambda: system.train(lm, examples, long, [1, 0], rng=0)),
+        ]
