@@ -20,15 +20,11 @@ torch, transformers and tokenizers are imported lazily (extra ``llm``).
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
 import functools
 import hashlib
-import io
 import os
-import shutil
-import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,6 +36,7 @@ from dpaudit._rng import int_seed
 from dpaudit._typing import RngLike
 from dpaudit._validate import check_positive, check_positive_int
 from dpaudit.errors import MissingDatasetError, require
+from dpaudit.systems._gguf import dequantise_gguf
 
 __all__ = [
     "MAX_NEW_TOKENS",
@@ -372,35 +369,6 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _dequantise(gguf: Path, target: Path) -> None:
-    """The GGUF weights in float32, saved atomically (a temporary directory renamed)."""
-    torch = require("torch", "torch")
-    tf = require("transformers", "llm")
-    require("gguf", "llm")
-    require("accelerate", "llm")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
-    try:
-        with contextlib.redirect_stderr(io.StringIO()):
-            tok = tf.AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-            model = tf.AutoModelForCausalLM.from_pretrained(
-                str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
-            )
-        model.hf_quantizer = None
-        if hasattr(model.config, "quantization_config"):
-            del model.config.quantization_config
-        model.save_pretrained(str(tmp))
-        tok.save_pretrained(str(tmp))
-        try:
-            os.replace(tmp, target)
-        except OSError:  # another process saved it first: keep its copy
-            if not (target / "config.json").is_file():
-                raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-
-
 _LOCK = threading.Lock()
 
 
@@ -414,7 +382,7 @@ def _load(gguf: str, root: str) -> CausalLM:
     digest = _sha256(path)[:16]
     target = Path(root) / "models" / f"{path.stem}-{digest}"
     if not (target / "config.json").is_file():
-        _dequantise(path, target)
+        dequantise_gguf(path, target)
     tok = tf.AutoTokenizer.from_pretrained(str(target))
     model = tf.AutoModelForCausalLM.from_pretrained(str(target), dtype=torch.float32)
     model.eval()

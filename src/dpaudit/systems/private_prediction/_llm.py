@@ -24,12 +24,9 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
-import io
 import json
 import os
-import shutil
 import sqlite3
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -40,6 +37,7 @@ import numpy as np
 
 from dpaudit._validate import check_choice
 from dpaudit.errors import MissingDatasetError, require
+from dpaudit.systems._gguf import dequantise_gguf
 
 __all__ = [
     "LABEL_TOKEN_RULES",
@@ -154,37 +152,6 @@ def _quiet_transformers() -> Any:
     return tf
 
 
-def _dequantised_copy(gguf: Path, target: Path) -> None:
-    """Load the GGUF file with transformers (dequantised to float32) and save it to ``target``
-    atomically (a temporary directory renamed into place)."""
-    torch = require("torch", "torch")
-    tf = _quiet_transformers()
-    require("gguf", "llm")
-    require("accelerate", "llm")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
-    try:
-        # transformers' GGUF reader draws a tqdm bar of its own: keep the one-off step quiet.
-        with contextlib.redirect_stderr(io.StringIO()):
-            tok = tf.AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-            model = tf.AutoModelForCausalLM.from_pretrained(
-                str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
-            )
-        model.hf_quantizer = None
-        if hasattr(model.config, "quantization_config"):
-            del model.config.quantization_config
-        model.save_pretrained(str(tmp))
-        tok.save_pretrained(str(tmp))
-        try:
-            os.replace(tmp, target)
-        except OSError:  # another process won the race: keep its copy
-            if not (target / "config.json").is_file():
-                raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-
-
 _LOAD_LOCK = threading.Lock()
 
 
@@ -198,7 +165,7 @@ def _load_cached(gguf: str, cache_dir: str) -> LanguageModel:
     model_id = f"{path.name}@{digest}"
     target = Path(cache_dir) / "models" / f"{path.stem}-{digest}"
     if not (target / "config.json").is_file():
-        _dequantised_copy(path, target)
+        dequantise_gguf(path, target)
     tok = tf.AutoTokenizer.from_pretrained(str(target))
     model = tf.AutoModelForCausalLM.from_pretrained(str(target), dtype=torch.float32)
     model.eval()
