@@ -30,6 +30,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from dpaudit._results import SelectionRecord
 from dpaudit.bounds import DPClaimEProcess, SequentialAudit, epsilon_from_confusion
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "StreamedRuns",
     "choose_threshold",
     "stream_claim_test",
+    "stream_selections",
     "witness_direction",
 ]
 
@@ -168,3 +170,12 @@ def stream_claim_test(
     all_out = np.concatenate(outs) if outs else np.empty(0)
     return StreamedRuns(state, k, all_in, all_out, int(np.sum(all_in >= threshold)),
                         int(np.sum(all_out >= threshold)))  # fmt: skip
+
+
+def stream_selections(pilot: str) -> tuple[SelectionRecord, SelectionRecord]:
+    """What a streamed audit chose and how it pays: the threshold on held-out pilot runs
+    (``pilot`` says which, e.g. "20 held-out pilot runs"), the stopping time by Ville's
+    inequality."""
+    return (SelectionRecord("threshold", "split", f"chosen on {pilot}"),
+            SelectionRecord("stopping time", "anytime-valid", "Ville's inequality: the test and "
+                            "the confidence sequence hold at any stopping time"))  # fmt: skip

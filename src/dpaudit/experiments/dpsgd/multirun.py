@@ -39,7 +39,6 @@ from dpaudit._results import (
     ConfidenceInterval,
     LowerBound,
     ResultMixin,
-    SelectionRecord,
     package_versions,
 )
 from dpaudit._rng import child_seed
@@ -50,6 +49,7 @@ from dpaudit.experiments._sequential_runs import (
     StreamedRuns,
     choose_threshold,
     stream_claim_test,
+    stream_selections,
     witness_direction,
 )
 from dpaudit.experiments.canary_scores import audit_canary_scores
@@ -240,9 +240,7 @@ def _sequential_result(settings, system, pool, claims, t0, progress, checkpoint)
         note=f"{d.stream.stop_note(f'of at most {d.budget_runs} runs')}; threshold from "
         f"{pilot} pilot runs",
     )  # fmt: skip
-    sel = (SelectionRecord("threshold", "split", f"chosen on {pilot} held-out pilot runs"),
-           SelectionRecord("stopping time", "anytime-valid", "Ville's inequality: the test and "
-                           "the confidence sequence hold at any stopping time"))  # fmt: skip
+    sel = stream_selections(f"{pilot} held-out pilot runs")
     entry = AuditEntry("dp-sgd", "llr:sequential", lower, claims, selections=sel, detail=s)
     return AuditResult(
         workflow="dp-sgd",

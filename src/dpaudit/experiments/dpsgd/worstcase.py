@@ -46,7 +46,6 @@ from dpaudit._results import (
     ConfidenceInterval,
     LowerBound,
     ResultMixin,
-    SelectionRecord,
     package_versions,
 )
 from dpaudit._rng import child_seed
@@ -73,6 +72,7 @@ from dpaudit.experiments._sequential_runs import (
     StreamedRuns,
     choose_threshold,
     stream_claim_test,
+    stream_selections,
     witness_direction,
 )
 from dpaudit.experiments.dpsgd.settings import DPSGDAuditSettings
@@ -302,10 +302,7 @@ def _sequential_entries(streamed: StreamedRuns, est: GDPEstimate, claims: tuple,
         f"{pilot[1]} pilot models; the estimate beside it is {est.epsilon:.3f} (NOT a valid "
         "bound)",
     )  # fmt: skip
-    sel = (SelectionRecord("threshold", "split", f"chosen on {pilot[0]} + {pilot[1]} held-out "
-                           "pilot models"),
-           SelectionRecord("stopping time", "anytime-valid", "Ville's inequality: the test and "
-                           "the confidence sequence hold at any stopping time"))  # fmt: skip
+    sel = stream_selections(f"{pilot[0]} + {pilot[1]} held-out pilot models")
     seq = AuditEntry("dp-sgd", "worst-case-init:sequential", lower, claims, selections=sel,
                      detail=s)  # fmt: skip
     paper = LowerBound(

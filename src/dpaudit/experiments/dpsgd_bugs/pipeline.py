@@ -45,6 +45,7 @@ from dpaudit.experiments._sequential_runs import (
     SEQUENTIAL_CHUNK,
     choose_threshold,
     stream_claim_test,
+    stream_selections,
     witness_direction,
 )
 from dpaudit.experiments.dpsgd_bugs.audits import BUG_AUDITS, BugAudit
@@ -252,10 +253,7 @@ def _sequential_entry(variant, audit, s, key, t, projected, claim, claims_each, 
         "before",
     )  # fmt: skip
     claims = _claims(audit, claim)
-    sel = (SelectionRecord("threshold", "split", f"chosen on {pilot} held-out pilot runs per "
-                           "dataset"),
-           SelectionRecord("stopping time", "anytime-valid", "Ville's inequality: the test and "
-                           "the confidence sequence hold at any stopping time"))  # fmt: skip
+    sel = stream_selections(f"{pilot} held-out pilot runs per dataset")
     system = _system(variant, audit)
     return AuditEntry(system, f"{audit.pair}+{audit.statistic}", lower, claims,
                       selections=sel, detail=detail)  # fmt: skip

@@ -64,6 +64,7 @@ from dpaudit.experiments._sequential_runs import (
     SEQUENTIAL_CHUNK,
     choose_threshold,
     stream_claim_test,
+    stream_selections,
     witness_direction,
 )
 from dpaudit.experiments.synthetic_data.settings import SyntheticDataSettings
@@ -311,10 +312,7 @@ def _sequential_entry(task: SyntheticRunPairs, system: Any, s: SyntheticDataSett
         note=f"{streamed.stop_note(f'of at most {s.runs}')}; Gaussian-DP μ estimate "
         f"{mu_est:.3g} (fitted Gaussians, not a bound) against the implied μ = {implied:.3g}",
     )  # fmt: skip
-    sel = (SelectionRecord("threshold", "split", f"chosen on {s.pilot_runs} held-out pilot run "
-                           "pairs"),
-           SelectionRecord("stopping time", "anytime-valid", "Ville's inequality: the test and "
-                           "the confidence sequence hold at any stopping time"))  # fmt: skip
+    sel = stream_selections(f"{s.pilot_runs} held-out pilot run pairs")
     return AuditEntry(task.cell.generator, f"{tm} ({s.dataset}), sequential", lower, (claim,),
                       selections=sel, detail=detail)  # fmt: skip
 
