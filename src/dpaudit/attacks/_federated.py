@@ -122,10 +122,20 @@ def draw_canary_clients(
     p = check_probability("inclusion", inclusion)
     check_memory(4.0 * k * d, f"num_canaries={k} directions of dimension={d}")
     g = as_generator(rng)
-    rows = g.standard_normal((k, d), dtype=np.float32)
-    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows, dtype=np.float64))
-    rows /= norms.astype(np.float32)[:, None]
+    rows = np.empty((k, d), dtype=np.float32)
+    # blocks of rows drawn and normalised while they are in cache: the generator fills them in
+    # the order one (k, d) draw would, so the directions are the same numbers
+    step = max(1, _BLOCK_FLOATS // d)
+    for i in range(0, k, step):
+        part = rows[i : i + step]
+        g.standard_normal(part.shape, dtype=np.float32, out=part)
+        norms = np.sqrt(np.einsum("ij,ij->i", part, part, dtype=np.float64))
+        part /= norms.astype(np.float32)[:, None]
     return CanaryClients(rows, g.random(k) < p, p)
+
+
+#: Floats per block of the canary draw (1 MiB of float32: in a core's L2 cache).
+_BLOCK_FLOATS = 1 << 18
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,13 +185,22 @@ def _check_directions(directions: ArrayLike) -> np.ndarray:
         g = check_array("directions", directions, ndim=2)
     if g.ndim != 2 or g.shape[0] < 1 or g.shape[1] < 1:
         raise ValueError(f"directions must be a non-empty (k, d) array, got shape {g.shape}")
-    g = np.asarray(g, dtype=np.float32) if np.all(np.abs(g) <= 1.0 + 1e-6) else None
-    if g is None:
-        raise ValueError("directions must be unit vectors (entries in [-1, 1], finite)")
+    # rows of norm 1 (± 1e-4) have finite entries in [-1 - 1e-4, 1 + 1e-4]; a NaN or inf
+    # entry makes its row's norm NaN or inf: one pass checks all three
     norms = np.sqrt(np.einsum("ij,ij->i", g, g, dtype=np.float64))
     if not np.allclose(norms, 1.0, atol=1e-4):
-        raise ValueError("directions must be unit vectors (rows of L2 norm 1)")
-    return g
+        raise ValueError("directions must be unit vectors (rows of L2 norm 1, finite)")
+    return np.asarray(g, dtype=np.float32)
+
+
+def _check_deltas(deltas: ArrayLike) -> np.ndarray:
+    """``(T, d)`` deltas: a float32 array as it is (a NaN or inf shows in its row norms,
+    checked by the caller), anything else through :func:`check_array` (float64)."""
+    if isinstance(deltas, np.ndarray) and deltas.dtype == np.float32 and deltas.ndim == 2:
+        if deltas.size == 0:
+            raise ValueError(f"deltas must not be empty, got shape {deltas.shape}")
+        return deltas
+    return check_array("deltas", deltas, ndim=2)
 
 
 def canary_cosines(directions: ArrayLike, deltas: ArrayLike, final: ArrayLike) -> CanaryCosines:
@@ -193,20 +212,33 @@ def canary_cosines(directions: ArrayLike, deltas: ArrayLike, final: ArrayLike) -
         ValueError: shapes that disagree on d, or NaN/inf values.
     """
     g = _check_directions(directions)
-    dl = check_array("deltas", deltas, ndim=2)
+    dl = _check_deltas(deltas)
     fin = check_array("final", final, ndim=1)
     if g.shape[1] != dl.shape[1] or fin.size != dl.shape[1]:
         raise ValueError(
             f"directions (k, d), deltas (T, d) and final (d,) must share d, got {g.shape}, "
             f"{dl.shape} and {fin.shape}"
         )
-    u = _unit_rows(dl)
-    per_round = (g @ u.T.astype(np.float32)).astype(np.float64)
-    fin_cos = (g @ _unit_rows(fin).astype(np.float32)).astype(np.float64)
-    d = int(dl.shape[1])
-    return CanaryCosines(per_round, fin_cos, per_round.sum(axis=1), per_round.max(axis=1),
-                         1.0 / math.sqrt(d), float(np.linalg.norm(u.sum(axis=0))) / math.sqrt(d),
-                         d)  # fmt: skip
+    t, d = dl.shape
+    # the T unit deltas and the unit final delta as float32 rows of one (T + 1, d) matrix: one
+    # (k, d) @ (d, T + 1) product gives every cosine (the k canary rows are read once)
+    u = np.empty((t + 1, d), dtype=np.float32)
+    if dl.dtype == np.float32:
+        # float32 squares cannot overflow a float64 sum: the norms need no rescaling
+        norms = np.sqrt(np.einsum("ij,ij->i", dl, dl, dtype=np.float64))
+        if not np.all(np.isfinite(norms)):
+            raise ValueError("deltas must contain only finite values (no NaN/inf)")
+        inv = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+        np.multiply(dl, inv[:, None], out=u[:t], casting="unsafe")
+    else:
+        u[:t] = _unit_rows(dl)
+    u[t] = _unit_rows(fin)
+    cos = (g @ u.T).astype(np.float64)
+    per_round = np.ascontiguousarray(cos[:, :t])
+    null_sum = float(np.linalg.norm(u[:t].sum(axis=0, dtype=np.float64))) / math.sqrt(d)
+    return CanaryCosines(per_round, cos[:, t].copy(), per_round.sum(axis=1),
+                         per_round.max(axis=1), 1.0 / math.sqrt(d), null_sum,
+                         int(d))  # fmt: skip
 
 
 # ----------------------------------------------------------------- two Gaussians' hockey stick

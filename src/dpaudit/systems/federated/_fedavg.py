@@ -412,9 +412,14 @@ class DPFedAvg:
                 if k:
                     t0 = time.perf_counter()
                     sending = slots & inc
-                    if sending.sum() * 4 < k:  # few canaries this round: sum their rows only
-                        rows = can[np.flatnonzero(sending)]
-                        total += weight * rows.sum(axis=0, dtype=np.float64)
+                    if sending.sum() * 4 < k:  # few canaries this round: sum their rows only,
+                        # in place and in the order a float64 sum over the rows would add them
+                        # (no copy of the rows)
+                        acc = np.zeros(d)
+                        for j in np.flatnonzero(sending).tolist():
+                            np.add(acc, can[j], out=acc)
+                        acc *= weight
+                        total += acc
                     else:
                         w = sending.astype(np.float32) * np.float32(weight)
                         total += (w @ can).astype(np.float64)
