@@ -188,6 +188,11 @@ EXEMPT: dict[str, str] = {
         "an engine block function the mechanism workflow builds from a checked mechanism and "
         "a fitted attack; the workflow tests (tests/mechanism_audit) exercise it"
     ),
+    "attacks.SyntheticThreatModel": "a registry record of SYNTHETIC_THREAT_MODELS (fixed plug-ins)",
+    "attacks.WorstCaseDataset": (
+        "a record built by the WORST_CASE_DATASETS designs from checked sizes; the statistics "
+        "that read it (marginal_counts, measurement_llr, selection_llr) are in the catalogue"
+    ),
 }
 
 
@@ -830,7 +835,43 @@ BASELINES: dict[str, dict[str, Any]] = {
         "rng": 0,
     },
     "attacks.best_of": {"entries": Lazy(lambda: _best_of_entries())},
+    "attacks.marginal_counts": {
+        "data": [[0, 1], [1, 1], [1, 0]],
+        "clique": [0, 1],
+        "domain": Lazy(lambda: _tabular_domain()),
+    },
+    "attacks.measurement_llr": {
+        "measurements": [{"clique": [0], "sigma": 1.0, "y": [4.0, 1.5]}],
+        "D": [[0, 1], [1, 0], [0, 0]],
+        "target": [1, 1],
+        "domain": Lazy(lambda: _tabular_domain()),
+    },
+    "attacks.selection_llr": {
+        "selections": [
+            {
+                "candidates": [[0], [1]],
+                "xhat": [[1.5, 1.5], [1.5, 1.5]],
+                "q": [1.0, 1.0],
+                "epsilon": 1.0,
+                "sensitivity": 1.0,
+                "chosen": 0,
+                "weights": [1.0, 1.0],
+                "bias": [0.0, 0.0],
+            }
+        ],
+        "D": [[0, 1], [1, 0], [0, 0]],
+        "target": [1, 1],
+        "domain": Lazy(lambda: _tabular_domain()),
+    },
+    "attacks.target_count": {"synthetic": [[1, 1], [0, 1], [1, 1]], "target": [1, 1]},
+    "attacks.measured_cells": {"measurements": [{"y": [1.0, 2.0]}, {"y": [0.5, 0.1, 3.0]}]},
 }
+
+
+def _tabular_domain():
+    from dpaudit.systems.synthetic import TabularDomain
+
+    return TabularDomain((2, 2))
 
 
 def _best_of_entries():
@@ -1581,6 +1622,32 @@ INCONSISTENT: list[tuple[str, dict[str, Any], str]] = [
         {"statistic": lambda a, b: ["x"] * len(a), "counts": [[6, 4], [4, 6]]},
         "statistic",
     ),
+    # a target with more columns than the domain; a measurement over a compressed domain
+    (
+        "attacks.measurement_llr",
+        {**BASELINES["attacks.measurement_llr"], "target": [1, 1, 1]},
+        "target",
+    ),
+    (
+        "attacks.measurement_llr",
+        {
+            **BASELINES["attacks.measurement_llr"],
+            "measurements": [{"clique": [0, 1], "sigma": 1.0, "y": [4.0, 1.5]}],
+        },
+        "measurements",
+    ),
+    (
+        "attacks.selection_llr",
+        {
+            **BASELINES["attacks.selection_llr"],
+            "check_observed": [[0, 1], [1, 0], [0, 0]],
+            "selections": [
+                {**BASELINES["attacks.selection_llr"]["selections"][0], "q": [9.0, 1.0]}
+            ],
+        },
+        "selections",
+    ),
+    ("attacks.target_count", {"synthetic": [[1, 1], [0, 1]], "target": [1, 1, 0]}, "target"),
 ]
 
 

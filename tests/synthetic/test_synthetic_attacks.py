@@ -162,3 +162,33 @@ def test_data_outside_the_declared_domain_is_refused(data, match):
 def test_domain_needs_two_categories_per_column():
     with pytest.raises(ValueError, match=r"cardinalities\[1\] must be at least 2"):
         TabularDomain((2, 1))
+
+
+def test_the_statistics_are_public_and_name_a_bad_argument():
+    import dpaudit.attacks as attacks
+
+    dom = TabularDomain((2, 2))
+    for name in ("marginal_counts", "measurement_llr", "selection_llr", "target_count",
+                 "measured_cells", "WorstCaseDataset", "SyntheticThreatModel"):  # fmt: skip
+        assert name in attacks.__all__
+    with pytest.raises(TypeError, match="data must contain real numbers, not booleans"):
+        marginal_counts([[True, False]], [0], dom)
+    with pytest.raises(ValueError, match=r"clique holds \[0, 2\]: columns are 0..1"):
+        marginal_counts([[0, 1]], [0, 2], dom)
+    with pytest.raises(TypeError, match="domain must be a TabularDomain, got tuple"):
+        marginal_counts([[0, 1]], [0], (2, 2))
+    m = [{"clique": [0], "sigma": 0.0, "y": [1.0, 2.0]}]
+    with pytest.raises(ValueError, match=r"measurements\[0\]\['sigma'\]"):
+        measurement_llr(m, [[0, 0]], [1, 1], dom)
+    with pytest.raises(ValueError, match="target must have one code per column"):
+        measurement_llr(m, [[0, 0]], [1, 1, 1], dom)
+    s = [{"candidates": [[0], [1]], "xhat": [[1.0, 1.0]], "epsilon": 1.0, "sensitivity": 1.0,
+          "chosen": 0, "weights": [1.0, 1.0], "bias": [0.0, 0.0]}]  # fmt: skip
+    with pytest.raises(ValueError, match=r"selections\[0\]\['xhat'\] must hold one estimate"):
+        selection_llr(s, [[0, 0]], [1, 1], dom)
+    with pytest.raises(ValueError, match=r"selections\[0\] lacks \['chosen'\]"):
+        selection_llr([{k: v for k, v in s[0].items() if k != "chosen"}], [[0, 0]], [1, 1], dom)
+    with pytest.raises(ValueError, match="target has 3 codes, the synthetic table 2 columns"):
+        target_count([[0, 1]], [0, 1, 1])
+    with pytest.raises(TypeError, match="measurements must be a sequence of dicts, got str"):
+        measured_cells("y")

@@ -32,7 +32,8 @@
   low FPR and greedy extraction of a secret.
 * **DP synthetic data** (Annamalai, Ganev & De Cristofaro 2024, arXiv:2405.10994): worst-case
   datasets (D, D ∪ {t}), the white-box log-likelihood ratio of a generator's noisy marginals
-  and exponential-mechanism choices, black-box and domain statistics
+  and exponential-mechanism choices (:func:`measurement_llr`, :func:`selection_llr`),
+  black-box and domain statistics (:func:`target_count`, :func:`measured_cells`)
   (:data:`SYNTHETIC_THREAT_MODELS`, :data:`WORST_CASE_DATASETS`).
 * **Remote targets**: :func:`remote_interface` — a deployed :mod:`dpaudit.serve` service over
   HTTP, with the same callable shape as an in-process interface.
@@ -141,7 +142,17 @@ from dpaudit.attacks._qmia import (
     pinball_loss,
     pinball_membership,
 )
-from dpaudit.attacks._synthetic import SYNTHETIC_THREAT_MODELS, WORST_CASE_DATASETS
+from dpaudit.attacks._synthetic import (
+    SYNTHETIC_THREAT_MODELS,
+    WORST_CASE_DATASETS,
+    SyntheticThreatModel,
+    WorstCaseDataset,
+    marginal_counts,
+    measured_cells,
+    measurement_llr,
+    selection_llr,
+    target_count,
+)
 from dpaudit.attacks._whitebox import (
     GRADIENT_STATISTICS,
     INVERTIBLE_OPTIMIZERS,
@@ -398,8 +409,14 @@ __all__ = [  # noqa: RUF022 - grouped by concept
     "BUG_STATISTICS",
     "BugStatistic",
     "bug_pair",
-    # DP synthetic data (the statistics live in dpaudit.attacks._synthetic until they have
-    # input-contract baselines in tests/test_input_contract.py)
+    # DP synthetic data: worst-case pairs, threat models and their statistics
     "SYNTHETIC_THREAT_MODELS",
     "WORST_CASE_DATASETS",
+    "SyntheticThreatModel",
+    "WorstCaseDataset",
+    "marginal_counts",
+    "measured_cells",
+    "measurement_llr",
+    "selection_llr",
+    "target_count",
 ]

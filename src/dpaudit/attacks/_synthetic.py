@@ -36,14 +36,19 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from scipy.special import logsumexp
 
 from dpaudit._registry import Registry
-from dpaudit._validate import check_positive_int
+from dpaudit._validate import (
+    check_array,
+    check_nonneg_int,
+    check_positive,
+    check_positive_int,
+)
 from dpaudit.systems.synthetic import TabularDomain
 
 __all__ = [
@@ -119,6 +124,63 @@ WORST_CASE_DATASETS.register("unique-record", _unique_record)
 WORST_CASE_DATASETS.register("tree-flip", _tree_flip)
 
 
+def _check_domain(domain: Any) -> TabularDomain:
+    if not isinstance(domain, TabularDomain):
+        raise TypeError(f"domain must be a TabularDomain, got {type(domain).__name__}")
+    return domain
+
+
+def _check_codes(name: str, value: Any, ndim: int) -> np.ndarray:
+    """Integer codes (integral floats accepted) as int64, of ``ndim`` dimensions."""
+    a = check_array(name, value, allow_empty=True)
+    if a.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimension(s), got shape {a.shape}")
+    if not np.all(a == np.round(a)) or (a.size and float(np.abs(a).max()) >= 2.0**62):
+        raise ValueError(f"{name} must hold integer category codes, got {a.ravel()[:4]}")
+    return a.astype(np.int64)
+
+
+def _check_row(name: str, value: Any, domain: TabularDomain) -> np.ndarray:
+    row = _check_codes(name, value, 1)
+    if row.size != domain.columns:
+        raise ValueError(f"{name} must have one code per column ({domain.columns}), got "
+                         f"{row.size}")  # fmt: skip
+    return domain.check(row[None, :], name)[0]
+
+
+def _check_clique(name: str, value: Any, domain: TabularDomain) -> list[int]:
+    c = _check_codes(name, value, 1)
+    if c.size == 0 or len(set(c.tolist())) != c.size:
+        raise ValueError(f"{name} must name distinct columns, at least one, got {c.tolist()}")
+    if c.min() < 0 or c.max() >= domain.columns:
+        raise ValueError(f"{name} holds {c.tolist()}: columns are 0..{domain.columns - 1}")
+    return [int(v) for v in c]
+
+
+def _check_records(name: str, value: Any, keys: tuple[str, ...]) -> list[Mapping]:
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+        raise TypeError(f"{name} must be a sequence of dicts, got {type(value).__name__}")
+    for i, r in enumerate(value):
+        if not isinstance(r, Mapping):
+            raise TypeError(f"{name}[{i}] must be a dict, got {type(r).__name__}")
+        missing = [k for k in keys if k not in r]
+        if missing:
+            raise ValueError(f"{name}[{i}] lacks {missing}")
+    return list(value)
+
+
+def _marginal_size(clique: Sequence[int], domain: TabularDomain) -> int:
+    return int(np.prod([domain.cardinalities[c] for c in clique]))
+
+
+def _check_vector(name: str, value: Any, size: int) -> np.ndarray:
+    v = check_array(name, value, ndim=1)
+    if v.size != size:
+        raise ValueError(f"{name} has {v.size} cells, its marginal in the public domain has "
+                         f"{size}")  # fmt: skip
+    return v
+
+
 def marginal_counts(data: np.ndarray, clique: Sequence[int], domain: TabularDomain) -> np.ndarray:
     """The marginal of ``data`` on ``clique`` as a flat count vector (C order over the
     clique's columns, the order mbi's ``datavector`` uses).
@@ -126,8 +188,17 @@ def marginal_counts(data: np.ndarray, clique: Sequence[int], domain: TabularDoma
     Example:
         >>> marginal_counts(np.array([[0, 1], [1, 1]]), [0, 1], TabularDomain((2, 2))).tolist()
         [0.0, 1.0, 0.0, 1.0]
+
+    Raises:
+        TypeError: ``domain`` is not a :class:`TabularDomain`, or codes of the wrong type.
+        ValueError: ``data`` outside ``domain``; ``clique`` not distinct columns of it.
     """
-    cols = [int(c) for c in clique]
+    domain = _check_domain(domain)
+    cols = _check_clique("clique", clique, domain)
+    return _marginal(domain.check(data, "data"), cols, domain)
+
+
+def _marginal(data: np.ndarray, cols: list[int], domain: TabularDomain) -> np.ndarray:
     shape = tuple(domain.cardinalities[c] for c in cols)
     flat = np.ravel_multi_index(tuple(data[:, c] for c in cols), shape)
     return np.bincount(flat, minlength=int(np.prod(shape))).astype(np.float64)
@@ -152,20 +223,25 @@ def measurement_llr(
         domain: the public domain (a measurement over another domain is refused).
 
     Raises:
+        TypeError: ``measurements`` not a sequence of dicts; ``domain`` not a TabularDomain.
         ValueError: a measurement whose length is not its marginal's size in ``domain`` (the
-            library re-expressed it over a compressed domain).
+            library re-expressed it over a compressed domain); a σ that is not positive; ``D``
+            or ``target`` outside ``domain``.
     """
+    domain = _check_domain(domain)
+    ms = _check_records("measurements", measurements, ("clique", "sigma", "y"))
+    D = domain.check(D, "D")
+    target = _check_row("target", target, domain)
     total = 0.0
-    for m in measurements:
-        clique, sigma, y = m["clique"], float(m["sigma"]), np.asarray(m["y"], dtype=np.float64)
-        size = int(np.prod([domain.cardinalities[c] for c in clique]))
-        if y.size != size:
-            raise ValueError(f"measurement of clique {clique} has {y.size} cells, its marginal "
-                             f"in the public domain has {size}")  # fmt: skip
+    for i, m in enumerate(ms):
+        clique = _check_clique(f"measurements[{i}]['clique']", m["clique"], domain)
+        sigma = check_positive(f"measurements[{i}]['sigma']", m["sigma"])
+        y = _check_vector(f"measurements[{i}]['y'] of clique {clique}", m["y"],
+                          _marginal_size(clique, domain))  # fmt: skip
         c = _cell(target, clique, domain)
-        x0 = marginal_counts(D, clique, domain)[c]
+        x0 = _marginal(D, clique, domain)[c]
         total += (y[c] - x0 - 0.5) / sigma**2
-    return total
+    return float(total)
 
 
 def selection_llr(
@@ -186,27 +262,63 @@ def selection_llr(
             a check that the statistic reads the library correctly.
 
     Raises:
-        ValueError: a recomputed score differs from the library's.
+        TypeError: ``selections`` not a sequence of dicts; ``domain`` not a TabularDomain.
+        ValueError: a malformed choice (the message names it); ``D``, ``target`` or
+            ``check_observed`` outside ``domain``; a recomputed score differs from the
+            library's.
     """
+    domain = _check_domain(domain)
+    keys = ("candidates", "xhat", "epsilon", "sensitivity", "chosen", "weights", "bias")
+    sels = _check_records("selections", selections, keys)
+    D = domain.check(D, "D")
+    target = _check_row("target", target, domain)
+    if check_observed is not None:
+        check_observed = domain.check(check_observed, "check_observed")
     Dp = np.vstack([D, target[None, :]])
     total = 0.0
-    for s in selections:
-        coef = 0.5 * float(s["epsilon"]) / float(s["sensitivity"])
+    for i, s in enumerate(sels):
+        cands, xhat, w, b = _check_selection(f"selections[{i}]", s, domain)
+        coef = 0.5 * check_positive(f"selections[{i}]['epsilon']", s["epsilon"]) / check_positive(
+            f"selections[{i}]['sensitivity']", s["sensitivity"])  # fmt: skip
+        k = check_nonneg_int(f"selections[{i}]['chosen']", s["chosen"])
+        if k >= len(cands):
+            raise ValueError(f"selections[{i}]['chosen'] is {k}, not one of its {len(cands)} "
+                             "candidates")  # fmt: skip
         scores = []
         for data in (D, Dp):
-            q = [w * (np.abs(marginal_counts(data, cl, domain) - np.asarray(xh)).sum() - b)
-                 for cl, xh, w, b in zip(s["candidates"], s["xhat"], s["weights"], s["bias"],
-                                         strict=True)]  # fmt: skip
+            q = [wj * (np.abs(_marginal(data, cl, domain) - xh).sum() - bj)
+                 for cl, xh, wj, bj in zip(cands, xhat, w, b, strict=True)]  # fmt: skip
             scores.append(np.asarray(q))
         if check_observed is not None:
             seen = scores[1] if len(check_observed) == len(Dp) else scores[0]
-            if not np.allclose(seen, s["q"], rtol=1e-6, atol=1e-6):
+            lib = check_array(f"selections[{i}]['q']", s.get("q"), ndim=1)
+            if lib.size != seen.size or not np.allclose(seen, lib, rtol=1e-6, atol=1e-6):
                 raise ValueError(f"recomputed scores {seen.tolist()} differ from the "
-                                 f"library's {list(s['q'])}")  # fmt: skip
-        k = int(s["chosen"])
+                                 f"library's selections[{i}]['q'] = {lib.tolist()}")  # fmt: skip
         lp = [coef * q[k] - logsumexp(coef * q) for q in scores]
         total += lp[1] - lp[0]
-    return total
+    return float(total)
+
+
+def _check_selection(name: str, s: Mapping, domain: TabularDomain):
+    """A choice's candidates, model estimates, weights and biases, checked against each other."""
+    raw = s["candidates"]
+    if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence) or not raw:
+        raise ValueError(f"{name}['candidates'] must be a non-empty list of cliques")
+    cands = [_check_clique(f"{name}['candidates'][{j}]", c, domain) for j, c in enumerate(raw)]
+    xh = s["xhat"]
+    if isinstance(xh, (str, bytes)) or not isinstance(xh, Sequence) or len(xh) != len(cands):
+        raise ValueError(f"{name}['xhat'] must hold one estimate per candidate ({len(cands)})")
+    xhat = [_check_vector(f"{name}['xhat'][{j}]", x, _marginal_size(c, domain))
+            for j, (c, x) in enumerate(zip(cands, xh, strict=True))]  # fmt: skip
+    wb = []
+    for key in ("weights", "bias"):
+        v = check_array(f"{name}['{key}']", s[key], ndim=1)
+        if v.size != len(cands):
+            raise ValueError(f"{name}['{key}'] must hold one value per candidate "
+                             f"({len(cands)}), got {v.size}")  # fmt: skip
+        wb.append(v)
+    return cands, xhat, wb[0], wb[1]
 
 
 def target_count(synthetic: np.ndarray, target: np.ndarray) -> float:
@@ -216,7 +328,11 @@ def target_count(synthetic: np.ndarray, target: np.ndarray) -> float:
         >>> target_count(np.array([[1, 1], [0, 1], [1, 1]]), np.array([1, 1]))
         2.0
     """
-    return float(np.all(np.asarray(synthetic) == np.asarray(target)[None, :], axis=1).sum())
+    syn = _check_codes("synthetic", synthetic, 2)
+    t = _check_codes("target", target, 1)
+    if t.size != syn.shape[1]:
+        raise ValueError(f"target has {t.size} codes, the synthetic table {syn.shape[1]} columns")
+    return float(np.all(syn == t[None, :], axis=1).sum())
 
 
 def measured_cells(measurements: Sequence[dict[str, Any]]) -> float:
@@ -229,7 +345,9 @@ def measured_cells(measurements: Sequence[dict[str, Any]]) -> float:
         >>> measured_cells([{"y": [1.0, 2.0]}, {"y": [0.5, 0.1, 3.0, 4.0]}])
         6.0
     """
-    return float(sum(len(m["y"]) for m in measurements))
+    ms = _check_records("measurements", measurements, ("y",))
+    return float(sum(check_array(f"measurements[{i}]['y']", m["y"], ndim=1).size
+                     for i, m in enumerate(ms)))  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)

@@ -48,7 +48,7 @@ import numpy as np
 
 from dpaudit._registry import Registry
 from dpaudit._results import Claim
-from dpaudit._validate import check_delta, check_positive, check_positive_int
+from dpaudit._validate import check_array, check_delta, check_positive, check_positive_int
 from dpaudit.systems._external import ExternalLibrary, ExternalWorker
 from dpaudit.systems._protocols import SYSTEMS, SystemFactory
 
@@ -115,20 +115,17 @@ class TabularDomain:
         """``data`` as an int64 array of shape (rows, columns), every value in the domain.
 
         Raises:
-            ValueError: wrong shape, non-integer values, or a value outside the domain (the
-                message names the column and the value).
+            TypeError: strings, booleans, complex numbers or other objects instead of codes.
+            ValueError: wrong shape, NaN/inf, non-integer values, or a value outside the
+                domain (the message names the column and the value).
         """
-        a = np.asarray(data)
+        a = check_array(name, data, allow_empty=True)
         if a.ndim != 2 or a.shape[1] != self.columns or a.shape[0] < 1:
             raise ValueError(
                 f"{name} must be a (rows, {self.columns}) table with rows ≥ 1, got shape {a.shape}"
             )
-        whole = np.issubdtype(a.dtype, np.floating) and bool(
-            np.all(np.isfinite(a)) and np.all(a == np.round(a))
-        )
-        if not (np.issubdtype(a.dtype, np.integer) or whole):
-            raise ValueError(f"{name} must hold integer category codes, got dtype {a.dtype}")
-        a = a.astype(np.int64)
+        if not np.all(a == np.round(a)):
+            raise ValueError(f"{name} must hold integer category codes, got a fraction")
         for j, k in enumerate(self.cardinalities):
             bad = (a[:, j] < 0) | (a[:, j] >= k)
             if bad.any():
@@ -136,7 +133,7 @@ class TabularDomain:
                     f"{name} has values outside the declared domain: column {j} holds "
                     f"{int(a[bad, j][0])}, its domain is 0..{k - 1}"
                 )
-        return a
+        return a.astype(np.int64)
 
 
 @dataclasses.dataclass(frozen=True)
