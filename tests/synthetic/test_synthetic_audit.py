@@ -108,6 +108,27 @@ def test_mst_as_installed_is_calibrated_as_it_claims_and_read_correctly():
 
 
 @needs_smartnoise
+def test_aim_white_box_spends_exactly_its_budget_and_stops_after_its_last_measurement():
+    """AIM as smartnoise implements it (McKenna et al. 2022, arXiv:2201.12677, Alg. 1): the
+    one-way marginals, then rounds of one exponential-mechanism choice (ρ = ε²/8, bounded
+    range) and one Gaussian measurement (ρ = 1/(2σ²)) until ρ is spent. The recorded
+    transcript spends exactly the library's ρ (so nothing it measured is missing), the run
+    stops after its last measurement (no final model fit), and the attack's recomputed scores
+    are the library's own."""
+    from dpaudit.attacks import selection_llr
+
+    pair = WORST_CASE_DATASETS.get("tree-flip")(rows=200)
+    g = SyntheticGenerator(GeneratorCell("smartnoise-aim", 1.0, 1e-2, options=(("rounds", 4),)))
+    r = g.fit_runs([pair.D, pair.D_prime], [0, 1], [3, 4], domain=pair.domain)
+    for run, data in zip(r.runs, (pair.D, pair.D_prime), strict=True):
+        ms, sels = run["measurements"], run["selections"]
+        assert len(ms) == 3 + len(sels) and len(sels) >= 1
+        spent = sum(0.5 / m["sigma"] ** 2 for m in ms) + sum(s["epsilon"] ** 2 / 8 for s in sels)
+        assert spent == pytest.approx(r.rho, rel=1e-9)
+        selection_llr(sels, pair.D, pair.target, pair.domain, check_observed=data)
+
+
+@needs_smartnoise
 def test_planted_quiet_noise_is_refused_and_correct_mst_is_not():
     s = SyntheticDataSettings(
         generators=("smartnoise-mst-quiet-noise", "smartnoise-mst"), runs=20, pilot_runs=6,

@@ -39,8 +39,13 @@ class _StopAfterMeasuring(Exception):
     """Raised after the last measurement when only the white-box view is asked for."""
 
 
-def _patch(record, noise_scale):
-    """Instrument MST and AIM (module attributes and methods; undone by the returned fn)."""
+def _patch(record, noise_scale, stop_after_last=False):
+    """Instrument MST and AIM (module attributes and methods; undone by the returned fn).
+
+    ``stop_after_last``: AIM stops right after recording its last measurement (the round in
+    which its loop's ``terminate`` is set): what follows is model fitting on the measurements
+    already recorded, post-processing that the white-box view does not need.
+    """
     import snsynth.aim.aim as aim_mod
     import snsynth.mst.mst as mst_mod
 
@@ -61,11 +66,14 @@ def _patch(record, noise_scale):
         orig_lm = mod.LinearMeasurement
 
         def lm(y, clique, stddev=1.0, *a, _f=orig_lm, _mod=mod, **k):
-            caller = sys._getframe(1).f_code.co_name
+            frame = sys._getframe(1)
+            caller = frame.f_code.co_name
             if caller in ("measure", "AIM"):  # MST.measure / AIM's loop: a new noisy marginal
                 record["measurements"].append(
                     {"clique": [int(str(c)[3:]) for c in clique], "sigma": float(stddev),
                      "y": [float(v) for v in np.asarray(y).ravel()]})  # fmt: skip
+                if stop_after_last and caller == "AIM" and frame.f_locals.get("terminate"):
+                    raise _StopAfterMeasuring
             return _f(y, clique, stddev, *a, **k)
 
         setattr_(mod, "LinearMeasurement", lm)
@@ -175,7 +183,7 @@ def op_fit(body, arrays):
     options = dict(body.get("options", {}))
     sample_rows = int(body.get("sample_rows", 0))
     domain_only = observe == {"domain"}
-    white_box_only = "synthetic" not in observe and synth == "mst"
+    white_box_only = "synthetic" not in observe
     cols = [f"c{i}" for i in range(len(cards))]
     tables = {k: pd.DataFrame(v.astype(np.int64), columns=cols) for k, v in arrays.items()}
     out = []
@@ -183,11 +191,12 @@ def op_fit(body, arrays):
         data = tables[f"data{int(run['dataset'])}"]
         record = {"measurements": [], "selections": []}
         np.random.seed(int(run["seed"]))  # noqa: NPY002 (the library draws from it)
-        undo = _patch(record, float(body.get("noise_scale", 1.0)))
+        undo = _patch(record, float(body.get("noise_scale", 1.0)),
+                      stop_after_last=white_box_only and synth == "aim")  # fmt: skip
         if domain_only:  # the one-way marginals show the domain measured over
             undo_stop = _stop_after(1) if synth == "mst" else _stop_aim_after_oneway()
         else:
-            undo_stop = _stop_after(2) if white_box_only else (lambda: None)
+            undo_stop = _stop_after(2) if white_box_only and synth == "mst" else (lambda: None)
         t0 = time.perf_counter()
         try:
             s = Synthesizer.create(synth, epsilon=eps, delta=delta, **options)
