@@ -53,7 +53,7 @@ from dpaudit._validate import (
 )
 from dpaudit.bounds import check_membership_scores
 from dpaudit.errors import require
-from dpaudit.systems.llm import CausalLM, with_new_tokens
+from dpaudit.systems.llm import CausalLM, model_device, with_new_tokens
 
 __all__ = [
     "LLM_CANARY_KINDS",
@@ -255,11 +255,12 @@ def _sample(lm: CausalLM, k: int, n: int, tau: float, ordinary: np.ndarray, g) -
 
 def secret_losses(model: Any, canaries: LLMCanaries, *, batch_size: int = 64) -> np.ndarray:
     """Mean negative log-likelihood (nats) of each canary's secret given BOS and its prefix
-    under ``model`` (a module ``(ids, mask) -> logits``, e.g. a fine-tuning run's)."""
+    under ``model`` (a module ``(ids, mask) -> logits``, e.g. a fine-tuning run's, on any
+    device)."""
     torch = require("torch", "torch")
     ids, _ = canaries.sequences()
     S = canaries.secret.shape[1]
-    x_all = torch.from_numpy(ids)
+    x_all = torch.from_numpy(ids).to(model_device(model))
     out = []
     with torch.no_grad():
         for s in range(0, ids.shape[0], batch_size):
@@ -267,7 +268,8 @@ def secret_losses(model: Any, canaries: LLMCanaries, *, batch_size: int = 64) ->
             logits = model(x, torch.ones_like(x))
             logp = torch.log_softmax(logits[:, -S - 1 : -1].double(), dim=-1)
             tok = x[:, -S:]
-            out.append((-logp.gather(-1, tok.unsqueeze(-1)).squeeze(-1)).mean(1).numpy())
+            nll = -logp.gather(-1, tok.unsqueeze(-1)).squeeze(-1)
+            out.append(nll.mean(1).cpu().numpy())
     return np.concatenate(out) if out else np.zeros(0)
 
 
@@ -360,11 +362,12 @@ def membership_metrics(scores: ArrayLike, included: ArrayLike) -> MembershipMetr
 
 def greedy_extraction(model: Any, canaries: LLMCanaries, *, batch_size: int = 64) -> np.ndarray:
     """``(k,)`` whether greedy decoding from BOS and each prefix reproduces its secret exactly
-    (``model``: a module ``(ids, mask) -> logits`` over the canaries' vocabulary)."""
+    (``model``: a module ``(ids, mask) -> logits`` over the canaries' vocabulary, on any
+    device)."""
     torch = require("torch", "torch")
     ids, _ = canaries.sequences()
     S = canaries.secret.shape[1]
-    ctx = torch.from_numpy(ids[:, :-S])
+    ctx = torch.from_numpy(ids[:, :-S]).to(model_device(model))
     out = []
     with torch.no_grad():
         for s in range(0, ctx.shape[0], batch_size):
@@ -372,6 +375,6 @@ def greedy_extraction(model: Any, canaries: LLMCanaries, *, batch_size: int = 64
             for _ in range(S):
                 logits = model(x, torch.ones_like(x))
                 x = torch.cat([x, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
-            out.append(x[:, -S:].numpy())
+            out.append(x[:, -S:].cpu().numpy())
     got = np.concatenate(out) if out else np.zeros((0, S), dtype=np.int64)
     return np.all(got == canaries.secret, axis=1)

@@ -8,7 +8,9 @@
 3. **per canary kind** (:data:`dpaudit.attacks.LLM_CANARY_KINDS`) —
 
    * k canaries (:func:`dpaudit.attacks.draw_llm_canaries`), each inserted with probability
-     ``inclusion``; prefixes and inclusions are the same for every kind (one seed);
+     ``inclusion``; prefixes and inclusions are the same for every kind (one seed); an
+     inserted canary is ``repetitions`` r training examples (r copies, each Poisson-sampled
+     on its own);
    * one fine-tuning run of the system (its cell from the settings; inputs checked before
      training: canaries longer than the context, a tokenizer without room for new tokens, a
      model without a causal LM head are refused);
@@ -18,7 +20,11 @@
      (arXiv:2305.08846) and Mahloujifar, Melis & Chaudhuri 2024 (arXiv:2410.22235), the
      number of guesses paid for by ``selection`` and the choice of procedure by Bonferroni
      (:func:`dpaudit.bounds.one_run_bounds`) — and beside it the membership metrics (TPR at
-     1 % and 0.1 % FPR, AUC: descriptive, not bounds);
+     1 % and 0.1 % FPR, AUC: descriptive, not bounds). The game's unit is the canary, so with
+     r > 1 the bound is tested against the claim for a group of r examples
+     (:meth:`dpaudit.systems.DPFineTuning.group_claim`, the primary claim of the entry; the
+     example-level claim beside it): a bound above the example-level ε but below the group's
+     does not refute anything;
    * greedy extraction of every secret (members and non-members counted apart).
 
 Each entry's bound is valid on its own at its confidence; the largest over the entries (kinds
@@ -30,6 +36,8 @@ from __future__ import annotations
 import dataclasses
 import time
 from typing import Any
+
+import numpy as np
 
 from dpaudit._results import AuditEntry, AuditResult, LowerBound, ResultMixin, package_versions
 from dpaudit._rng import as_generator, child_seed
@@ -71,7 +79,8 @@ class LLMRunSummary(ResultMixin):
         noise_multiplier: σ of the claim (None: non-private); ``noise_multiplier_used``: the
             optimizer's.
         noise_multiplier_used: σ the optimizer used.
-        mean_sampled: mean steps an inserted canary was sampled in.
+        mean_sampled: mean steps an inserted canary was sampled in (its copies' together).
+        repetitions: copies of each inserted canary r.
         extracted_members, extracted_non_members: secrets extracted by greedy decoding
             (None: not tried).
         mean_loss_members, mean_loss_non_members: mean secret loss (nats per token).
@@ -99,6 +108,7 @@ class LLMRunSummary(ResultMixin):
     seconds_per_step: float
     variant: str
     bug: str | None
+    repetitions: int = 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,9 +171,13 @@ def _kind_entries(system, s: LLMFineTuningSettings, lm, texts, kind, i, corpus):
         temperature=c.temperature, rng=child_seed(s.seed, 2),
     )  # fmt: skip
     examples = encode_texts(can.lm, texts, s.data.length)
-    system.check_inputs(can.lm, examples, can.sequences(), can.included)
-    run = system.train(can.lm, examples, can.sequences(), can.included,
+    r = c.repetitions
+    ids, lengths = can.sequences()
+    copies = (np.repeat(ids, r, axis=0), np.repeat(lengths, r))
+    system.check_inputs(can.lm, examples, copies, np.repeat(can.included, r))
+    run = system.train(can.lm, examples, copies, np.repeat(can.included, r),
                        rng=child_seed(s.seed, 3, i))  # fmt: skip
+    sampled = run.sampled.reshape(can.count, r).sum(1)
     loss = secret_losses(run.model, can)
     ref = secret_losses(run.reference, can)
     scores = canary_scores(loss, ref, can.texts(), c.secret_length)
@@ -172,15 +186,17 @@ def _kind_entries(system, s: LLMFineTuningSettings, lm, texts, kind, i, corpus):
     summary = LLMRunSummary(
         kind, lm.name, len(texts), can.count, int(inc.sum()), can.lm.new_tokens,
         run.trainable_parameters, run.noise_multiplier, run.noise_multiplier_used,
-        float(run.sampled[inc].mean()) if inc.any() else 0.0,
+        float(sampled[inc].mean()) if inc.any() else 0.0,
         None if extracted is None else int(extracted[inc].sum()),
         None if extracted is None else int(extracted[~inc].sum()),
         float(loss[inc].mean()) if inc.any() else float("nan"),
         float(loss[~inc].mean()) if (~inc).any() else float("nan"),
         run.seconds["training"], run.seconds["per_step"], system.variant.name,
-        system.variant.bug,
+        system.variant.bug, r,
     )  # fmt: skip
-    claim = system.claim(delta=a.delta)
+    claims = (system.claim(delta=a.delta),)
+    if r > 1:  # the game's unit is the canary: r examples
+        claims = (system.group_claim(r, delta=a.delta), *claims)
     entries = []
     for j, score in enumerate(LLM_SCORES):
         b = one_run_bounds(scores[score], inc, delta=a.delta, confidence_level=a.confidence_level,
@@ -193,9 +209,11 @@ def _kind_entries(system, s: LLMFineTuningSettings, lm, texts, kind, i, corpus):
             note=f"TPR {metrics.tpr_at_1pct_fpr:.3f} at 1% FPR, AUC {metrics.auc:.3f} "
             "(descriptive, not bounds)",
         )  # fmt: skip
+        times = f" x{r}" if r > 1 else ""
         entries.append(AuditEntry(
-            f"{system.name} ({system.variant.name})", f"{can.count} {kind} canaries, {score}",
-            lower, (claim,), selections=(b.steinke.selection, b.max_selection),
+            f"{system.name} ({system.variant.name})",
+            f"{can.count} {kind} canaries{times}, {score}",
+            lower, claims, selections=(b.steinke.selection, b.max_selection),
             detail=LLMDetail(kind, score, b, metrics, summary),
         ))  # fmt: skip
     return entries, summary
@@ -227,6 +245,9 @@ def audit_llm_fine_tuning(
     if not isinstance(s, LLMFineTuningSettings):
         raise TypeError(f"settings must be LLMFineTuningSettings, got {type(s).__name__}")
     t0 = time.perf_counter()
+    from dpaudit.systems.llm import encode_texts, resolve_fine_tuning_device
+
+    resolve_fine_tuning_device(s.training.device)  # CUDA asked for and absent: before loading
     if data is None:
         texts, held_out = load_texts(s.data, rng=child_seed(s.seed, 0))
         lm = load_model(s.model, held_out, rng=child_seed(s.seed, 1))
@@ -241,8 +262,6 @@ def audit_llm_fine_tuning(
             f"canaries of {1 + s.canaries.prefix_length + s.canaries.secret_length} tokens are "
             f"longer than the model's context of {lm.context} tokens"
         )
-    from dpaudit.systems.llm import encode_texts
-
     corpus = encode_texts(lm, texts, min(s.data.length, lm.context))[0]
     t1 = time.perf_counter()
     entries, runs = [], []

@@ -11,14 +11,17 @@ Sections:
   batch, clipping, σ or a target ε, LoRA or the last blocks, the implementation
   (``variant``: the correct one or the planted bug);
 * ``[canaries]`` — k canaries of each kind in ``kinds`` (one fine-tuning run per kind; the
-  prefixes and inclusions are shared), prefix and secret lengths, inclusion probability;
+  prefixes and inclusions are shared), prefix and secret lengths, inclusion probability, and
+  ``repetitions`` r: an inserted canary is r examples (each Poisson-sampled on its own), so
+  its bounds are tested against the claim for a group of r
+  (:meth:`dpaudit.systems.DPFineTuning.group_claim`);
 * ``[audit]`` — δ, confidence, how the one-run bounds pay for the number of guesses, and
   whether to try greedy extraction;
 * ``name``, ``seed`` and ``system`` (the registered system, ``dp-fine-tuning``) at the top.
 
 The system's cell is derived from these (:meth:`LLMFineTuningSettings.cell`): its
 ``dataset_size`` N (the public number of example slots) is the fine-tuning texts plus the
-canary slots, so q = batch_size / N. Canaries longer than the context are refused when the
+canary slots (k·r), so q = batch_size / N. Canaries longer than the context are refused when the
 settings are built, before any model is loaded.
 
 Example:
@@ -44,7 +47,7 @@ from dpaudit._validate import (
 from dpaudit.attacks import LLM_CANARY_KINDS
 from dpaudit.bounds import SELECTION_NAMES
 from dpaudit.systems import FINE_TUNING_VARIANTS, SYSTEMS, FineTuningCell
-from dpaudit.systems.llm import OPTIMIZERS, TRAINABLE
+from dpaudit.systems.llm import CLIPPING, OPTIMIZERS, TRAINABLE
 
 __all__ = [
     "CORPORA",
@@ -133,6 +136,10 @@ class LLMTrainingSettings:
     variant: str = option(
         "correct", help=f"implementation: {' | '.join(FINE_TUNING_VARIANTS.names())}"
     )
+    clipping: str = option(
+        "ghost", help=f"per-example clipping: {' | '.join(CLIPPING)} (the same update)"
+    )
+    device: str = option("cpu", help="cpu | auto | cuda[:N] (auto: CUDA when available)")
 
     def __post_init__(self) -> None:
         # the cell checks every field; here only what it cannot see
@@ -151,6 +158,10 @@ class LLMCanarySettings:
     prefix_length: int = option(6, help="prefix tokens P")
     secret_length: int = option(3, help="secret tokens S")
     inclusion: float = option(0.5, help="probability each canary is inserted (0, 1)")
+    repetitions: int = option(
+        1, help="copies of each inserted canary (a group: tested against the group claim)",
+        flag="--canary-repetitions",
+    )  # fmt: skip
     rare_pool: int = option(100, help="rare-token: the least frequent tokens drawn from")
     temperature: float = option(2.0, help="model-generated: sampling temperature")
 
@@ -166,6 +177,7 @@ class LLMCanarySettings:
         check_positive_int("prefix_length", self.prefix_length)
         check_positive_int("secret_length", self.secret_length)
         check_in_range("inclusion", self.inclusion, 0.0, 1.0)
+        check_positive_int("repetitions", self.repetitions)
         check_positive_int("rare_pool", self.rare_pool)
         check_positive("temperature", self.temperature)
 
@@ -218,8 +230,8 @@ class LLMFineTuningSettings:
 
     @property
     def dataset_size(self) -> int:
-        """N: the fine-tuning texts plus the canary slots of one run."""
-        return self.data.examples + self.canaries.count
+        """N: the fine-tuning texts plus the canary slots of one run (k·r)."""
+        return self.data.examples + self.canaries.count * self.canaries.repetitions
 
     def cell(self) -> FineTuningCell:
         """The system's settings cell (δ of the calibration: the audit's)."""

@@ -7,12 +7,13 @@
 * :mod:`._finetune` — :class:`DPFineTuning` (registered as ``"dp-fine-tuning"`` in
   :data:`dpaudit.systems.SYSTEMS`): Opacus DP-SGD on LoRA adapters or the last blocks, Poisson
   sampling, the accountant's example-level claim, and the planted bug of
-  :data:`FINE_TUNING_VARIANTS`.
+  :data:`FINE_TUNING_VARIANTS`; ghost clipping by default (:data:`CLIPPING`); a ``device``.
 
 torch, transformers, peft and opacus are imported only when a model is built or trained.
 """
 
 from dpaudit.systems.llm._finetune import (
+    CLIPPING,
     FINE_TUNING_VARIANTS,
     OPTIMIZERS,
     TRAINABLE,
@@ -21,8 +22,12 @@ from dpaudit.systems.llm._finetune import (
     FineTuningCell,
     FineTuningVariant,
     calibrate_noise_multiplier,
+    check_device,
     fine_tuning_claim,
+    group_epsilon,
+    model_device,
     new_token_lm,
+    resolve_fine_tuning_device,
     sequence_losses,
 )
 from dpaudit.systems.llm._models import (
@@ -39,6 +44,7 @@ from dpaudit.systems.llm._models import (
 )
 
 __all__ = [
+    "CLIPPING",
     "FINE_TUNING_VARIANTS",
     "MAX_NEW_TOKENS",
     "NEW_TOKEN_FORMAT",
@@ -52,10 +58,14 @@ __all__ = [
     "FineTuningVariant",
     "calibrate_noise_multiplier",
     "check_causal_lm",
+    "check_device",
     "encode_texts",
     "fine_tuning_claim",
+    "group_epsilon",
     "load_smollm2",
+    "model_device",
     "new_token_lm",
+    "resolve_fine_tuning_device",
     "sequence_losses",
     "smollm2_path",
     "tiny_gpt",

@@ -4,11 +4,25 @@
 Tramèr, Liang & Hashimoto 2022, arXiv:2110.05679, and Yu et al. 2022, arXiv:2110.06500 for
 LoRA): every sequence (a fine-tuning text or a canary) is one example, the privacy unit. Each
 of the T steps takes every example independently with probability q (Poisson sampling), the
-example's loss is its mean next-token cross-entropy, Opacus' per-sample gradients
-(``GradSampleModule``) are clipped to L2 norm C, summed, noised with N(0, σ²C²) per coordinate
-by Opacus' ``DPOptimizer`` and divided by the public expected batch size B = qN (N: the public
-number of example slots, fine-tuning texts plus canary slots). An empty Poisson batch is a
-noise-only step. The trainable parameters are
+example's loss is its mean next-token cross-entropy, its gradient is clipped to L2 norm C,
+the clipped gradients are summed, noised with N(0, σ²C²) per coordinate and divided by the
+public expected batch size B = qN (N: the public number of example slots, fine-tuning texts
+plus canary slots). An empty Poisson batch is a noise-only step. How the clipped sum is
+computed (``clipping``; the same update to float rounding, the same noise draw):
+
+* ``"ghost"`` (the default) — Opacus' fast gradient clipping with ghost clipping
+  (``GradSampleModuleFastGradientClipping``, ``DPOptimizerFastGradientClipping``,
+  ``DPLossFastGradientClipping``; what ``PrivacyEngine.make_private(...,
+  grad_sample_mode="ghost")`` builds): a first backward pass computes each example's gradient
+  norm without materialising the per-sample gradients (for linear and embedding layers, from
+  the layer's activations and output gradients; Li, Tramèr, Liang & Hashimoto 2022,
+  arXiv:2110.05679, §4, after Goodfellow 2015, arXiv:1510.01799; other layer types fall back
+  to per-sample gradients), a second backward pass of the loss reweighted by min(1, C/‖g_i‖)
+  gives the clipped sum (Bu, Mao & Xu 2022, arXiv:2205.10683);
+* ``"per-sample"`` — Opacus' per-sample gradients (``GradSampleModule``) clipped and summed
+  by ``DPOptimizer``.
+
+The trainable parameters are
 
 * ``"lora"`` — LoRA adapters (Hu et al. 2021, arXiv:2106.09685) injected by ``peft`` into the
   named linear layers, the base weights frozen;
@@ -24,9 +38,26 @@ at (q, σ), RDP (Mironov, Talwar & Zhang 2019, arXiv:1908.10530) via dp-accounti
 to (ε, δ) by Balle et al. 2020 (arXiv:1905.09982, Thm 21), add/remove-one example. σ is given,
 or calibrated (bisection on the same accountant) to the ``target_epsilon`` at ``delta``.
 
+**A canary repeated r times** (:meth:`DPFineTuning.group_claim`): r copies of one sequence
+are r examples, each Poisson-sampled on its own (as duplicates in a real dataset are); adding
+or removing all r is a group of r, and the one-run game whose unit is the canary is tested
+against the claim for that group. Per step the copies sampled, m ~ Binomial(r, q), shift the
+noisy sum by at most m·C (identical copies have identical clipped gradients, so m·C is
+attained): the mixture-of-Gaussians mechanism N(0, σ²C²) against Σ_m P(m) N(mC, σ²C²)
+(Choquette-Choo, Ganesh, Steinke & Thakurta 2023, arXiv:2310.15526, Cor. 4.7 for the vector
+case), T compositions by dp-accounting's privacy loss distributions (pessimistic
+discretisation 10⁻², connect-the-dots: Doroshenko, Ghazi, Kamath, Kumar & Manurangsi 2022,
+arXiv:2207.04380), add or remove. r = 1 is the subsampled Gaussian itself; the group claim is
+far below the generic group-privacy bound (rε, r·e^{(r−1)ε}·δ) of the example-level claim.
+
 **Planted bug** (:data:`FINE_TUNING_VARIANTS`): ``noise-tenth`` — the optimizer adds 0.1σC
 noise while the claim is the accountant's at σ (a noise multiplier divided by 10 on the way
 to the optimizer).
+
+**Device** (``device``): ``"cpu"`` (the default), ``"cuda"`` / ``"cuda:N"`` (refused when torch
+sees no CUDA device) or ``"auto"`` (CUDA when available, else the CPU). The model trains on
+it; the noise comes from a generator on it, so a seed gives different (equally distributed)
+noise on a GPU than on the CPU.
 """
 
 from __future__ import annotations
@@ -59,6 +90,7 @@ from dpaudit.systems._protocols import SYSTEMS, SystemFactory
 from dpaudit.systems.llm._models import CausalLM, check_causal_lm
 
 __all__ = [
+    "CLIPPING",
     "FINE_TUNING_VARIANTS",
     "NEW_TOKEN_LOGIT_BIAS",
     "OPTIMIZERS",
@@ -68,19 +100,32 @@ __all__ = [
     "FineTuningCell",
     "FineTuningVariant",
     "calibrate_noise_multiplier",
+    "check_device",
     "fine_tuning_claim",
+    "group_epsilon",
+    "model_device",
     "new_token_lm",
+    "resolve_fine_tuning_device",
     "sequence_losses",
 ]
 
 TRAINABLE: tuple[str, ...] = ("lora", "last-blocks")
 OPTIMIZERS: tuple[str, ...] = ("adam", "sgd")
+#: How per-example gradients are clipped: Opacus' ghost clipping (the default) or
+#: materialised per-sample gradients.
+CLIPPING: tuple[str, ...] = ("ghost", "per-sample")
 #: The initial logit bias of a new vocabulary entry (its row starts at the head's mean row).
 NEW_TOKEN_LOGIT_BIAS = -8.0
 _SOURCE = (
     "Poisson-subsampled Gaussian, RDP of Mironov, Talwar & Zhang 2019 (arXiv:1908.10530) via "
     "dp-accounting, conversion Balle et al. 2020 (arXiv:1905.09982, Thm 21)"
 )
+_GROUP_SOURCE = (
+    "r Poisson-sampled copies of one example: mixture-of-Gaussians mechanism (Choquette-Choo, "
+    "Ganesh, Steinke & Thakurta 2023, arXiv:2310.15526), PLD via dp-accounting (Doroshenko "
+    "et al. 2022, arXiv:2207.04380), pessimistic"
+)
+_PLD_INTERVAL = 1e-2
 # torch warns about Opacus' full backward hooks on inputs that need no gradient; harmless.
 _HOOK_WARNING = "Full backward hook is firing"
 
@@ -136,6 +181,9 @@ class FineTuningCell:
         lora_targets: names of the linear layers that get adapters.
         last_blocks: blocks trained under ``"last-blocks"``.
         variant: a :data:`FINE_TUNING_VARIANTS` name.
+        clipping: ``"ghost"`` (Opacus' fast gradient clipping; the default) or
+            ``"per-sample"`` (:data:`CLIPPING`; module docstring).
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"auto"`` (module docstring).
     """
 
     steps: int = 100
@@ -154,6 +202,8 @@ class FineTuningCell:
     lora_targets: tuple[str, ...] = ("q_proj", "v_proj")
     last_blocks: int = 2
     variant: str = "correct"
+    clipping: str = "ghost"
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
         check_positive_int("steps", self.steps)
@@ -177,11 +227,45 @@ class FineTuningCell:
             raise ValueError(f"lora_targets must be non-empty layer names, got {self.lora_targets}")
         check_positive_int("last_blocks", self.last_blocks)
         FINE_TUNING_VARIANTS.get(self.variant)
+        check_choice("clipping", self.clipping, CLIPPING)
+        check_device(self.device)
 
     @property
     def sampling_rate(self) -> float:
         """q = B / N."""
         return self.batch_size / self.dataset_size
+
+
+def check_device(device: str) -> str:
+    """``device`` if it names one (``"cpu"``, ``"auto"``, ``"cuda"``, ``"cuda:N"``).
+
+    Raises:
+        ValueError: anything else.
+    """
+    d = device
+    ok = isinstance(d, str) and (
+        d in ("cpu", "auto", "cuda") or (d.startswith("cuda:") and d[5:].isdigit())
+    )
+    if not ok:
+        raise ValueError(f"device must be 'cpu', 'auto', 'cuda' or 'cuda:N', got {device!r}")
+    return d
+
+
+def resolve_fine_tuning_device(device: str) -> str:
+    """The torch device ``device`` trains on: ``"auto"`` is CUDA when torch sees a CUDA device,
+    else the CPU; the rest as :func:`dpaudit.systems._torch_nets.resolve_device`.
+
+    Raises:
+        ValueError: not a device name; CUDA asked for without a CUDA device.
+    """
+    from dpaudit.systems._torch_nets import resolve_device
+
+    if check_device(device) == "cpu":
+        return "cpu"
+    torch = require("torch", "torch")
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return resolve_device(device)
 
 
 def fine_tuning_claim(
@@ -202,6 +286,47 @@ def fine_tuning_claim(
     keep = np.isfinite(eps)
     c = Curve(np.asarray(curve.orders, dtype=np.float64)[keep], eps[keep])
     return float(rdp_to_dp(c.orders, c.epsilons, d).epsilon), c
+
+
+def group_epsilon(
+    sampling_rate: float, noise_multiplier: float, steps: int, repetitions: int, delta: float
+) -> float:
+    """ε at δ of adding or removing ``repetitions`` copies of one example to T Poisson-
+    subsampled Gaussian steps, each copy sampled on its own (module docstring: the
+    mixture-of-Gaussians mechanism, privacy loss distributions, pessimistic).
+
+    Raises:
+        ValueError: arguments out of range.
+
+    Example:
+        >>> round(group_epsilon(0.05, 1.0, 50, 1, 1e-5), 2)  # the subsampled Gaussian's PLD ε
+        2.67
+        >>> round(group_epsilon(0.05, 1.0, 50, 2, 1e-5), 2)
+        5.78
+    """
+    q = check_in_range("sampling_rate", sampling_rate, 0.0, 1.0, high_inclusive=True)
+    return _group_epsilon(
+        q,
+        check_positive("noise_multiplier", noise_multiplier),
+        check_positive_int("steps", steps),
+        check_positive_int("repetitions", repetitions),
+        check_delta(delta, allow_zero=False),
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _group_epsilon(q: float, sigma: float, steps: int, r: int, delta: float) -> float:
+    from dp_accounting import SelfComposedDpEvent
+    from dp_accounting.dp_event import MixtureOfGaussiansDpEvent
+    from dp_accounting.pld.pld_privacy_accountant import PLDAccountant
+    from scipy.stats import binom
+
+    probs = binom.pmf(np.arange(r + 1), r, q)
+    probs = probs / probs.sum()
+    event = MixtureOfGaussiansDpEvent(sigma, [float(m) for m in range(r + 1)], list(probs))
+    acc = PLDAccountant(value_discretization_interval=_PLD_INTERVAL)
+    acc.compose(SelfComposedDpEvent(event, steps))
+    return float(acc.get_epsilon(delta))
 
 
 def calibrate_noise_multiplier(
@@ -315,20 +440,28 @@ def sequence_losses(model: Any, ids: Any, lengths: Any, *, batch_size: int = 64)
     """Mean next-token cross-entropy (nats) of each sequence under ``model`` (a module
     ``(ids, mask) -> logits``), over its positions 1 … length − 1; no gradient."""
     torch = require("torch", "torch")
+    device = model_device(model)
     x_all = torch.as_tensor(np.asarray(ids), dtype=torch.long)
     n_all = torch.as_tensor(np.asarray(lengths), dtype=torch.long)
     out = []
     with torch.no_grad():
         for s in range(0, x_all.shape[0], batch_size):
-            x, n = x_all[s : s + batch_size], n_all[s : s + batch_size]
-            out.append(_per_example_loss(model, x, n).numpy())
+            x, n = x_all[s : s + batch_size].to(device), n_all[s : s + batch_size].to(device)
+            out.append(_per_example_loss(model, x, n).cpu().numpy())
     return np.concatenate(out).astype(np.float64) if out else np.zeros(0)
+
+
+def model_device(model: Any) -> Any:
+    """The device of ``model``'s first parameter (the CPU for a model without any)."""
+    torch = require("torch", "torch")
+    p = next(iter(model.parameters()), None)
+    return torch.device("cpu") if p is None else p.device
 
 
 def _per_example_loss(model: Any, x: Any, n: Any) -> Any:
     import torch
 
-    mask = torch.arange(x.shape[1])[None, :] < n[:, None]
+    mask = torch.arange(x.shape[1], device=x.device)[None, :] < n[:, None]
     logits = model(x, mask.long())
     nll = torch.nn.functional.cross_entropy(
         logits[:, :-1].reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1), reduction="none"
@@ -351,6 +484,7 @@ class FineTunedLM:
         noise_multiplier: σ of the claim; ``noise_multiplier_used``: what the optimizer used.
         seed: the run's seed entropy, where it had one.
         seconds: ``"training"`` wall seconds, ``"per_step"`` their mean per step.
+        device: the torch device ``model`` and ``reference`` are on.
     """
 
     model: Any
@@ -362,6 +496,7 @@ class FineTunedLM:
     noise_multiplier_used: float | None
     seed: int | None
     seconds: dict[str, float]
+    device: str = "cpu"
 
 
 class DPFineTuning:
@@ -413,6 +548,23 @@ class DPFineTuning:
         return Claim("accountant (RDP), example-level, add/remove", _SOURCE, eps, d, rdp=curve,
                      conversion="balle2020")  # fmt: skip
 
+    def group_claim(self, repetitions: int, *, delta: float | None = None) -> Claim:
+        """The claim for a group of ``repetitions`` copies of one example, each sampled on its
+        own (module docstring): what a one-run game whose unit is a canary inserted
+        ``repetitions`` times is tested against (ε = ∞ for non-private training).
+
+        Raises:
+            ValueError: ``repetitions`` < 1; δ outside (0, 1).
+        """
+        r = check_positive_int("repetitions", repetitions)
+        d = check_delta(self.cell.delta if delta is None else delta, allow_zero=False)
+        label = f"accountant (PLD), group of {r} copies, add/remove"
+        if self.noise_multiplier is None:
+            return Claim(label, "no noise, no clipping", math.inf, d)
+        c = self.cell
+        eps = group_epsilon(c.sampling_rate, self.noise_multiplier, c.steps, r, d)
+        return Claim(label, _GROUP_SOURCE, eps, d, conversion="pld")
+
     # ------------------------------------------------------------------------------ training
 
     def check_inputs(
@@ -422,13 +574,15 @@ class DPFineTuning:
 
         Raises:
             TypeError: ``lm`` not a :class:`CausalLM` or its model without a causal LM head.
-            ValueError: sequences not ``(n, L)`` ids with lengths in [2, L]; sequences (or
+            ValueError: the cell's ``device`` is CUDA and torch sees no CUDA device;
+                sequences not ``(n, L)`` ids with lengths in [2, L]; sequences (or
                 canaries) longer than the model's context; ids outside the vocabulary; an
                 inclusion flag per canary missing; more examples than ``dataset_size`` slots.
         """
         if not isinstance(lm, CausalLM):
             raise TypeError(f"lm must be a CausalLM, got {type(lm).__name__}")
         check_causal_lm(lm.model, "lm.model")
+        resolve_fine_tuning_device(self.cell.device)
         ex = _check_sequences("examples", examples, lm)
         if canaries is None:
             can = (np.zeros((0, ex[0].shape[1]), np.int64), np.zeros(0, np.int64))
@@ -470,6 +624,7 @@ class DPFineTuning:
         """
         lm, ex, can, inc = self.check_inputs(lm, examples, canaries, included)
         torch = require("torch", "torch")
+        device = resolve_fine_tuning_device(self.cell.device)
         seq = as_seed_sequence(rng)
         s_init, s_batch, s_noise, s_adapters = seq.spawn(4)
         c = self.cell
@@ -479,21 +634,25 @@ class DPFineTuning:
         with torch.random.fork_rng(devices=[]):  # peft draws the adapters from torch's RNG
             torch.manual_seed(int(s_adapters.generate_state(1, np.uint64)[0] % 2**63))
             self.make_trainable(model)
+        reference.to(device)
+        model.to(device)
         ids, lengths = _stack(ex, can, inc)
-        gen = torch.Generator().manual_seed(int(s_noise.generate_state(1, np.uint64)[0] % 2**63))
+        gen = torch.Generator(device=device)
+        gen.manual_seed(int(s_noise.generate_state(1, np.uint64)[0] % 2**63))
         module, optimizer, params = self.prepare(model, generator=gen)
         n_params = int(sum(p.numel() for p in params))
         sigma_used = getattr(optimizer, "noise_multiplier", None)
         sampled = np.zeros(ids.shape[0], dtype=np.int64)
         g = np.random.default_rng(s_batch)
-        x_all, n_all = torch.from_numpy(ids), torch.from_numpy(lengths)
+        x_all, n_all = torch.from_numpy(ids).to(device), torch.from_numpy(lengths).to(device)
         model.train()
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=_HOOK_WARNING, category=UserWarning)
             for _ in range(c.steps):
                 rows = np.flatnonzero(g.random(ids.shape[0]) < c.sampling_rate)
                 sampled[rows] += 1
-                self.step(module, optimizer, params, x_all[rows], n_all[rows])
+                at = torch.from_numpy(rows).to(device)
+                self.step(module, optimizer, params, x_all[at], n_all[at])
         if c.private:
             module.cleanup()
         model.eval()
@@ -504,12 +663,15 @@ class DPFineTuning:
         canary_sampled[inc] = sampled[ex[0].shape[0] :]
         return FineTunedLM(model, reference, lm, canary_sampled, n_params,
                            self.noise_multiplier, sigma_used, seed_entropy(seq),
-                           {"training": seconds, "per_step": seconds / c.steps})  # fmt: skip
+                           {"training": seconds, "per_step": seconds / c.steps},
+                           str(device))  # fmt: skip
 
     def prepare(self, model: Any, *, generator: Any = None) -> tuple[Any, Any, list]:
         """``(module, optimizer, trained parameters)`` of one run on ``model`` (made trainable
-        by :meth:`make_trainable`): Opacus' ``GradSampleModule`` and ``DPOptimizer`` (noise
-        from ``generator``) when private, else the model and the plain optimizer."""
+        by :meth:`make_trainable`, on its device): when private, Opacus' fast-gradient-clipping
+        module and optimizer (``clipping = "ghost"``) or ``GradSampleModule`` and
+        ``DPOptimizer`` (``"per-sample"``), the noise from ``generator`` (on the model's
+        device); else the model and the plain optimizer."""
         torch = require("torch", "torch")
         c = self.cell
         params = [p for p in model.parameters() if p.requires_grad]
@@ -519,31 +681,47 @@ class DPFineTuning:
             return model, optimizer, params
         require("opacus", "opacus")
         from opacus import GradSampleModule
-        from opacus.optimizers import DPOptimizer
+        from opacus.grad_sample import GradSampleModuleFastGradientClipping
+        from opacus.optimizers import DPOptimizer, DPOptimizerFastGradientClipping
 
         sigma = float(self.noise_multiplier) * self.variant.noise_scale
-        module = GradSampleModule(model, batch_first=True, loss_reduction="sum")
-        optimizer = DPOptimizer(optimizer, noise_multiplier=sigma, max_grad_norm=c.clip_norm,
-                                expected_batch_size=c.batch_size, loss_reduction="mean",
-                                generator=generator)  # fmt: skip
+        if c.clipping == "ghost":
+            module = GradSampleModuleFastGradientClipping(
+                model, batch_first=True, loss_reduction="mean", max_grad_norm=c.clip_norm,
+                use_ghost_clipping=True,
+            )  # fmt: skip
+            opt_cls = DPOptimizerFastGradientClipping
+        else:
+            module = GradSampleModule(model, batch_first=True, loss_reduction="sum")
+            opt_cls = DPOptimizer
+        optimizer = opt_cls(optimizer, noise_multiplier=sigma, max_grad_norm=c.clip_norm,
+                            expected_batch_size=c.batch_size, loss_reduction="mean",
+                            generator=generator)  # fmt: skip
         return module, optimizer, params
 
     def step(self, module: Any, optimizer: Any, params: list, x: Any, n: Any) -> None:
         """One step on the batch ``x`` (``(b, L)`` ids, lengths ``n``): per-example mean
-        token losses, summed; clipped and noised by the DP optimizer (its noisy sum divided by
-        B), or divided by B for plain training. An empty batch is a noise-only step (private)
-        or no step."""
+        token losses; privately, each example's gradient clipped to C (ghost clipping's two
+        backward passes, or per-sample gradients clipped by the optimizer), summed, noised and
+        divided by B; plainly, the losses' sum divided by B. An empty batch is a noise-only
+        step (private) or no step."""
         import torch
 
         optimizer.zero_grad(set_to_none=True)
+        c = self.cell
         if x.shape[0] == 0:
-            if not self.cell.private:
+            if not c.private:
                 return
             for p in params:  # a noise-only step
-                p.grad_sample = torch.zeros((0, *p.shape))
+                if c.clipping == "ghost":
+                    p.grad = torch.zeros_like(p)
+                else:
+                    p.grad_sample = torch.zeros((0, *p.shape), device=p.device)
+        elif c.private and c.clipping == "ghost":
+            _ghost_loss(module, optimizer, x, n).backward()
         else:
             losses = _per_example_loss(module, x, n)
-            (losses.sum() / (1.0 if self.cell.private else self.cell.batch_size)).backward()
+            (losses.sum() / (1.0 if c.private else c.batch_size)).backward()
         optimizer.step()
 
     def make_trainable(self, model: Any) -> None:
@@ -582,6 +760,21 @@ class DPFineTuning:
                     if isinstance(mod, torch.nn.Linear):
                         for p in mod.parameters():
                             p.requires_grad_(True)
+
+
+def _ghost_loss(module: Any, optimizer: Any, x: Any, n: Any) -> Any:
+    """The batch's per-example mean token losses wrapped by Opacus' ``DPLossFastGradientClipping``
+    (cross-entropy over the real positions: padding targets are ``ignore_index``); its
+    ``backward()`` leaves the clipped sum of the examples' gradients in ``p.grad``."""
+    import torch
+    from opacus.utils.fast_gradient_clipping_utils import DPLossFastGradientClipping
+
+    mask = torch.arange(x.shape[1], device=x.device)[None, :] < n[:, None]
+    logits = module(x, mask.long())[:, :-1]
+    targets = x[:, 1:].masked_fill(~mask[:, 1:], -100)
+    criterion = torch.nn.CrossEntropyLoss(ignore_index=-100, reduction="mean")
+    loss = DPLossFastGradientClipping(module, optimizer, criterion, loss_reduction="mean")
+    return loss(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), shape=logits.shape)
 
 
 def _blocks(base: Any) -> Any:
