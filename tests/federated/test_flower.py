@@ -6,12 +6,14 @@ the reported counts, and the zero-update crash of Flower's clipping."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import subprocess
 
 import numpy as np
 import pytest
 
+from dpaudit._rng import child_seed
 from dpaudit.attacks import draw_canary_clients
 from dpaudit.conversions import gdp_epsilon
 from dpaudit.errors import MissingDependencyError
@@ -21,6 +23,7 @@ from dpaudit.experiments.federated import (
     FederatedSettings,
     FederatedTrainingSettings,
     audit_federated,
+    load_clients,
 )
 from dpaudit.systems.federated import FLOWER, FlowerCell, FlowerDPFedAvg, dirichlet_split
 
@@ -227,3 +230,108 @@ def test_server_side_adaptive_clipping_noises_with_the_next_rounds_norm():
     np.testing.assert_allclose(after, math.exp(-0.2 * 0.5), rtol=0.02)  # shrinks (noisy count)
     np.testing.assert_allclose(noise_scale, after, rtol=0.02)  # the noise follows C_{t+1}
     assert noise_scale < 0.95 * used
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [({"clip_norm_lr": 0.5}, "clip_norm_lr"),
+     ({"target_clipped_quantile": 0.1}, "target_clipped_quantile"),
+     ({"wrapper": "server-side-adaptive", "clip_norm_lr": 0.0}, "clip_norm_lr"),
+     ({"wrapper": "client-side-adaptive", "target_clipped_quantile": 1.5},
+      "target_clipped_quantile"),
+     ({"wrapper": "server-side-adaptive", "clipped_count_stddev": -1.0}, "clipped_count_stddev"),
+     ({"wrapper": "server-side-adaptive", "noise_multiplier": 10.0}, "noise_multiplier")],
+)  # fmt: skip
+def test_adaptive_settings_are_checked_before_anything_runs(kwargs, name):
+    """The adaptive wrappers' settings are refused on a fixed wrapper, out of Flower's range,
+    or with a noise multiplier Flower cannot split (z ≥ 2σ_b: 10 ≥ 2·100/20)."""
+    with pytest.raises(ValueError, match=name):
+        FlowerCell(**kwargs)
+
+
+def test_adaptive_update_noise_multiplier_and_the_as_run_epsilon():
+    """z_Δ = (z⁻² − (2σ_b)⁻²)^(−1/2) (Flower's compute_adaptive_noise_params, Andrew et al.
+    2021); the as-run ε with norms that never move is the claim's exact ε (fixed and adaptive
+    wrappers alike: the count's share is what z_Δ gave up), and noise scaled with a norm 0.9
+    of the clipping norm spends more."""
+    from dpaudit.systems.federated._fedavg import FedAvgRun
+
+    cell = FlowerCell(rounds=5, clients_per_round=220, population=220, sampling="all",
+                      noise_multiplier=18.0, wrapper="server-side-adaptive")  # fmt: skip
+    assert cell.count_noise == 11.0
+    np.testing.assert_allclose(cell.update_noise_multiplier, (18.0**-2 - 22.0**-2) ** -0.5)
+    run = FedAvgRun(np.zeros((5, 3), np.float32), np.zeros(3), np.zeros(0), np.zeros(5),
+                    clip_norms=np.ones((5, 2)))  # fmt: skip
+    exact = FlowerDPFedAvg(cell).exact_claim(DELTA).epsilon
+    np.testing.assert_allclose(FlowerDPFedAvg(cell).as_run_epsilon(run, DELTA), exact, rtol=1e-9)
+    fixed = FlowerDPFedAvg(FlowerCell(rounds=5, clients_per_round=220, population=220,
+                                      sampling="all", noise_multiplier=18.0))  # fmt: skip
+    np.testing.assert_allclose(fixed.as_run_epsilon(run, DELTA), exact, rtol=1e-9)
+    shrunk = dataclasses.replace(run, clip_norms=np.array([[1.0, 0.9]] * 5))
+    mu = math.sqrt(5 * ((2 / (cell.update_noise_multiplier * 0.9)) ** 2 + 11.0**-2))
+    np.testing.assert_allclose(FlowerDPFedAvg(cell).as_run_epsilon(shrunk, DELTA),
+                               gdp_epsilon(mu, DELTA), rtol=1e-9)  # fmt: skip
+    sampled = dataclasses.replace(fixed.cell, sampling="fixed", clients_per_round=100)
+    assert FlowerDPFedAvg(sampled).as_run_epsilon(run, DELTA) is None
+
+
+def _adaptive(lr=0.2, quantile=0.5, wrapper="server-side-adaptive", seed=0) -> FederatedSettings:
+    """20 clients of hashed 1,000-feature data (d = 10,010) and 200 canary clients sending
+    twice the initial norm (always clipped), every client in each of 5 rounds, z = 18."""
+    s = _settings("uniform", wrapper, sigma=18.0, seed=seed)
+    return dataclasses.replace(
+        s, data=dataclasses.replace(s.data, features=1000),
+        training=dataclasses.replace(s.training, clients_per_round=220, clip_norm_lr=lr,
+                                     target_clipped_quantile=quantile),
+        canaries=dataclasses.replace(s.canaries, scale=2.0),
+    )  # fmt: skip
+
+
+@needs_flower
+def test_adaptive_wrappers_noise_with_the_next_rounds_norm_in_a_canary_run():
+    """Both adaptive wrappers as installed, through the canary path: each round's updates are
+    clipped to C_t, the norm shrinks (every update clipped, Flower's bit counts clipped
+    updates: C_{t+1} ≈ 0.905·C_t with the defaults; Andrew et al.'s rule would grow it) and
+    the noise is scaled with C_{t+1}, so the as-run ε exceeds the exact ε of the calibration —
+    by 3 %, which one run's valid bounds (0 here) cannot see: the canary audit at Flower's
+    defaults is consistent with the claim (1.006). The client-side wrapper (its clients
+    through adaptiveclipping_mod) gives the same run for the same seed."""
+    s = _adaptive()
+    fed, _ = load_clients(s.data, rng=child_seed(s.seed, 0))
+    runs = []
+    for wrapper in ("server-side-adaptive", "client-side-adaptive"):
+        system = FlowerDPFedAvg(dataclasses.replace(s, training=dataclasses.replace(
+            s.training, wrapper=wrapper)).cell(mean_examples=fed.mean_examples))  # fmt: skip
+        can = draw_canary_clients(s.canaries.count, system.dimension(fed), rng=1)
+        runs.append(system.train(fed, can.directions, can.included, canary_scale=2.0, rng=2))
+    server, client = runs
+    np.testing.assert_array_equal(server.deltas, client.deltas)
+    norms = server.clip_norms
+    np.testing.assert_array_equal(norms[1:, 0], norms[:-1, 1])  # round t+1 clips to C_{t+1}
+    np.testing.assert_allclose(norms[:, 1] / norms[:, 0], math.exp(-0.1), atol=0.04)
+    exact = system.exact_claim(DELTA).epsilon
+    assert exact < system.as_run_epsilon(server, DELTA) < 1.06 * exact
+    r = audit_federated(s)
+    for e in r.entries:
+        np.testing.assert_allclose(e.claim.epsilon, 1.006, atol=1e-3)
+        assert not e.gap.refutes_claim and e.lower_bound.epsilon <= exact
+
+
+@needs_flower
+def test_adaptive_clipping_with_a_fast_norm_rate_is_refuted_in_one_run():
+    """The reproducer of the docs page (config federated-flower-adaptive): clip_norm_lr = 3
+    and target_clipped_quantile = 0, which Flower accepts: every update is clipped, so the
+    norm falls by e⁻³ each round and each round's noise is about 5 % of what the calibration
+    needs. One run's valid all-iterates bound (1.77 at seed 0) refutes the claim of 1.006."""
+    from dpaudit.experiments import WORKFLOWS
+
+    s = WORKFLOWS.get("federated").load_settings("federated-flower-adaptive")
+    expected = _adaptive(lr=3.0, quantile=0.0)
+    assert (s.system, s.seed, s.data, s.training, s.canaries, s.audit) == (
+        expected.system, expected.seed, expected.data, expected.training, expected.canaries,
+        expected.audit)  # fmt: skip
+    r = audit_federated(s)
+    iterates, final = r.entries
+    np.testing.assert_allclose(iterates.claim.epsilon, 1.006, atol=1e-3)
+    assert iterates.gap.refutes_claim and iterates.lower_bound.epsilon > 1.5
+    assert final.lower_bound.epsilon < final.claim.epsilon  # the final model alone: not here

@@ -80,6 +80,9 @@ _SYSTEM_SPECIFIC: dict[str, tuple[str, str]] = {
     "variant": ("training", "variant"),
     "wrapper": ("training", "wrapper"),
     "weighting": ("training", "weighting"),
+    "target_clipped_quantile": ("training", "target_clipped_quantile"),
+    "clip_norm_lr": ("training", "clip_norm_lr"),
+    "clipped_count_stddev": ("training", "clipped_count_stddev"),
 }
 #: Every federated system's variants (the system's own cell refuses the others).
 _VARIANT_NAMES: tuple[str, ...] = tuple(
@@ -136,9 +139,17 @@ class FederatedTrainingSettings:
     learning_rate: float = option(0.5, help="user-dp-sgd: learning rate of the step")
     max_examples: int = option(64, help="user-dp-sgd: most examples a user contributes")
     variant: str = option("correct", help=f"implementation: {' | '.join(_VARIANT_NAMES)}")
-    wrapper: str = option("server-side", help="flower-dp: server-side | client-side clipping")
+    wrapper: str = option("server-side", help="flower-dp: server-side | client-side clipping, "
+                          "fixed or -adaptive")  # fmt: skip
     weighting: str = option("uniform", help="flower-dp: example counts clients report: "
                             "uniform | examples")  # fmt: skip
+    target_clipped_quantile: float = option(
+        0.5, help="flower-dp adaptive clipping: target quantile γ of the clipping norm"
+    )
+    clip_norm_lr: float = option(0.2, help="flower-dp adaptive clipping: the norm's rate η")
+    clipped_count_stddev: float | None = option(
+        None, help="flower-dp adaptive clipping: the count's noise σ_b (default m/20)"
+    )
 
     def __post_init__(self) -> None:
         check_positive_int("rounds", self.rounds)
@@ -262,6 +273,8 @@ class FederatedSettings:
             "learning_rate": t.learning_rate, "max_examples": t.max_examples,
             "examples_per_client": mean_examples, "canary_examples": c.examples,
             "variant": t.variant, "wrapper": t.wrapper, "weighting": t.weighting,
+            "target_clipped_quantile": t.target_clipped_quantile,
+            "clip_norm_lr": t.clip_norm_lr, "clipped_count_stddev": t.clipped_count_stddev,
         }  # fmt: skip
         cell_type = SYSTEMS.get(self.system).cell
         fields = {f.name for f in dataclasses.fields(cell_type)}

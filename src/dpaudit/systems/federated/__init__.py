@@ -12,7 +12,7 @@
   :data:`USER_DPSGD_VARIANTS`, with canary users holding many examples; it states both the
   user-level and the example-level guarantee.
 * :mod:`._flower` — :class:`FlowerDPFedAvg` (``"flower-dp"``): Flower's central-DP
-  fixed-clipping wrappers as installed, run out of process in ``.venvs/flower``
+  fixed- and adaptive-clipping wrappers as installed, run out of process in ``.venvs/flower``
   (``make venv-flower``; the worker loads ``_handler_flower.py``).
 """
 

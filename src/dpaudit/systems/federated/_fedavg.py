@@ -232,6 +232,9 @@ class FedAvgRun:
             same run.
         initial: ``(d,)`` the starting parameters (None: 0).
         versions: versions of the libraries that trained it out of process (``{"flwr": …}``).
+        clip_norms: ``(T, 2)`` for a library's wrapper that reports them (None otherwise): the
+            norm each round's client updates were clipped to, and the norm the wrapper held
+            after the round (an adaptive-clipping wrapper's updated norm).
     """
 
     deltas: np.ndarray
@@ -242,6 +245,7 @@ class FedAvgRun:
     seconds: dict[str, float] = dataclasses.field(default_factory=dict)
     initial: np.ndarray | None = None
     versions: dict[str, str] = dataclasses.field(default_factory=dict)
+    clip_norms: np.ndarray | None = None
 
     @property
     def final_delta(self) -> np.ndarray:

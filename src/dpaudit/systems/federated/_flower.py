@@ -15,6 +15,20 @@ client is *replaced*, not removed, and replacing one clipped update moves the su
 Flower's fixed-size sampler (m of P without replacement; Wang, Balle & Kasiviswanathan 2019,
 arXiv:1808.00087), via dp-accounting.
 
+The adaptive-clipping wrappers (``wrapper = "server-side-adaptive"`` or
+``"client-side-adaptive"``: ``DifferentialPrivacyServerSideAdaptiveClipping``,
+``DifferentialPrivacyClientSideAdaptiveClipping`` with its ``adaptiveclipping_mod``) follow
+Andrew, Thakkar, McMahan & Ramaswamy 2021 ("Differentially Private Learning with Adaptive
+Clipping", arXiv:1905.03871, Alg. 1 and §3): the clipping norm starts at C and moves
+geometrically, ``C ← C·exp(−η(b̄ − γ))``, with b̄ a noisy fraction of the round's clients
+(count noise σ_b, Flower's default m/20), and the update's noise multiplier is raised to
+``z_Δ = (z⁻² − (2σ_b)⁻²)^(−1/2)`` so that update and count together spend the budget of one
+Gaussian mechanism of multiplier z. The claim is that Gaussian mechanism, as for the fixed
+wrappers. As installed, both adaptive wrappers scale the round's noise with the norm *after*
+its update (``C_{t+1}``) while the updates were clipped to ``C_t``, and b̄ counts the clipped
+updates where Andrew et al.'s counts the unclipped ones (the norm moves the wrong way); each
+round's :attr:`FedAvgRun.clip_norms` records both norms.
+
 Flower's packages pin fastapi < 0.139, starlette < 1.4 and typer < 0.21, so it runs in
 ``.venvs/flower`` (``make venv-flower``; the wrappers work on numpy parameters, no torch)
 through :class:`dpaudit.systems._external.ExternalLibrary`. dpaudit trains the clients
@@ -52,6 +66,7 @@ from dpaudit._validate import (
     check_nonneg_int,
     check_positive,
     check_positive_int,
+    check_probability,
 )
 from dpaudit.mechanisms.values import SubsampledGaussian
 from dpaudit.systems._external import ExternalLibrary
@@ -66,6 +81,7 @@ from dpaudit.systems.federated._fedavg import (
 )
 
 __all__ = [
+    "ADAPTIVE_WRAPPERS",
     "FLOWER",
     "FLOWER_SAMPLERS",
     "FLOWER_WRAPPERS",
@@ -79,8 +95,12 @@ FLOWER = ExternalLibrary("flower", "flwr", str(Path(__file__).with_name("_handle
                          "venv-flower")  # fmt: skip
 #: Flower's samplers: every client, or its client manager's m of P (fixed size).
 FLOWER_SAMPLERS: tuple[str, ...] = ("all", "fixed")
-#: The central-DP fixed-clipping wrappers.
-FLOWER_WRAPPERS: tuple[str, ...] = ("server-side", "client-side")
+#: The central-DP wrappers: fixed clipping and adaptive clipping, on the server or the clients.
+FLOWER_WRAPPERS: tuple[str, ...] = (
+    "server-side", "client-side", "server-side-adaptive", "client-side-adaptive"
+)  # fmt: skip
+#: The adaptive-clipping wrappers among them.
+ADAPTIVE_WRAPPERS: frozenset[str] = frozenset({"server-side-adaptive", "client-side-adaptive"})
 #: What the clients report as example counts (FedAvg's weights).
 WEIGHTINGS: tuple[str, ...] = ("uniform", "examples")
 
@@ -89,6 +109,10 @@ _SOURCE = (
     "McMahan, Ramage, Talwar & Zhang 2018, arXiv:1710.06963); RDP of the sampled Gaussian via "
     "dp-accounting (Mironov, Talwar & Zhang 2019, arXiv:1908.10530; Wang, Balle & "
     "Kasiviswanathan 2019, arXiv:1808.00087); conversion Balle et al. 2020 (arXiv:1905.09982)"
+)
+_ADAPTIVE_SOURCE = (
+    "; adaptive clipping: update noise z_Δ and count noise σ_b composed to z (Andrew, Thakkar, "
+    "McMahan & Ramaswamy 2021, arXiv:1905.03871, §3)"
 )
 _AS_INSTALLED = FedAvgVariant("as-installed", "Flower's DP wrapper as installed", None)
 
@@ -104,13 +128,17 @@ class FlowerCell:
         sampling: ``"all"`` or ``"fixed"`` (Flower's client manager; :data:`FLOWER_SAMPLERS`).
         claim_sampling: the sampler the claim assumes (None: the one used); any other value is
             refused.
-        clip_norm: C.
         noise_multiplier: σ.
         client_learning_rate: η_c of the clients' local steps.
         local_steps: local full-batch steps per round.
-        wrapper: ``"server-side"`` or ``"client-side"`` fixed clipping.
+        clip_norm: C (the adaptive wrappers' initial clipping norm).
+        wrapper: ``"server-side"`` or ``"client-side"`` fixed clipping, or their adaptive
+            versions (:data:`FLOWER_WRAPPERS`).
         weighting: ``"uniform"`` or ``"examples"`` (:data:`WEIGHTINGS`).
         canary_examples: the example count a canary client reports (``"examples"``).
+        target_clipped_quantile: γ of the adaptive wrappers (Flower's default 0.5).
+        clip_norm_lr: η of the adaptive wrappers' norm update (Flower's default 0.2).
+        clipped_count_stddev: σ_b of the adaptive wrappers' count (None: Flower's m/20).
     """
 
     rounds: int = 20
@@ -125,6 +153,9 @@ class FlowerCell:
     wrapper: str = "server-side"
     weighting: str = "uniform"
     canary_examples: int = 16
+    target_clipped_quantile: float = 0.5
+    clip_norm_lr: float = 0.2
+    clipped_count_stddev: float | None = None
 
     def __post_init__(self) -> None:
         check_positive_int("rounds", self.rounds)
@@ -154,11 +185,50 @@ class FlowerCell:
         check_choice("wrapper", self.wrapper, FLOWER_WRAPPERS)
         check_choice("weighting", self.weighting, WEIGHTINGS)
         check_nonneg_int("canary_examples", self.canary_examples)
+        check_probability("target_clipped_quantile", self.target_clipped_quantile)
+        check_positive("clip_norm_lr", self.clip_norm_lr)
+        if self.clipped_count_stddev is not None:
+            check_positive("clipped_count_stddev", self.clipped_count_stddev)
+        if self.wrapper not in ADAPTIVE_WRAPPERS:
+            given = {f: getattr(self, f) for f in _ADAPTIVE_FIELDS}
+            moved = [f"{f}={v!r}" for f, v in given.items() if v != _ADAPTIVE_FIELDS[f]]
+            if moved:
+                raise ValueError(
+                    f"{', '.join(moved)} apply only to the adaptive-clipping wrappers, not to "
+                    f"wrapper={self.wrapper!r}"
+                )
+        elif self.noise_multiplier >= 2 * self.count_noise:
+            raise ValueError(
+                f"noise_multiplier={self.noise_multiplier} must be below twice the count's "
+                f"noise clipped_count_stddev={self.count_noise:g} (Flower's default m/20): "
+                f"the update's noise z_Δ = (z⁻² − (2σ_b)⁻²)^(−1/2) would not exist"
+            )
 
     @property
     def sampling_rate(self) -> float:
         """q = m/P (1 under ``"all"``)."""
         return self.clients_per_round / self.population
+
+    @property
+    def count_noise(self) -> float:
+        """σ_b, the adaptive wrappers' count noise (Flower's default m/20)."""
+        sd = self.clipped_count_stddev
+        return self.clients_per_round / 20 if sd is None else float(sd)
+
+    @property
+    def update_noise_multiplier(self) -> float:
+        """z_Δ = (z⁻² − (2σ_b)⁻²)^(−1/2) for an adaptive wrapper (Andrew et al. 2021,
+        arXiv:1905.03871, §3; Flower's ``compute_adaptive_noise_params``), z for a fixed one."""
+        z = self.noise_multiplier
+        if self.wrapper not in ADAPTIVE_WRAPPERS:
+            return z
+        return (z**-2 - (2 * self.count_noise) ** -2) ** -0.5
+
+
+#: The adaptive wrappers' settings and Flower's defaults.
+_ADAPTIVE_FIELDS: dict[str, Any] = {
+    "target_clipped_quantile": 0.5, "clip_norm_lr": 0.2, "clipped_count_stddev": None
+}  # fmt: skip
 
 
 class FlowerDPFedAvg:
@@ -204,8 +274,11 @@ class FlowerDPFedAvg:
         d = check_delta(1e-5 if delta is None else delta, allow_zero=False)
         curve = self.claim_rdp(orders)
         conv = rdp_to_dp(curve.orders, curve.epsilons, d)
-        return Claim("Flower's calibration (RDP), user-level, replace-one", _SOURCE, conv.epsilon,
-                     d, rdp=curve, conversion=conv.conversion)  # fmt: skip
+        adaptive = self.cell.wrapper in ADAPTIVE_WRAPPERS
+        label = "Flower's calibration (RDP), user-level, replace-one"
+        return Claim(label + (", adaptive clipping" if adaptive else ""),
+                     _SOURCE + (_ADAPTIVE_SOURCE if adaptive else ""), conv.epsilon, d,
+                     rdp=curve, conversion=conv.conversion)  # fmt: skip
 
     def exact_claim(self, delta: float) -> Claim | None:
         """The exact ε of the calibration under ``"all"`` (μ = 2√T/σ, replace-one), else None."""
@@ -218,6 +291,35 @@ class FlowerDPFedAvg:
         return Claim("exact (composed Gaussian, μ-GDP)",
                      "Dong, Roth & Su 2022 (arXiv:1905.02383), Cor. 3.3 and 2.13",
                      gdp_epsilon(2 * math.sqrt(c.rounds) / c.noise_multiplier, d), d)  # fmt: skip
+
+    def as_run_epsilon(self, run: FedAvgRun, delta: float) -> float | None:
+        """ε of the rounds as they ran, under ``"all"`` (None for other samplers, or a run
+        without recorded norms): round t releases the count with noise σ_b (μ = 1/σ_b under
+        replace-one) and the update sum, clipped to C_t (sensitivity 2C_t), with noise
+        z_Δ·C_{t+1} — the norm the wrapper holds after the round (:attr:`FedAvgRun.clip_norms`)
+        — so μ_t² = (2C_t / (z_Δ C_{t+1}))² + σ_b⁻², composed as μ-GDP
+        (Dong, Roth & Su 2022, arXiv:1905.02383, Cor. 3.3 and 2.13). With C_{t+1} = C_t this is
+        the claim's exact ε (2√T/z). The norms depend on the noisy counts, so this describes
+        the run; it is not a guarantee.
+
+        Raises:
+            ValueError: δ outside (0, 1), or norms not one row of two per round.
+        """
+        from dpaudit.conversions import gdp_epsilon
+
+        c = self.cell
+        d = check_delta(delta, allow_zero=False)
+        if c.sampling != "all" or run.clip_norms is None:
+            return None
+        norms = np.asarray(run.clip_norms, dtype=np.float64)
+        if norms.shape != (c.rounds, 2) or not np.all(norms > 0):
+            raise ValueError(
+                f"run.clip_norms must be ({c.rounds}, 2) positive norms, got shape {norms.shape}"
+            )
+        adaptive = c.wrapper in ADAPTIVE_WRAPPERS
+        update = 2 * norms[:, 0] / (c.update_noise_multiplier * norms[:, 1])
+        count = 1 / c.count_noise if adaptive else 0.0
+        return gdp_epsilon(float(np.sqrt(np.sum(update**2 + count**2))), d)
 
     def comparison_claims(self, delta: float) -> tuple[Claim, ...]:
         """No other unit's claim: Flower states one calibration."""
@@ -285,6 +387,7 @@ class FlowerDPFedAvg:
         deltas = np.zeros((c.rounds, d), dtype=np.float32)
         participation = np.zeros(k, dtype=np.int64)
         participants = np.zeros(c.rounds, dtype=np.int64)
+        clip_norms = np.zeros((c.rounds, 2))
         sent = np.where(inc[:, None], can.astype(np.float64), fresh)
         shift = (canary_scale * c.clip_norm) * sent
         start, canary_seconds = time.perf_counter(), 0.0
@@ -293,6 +396,9 @@ class FlowerDPFedAvg:
                                   c.clients_per_round, "wrapper": c.wrapper,
                                   "noise_multiplier": c.noise_multiplier,
                                   "clipping_norm": c.clip_norm,
+                                  "target_clipped_quantile": c.target_clipped_quantile,
+                                  "clip_norm_lr": c.clip_norm_lr,
+                                  "clipped_count_stddev": c.clipped_count_stddev,
                                   "seed": int(g.integers(2**63))})  # fmt: skip
             for t in range(c.rounds):
                 _, got = worker.call("configure", None, {"theta": theta})
@@ -311,16 +417,17 @@ class FlowerDPFedAvg:
                 slots = sampled[sampled >= n] - n
                 participation[slots] += 1
                 participants[t] = sampled.size
-                _, out = worker.call(
+                norms, out = worker.call(
                     "aggregate", None, {"params": params, "num_examples": reported[sampled]}
                 )
+                clip_norms[t] = norms["clipped_to"], norms["norm_after"]
                 new = np.asarray(out["theta"], dtype=np.float64)  # fmt: skip
                 deltas[t] = new - theta
                 theta = new
             version = worker.version
         seconds = {"training": time.perf_counter() - start, "canaries": canary_seconds}
         return FedAvgRun(deltas, theta, participation, participants, seed_entropy(seq), seconds,
-                         versions={"flwr": str(version)})  # fmt: skip
+                         versions={"flwr": str(version)}, clip_norms=clip_norms)  # fmt: skip
 
 
 SYSTEMS.register("flower-dp", SystemFactory(FlowerCell, FlowerDPFedAvg), tags=("federated",))

@@ -5,19 +5,26 @@ and flwr. It drives Flower's own server-side objects, as a Flower server would, 
 that dpaudit trains:
 
 * ``setup`` — an inner ``FedAvg`` (``fraction_fit = m / P``, at least m clients: Flower's
-  fixed-size client sampler) wrapped in ``DifferentialPrivacyServerSideFixedClipping`` or
+  fixed-size client sampler) wrapped in ``DifferentialPrivacyServerSideFixedClipping``,
   ``DifferentialPrivacyClientSideFixedClipping`` (noise multiplier, clipping norm,
-  ``num_sampled_clients = m``), a ``SimpleClientManager`` with P registered clients, and the
-  seeds of the global ``random`` and ``numpy.random`` generators, which Flower's sampler
-  and its Gaussian noise draw from;
+  ``num_sampled_clients = m``) or one of the adaptive-clipping wrappers
+  ``DifferentialPrivacyServerSideAdaptiveClipping`` /
+  ``DifferentialPrivacyClientSideAdaptiveClipping`` (the clipping norm as the initial one,
+  the target quantile, the norm's learning rate and the count's noise), a
+  ``SimpleClientManager`` with P registered clients, and the seeds of the global ``random``
+  and ``numpy.random`` generators, which Flower's sampler and its Gaussian noise draw from;
+  it answers the wrapper's noise multiplier of the update (an adaptive wrapper's is above
+  the one given: part of the budget pays for the count);
 * ``configure`` — the wrapper's ``configure_fit`` for the round: the clients Flower sampled
-  (their ids) and, for the client-side wrapper, the clipping norm it sends them;
+  (their ids) and, for the client-side wrappers, the clipping norm it sends them;
 * ``aggregate`` — each sampled client's trained parameters (sent by dpaudit) and the example
-  count it reports become a ``FitRes``; with the client-side wrapper each passes through
-  Flower's ``fixedclipping_mod`` first, as a client app's mod; then the wrapper's
-  ``aggregate_fit`` (clipping for the server-side wrapper, the inner FedAvg's average
-  weighted by the reported example counts, Gaussian noise of std σC/m) gives the new
-  parameters.
+  count it reports become a ``FitRes``; with a client-side wrapper each passes through
+  Flower's ``fixedclipping_mod`` or ``adaptiveclipping_mod`` first, as a client app's mod;
+  then the wrapper's ``aggregate_fit`` (clipping for the server-side wrappers, the inner
+  FedAvg's average weighted by the reported example counts, Gaussian noise of std
+  z·C/m) gives the new parameters; it answers the clipping norm the round's updates were
+  clipped to and the one the wrapper holds after the round (an adaptive wrapper's updated
+  norm, which is the one its noise was scaled with).
 """
 
 from __future__ import annotations
@@ -50,21 +57,39 @@ def _proxy_class():
 def op_setup(body, arrays):
     from flwr.server.client_manager import SimpleClientManager
     from flwr.server.strategy import (
+        DifferentialPrivacyClientSideAdaptiveClipping,
         DifferentialPrivacyClientSideFixedClipping,
+        DifferentialPrivacyServerSideAdaptiveClipping,
         DifferentialPrivacyServerSideFixedClipping,
         FedAvg,
     )
 
-    logging.getLogger("flwr").setLevel(logging.WARNING)  # one INFO line per clipped client
+    # one INFO line per clipped client; the adaptive wrappers' "significant amount of noise"
+    # advice is a WARNING on the worker's standard error, kept
+    logging.getLogger("flwr").setLevel(logging.WARNING)
     population, m = int(body["population"]), int(body["num_sampled_clients"])
     inner = FedAvg(fraction_fit=m / population, fraction_evaluate=0.0, min_fit_clients=m,
                    min_evaluate_clients=0, min_available_clients=population)  # fmt: skip
-    wrappers = {
+    z, c = float(body["noise_multiplier"]), float(body["clipping_norm"])
+    fixed = {
         "server-side": DifferentialPrivacyServerSideFixedClipping,
         "client-side": DifferentialPrivacyClientSideFixedClipping,
     }
-    strategy = wrappers[body["wrapper"]](inner, float(body["noise_multiplier"]),
-                                         float(body["clipping_norm"]), m)  # fmt: skip
+    adaptive = {
+        "server-side-adaptive": DifferentialPrivacyServerSideAdaptiveClipping,
+        "client-side-adaptive": DifferentialPrivacyClientSideAdaptiveClipping,
+    }
+    wrapper = body["wrapper"]
+    if wrapper in fixed:
+        strategy = fixed[wrapper](inner, z, c, m)
+    else:
+        count_sd = body.get("clipped_count_stddev")
+        strategy = adaptive[wrapper](
+            inner, z, m, initial_clipping_norm=c,
+            target_clipped_quantile=float(body["target_clipped_quantile"]),
+            clip_norm_lr=float(body["clip_norm_lr"]),
+            clipped_count_stddev=None if count_sd is None else float(count_sd),
+        )  # fmt: skip
     manager = SimpleClientManager()
     client = _proxy_class()
     for cid in range(population):
@@ -72,9 +97,9 @@ def op_setup(body, arrays):
     random.seed(int(body["seed"]))
     np.random.seed(int(body["seed"]) % 2**32)  # noqa: NPY002 (Flower draws its noise from it)
     _STATE.clear()
-    _STATE.update(strategy=strategy, manager=manager, wrapper=body["wrapper"], round=0,
+    _STATE.update(strategy=strategy, manager=manager, wrapper=wrapper, round=0,
                   instructions=None)  # fmt: skip
-    return {"strategy": repr(strategy)}, {}
+    return {"strategy": repr(strategy), "update_noise_multiplier": strategy.noise_multiplier}, {}
 
 
 def op_configure(body, arrays):
@@ -101,12 +126,13 @@ def _metadata():
                     message_type=MessageType.TRAIN)  # fmt: skip
 
 
-def _through_clipping_mod(fit_ins, fit_res):
-    """Pass a client's answer through Flower's ``fixedclipping_mod``, as its client app
-    would: the mod reads the clipping norm from the instruction and clips the update."""
+def _through_clipping_mod(fit_ins, fit_res, adaptive):
+    """Pass a client's answer through Flower's ``fixedclipping_mod`` (or, ``adaptive``, its
+    ``adaptiveclipping_mod``), as its client app would: the mod reads the clipping norm from
+    the instruction and clips the update (the adaptive one also reports the norm bit)."""
     from flwr.app import RecordDict
     from flwr.app.message import Context, Message
-    from flwr.client.mod import fixedclipping_mod
+    from flwr.client.mod import adaptiveclipping_mod, fixedclipping_mod
     from flwr.compat.common import recorddict_compat as compat
 
     msg = Message(content=compat.fitins_to_recorddict(fit_ins, keep_input=True),
@@ -117,7 +143,7 @@ def _through_clipping_mod(fit_ins, fit_res):
                        metadata=_metadata())  # fmt: skip
 
     ctx = Context(run_id=0, node_id=0, node_config={}, state=RecordDict(), run_config={})
-    out = fixedclipping_mod(msg, ctx, train)
+    out = (adaptiveclipping_mod if adaptive else fixedclipping_mod)(msg, ctx, train)
     return compat.recorddict_to_fitres(out.content, keep_input=True)
 
 
@@ -126,14 +152,17 @@ def op_aggregate(body, arrays):
 
     params = np.asarray(arrays["params"])
     counts = np.asarray(arrays["num_examples"])
+    strategy, wrapper = _STATE["strategy"], _STATE["wrapper"]
+    clipped_to = float(strategy.clipping_norm)  # the norm this round's updates are clipped to
     results = []
     for i, (proxy, fit_ins) in enumerate(_STATE["instructions"]):
         res = FitRes(Status(Code.OK, ""), ndarrays_to_parameters([params[i]]), int(counts[i]),
                      {})  # fmt: skip
-        if _STATE["wrapper"] == "client-side":
-            res = _through_clipping_mod(fit_ins, res)
+        if wrapper.startswith("client-side"):
+            res = _through_clipping_mod(fit_ins, res, wrapper.endswith("adaptive"))
         results.append((proxy, res))
-    aggregated, _ = _STATE["strategy"].aggregate_fit(_STATE["round"], results, [])
+    aggregated, _ = strategy.aggregate_fit(_STATE["round"], results, [])
     if aggregated is None:
         raise RuntimeError("Flower's aggregate_fit returned no parameters")
-    return {}, {"theta": np.asarray(parameters_to_ndarrays(aggregated)[0], dtype=np.float64)}
+    theta = np.asarray(parameters_to_ndarrays(aggregated)[0], dtype=np.float64)
+    return {"clipped_to": clipped_to, "norm_after": float(strategy.clipping_norm)}, {"theta": theta}
