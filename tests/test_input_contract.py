@@ -865,6 +865,7 @@ BASELINES: dict[str, dict[str, Any]] = {
     },
     "attacks.target_count": {"synthetic": [[1, 1], [0, 1], [1, 1]], "target": [1, 1]},
     "attacks.measured_cells": {"measurements": [{"y": [1.0, 2.0]}, {"y": [0.5, 0.1, 3.0]}]},
+    "attacks.synthetic_rows": {"synthetic": [[1, 1], [0, 1], [1, 1]]},
 }
 
 

@@ -14,6 +14,7 @@ from dpaudit.attacks._synthetic import (
     measured_cells,
     measurement_llr,
     selection_llr,
+    synthetic_rows,
     target_count,
 )
 from dpaudit.systems.synthetic import TabularDomain
@@ -141,8 +142,10 @@ def test_worst_case_designs_and_their_checks():
 def test_black_box_and_domain_statistics():
     assert target_count(np.array([[1, 0], [1, 1], [1, 1]]), np.array([1, 1])) == 2.0
     assert measured_cells([{"y": [1.0]}, {"y": [1.0, 2.0]}]) == 3.0
+    assert synthetic_rows(np.zeros((7, 3))) == 7.0
     assert set(SYNTHETIC_THREAT_MODELS.names()) == {
-        "white-box", "white-box-measurements", "white-box-domain", "black-box"}  # fmt: skip
+        "white-box", "white-box-measurements", "white-box-domain", "black-box",
+        "black-box-rows"}  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -169,7 +172,8 @@ def test_the_statistics_are_public_and_name_a_bad_argument():
 
     dom = TabularDomain((2, 2))
     for name in ("marginal_counts", "measurement_llr", "selection_llr", "target_count",
-                 "measured_cells", "WorstCaseDataset", "SyntheticThreatModel"):  # fmt: skip
+                 "measured_cells", "synthetic_rows", "WorstCaseDataset",
+                 "SyntheticThreatModel"):  # fmt: skip
         assert name in attacks.__all__
     with pytest.raises(TypeError, match="data must contain real numbers, not booleans"):
         marginal_counts([[True, False]], [0], dom)

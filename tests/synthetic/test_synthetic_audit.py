@@ -129,6 +129,21 @@ def test_aim_white_box_spends_exactly_its_budget_and_stops_after_its_last_measur
 
 
 @needs_smartnoise
+def test_smartnoise_samples_the_private_row_count_by_default():
+    """Known violation: smartnoise's ``sample()`` with no argument returns ``len(data)`` rows
+    (its ``num_rows``), the private table's exact size, so the synthetic table of D ∪ {t} has
+    one row more than that of D on every run; the control (a public size) does not move."""
+    from dpaudit.attacks import synthetic_rows
+
+    pair = WORST_CASE_DATASETS.get("unique-record")(columns=2, rows=20)
+    for name, rows in (("smartnoise-mst-library-rows", (21, 20)), ("smartnoise-mst", (9, 9))):
+        g = SyntheticGenerator(GeneratorCell(name, 1.0, 1e-2))
+        r = g.fit_runs([pair.D, pair.D_prime], [1, 0], [5, 6], domain=pair.domain,
+                       observe=("synthetic",), sample_rows=9)  # fmt: skip
+        assert tuple(synthetic_rows(t) for t in r.synthetic) == rows
+
+
+@needs_smartnoise
 def test_planted_quiet_noise_is_refused_and_correct_mst_is_not():
     s = SyntheticDataSettings(
         generators=("smartnoise-mst-quiet-noise", "smartnoise-mst"), runs=20, pilot_runs=6,

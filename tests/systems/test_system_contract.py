@@ -536,6 +536,14 @@ class TestSmartnoiseMSTInferredDomain(SyntheticGeneratorContract):
     name = "smartnoise-mst-inferred-domain"
 
 
+class TestSmartnoiseMSTLibraryRows(SyntheticGeneratorContract):
+    name = "smartnoise-mst-library-rows"
+
+
+class TestSmartnoiseAIMLibraryRows(TestSmartnoiseAIM):
+    name = "smartnoise-aim-library-rows"
+
+
 class TestDpmmMST(SyntheticGeneratorContract):
     name = "dpmm-mst"
 

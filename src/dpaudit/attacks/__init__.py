@@ -151,6 +151,7 @@ from dpaudit.attacks._synthetic import (
     measured_cells,
     measurement_llr,
     selection_llr,
+    synthetic_rows,
     target_count,
 )
 from dpaudit.attacks._whitebox import (
@@ -418,5 +419,6 @@ __all__ = [  # noqa: RUF022 - grouped by concept
     "measured_cells",
     "measurement_llr",
     "selection_llr",
+    "synthetic_rows",
     "target_count",
 ]

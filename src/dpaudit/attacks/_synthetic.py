@@ -10,7 +10,8 @@ USENIX Security, arXiv:2405.10994, §4):
 * **white-box** — it sees what the generator measured: every noisy marginal with its stated
   noise (:func:`measurement_llr`) and every exponential-mechanism choice with the model
   estimate its scores came from (:func:`selection_llr`);
-* **black-box** — it sees only the synthetic table (:func:`target_count`).
+* **black-box** — it sees only the synthetic table (:func:`target_count`,
+  :func:`synthetic_rows`).
 
 The white-box distinguisher is the log-likelihood ratio of the observed transcript under
 D ∪ {t} against D, which the Neyman–Pearson lemma makes the most powerful test of the
@@ -60,6 +61,7 @@ __all__ = [
     "measured_cells",
     "measurement_llr",
     "selection_llr",
+    "synthetic_rows",
     "target_count",
 ]
 
@@ -335,6 +337,18 @@ def target_count(synthetic: np.ndarray, target: np.ndarray) -> float:
     return float(np.all(syn == t[None, :], axis=1).sum())
 
 
+def synthetic_rows(synthetic: np.ndarray) -> float:
+    """Black-box statistic: the number of rows of the synthetic table. Over add/remove
+    neighbours a generator that samples as many rows as the private table holds releases
+    |D| exactly (the metadata class of Annamalai et al. 2024, arXiv:2405.10994, §6).
+
+    Example:
+        >>> synthetic_rows(np.array([[1, 1], [0, 1], [1, 1]]))
+        3.0
+    """
+    return float(_check_codes("synthetic", synthetic, 2).shape[0])
+
+
 def measured_cells(measurements: Sequence[dict[str, Any]]) -> float:
     """White-box statistic of the domain the generator measured over: the number of cells of
     all its noisy marginals. Over a public domain it is the same for D and D ∪ {t}; a
@@ -389,6 +403,10 @@ def _black_box(run, synthetic, pair, fitted_on):
     return target_count(synthetic, pair.target)
 
 
+def _black_box_rows(run, synthetic, pair, fitted_on):
+    return synthetic_rows(synthetic)
+
+
 #: Threat models of the synthetic-data audit, by name.
 SYNTHETIC_THREAT_MODELS: Registry[SyntheticThreatModel] = Registry("synthetic-data threat model")
 for _tm in (
@@ -402,5 +420,7 @@ for _tm in (
                          "(its domain)"),
     SyntheticThreatModel("black-box", ("synthetic",), _black_box,
                          "synthetic rows equal to the target"),
+    SyntheticThreatModel("black-box-rows", ("synthetic",), _black_box_rows,
+                         "the number of rows of the synthetic table"),
 ):  # fmt: skip
     SYNTHETIC_THREAT_MODELS.register(_tm.name, _tm)

@@ -45,7 +45,8 @@ class SyntheticDataSettings:
     epsilon: float = option(1.0, help="ε each generator is configured with (its claim)")
     delta: float = option(1e-2, help="δ of the claim and of the bounds")
     threat_models: tuple[str, ...] = option(
-        ("white-box",), help="white-box | white-box-measurements | white-box-domain | black-box"
+        ("white-box",),
+        help="white-box | white-box-measurements | white-box-domain | black-box | black-box-rows",
     )
     dataset: str = option("tree-flip", help="worst-case dataset: tree-flip | unique-record")
     rows: int = option(1000, help="rows of the worst-case D")

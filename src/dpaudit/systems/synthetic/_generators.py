@@ -28,7 +28,11 @@ conversion, ``cdp_rho``):
 * known violations: ``dpmm-mst-data-domain`` — dpmm given no domain takes each column's size
   from the private data; ``smartnoise-mst-inferred-domain`` — no public domain given, so
   smartnoise infers each column's categories from the private data without spending budget
-  (the violation class of Annamalai, Ganev & De Cristofaro 2024, arXiv:2405.10994, §6).
+  (the violation class of Annamalai, Ganev & De Cristofaro 2024, arXiv:2405.10994, §6);
+  ``smartnoise-mst-library-rows`` / ``smartnoise-aim-library-rows`` — the synthetic table
+  sampled at the library's default size, ``sample()`` with no argument, which is the private
+  table's exact row count (smartnoise keeps ``len(data)`` as ``num_rows``), released without
+  noise although the marginals' noise is calibrated to add/remove neighbours.
 
 The claim of every entry is the library's (ε, δ) and, beside it, the Gaussian-DP μ that its
 ρ implies (μ = √(2ρ): a ρ-zCDP mechanism built of Gaussians is μ-GDP with that μ; Bun &
@@ -153,6 +157,8 @@ class GeneratorSpec:
             library infers it from the private data — a known violation).
         options: the library's own settings, passed to its constructor.
         white_box: what the worker reports (``"measurements"``, ``"selections"``).
+        library_rows: the synthetic table is sampled at the library's default size (True)
+            instead of the size the audit asks for.
     """
 
     name: str
@@ -165,6 +171,7 @@ class GeneratorSpec:
     public_domain: bool = True
     options: tuple[tuple[str, Any], ...] = ()
     white_box: tuple[str, ...] = ("measurements", "selections")
+    library_rows: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -329,7 +336,7 @@ class SyntheticGenerator:
             "cardinalities": list(domain.cardinalities), "observe": list(observe),
             "options": dict(self.spec.options + self.cell.options),
             "sample_rows": int(sample_rows), "noise_scale": self.spec.noise_scale,
-            "public_domain": self.spec.public_domain,
+            "public_domain": self.spec.public_domain, "library_rows": self.spec.library_rows,
             "runs": [{"dataset": w, "seed": s} for w, s in zip(which, seeds, strict=True)],
         }  # fmt: skip
         arrays = {f"data{i}": t for i, t in enumerate(tables)}
@@ -361,6 +368,9 @@ _DPMM_MST = ("McKenna, Miklau & Sheldon 2021, MST (arXiv:2108.04978), as dpmm 0.
 _DPMM_AIM = ("McKenna, Mullins, Sheldon & Miklau 2022, AIM (arXiv:2201.12677), as dpmm 0.1.9 "
              "implements it")  # fmt: skip
 _QUIET = "the Gaussian noise's standard deviation is 0.1× what the library states and accounts"
+_ROWS = ("sample() with no argument returns the private table's exact row count (len(data), "
+         "kept as num_rows) without noise, while the noise is calibrated to add/remove "
+         "neighbours")  # fmt: skip
 
 for _spec in (
     GeneratorSpec("smartnoise-mst", "smartnoise", "mst", "MST (smartnoise-synth)", _MST),
@@ -376,6 +386,12 @@ for _spec in (
                   _MST, bug="no public domain: smartnoise's transformer reads each column's "
                   "categories from the private data without spending budget",
                   public_domain=False),
+    GeneratorSpec("smartnoise-mst-library-rows", "smartnoise", "mst",
+                  "MST sampled at the library's default size (known violation)", _MST,
+                  bug=_ROWS, library_rows=True),
+    GeneratorSpec("smartnoise-aim-library-rows", "smartnoise", "aim",
+                  "AIM sampled at the library's default size (known violation)", _AIM,
+                  bug=_ROWS, library_rows=True),
     GeneratorSpec("dpmm-mst", "dpmm", "mst", "MST (dpmm)", _DPMM_MST, white_box=("measurements",)),
     GeneratorSpec("dpmm-aim", "dpmm", "aim", "AIM (dpmm)", _DPMM_AIM, white_box=("measurements",)),
     GeneratorSpec("dpmm-mst-quiet-noise", "dpmm", "mst",

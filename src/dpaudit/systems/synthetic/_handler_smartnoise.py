@@ -11,7 +11,8 @@ as integer arrays (``data0``, ``data1``, …), each run recording what the threa
   library's quality scores, ε, the sensitivity, the choice, and the model's estimate of each
   candidate marginal the scores were computed from (MST's ``select``; AIM's
   ``_worst_approximated``), read from the library's own frame;
-* ``synthetic`` (black-box): the synthetic table (``sample_rows`` rows; 0: none sampled);
+* ``synthetic`` (black-box): the synthetic table (``sample_rows`` rows; 0: none sampled;
+  with ``library_rows`` the library's default size, ``sample()`` with no argument);
 * ``domain`` alone: the one-way measurements only (the run stops after them: they show the
   domain the generator measured over).
 
@@ -206,8 +207,8 @@ def op_fit(body, arrays):
                 s.fit(data, **kw)
             result = {"seconds": time.perf_counter() - t0}
             if "synthetic" in observe and sample_rows:
-                syn = s.sample(sample_rows)
-                result["synthetic"] = np.asarray(syn, dtype=np.int64).reshape(sample_rows, -1)
+                syn = s.sample() if body.get("library_rows") else s.sample(sample_rows)
+                result["synthetic"] = np.asarray(syn, dtype=np.int64).reshape(len(syn), -1)
         finally:
             undo_stop()
             undo()
