@@ -102,14 +102,18 @@ def _spec(data, settings):
     return ModelSpec.for_data(data, settings.model, settings.hidden)
 
 
-@pytest.mark.parametrize("model", ["mlp", "cnn"])
-def test_equal_to_a_naive_loop_with_the_same_noise(model):
+_METHODS = {"mlp": ["ghost", "vmap", "book-keeping"], "cnn": ["vmap", "book-keeping"],
+            "cnn-tanh": ["book-keeping"]}  # fmt: skip
+
+
+@pytest.mark.parametrize(("model", "side"), [("mlp", 4), ("cnn", 4), ("cnn-tanh", 14)])
+def test_equal_to_a_naive_loop_with_the_same_noise(model, side):
     g = np.random.default_rng(1)
-    data = LabelledData(g.random((12, 16)), g.integers(0, 2, 12), 2, image_shape=(4, 4))
+    data = LabelledData(g.random((12, side * side)), g.integers(0, 2, 12), 2,
+                        image_shape=(side, side))  # fmt: skip
     s = DPSGDSettings(model=model, hidden=(5,), noise_multiplier=0.7, batch_size=6, steps=3,
                       momentum=0.0, learning_rate=0.5)  # fmt: skip
-    methods = ["ghost", "vmap"] if model == "mlp" else ["vmap"]
-    for method in methods:
+    for method in _METHODS[model]:
         with torch.random.fork_rng(devices=[]):
             out = train_dpsgd_batched(data, [None, None], [None, None], s, rngs=[3, 4],
                                       nominal_size=12, method=method)  # fmt: skip
@@ -117,6 +121,72 @@ def test_equal_to_a_naive_loop_with_the_same_noise(model):
                 ref = _naive(data, s, seed, 12)
                 for name, w in ref.items():
                     np.testing.assert_allclose(out.state[name][r], w, rtol=0, atol=1e-6)
+
+
+def _sparse_images(n, side, seed):
+    """Images that are zero but for one bright 2×2 patch: most max-pooling windows of the
+    first convolution hold four equal values (its bias), the ties torch breaks by taking
+    the first entry."""
+    g = np.random.default_rng(seed)
+    X = np.zeros((n, side, side), np.float32)
+    for i in range(n):
+        a, b = g.integers(0, side - 1, 2)
+        X[i, a : a + 2, b : b + 2] = g.random((2, 2)) + 0.5
+    return LabelledData(X.reshape(n, -1), g.integers(0, 3, n), 3, image_shape=(side, side))
+
+
+def test_book_keeping_breaks_max_pool_ties_as_torch():
+    """ReLU then max pooling runs as pooling then ReLU (module notes of _batched_conv): on
+    images with tied windows the weights still equal the naive autograd loop's."""
+    data = _sparse_images(10, 8, 0)
+    s = DPSGDSettings(model="cnn", noise_multiplier=0.5, batch_size=5, steps=4, momentum=0.0,
+                      learning_rate=0.5)  # fmt: skip
+    with torch.random.fork_rng(devices=[]):
+        out = train_dpsgd_batched(data, [None, None], [None, None], s, rngs=[1, 2],
+                                  nominal_size=10, method="book-keeping")  # fmt: skip
+        for r, seed in enumerate([1, 2]):
+            _, torch_seed = _run_seeds(seed)
+            torch.manual_seed(torch_seed)
+            assert (_spec(data, s).build()[0].bias > 0).any()  # positive ties exist
+            ref = _naive(data, s, seed, 10)
+            for name, w in ref.items():
+                np.testing.assert_allclose(out.state[name][r], w, rtol=0, atol=1e-6)
+
+
+def test_cnn_book_keeping_equals_the_one_run_trainer_and_slices_do_not_matter(monkeypatch):
+    """Run r of the CNN (canaries, momentum, empty batches) equals train_dpsgd with the same
+    seed; one run per slice gives the same weights as all runs in one slice."""
+    from dpaudit.systems.dpsgd import _batched_conv
+
+    data = _sparse_images(16, 8, 1)
+    canaries = _sparse_images(3, 8, 2)
+    included = [np.array([1, 0, 1], bool), np.zeros(3, bool), np.ones(3, bool)]
+    s = DPSGDSettings(model="cnn", noise_multiplier=1.0, batch_size=2, steps=6, momentum=0.5,
+                      learning_rate=0.5)  # fmt: skip
+    out = train_dpsgd_batched(data, [canaries] * 3, included, s, rngs=SEEDS, nominal_size=18)
+    for r, seed in enumerate(SEEDS):
+        one = train_dpsgd(data, canaries, included[r], s, rng=seed, nominal_size=18)
+        for name, w in one.state.items():
+            np.testing.assert_allclose(out.state[name][r], w, rtol=0, atol=1e-6)
+        np.testing.assert_allclose(out.final_loss[r], one.final_loss, rtol=1e-5)
+    monkeypatch.setattr(_batched_conv, "_CONV_FLOATS", 1)
+    sliced = train_dpsgd_batched(data, [canaries] * 3, included, s, rngs=SEEDS,
+                                 nominal_size=18)  # fmt: skip
+    for name, w in out.state.items():
+        np.testing.assert_allclose(sliced.state[name], w, rtol=0, atol=1e-6)
+
+
+def test_book_keeping_refuses_layers_it_cannot_run():
+    from dpaudit.systems.dpsgd._batched_conv import ConvProgram
+
+    nn = torch.nn
+    with pytest.raises(ValueError, match="layer '1': BatchNorm2d is not supported"):
+        ConvProgram.of(torch, nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2)), (1, 8, 8))
+    with pytest.raises(ValueError, match="layer '0': method='book-keeping' needs Conv2d with "
+                                         "groups=1"):  # fmt: skip
+        ConvProgram.of(torch, nn.Sequential(nn.Conv2d(2, 2, 3, groups=2)), (2, 8, 8))
+    with pytest.raises(ValueError, match=r"needs an nn\.Sequential network, got Linear"):
+        ConvProgram.of(torch, nn.Linear(3, 2), (3,))
 
 
 def test_logits_and_validation():

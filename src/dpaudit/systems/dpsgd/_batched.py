@@ -21,8 +21,13 @@ rng=rngs[r], nominal_size=…)``), drawn from the same seeds:
   layer is the outer product ``δᵢ aᵢᵀ`` of the output gradient and the input, so its norm is
   ``‖δᵢ‖·‖aᵢ‖`` and the clipped sum is ``(c ⊙ δ)ᵀ A`` — nothing of size
   ``examples × parameters`` is materialised (Goodfellow 2015, arXiv:1510.01799; Li et al.
-  2022, arXiv:2110.05679, "ghost clipping"). ``method="vmap"`` (any module, the CNN
-  included): ``torch.func.vmap(grad(loss))`` over examples, and again over runs, of
+  2022, arXiv:2110.05679, "ghost clipping"). ``method="book-keeping"`` (the CNNs, and any
+  ``nn.Sequential`` of convolution, dense, activation and pooling layers;
+  :mod:`._batched_conv`): all R·N examples as one channels-last batch, one forward and one
+  backward pass to the layers' outputs, per-example convolution gradients ``δᵢᵀUᵢ`` from the
+  unfolded inputs and the dense layers' norms as above (Bu, Wang, Zha & Karypis 2023,
+  arXiv:2210.00038; Bu, Mao & Xu 2022, arXiv:2205.10683). ``method="vmap"`` (any module):
+  ``torch.func.vmap(grad(loss))`` over examples, and again over runs, of
   ``torch.func.functional_call`` on the stacked parameters. Clipping factor
   ``min(1, C / (‖g‖ + 10⁻⁶))``, as Opacus computes it.
 
@@ -63,12 +68,14 @@ from dpaudit._typing import ArrayLike, FloatArray, RngLike
 from dpaudit._validate import check_array, check_choice, check_positive_int
 from dpaudit.errors import require
 from dpaudit.systems._torch_nets import resolve_device, torch_context
+from dpaudit.systems.dpsgd._batched_conv import ConvProgram, conv_clipped_sum
 from dpaudit.systems.dpsgd._dpsgd import DPSGDSettings, LabelledData, ModelSpec, TrainedDPSGD
 
 __all__ = ["BATCHED_METHODS", "BatchedDPSGD", "train_dpsgd_batched"]
 
-#: Per-example gradient methods: ghost (dense layers, MLPs), vmap (any module), auto.
-BATCHED_METHODS: tuple[str, ...] = ("auto", "ghost", "vmap")
+#: Per-example gradient methods: ghost (dense layers, MLPs), book-keeping (CNNs: convolution
+#: and dense layers, one forward and one backward pass), vmap (any module), auto.
+BATCHED_METHODS: tuple[str, ...] = ("auto", "ghost", "book-keeping", "vmap")
 _OPACUS_EPS = 1e-6  # Opacus' clipping factor C / (‖g‖ + 1e-6)
 _VMAP_FLOATS = 2**25  # per-example gradient entries held at once by method="vmap" (128 MiB)
 
@@ -373,7 +380,8 @@ def train_dpsgd_batched(
         nominal_size: the dataset size that fixes q.
         width: padded training-set width (≥ every run's size; default: the largest). Fix it
             to make a run's arithmetic independent of which other runs share the call.
-        method: ``"ghost"`` (MLPs), ``"vmap"`` (any model) or ``"auto"`` (ghost for MLPs).
+        method: ``"ghost"`` (MLPs), ``"book-keeping"`` (CNNs and MLPs), ``"vmap"`` (any
+            model) or ``"auto"`` (ghost for MLPs, book-keeping otherwise).
 
     Returns:
         :class:`BatchedDPSGD`.
@@ -395,7 +403,7 @@ def train_dpsgd_batched(
         )
     method = check_choice("method", method, BATCHED_METHODS)
     if method == "auto":
-        method = "ghost" if settings.model == "mlp" else "vmap"
+        method = "ghost" if settings.model == "mlp" else "book-keeping"
     if method == "ghost" and settings.model != "mlp":
         raise ValueError(f"method='ghost' needs model='mlp', got {settings.model!r}")
     members = [_members(data, c, i) for c, i in zip(canaries, included, strict=True)]
@@ -413,7 +421,10 @@ def train_dpsgd_batched(
         st = _prepare(torch, sizes, spec, rngs, q, steps, device)
         X = _pad(torch, [m[0] for m in members], width)[0].to(device)
         y = _pad(torch, [m[1] for m in members], width)[0].to(device)
-        net = spec.build().to(device) if method == "vmap" else None
+        net = spec.build().to(device) if method != "ghost" else None
+        if method == "book-keeping":
+            shape = tuple(spec.fold(torch.zeros(1, spec.num_features)).shape[1:])
+            net = ConvProgram.of(torch, net, shape)
         losses = _loop(torch, st, settings, X, y, q, nominal_size, steps, method, net, spec)
         seconds = time.perf_counter() - start
         state = {k: v.cpu().numpy().copy() for k, v in st.params.items()}
@@ -441,6 +452,9 @@ def _loop(torch, st, s, X, y, q, nominal, steps, method, net, spec) -> np.ndarra
         if method == "ghost":
             sums, per_ex = ghost_clipped_sum(torch, st.params, X, y, w, s.max_grad_norm,
                                              cache=cache)  # fmt: skip
+        elif method == "book-keeping":
+            sums, per_ex = conv_clipped_sum(torch, net, st.params, X, y, w, s.max_grad_norm,
+                                            cache=cache)  # fmt: skip
         else:
             sums, per_ex = vmap_clipped_sum(torch, net, spec, st.params, X, y, w, s.max_grad_norm)
         noise = _noise(torch, st, std)

@@ -1,0 +1,374 @@
+"""Clipped per-example gradient sums of R stacked CNNs from one forward and one backward pass.
+
+The batched trainer (:mod:`._batched`) holds R runs' weights stacked ``(R, …)`` and every
+run's padded training set ``(R, N, …)``. For a ``nn.Sequential`` network whose parameters all
+sit in ``Conv2d`` and ``Linear`` layers, between weightless per-example layers (``ReLU``,
+``Tanh``, ``MaxPool2d``, ``AvgPool2d``, ``AdaptiveAvgPool2d``, ``Flatten``; the CNNs of
+:mod:`dpaudit.systems._torch_nets`), this module runs all R·N examples as one batch, channels
+last: the weightless layers are torch's own modules on the whole batch (their channels-last
+kernels), a parameterised layer is applied run by run (a convolution: torch's, on the run's
+N examples; a dense layer: one batched product). One backward pass to the parameterised
+layers' outputs gives every output gradient ``δᵢ``; each example's gradient norm and the
+clipped sum then follow from the layers' inputs and ``δᵢ`` — the book-keeping of Bu, Wang, Zha
+& Karypis 2023 (arXiv:2210.00038), no per-example autograd and no second backward pass:
+
+* **convolution**: on the unfolded input ``Uᵢ`` of shape ``(T, k_h·k_w·c_in)`` (T output
+  positions, im2col) the per-example weight gradient is ``Gᵢ = Uᵢᵀ δᵢ``, one batched product
+  over the R·N examples; it is kept rather than the ghost norm ``⟨UᵢUᵢᵀ, δᵢδᵢᵀ⟩`` because
+  ``p·d ≤ 2T²`` for every convolution of these CNNs (Bu, Mao & Xu 2022, arXiv:2205.10683,
+  "mixed ghost clipping": ``3·3·16 · 32 = 4,608 ≤ 2·7⁴ = 4,802`` at 7×7, far below at larger
+  T); the bias gradient is ``Σₜ δᵢₜ``. The first layer's unfolded input does not change
+  between steps: it is computed once and the layer's output is one product with it;
+* **dense layer** ``z = a Wᵀ + b`` on one vector per example: ``‖gᵢ‖² = ‖δᵢ‖²(‖aᵢ‖² + 1)`` and
+  ``Σᵢ cᵢ gᵢ = ((c ⊙ δ)ᵀ A, Σᵢ cᵢ δᵢ)`` (Goodfellow 2015, arXiv:1510.01799).
+
+Then ``cᵢ = min(1, C / (‖gᵢ‖ + 10⁻⁶))`` times the inclusion weight (Abadi et al. 2016,
+arXiv:1607.00133, Alg. 1; the factor as Opacus computes it), and each clipped sum is one
+``(1 × N)·(N × ·)`` product per run. The same numbers as torch's per-example autograd up to
+the order of float32 sums (≈ 10⁻⁷ relative). The runs go through in slices of at most
+``_CONV_FLOATS`` floats of per-step tensors; a slice's size depends only on R, N and the
+model, so a run's arithmetic does not depend on the other runs.
+
+torch is imported lazily by the caller (extra ``torch``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+__all__ = ["ConvProgram", "conv_clipped_sum"]
+
+_OPACUS_EPS = 1e-6  # Opacus' clipping factor C / (‖g‖ + 1e-6)
+_CONV_FLOATS = 2**24  # floats of per-step tensors held by one slice of runs (64 MiB; see below)
+_WEIGHTLESS = ("ReLU", "Tanh", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Flatten")
+
+
+@dataclasses.dataclass(frozen=True)
+class ConvProgram:
+    """A ``nn.Sequential`` network checked and ordered for :func:`conv_clipped_sum`.
+
+    A ``ReLU`` followed by a ``MaxPool2d`` runs as the pooling then the ReLU: the same output
+    (ReLU is nondecreasing, so it commutes with a maximum) on a quarter of the entries, and the
+    same gradient (a window whose maximum is positive sends it to the same first maximal entry
+    either way; one whose maximum is ≤ 0 sends none either way, ReLU's derivative at ≤ 0
+    being 0 in torch).
+
+    Attributes:
+        layers: (name, module) in the order they run; the name is the parameter prefix
+            (``"0"`` for ``"0.weight"``).
+        shape: the shape of one input: (channels, height, width) of an image, (d,) of a
+            feature vector.
+        floats: floats held per example by one step (activations, unfolded inputs,
+            per-example weight gradients): what sizes a slice of runs.
+    """
+
+    layers: tuple[tuple[str, Any], ...]
+    shape: tuple[int, ...]
+    floats: int
+
+    @classmethod
+    def of(cls, torch: Any, net: Any, shape: tuple[int, ...]) -> ConvProgram:
+        """The program of ``net`` on inputs of shape ``shape`` ((c, h, w) or (d,)).
+
+        Raises:
+            ValueError: not a ``nn.Sequential``, or a layer it cannot run (named).
+        """
+        nn = torch.nn
+        if type(net) is not nn.Sequential:
+            raise ValueError(f"method='book-keeping' needs an nn.Sequential network, got "
+                             f"{type(net).__name__}")  # fmt: skip
+        layers = list(net.named_children())
+        for name, m in layers:
+            kind = type(m)
+            if kind is nn.Conv2d:
+                if m.groups != 1 or m.padding_mode != "zeros" or isinstance(m.padding, str):
+                    raise ValueError(f"layer {name!r}: method='book-keeping' needs Conv2d with "
+                                     f"groups=1 and integer zero padding, got {m}")  # fmt: skip
+            elif kind is not nn.Linear and (
+                kind.__name__ not in _WEIGHTLESS or any(True for _ in m.parameters())
+            ):
+                raise ValueError(
+                    f"layer {name!r}: {kind.__name__} is not supported by method='book-keeping' "
+                    f"(Conv2d, Linear, {', '.join(_WEIGHTLESS)}); use method='vmap'"
+                )
+        for i in range(len(layers) - 1):
+            if type(layers[i][1]) is nn.ReLU and type(layers[i + 1][1]) is nn.MaxPool2d:
+                layers[i], layers[i + 1] = layers[i + 1], layers[i]
+        floats = 0
+        with torch.no_grad():
+            a = torch.zeros((1, *shape))
+            for _, m in layers:
+                if type(m) is nn.Conv2d:
+                    u = torch.nn.functional.unfold(a, m.kernel_size, dilation=m.dilation,
+                                                   padding=m.padding, stride=m.stride)  # fmt: skip
+                    floats += u.numel() + m.weight.numel()
+                a = m(a)
+                floats += 3 * a.numel()
+        return cls(tuple(layers), tuple(int(v) for v in shape), int(floats))
+
+
+def _unfold(torch: Any, a: Any, conv: Any, buffers: dict | None = None, key: str = "") -> Any:
+    """(B, H, W, C) channels-last input → (B, T, k_h·k_w·C): each output position's
+    receptive field, ordered (k_h, k_w, c) (im2col). With ``buffers``, written into
+    ``buffers[key]``, kept for the next step (a fresh tensor of this size each step costs
+    more in new memory pages than the copy itself)."""
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = (
+        conv.kernel_size, conv.stride, conv.padding, conv.dilation)  # fmt: skip
+    if ph or pw:
+        a = torch.nn.functional.pad(a, (0, 0, pw, pw, ph, ph))
+    B, H, W, C = a.shape
+    ho, wo = (H - dh * (kh - 1) - 1) // sh + 1, (W - dw * (kw - 1) - 1) // sw + 1
+    cols = [
+        a[:, dh * i : dh * i + sh * (ho - 1) + 1 : sh, dw * j : dw * j + sw * (wo - 1) + 1 : sw]
+        for i in range(kh)
+        for j in range(kw)
+    ]
+    out = None if buffers is None else buffers.get(key)
+    if out is None or out.shape != (B, ho, wo, kh * kw, C) or out.dtype != a.dtype:
+        out = torch.empty((B, ho, wo, kh * kw, C), dtype=a.dtype, device=a.device)
+        if buffers is not None:
+            buffers[key] = out
+    torch.stack(cols, dim=3, out=out)
+    return out.view(B, ho * wo, kh * kw * C)
+
+
+def _flat_weight(w: Any) -> Any:
+    """(R, c_out, c_in, k_h, k_w) → (R, c_out, k_h·k_w·c_in), the unfolded order."""
+    return w.permute(0, 1, 3, 4, 2).reshape(w.shape[0], w.shape[1], -1)
+
+
+def conv_clipped_sum(
+    torch: Any,
+    program: ConvProgram,
+    params: dict,
+    X: Any,
+    y: Any,
+    weight: Any,
+    clip: float,
+    *,
+    cache: dict | None = None,
+) -> tuple[dict, Any]:
+    """Clipped per-example gradient sums of R stacked networks (module notes).
+
+    Args:
+        program: the network (:meth:`ConvProgram.of`).
+        params: name → (R, …) stacked parameters (torch's names and layouts).
+        X: (R, N, d) inputs (images flattened channel first); y: (R, N) labels;
+        weight: (R, N) 0/1 inclusion.
+        clip: C.
+        cache: a dict kept across the steps of one training (inputs channels last, the first
+            layer's unfolded input).
+
+    Returns:
+        (name → (R, …) clipped sums, (R, N) per-example cross-entropy losses).
+    """
+    cache = {} if cache is None else cache
+    R, N = y.shape
+    step = max(1, _CONV_FLOATS // max(1, N * program.floats))
+    if step >= R:
+        return _slice(torch, program, params, X, y, weight, clip, cache)
+    parts = []
+    for a in range(0, R, step):
+        sub = cache.setdefault(("slice", a), {})
+        part = {k: v[a : a + step] for k, v in params.items()}
+        w = weight[a : a + step]
+        parts.append(_slice(torch, program, part, X[a : a + step], y[a : a + step], w, clip, sub))
+    sums = {k: torch.cat([p[0][k] for p in parts]) for k in params}
+    return sums, torch.cat([p[1] for p in parts])
+
+
+def _slice(torch, program: ConvProgram, params: dict, X, y, weight, clip, cache):
+    R, N = y.shape
+    B = R * N
+    if "input" not in cache:
+        if len(program.shape) == 3:
+            c, h, w = program.shape
+            x = X.reshape(B, c, h, w).permute(0, 2, 3, 1).contiguous()  # (B, H, W, C) in memory
+            cache["input"] = x.permute(0, 3, 1, 2)  # (B, C, H, W), channels last
+        else:
+            cache["input"] = X.reshape(B, -1)
+    a = cache["input"]
+    tape = []
+    for i, (name, m) in enumerate(program.layers):
+        rec, z = _forward(torch, m, name, i, params, a, cache, R, N)
+        tape.append((m, name, a, z, rec))
+        a = z
+    # softmax by hand, as the MLP path (torch's over ~10 classes is slow on the CPU)
+    logits = a.reshape(R, N, -1)
+    shifted = logits - logits.amax(-1, keepdim=True)
+    e = torch.exp(shifted)
+    total = e.sum(-1, keepdim=True)
+    losses = (torch.log(total) - shifted.gather(-1, y.unsqueeze(-1))).squeeze(-1)
+    if "onehot" not in cache:
+        cache["onehot"] = torch.nn.functional.one_hot(y, e.shape[-1]).to(e.dtype)
+    delta = (e / total - cache["onehot"]).reshape(B, -1)
+    terms = []
+    for i in range(len(tape) - 1, -1, -1):
+        m, name, inp, out, rec = tape[i]
+        delta, term = _backward(torch, m, name, i, params, inp, out, rec, delta, cache, R, N)
+        if term is not None:
+            terms.append(term)
+    sq = sum(t[0] for t in terms)
+    factor = (clip / (torch.sqrt(sq) + _OPACUS_EPS)).clamp(max=1.0) * weight
+    sums: dict = {}
+    for t in terms:
+        sums.update(t[1](factor))
+    return sums, losses
+
+
+def _forward(torch, m, name: str, i: int, params: dict, a, cache: dict, R: int, N: int):
+    """One layer on the (B, …) batch: (what its backward needs, output)."""
+    nn, F = torch.nn, torch.nn.functional
+    B = R * N
+    kind = type(m)
+    b = params.get(name + ".bias")
+    if kind is nn.Conv2d:
+        W = params[name + ".weight"]
+        if i == 0:  # the input is fixed: unfold it once, one product per step
+            if "unfolded" not in cache:
+                cache["unfolded"] = _unfold(torch, a.permute(0, 2, 3, 1), m).clone()
+            U = cache["unfolded"]
+            flat = U.reshape(R, N * U.shape[1], U.shape[2])
+            Wt = _flat_weight(W).transpose(1, 2)
+            z = torch.bmm(flat, Wt) if b is None else torch.baddbmm(b.unsqueeze(1), flat, Wt)
+            ho, wo = _out_size(m, a.shape[2], a.shape[3])
+            return None, z.reshape(B, ho, wo, -1).permute(0, 3, 1, 2)
+        outs = [
+            F.conv2d(x, W[r], None if b is None else b[r], m.stride, m.padding, m.dilation)
+            for r, x in enumerate(a.split(N))
+        ]
+        return None, torch.cat(outs).contiguous(memory_format=torch.channels_last)
+    if kind is nn.Linear:
+        W = params[name + ".weight"]
+        x = a.reshape(R, N, -1)
+        Wt = W.transpose(1, 2)
+        z = torch.bmm(x, Wt) if b is None else torch.baddbmm(b.unsqueeze(1), x, Wt)
+        return None, z.reshape(B, -1)
+    if kind is nn.ReLU:
+        return None, torch.relu(a)
+    if kind is nn.Tanh:
+        return None, torch.tanh(a)
+    if kind is nn.MaxPool2d:
+        z, idx = F.max_pool2d_with_indices(a, m.kernel_size, m.stride, m.padding, m.dilation,
+                                           m.ceil_mode)  # fmt: skip
+        return idx, z
+    if kind is nn.AvgPool2d:
+        return None, m(a)
+    if kind is nn.AdaptiveAvgPool2d:
+        return None, m(a)
+    return None, a.reshape(B, -1)  # Flatten: torch's (c, h, w) order
+
+
+def _backward(torch, m, name, i, params, inp, out, rec, delta, cache, R, N):
+    """(gradient at the layer's input (None for the first layer), its norm term or None)."""
+    nn, aten = torch.nn, torch.ops.aten
+    kind = type(m)
+    first = i == 0
+    if kind is nn.Conv2d:
+        term = _conv_term(torch, params, name, m, inp, delta, cache if first else None,
+                          cache.setdefault("buffers", {}), R, N)  # fmt: skip
+        if first:
+            return None, term
+        W = params[name + ".weight"]
+        grads = [
+            aten.convolution_backward(d, x, W[r], None, m.stride, m.padding, m.dilation, False,
+                                      (0, 0), 1, (True, False, False))[0]
+            for r, (d, x) in enumerate(zip(delta.split(N), inp.split(N), strict=True))
+        ]  # fmt: skip
+        return torch.cat(grads).contiguous(memory_format=torch.channels_last), term
+    if kind is nn.Linear:
+        term = _linear_term(torch, params, name, inp, delta, R, N)
+        if first:
+            return None, term
+        W = params[name + ".weight"]
+        d = torch.bmm(delta.reshape(R, N, -1), W).reshape(inp.shape)
+        return d, term
+    if first:
+        return None, None
+    if kind is nn.ReLU:
+        return aten.threshold_backward(delta, out, 0), None
+    if kind is nn.Tanh:
+        return aten.tanh_backward(delta, out), None
+    if kind is nn.MaxPool2d:
+        d = delta.contiguous(memory_format=torch.channels_last)
+        return aten.max_pool2d_with_indices_backward(
+            d, inp, _pair(m.kernel_size), _pair(m.stride or m.kernel_size), _pair(m.padding),
+            _pair(m.dilation), m.ceil_mode, rec,
+        ), None  # fmt: skip
+    if kind is nn.AvgPool2d:
+        d = delta.contiguous(memory_format=torch.channels_last)
+        return aten.avg_pool2d_backward(
+            d, inp, _pair(m.kernel_size), _pair(m.stride or m.kernel_size), _pair(m.padding),
+            m.ceil_mode, m.count_include_pad, m.divisor_override,
+        ), None  # fmt: skip
+    if kind is nn.AdaptiveAvgPool2d:
+        d = delta.contiguous(memory_format=torch.channels_last)
+        return aten._adaptive_avg_pool2d_backward(d, inp), None
+    d = delta.reshape(inp.shape)  # Flatten
+    if d.dim() == 4:
+        d = d.contiguous(memory_format=torch.channels_last)
+    return d, None
+
+
+def _pair(v: Any) -> tuple[int, int]:
+    return (int(v), int(v)) if isinstance(v, int) else (int(v[0]), int(v[1]))
+
+
+def _out_size(conv: Any, H: int, W: int) -> tuple[int, int]:
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = (
+        conv.kernel_size, conv.stride, conv.padding, conv.dilation)  # fmt: skip
+    return (H + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (W + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+
+
+def _conv_term(torch, params, name: str, conv, inp, delta, cache, buffers, R: int, N: int):
+    """Squared per-example gradient norms of a convolution and a function of the clipping
+    factors giving its clipped sums: per-example weight gradients ``Gᵢ = δᵢᵀ Uᵢ``
+    (``(B, c_out, c_in·k_h·k_w)``, torch's order), bias gradients ``Σₜ δᵢₜ``. The first layer
+    has its unfolded input cached: one batched product; a later layer: the per-example
+    gradients as one grouped convolution's weight gradient (Rochette, Manoel & Tramel 2019,
+    arXiv:1912.06015; shared with the one-run book-keeping), no unfolded copy."""
+    B, cout = delta.shape[0], delta.shape[1]
+    d = delta.permute(0, 2, 3, 1).reshape(B, -1, cout)  # (B, T, c_out)
+    if cache is not None:
+        G = torch.einsum("btc,btk->bck", d, cache["unfolded"])
+    else:
+        U = _unfold(torch, inp.permute(0, 2, 3, 1), conv, buffers, name)
+        G = torch.bmm(d.transpose(1, 2).contiguous(), U)  # (B, c_out, k_h·k_w·c_in)
+    G = G.reshape(R, N, -1)
+    sq = torch.linalg.vector_norm(G, dim=-1).square()
+    bias = params.get(name + ".bias")
+    b_i = d.sum(1).reshape(R, N, cout) if bias is not None else None
+    if bias is not None:
+        sq = sq + b_i.square().sum(-1)
+    w = params[name + ".weight"]
+
+    def finish(factor):
+        f = factor.unsqueeze(1)
+        g = torch.bmm(f, G).reshape(R, cout, w.shape[3], w.shape[4], w.shape[2])
+        out = {name + ".weight": g.permute(0, 1, 4, 2, 3).contiguous()}
+        if bias is not None:
+            out[name + ".bias"] = torch.bmm(f, b_i).squeeze(1)
+        return out
+
+    return sq.reshape(R, N), finish
+
+
+def _linear_term(torch, params, name: str, a, delta, R: int, N: int):
+    """A dense layer on one vector per example: ``‖δᵢ‖²(‖aᵢ‖² + 1)`` (Goodfellow 2015)."""
+    a = a.reshape(R, N, -1)
+    delta = delta.reshape(R, N, -1)
+    d_sq = delta.square().sum(-1)
+    sq = d_sq * torch.linalg.vector_norm(a, dim=-1).square()
+    bias = params.get(name + ".bias")
+    if bias is not None:
+        sq = sq + d_sq
+
+    def finish(factor):
+        cd = delta * factor.unsqueeze(-1)
+        out = {name + ".weight": torch.bmm(cd.transpose(1, 2), a)}
+        if bias is not None:
+            out[name + ".bias"] = cd.sum(1)
+        return out
+
+    return sq, finish
