@@ -124,14 +124,16 @@ def _data():
     return lm, texts
 
 
-def _settings(r: int, seed: int, variant: str = "correct") -> LLMFineTuningSettings:
+def _settings(r: int, seed: int, *, variant: str = "correct", examples: int = 60,
+              count: int = 60, steps: int = 10, batch: int = 20,
+              epsilon: float = 2.0) -> LLMFineTuningSettings:  # fmt: skip
     return LLMFineTuningSettings(
         seed=seed,
-        data=LLMDataSettings(examples=100, length=24),
-        training=LLMTrainingSettings(steps=15, batch_size=30, optimizer="sgd",
-                                     learning_rate=30.0, clip_norm=1.0, target_epsilon=2.0,
+        data=LLMDataSettings(examples=examples, length=24),
+        training=LLMTrainingSettings(steps=steps, batch_size=batch, optimizer="sgd",
+                                     learning_rate=30.0, clip_norm=1.0, target_epsilon=epsilon,
                                      variant=variant),
-        canaries=LLMCanarySettings(kinds=("new-token",), count=100, prefix_length=2,
+        canaries=LLMCanarySettings(kinds=("new-token",), count=count, prefix_length=2,
                                    secret_length=2, repetitions=r),
         audit=LLMAuditSettings(extraction=False),
     )  # fmt: skip
@@ -144,14 +146,15 @@ needs_corpus = pytest.mark.skipif(
 
 @needs_corpus
 def test_repeated_canaries_are_tested_against_the_group_claim_and_never_refute_it():
-    """Honest DP fine-tuning, each canary inserted twice: over 5 seeds no bound refutes the
-    group claim (each holds at 95 % on its own); the example-level claim is shown beside it."""
+    """Honest DP fine-tuning, each canary inserted twice: over 3 seeds no bound refutes the
+    group claim (each holds at 95 % on its own); the example-level claim is shown beside it.
+    (Small runs: 60 texts, 60 canaries, 10 steps of 20 expected examples out of 180 slots.)"""
     lm, texts = _data()
-    for seed in range(5):
-        r = audit_llm_fine_tuning(_settings(2, seed), data=(lm, texts))
+    for seed in range(3):
+        r = audit_llm_fine_tuning(_settings(2, seed), data=(lm, texts[:60]))
         run = r.detail[0]
         assert run.repetitions == 2
-        assert run.mean_sampled == pytest.approx(2 * 15 * 30 / 300, rel=0.35)
+        assert run.mean_sampled == pytest.approx(2 * 10 * 20 / 180, rel=0.35)
         for e in r.entries:
             group, example = e.claims
             assert "group of 2" in group.analysis and group.epsilon > example.epsilon
@@ -162,6 +165,13 @@ def test_repeated_canaries_are_tested_against_the_group_claim_and_never_refute_i
 
 @needs_corpus
 def test_a_tenth_of_the_noise_still_refutes_the_group_claim():
+    """Example-level claim ε = 1, so the group claim for 2 copies is about 1.9; 200 canaries
+    inserted twice with a tenth of the noise refute it in one run."""
     lm, texts = _data()
-    r = audit_llm_fine_tuning(_settings(2, 1, variant="noise-tenth"), data=(lm, texts))
+    s = _settings(2, 1, variant="noise-tenth", examples=100, count=200, steps=15, batch=50,
+                  epsilon=1.0)  # fmt: skip
+    r = audit_llm_fine_tuning(s, data=(lm, texts))
+    group = r.entries[0].claim.epsilon
+    assert 1.5 < group < 2.5
     assert any(e.gap.refutes_claim for e in r.entries)
+    assert max(e.lower_bound.epsilon for e in r.entries) > group
