@@ -185,6 +185,8 @@ def test_book_keeping_refuses_layers_it_cannot_run():
     with pytest.raises(ValueError, match="layer '0': method='book-keeping' needs Conv2d with "
                                          "groups=1"):  # fmt: skip
         ConvProgram.of(torch, nn.Sequential(nn.Conv2d(2, 2, 3, groups=2)), (2, 8, 8))
+    with pytest.raises(ValueError, match=r"layer '1': method='book-keeping' needs Flatten\(\)"):
+        ConvProgram.of(torch, nn.Sequential(nn.Conv2d(1, 2, 3), nn.Flatten(2)), (1, 8, 8))
     with pytest.raises(ValueError, match=r"needs an nn\.Sequential network, got Linear"):
         ConvProgram.of(torch, nn.Linear(3, 2), (3,))
 

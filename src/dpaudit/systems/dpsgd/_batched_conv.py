@@ -40,7 +40,10 @@ from typing import Any
 __all__ = ["ConvProgram", "conv_clipped_sum"]
 
 _OPACUS_EPS = 1e-6  # Opacus' clipping factor C / (‖g‖ + 1e-6)
-_CONV_FLOATS = 2**24  # floats of per-step tensors held by one slice of runs (64 MiB; see below)
+# Floats of per-step tensors held by one slice of runs (64 MiB): 2 runs of the benchmark's CNN
+# (N = 144, 14×14) per slice, measured fastest on one core (1 run: per-call overhead; 8-16:
+# fresh memory pages every step cost more than the arithmetic).
+_CONV_FLOATS = 2**24
 _WEIGHTLESS = ("ReLU", "Tanh", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Flatten")
 
 
@@ -79,15 +82,17 @@ class ConvProgram:
             raise ValueError(f"method='book-keeping' needs an nn.Sequential network, got "
                              f"{type(net).__name__}")  # fmt: skip
         layers = list(net.named_children())
+        weightless = tuple(getattr(nn, k) for k in _WEIGHTLESS)
         for name, m in layers:
             kind = type(m)
             if kind is nn.Conv2d:
                 if m.groups != 1 or m.padding_mode != "zeros" or isinstance(m.padding, str):
                     raise ValueError(f"layer {name!r}: method='book-keeping' needs Conv2d with "
                                      f"groups=1 and integer zero padding, got {m}")  # fmt: skip
-            elif kind is not nn.Linear and (
-                kind.__name__ not in _WEIGHTLESS or any(True for _ in m.parameters())
-            ):
+            elif kind is nn.Flatten and (m.start_dim, m.end_dim) != (1, -1):
+                raise ValueError(f"layer {name!r}: method='book-keeping' needs Flatten() over "
+                                 f"all but the batch axis, got {m}")  # fmt: skip
+            elif kind is not nn.Linear and kind not in weightless:
                 raise ValueError(
                     f"layer {name!r}: {kind.__name__} is not supported by method='book-keeping' "
                     f"(Conv2d, Linear, {', '.join(_WEIGHTLESS)}); use method='vmap'"
