@@ -229,7 +229,7 @@ def _forward(torch, m, name: str, i: int, params: dict, a, cache: dict, R: int, 
         W = params[name + ".weight"]
         if i == 0:  # the input is fixed: unfold it once, one product per step
             if "unfolded" not in cache:
-                cache["unfolded"] = _unfold(torch, a.permute(0, 2, 3, 1), m)
+                cache["unfolded"] = _unfold(torch, a.permute(0, 2, 3, 1), m).clone()
             U = cache["unfolded"]
             flat = U.reshape(R, N * U.shape[1], U.shape[2])
             Wt = _flat_weight(W).transpose(1, 2)
@@ -325,19 +325,18 @@ def _out_size(conv: Any, H: int, W: int) -> tuple[int, int]:
 
 def _conv_term(torch, params, name: str, conv, inp, delta, cache, buffers, R: int, N: int):
     """Squared per-example gradient norms of a convolution and a function of the clipping
-    factors giving its clipped sums: per-example weight gradients ``Gᵢ = Uᵢᵀ δᵢ`` (one
-    batched product over the B examples; ``(B, k_h·k_w·c_in, c_out)``, the unfolded order;
-    the first layer's ``U`` is cached, a later layer's unfolded into a kept buffer), bias
-    gradients ``Σₜ δᵢₜ``. (Measured on one core: faster than the one-run book-keeping's
-    grouped-convolution weight gradient, Rochette, Manoel & Tramel 2019, arXiv:1912.06015,
-    on 16 input channels at 7×7, and than an einsum or a transposed copy of δ.)"""
+    factors giving its clipped sums: per-example weight gradients ``Gᵢ = δᵢᵀ Uᵢ``
+    (``(B, c_out, c_in·k_h·k_w)``, torch's order), bias gradients ``Σₜ δᵢₜ``. The first layer
+    has its unfolded input cached: one batched product; a later layer: the per-example
+    gradients as one grouped convolution's weight gradient (Rochette, Manoel & Tramel 2019,
+    arXiv:1912.06015; shared with the one-run book-keeping), no unfolded copy."""
     B, cout = delta.shape[0], delta.shape[1]
     d = delta.permute(0, 2, 3, 1).reshape(B, -1, cout)  # (B, T, c_out)
     if cache is not None:
-        U = cache["unfolded"]
+        G = torch.einsum("btc,btk->bck", d, cache["unfolded"])
     else:
         U = _unfold(torch, inp.permute(0, 2, 3, 1), conv, buffers, name)
-    G = torch.bmm(U.transpose(1, 2), d)  # (B, k_h·k_w·c_in, c_out), no transposed copies
+        G = torch.bmm(d.transpose(1, 2).contiguous(), U)  # (B, c_out, k_h·k_w·c_in)
     G = G.reshape(R, N, -1)
     sq = torch.linalg.vector_norm(G, dim=-1).square()
     bias = params.get(name + ".bias")
@@ -348,8 +347,8 @@ def _conv_term(torch, params, name: str, conv, inp, delta, cache, buffers, R: in
 
     def finish(factor):
         f = factor.unsqueeze(1)
-        g = torch.bmm(f, G).reshape(R, w.shape[3], w.shape[4], w.shape[2], cout)
-        out = {name + ".weight": g.permute(0, 4, 3, 1, 2).contiguous()}
+        g = torch.bmm(f, G).reshape(R, cout, w.shape[3], w.shape[4], w.shape[2])
+        out = {name + ".weight": g.permute(0, 1, 4, 2, 3).contiguous()}
         if bias is not None:
             out[name + ".bias"] = torch.bmm(f, b_i).squeeze(1)
         return out
