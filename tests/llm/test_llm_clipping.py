@@ -1,5 +1,5 @@
-"""DP fine-tuning's clipping paths and device: Opacus' ghost clipping (the default) and its
-per-sample gradients give the same clipped, noised update as a naive reference (one backward
+"""DP fine-tuning's clipping paths and device: Opacus' per-sample gradients (the default) and
+its ghost clipping give the same clipped, noised update as a naive reference (one backward
 pass per example, clipped by hand, the same noise draw), and the ``device`` setting."""
 
 from __future__ import annotations
@@ -150,8 +150,8 @@ def test_a_noise_only_step_is_the_same_noise_on_both_paths():
         np.testing.assert_allclose(g.numpy(), ref.numpy(), rtol=1e-6)
 
 
-def test_ghost_clipping_is_the_default_and_training_runs_on_it():
-    assert FineTuningCell().clipping == "ghost"
+def test_per_sample_is_the_default_and_training_runs_alike_on_both():
+    assert FineTuningCell().clipping == "per-sample"
     lm = _lm()
     ex = encode_texts(lm, TEXTS[:30], 12)
     runs = {m: DPFineTuning(_cell(steps=3, batch_size=6, clipping=m)).train(lm, ex, rng=1)

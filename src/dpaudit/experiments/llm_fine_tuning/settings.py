@@ -137,7 +137,7 @@ class LLMTrainingSettings:
         "correct", help=f"implementation: {' | '.join(FINE_TUNING_VARIANTS.names())}"
     )
     clipping: str = option(
-        "ghost", help=f"per-example clipping: {' | '.join(CLIPPING)} (the same update)"
+        "per-sample", help=f"per-example clipping: {' | '.join(CLIPPING)} (the same update)"
     )
     device: str = option("cpu", help="cpu | auto | cuda[:N] (auto: CUDA when available)")
 
