@@ -102,7 +102,8 @@ class ConvProgram:
                 layers[i], layers[i + 1] = layers[i + 1], layers[i]
         floats = 0
         with torch.no_grad():
-            a = torch.zeros((1, *shape))
+            device = next(iter(net.parameters()), torch.zeros(())).device
+            a = torch.zeros((1, *shape), device=device)
             for _, m in layers:
                 if type(m) is nn.Conv2d:
                     u = torch.nn.functional.unfold(a, m.kernel_size, dilation=m.dilation,
