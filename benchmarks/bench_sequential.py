@@ -10,7 +10,11 @@ after every observation, and samples to rejection against the fixed-sample audit
    arXiv:1805.06530, Thm. 8): the fraction of streams that ever reject, against β + 3 SE;
    and the mechanisms as sampled — report-noisy-max1 and svt1 (correct at their claim), each
    on the pair and event a fixed audit on other seeds found, every stream drawing fresh
-   outputs of the real sampler.
+   outputs of the real sampler. **White-box DP-SGD** (part ``type-one-white-box``): STREAMS
+   honest runs of the idealised white-box model (canary gradients Poisson-sampled at q, plus
+   N(0, σ²) noise at the claimed σ; the test's setting q = 0.068, T = 200, σ = 1.411, which
+   is ε = 4 at δ = 10⁻⁵; 2,000 canaries), each through :class:`dpaudit.attacks.StepClaimTest`
+   looked at after every step.
 3. **Power**: every mechanism of the DP-Sniper and StatDP suites whose claim is known to be
    wrong (``MechanismSpec.private`` false), audited with ``mode="sequential"`` (seeds 0–4):
    the median samples per input to rejection (pilot included; ``inf``: not rejected within
@@ -19,7 +23,7 @@ after every observation, and samples to rejection against the fixed-sample audit
 
 Run: ``python benchmarks/bench_sequential.py`` (``--quick``: fewer streams and seeds;
 ``--budget``: the pairs a sequential audit may stream, 300,000; ``--parts``: run only some of
-throughput, type-one, power, the others kept from the stored results); writes
+throughput, type-one, type-one-white-box, power, the others kept from the stored results); writes
 ``benchmarks/results/sequential.json``.
 """
 
@@ -42,7 +46,9 @@ from dpaudit.experiments.mechanism.pipeline import _pairs
 from dpaudit.systems import MECHANISMS
 
 STREAMS, LENGTH, SEEDS, BUDGET = 1000, 10**6, 5, 300_000  # --quick: 200, 10⁵, 3
-PARTS = ("throughput", "type-one", "power")
+PARTS = ("throughput", "type-one", "type-one-white-box", "power")
+#: The white-box null streams' setting (the white-box tests' idealised DP-SGD run).
+WHITE_BOX = {"canaries": 2000, "steps": 200, "sampling_rate": 0.068, "noise_multiplier": 1.411}
 BETA = 0.05
 
 
@@ -110,6 +116,31 @@ def _mechanism_null_rate(name: str, seed: int) -> dict:
             f"audit: P = {p_pos:.4f} vs {p_neg:.4f}, ratio {p_pos / p_neg:.4f} ≤ e^ε = "
             f"{factor:.4f})", "rate": float(ever.mean()),
             "seconds": time.perf_counter() - t0}  # fmt: skip
+
+
+def type_one_white_box() -> dict:
+    """Fraction of STREAMS honest white-box runs whose per-step claim test ever rejects."""
+    from dpaudit.attacks import StepClaimTest, simulate_canary_gradients
+
+    t0 = time.perf_counter()
+    w = WHITE_BOX
+    ever = 0
+    for seed in np.random.SeedSequence(41).spawn(STREAMS):
+        q, sigma = w["sampling_rate"], w["noise_multiplier"]
+        y, inc = simulate_canary_gradients(
+            w["canaries"], w["steps"], sampling_rate=q, noise_multiplier=sigma, rng=seed
+        )
+        test = StepClaimTest(inc, sampling_rate=q, noise_multiplier=sigma,
+                             confidence_level=1 - BETA)  # fmt: skip
+        for t in range(w["steps"]):
+            r = test.update(y[:, t])
+        ever += r.rejects_claim
+    limit = BETA + 3 * math.sqrt(BETA * (1 - BETA) / STREAMS)
+    rate = ever / STREAMS
+    return {"mechanism": f"white-box DP-SGD, honest (q = {w['sampling_rate']}, T = {w['steps']}, "
+            f"σ = {w['noise_multiplier']}, {w['canaries']:,} canaries; a look after every step)",
+            "rate": rate, "streams": STREAMS, "length": w["steps"], "limit": limit,
+            "met": rate <= limit, "seconds": time.perf_counter() - t0}  # fmt: skip
 
 
 def type_one() -> list[dict]:
@@ -232,6 +263,10 @@ def main() -> None:
         for row in results["type_one"]:
             print(f"type-I {row['mechanism']}: {row['rate']:.3f} of {STREAMS} streams × "
                   f"{LENGTH:,} looks (limit {row['limit']:.3f})", flush=True)  # fmt: skip
+    if "type-one-white-box" in args.parts:
+        row = results["type_one_white_box"] = type_one_white_box()
+        print(f"type-I {row['mechanism']}: {row['rate']:.3f} of {STREAMS} runs "
+              f"(limit {row['limit']:.3f})", flush=True)  # fmt: skip
     if "power" in args.parts:
         results.update(quick=is_quick, sequential_budget=BUDGET)
         results["power"] = power()
