@@ -60,12 +60,12 @@ def audit(name: str) -> dict:
 def table(rows: list[dict]) -> str:
     """The Markdown table of the rows (one per mechanism)."""
     lines = ["| mechanism | DP-Sniper (published) | default audit | ratio | wall (s) | stages | "
-             "fixed audit at base sizes | ratio |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+             "load | fixed audit at base sizes | ratio |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
     for r in rows:
         lines.append(
             f"| {r['mechanism']} | {r['published_dp_sniper']:.4g} | {r['bound']:.4g} | "
-            f"{r['ratio']:.2f} | {r['wall_s']:.0f} | {len(r['stages'])} | "
+            f"{r['ratio']:.2f} | {r['wall_s']:.0f} | {len(r['stages'])} | {r['load']:.1f} | "
             f"{r['base_bound']:.4g} | {r['base_ratio']:.2f} |"
         )
     return "\n".join(lines)

@@ -94,3 +94,22 @@ def test_docs_power_table_is_the_benchmarks():
         sys.path.remove(str(root / "benchmarks"))
     results = json.loads((root / "benchmarks/results/sequential.json").read_text())
     assert power_table(results) in (root / "docs/workflows/mechanism.md").read_text()
+
+
+def test_docs_auto_sizing_table_is_the_benchmarks():
+    """The mechanism page's table of the default (automatically sized) audits is exactly what
+    bench_auto_sizing makes of its JSON, one row per DP-Sniper mechanism with a published
+    bound."""
+    import json
+    import pathlib
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "benchmarks"))
+    try:
+        from bench_auto_sizing import suite, table
+    finally:
+        sys.path.remove(str(root / "benchmarks"))
+    rows = json.loads((root / "benchmarks/results/auto_sizing.json").read_text())["rows"]
+    assert [r["mechanism"] for r in rows] == suite()
+    assert table(rows) in (root / "docs/workflows/mechanism.md").read_text()
