@@ -11,6 +11,7 @@ pytest.importorskip("dp_accounting")
 MODULES = [
     "dpaudit.systems.llm._models",
     "dpaudit.systems.llm._finetune",
+    "dpaudit.systems.llm._accounting",
     "dpaudit.attacks._llm",
     "dpaudit.experiments.llm_fine_tuning.settings",
     "dpaudit.experiments.llm_fine_tuning.pipeline",

@@ -7,11 +7,19 @@
 * :mod:`._finetune` — :class:`DPFineTuning` (registered as ``"dp-fine-tuning"`` in
   :data:`dpaudit.systems.SYSTEMS`): Opacus DP-SGD on LoRA adapters or the last blocks, Poisson
   sampling, the accountant's example-level claim, and the planted bug of
-  :data:`FINE_TUNING_VARIANTS`; ghost clipping by default (:data:`CLIPPING`); a ``device``.
+  :data:`FINE_TUNING_VARIANTS`; Opacus' per-sample or ghost clipping (:data:`CLIPPING`,
+  per-sample by default: the faster for LoRA); a ``device``.
+* :mod:`._accounting` — the claims: :func:`fine_tuning_claim` (example-level),
+  :func:`group_epsilon` (a canary repeated r times) and :func:`calibrate_noise_multiplier`.
 
 torch, transformers, peft and opacus are imported only when a model is built or trained.
 """
 
+from dpaudit.systems.llm._accounting import (
+    calibrate_noise_multiplier,
+    fine_tuning_claim,
+    group_epsilon,
+)
 from dpaudit.systems.llm._finetune import (
     CLIPPING,
     FINE_TUNING_VARIANTS,
@@ -21,10 +29,7 @@ from dpaudit.systems.llm._finetune import (
     FineTunedLM,
     FineTuningCell,
     FineTuningVariant,
-    calibrate_noise_multiplier,
     check_device,
-    fine_tuning_claim,
-    group_epsilon,
     model_device,
     new_token_lm,
     resolve_fine_tuning_device,
