@@ -68,7 +68,11 @@ from dpaudit._typing import ArrayLike, FloatArray, RngLike
 from dpaudit._validate import check_array, check_choice, check_positive_int
 from dpaudit.errors import require
 from dpaudit.systems._torch_nets import resolve_device, torch_context
-from dpaudit.systems.dpsgd._batched_conv import ConvProgram, conv_clipped_sum
+from dpaudit.systems.dpsgd._batched_conv import (
+    ConvProgram,
+    conv_clipped_sum,
+    softmax_loss_and_delta,
+)
 from dpaudit.systems.dpsgd._dpsgd import DPSGDSettings, LabelledData, ModelSpec, TrainedDPSGD
 
 __all__ = ["BATCHED_METHODS", "BatchedDPSGD", "train_dpsgd_batched"]
@@ -246,15 +250,9 @@ def ghost_clipped_sum(
         a = torch.relu(z) if i < len(layers) - 1 else z
         if i < len(layers) - 1:
             acts.append(a)
-    # softmax by hand: torch's (log_)softmax over a last axis of ~10 classes is ~20× slower
-    shifted = a - a.amax(-1, keepdim=True)
-    e = torch.exp(shifted)
-    total = e.sum(-1, keepdim=True)
-    losses = (torch.log(total) - shifted.gather(-1, y.unsqueeze(-1))).squeeze(-1)
-    if "onehot" not in cache:
-        cache["onehot"] = torch.nn.functional.one_hot(y, e.shape[-1]).to(e.dtype)
+    losses, delta = softmax_loss_and_delta(torch, a, y, cache)
+    if "input_sq" not in cache:
         cache["input_sq"] = (X * X).sum(-1)
-    delta = e / total - cache["onehot"]
     deltas = [delta]
     for i in range(len(layers) - 1, 0, -1):
         delta = torch.bmm(delta, params[layers[i][0]]) * (pre[i - 1] > 0)

@@ -37,7 +37,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-__all__ = ["ConvProgram", "conv_clipped_sum"]
+__all__ = ["ConvProgram", "conv_clipped_sum", "softmax_loss_and_delta"]
 
 _OPACUS_EPS = 1e-6  # Opacus' clipping factor C / (‖g‖ + 1e-6)
 # Floats of per-step tensors held by one slice of runs (64 MiB): 2 runs of the benchmark's CNN
@@ -141,6 +141,20 @@ def _flat_weight(w: Any) -> Any:
     return w.permute(0, 1, 3, 4, 2).reshape(w.shape[0], w.shape[1], -1)
 
 
+def softmax_loss_and_delta(torch: Any, logits: Any, y: Any, cache: dict) -> tuple[Any, Any]:
+    """Per-example cross-entropy of ``logits`` (…, classes) at labels ``y`` and its gradient in
+    the logits, ``softmax − onehot(y)`` (the one-hot matrix is kept in ``cache``). The softmax
+    is taken by hand: torch's (log_)softmax over a last axis of ~10 classes is ~20× slower on
+    the CPU. Shared by the dense (ghost) and convolutional (book-keeping) batched paths."""
+    shifted = logits - logits.amax(-1, keepdim=True)
+    e = torch.exp(shifted)
+    total = e.sum(-1, keepdim=True)
+    losses = (torch.log(total) - shifted.gather(-1, y.unsqueeze(-1))).squeeze(-1)
+    if "onehot" not in cache:
+        cache["onehot"] = torch.nn.functional.one_hot(y, e.shape[-1]).to(e.dtype)
+    return losses, e / total - cache["onehot"]
+
+
 def conv_clipped_sum(
     torch: Any,
     program: ConvProgram,
@@ -197,15 +211,8 @@ def _slice(torch, program: ConvProgram, params: dict, X, y, weight, clip, cache)
         rec, z = _forward(torch, m, name, i, params, a, cache, R, N)
         tape.append((m, name, a, z, rec))
         a = z
-    # softmax by hand, as the MLP path (torch's over ~10 classes is slow on the CPU)
-    logits = a.reshape(R, N, -1)
-    shifted = logits - logits.amax(-1, keepdim=True)
-    e = torch.exp(shifted)
-    total = e.sum(-1, keepdim=True)
-    losses = (torch.log(total) - shifted.gather(-1, y.unsqueeze(-1))).squeeze(-1)
-    if "onehot" not in cache:
-        cache["onehot"] = torch.nn.functional.one_hot(y, e.shape[-1]).to(e.dtype)
-    delta = (e / total - cache["onehot"]).reshape(B, -1)
+    losses, delta = softmax_loss_and_delta(torch, a.reshape(R, N, -1), y, cache)
+    delta = delta.reshape(B, -1)
     terms = []
     for i in range(len(tape) - 1, -1, -1):
         m, name, inp, out, rec = tape[i]
