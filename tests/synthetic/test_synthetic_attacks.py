@@ -145,7 +145,7 @@ def test_black_box_and_domain_statistics():
     assert synthetic_rows(np.zeros((7, 3))) == 7.0
     assert set(SYNTHETIC_THREAT_MODELS.names()) == {
         "white-box", "white-box-measurements", "white-box-domain", "black-box",
-        "black-box-rows"}  # fmt: skip
+        "black-box-rows", "white-box-laplace", "white-box-network", "black-box-unseen"}  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -69,7 +69,7 @@ from dpaudit.experiments._sequential_runs import (
 )
 from dpaudit.experiments.synthetic_data.settings import SyntheticDataSettings
 from dpaudit.systems import SYSTEMS
-from dpaudit.systems.synthetic import GeneratorCell
+from dpaudit.systems.synthetic import GENERATORS, GeneratorCell
 
 __all__ = [
     "WORKFLOW",
@@ -80,6 +80,8 @@ __all__ = [
 ]
 
 WORKFLOW = "synthetic-data"
+_IMPLIED_MU = ("μ = √(2ρ) of the library's ρ (Bun & Steinke 2016, arXiv:1605.02065); ε at δ of "
+               "μ-GDP (Dong, Roth & Su 2022, arXiv:1905.02383, Cor. 2.13)")  # fmt: skip
 #: Extra values at the end of each task's result: in-worker seconds of the two runs, the
 #: batch's wall seconds per pair, and the library's ρ.
 _EXTRA = 4
@@ -173,7 +175,8 @@ class SyntheticAuditDetail(ResultMixin):
         rho: the library's ρ for (ε, δ); ``implied_mu`` = √(2ρ).
         mu_lower: the valid Gaussian-DP lower bound at the confidence level (NaN in the
             sequential mode, whose stream stops at a data-dependent time).
-        mu_estimate: the fitted two-Gaussian μ (an estimate, not a bound), over all runs.
+        mu_estimate: the fitted two-Gaussian μ (an estimate, not a bound), over all runs (NaN
+            when the statistic is constant on one dataset only: nothing to fit).
         mu_estimate_interval: its approximate 95 % interval, μ̂ ± 1.96·√(2/n + μ̂²/(4n))
             for n run pairs (the large-sample standard error of a standardised mean
             difference, Hedges & Olkin 1985, §5.B) — how precise the estimate is, not a bound.
@@ -213,6 +216,9 @@ class SyntheticAuditDetail(ResultMixin):
 
 def _task(s: SyntheticDataSettings, generator: str) -> SyntheticRunPairs:
     opts = () if s.rounds is None or "aim" not in generator else (("rounds", s.rounds),)
+    if GENERATORS.get(generator).library == "datasynthesizer":  # PrivBayes's degree; the
+        # public row count its sensitivity fix uses
+        opts = (("k", s.degree), ("public_rows", s.rows))
     cell = GeneratorCell(generator, s.epsilon, s.delta, options=opts)
     rows = s.sample_rows if s.sample_rows is not None else s.rows + 1
     return SyntheticRunPairs(cell, s.dataset, s.rows, s.columns, tuple(s.threat_models), rows,
@@ -321,6 +327,8 @@ def _mu_estimate(pos: np.ndarray, neg: np.ndarray, delta: float):
     """The fitted two-Gaussian μ and its approximate 95 % interval (see the detail)."""
     if np.ptp(pos) == 0 and np.ptp(neg) == 0:
         mu = 0.0 if pos[0] == neg[0] else math.inf
+    elif np.ptp(pos) == 0 or np.ptp(neg) == 0:  # one side constant: no two Gaussians to fit
+        return math.nan, ConfidenceInterval(math.nan, math.nan)
     else:
         mu = gaussian_pair_epsilon(pos, neg, delta).mu
     n = pos.size
@@ -354,9 +362,8 @@ def _entry(s: SyntheticDataSettings, generator: str, tm: str, pilot, ev, run) ->
     )  # fmt: skip
     claims = (
         system.claim(rho=rho),
-        Claim("implied μ-GDP", "μ = √(2ρ) of the library's ρ (Bun & Steinke 2016, "
-              "arXiv:1605.02065); ε at δ of μ-GDP (Dong, Roth & Su 2022, "
-              "arXiv:1905.02383, Cor. 2.13)", gdp_epsilon(implied, s.delta), s.delta),
+        Claim("implied μ-GDP", getattr(system, "IMPLIED_MU_SOURCE", _IMPLIED_MU),
+              gdp_epsilon(implied, s.delta), s.delta),
     )  # fmt: skip
     sel = SelectionRecord("threshold", "split",
                           f"chosen on {s.pilot_runs} held-out pilot run pairs")  # fmt: skip

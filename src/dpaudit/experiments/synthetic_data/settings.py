@@ -46,14 +46,18 @@ class SyntheticDataSettings:
     delta: float = option(1e-2, help="δ of the claim and of the bounds")
     threat_models: tuple[str, ...] = option(
         ("white-box",),
-        help="white-box | white-box-measurements | white-box-domain | black-box | black-box-rows",
+        help="white-box | white-box-measurements | white-box-domain | black-box | black-box-rows "
+        "| white-box-laplace | white-box-network | black-box-unseen",
     )
-    dataset: str = option("tree-flip", help="worst-case dataset: tree-flip | unique-record")
+    dataset: str = option(
+        "tree-flip", help="worst-case dataset: tree-flip | unique-record | binary-flip"
+    )
     rows: int = option(1000, help="rows of the worst-case D")
     columns: int = option(3, help="columns of the worst-case D (binary)")
     runs: int = option(300, help="evaluation run pairs (a run on D ∪ {t} and one on D)")
     pilot_runs: int = option(100, help="held-out run pairs that choose each threshold")
     rounds: int | None = option(None, help="AIM's rounds (library setting; None: 16 × columns)")
+    degree: int = option(1, help="PrivBayes's degree k (DataSynthesizer's setting)")
     sample_rows: int | None = option(
         None, help="rows of each synthetic table (black-box; None: |D| + 1)"
     )
@@ -87,6 +91,7 @@ class SyntheticDataSettings:
         check_positive_int("pilot_runs", self.pilot_runs)
         if self.rounds is not None:
             check_positive_int("rounds", self.rounds)
+        check_positive_int("degree", self.degree)
         if self.sample_rows is not None:
             check_positive_int("sample_rows", self.sample_rows)
         check_positive_int("group_size", self.group_size)

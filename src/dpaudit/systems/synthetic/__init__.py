@@ -6,7 +6,12 @@
   ``"synthetic-data"``): smartnoise-synth's MST and AIM, their planted bugs and known
   violations. The libraries run out of process in environments of their own
   (:mod:`dpaudit.systems._external`; ``make venv-smartnoise``).
-* ``_handler_*.py`` — the scripts the libraries' workers load (not imported by dpaudit).
+* :mod:`._privbayes` — DataSynthesizer 0.1.13's PrivBayes (:class:`PrivBayesGenerator`, a
+  pure ε-DP claim), imported into dpaudit's own environment as an extra
+  (:mod:`._inprocess`; ``pip install 'dpaudit[datasynthesizer]'``), its planted bug and the
+  fixes that control its two violations.
+* ``_handler_*.py`` — the scripts the libraries' workers load (not imported by dpaudit;
+  DataSynthesizer's runs in this process, imported when a run starts).
 """
 
 from dpaudit.systems.synthetic._generators import (
@@ -19,14 +24,17 @@ from dpaudit.systems.synthetic._generators import (
     SyntheticGenerator,
     TabularDomain,
 )
+from dpaudit.systems.synthetic._privbayes import PRIVBAYES_GENERATORS, PrivBayesGenerator
 
 __all__ = [
     "GENERATORS",
     "LIBRARIES",
+    "PRIVBAYES_GENERATORS",
     "SYSTEM_TAG",
     "GeneratorCell",
     "GeneratorRuns",
     "GeneratorSpec",
+    "PrivBayesGenerator",
     "SyntheticGenerator",
     "TabularDomain",
 ]
