@@ -17,6 +17,19 @@ time, measured in the same benchmark against a run inside the worker.
 The machine may be shared (the load average at the start is recorded): the figures are wall
 times. Run: ``python benchmarks/bench_synthetic.py [--quick] [--runs N]`` →
 ``benchmarks/results/synthetic.json``.
+
+``--privbayes`` measures DataSynthesizer 0.1.13's PrivBayes instead (in dpaudit's own
+environment, the extra ``datasynthesizer``; CPU seconds of this process, which runs them):
+
+4. the cost of the library's process pool: its network search opens a
+   ``multiprocessing.Pool()`` (one process per core, not a user setting) at every step; the
+   same runs with the pool replaced by a thread pool (the handler's default, ``pool =
+   "threads"``: same tasks, same results) — CPU seconds of the process and its children, and
+   wall seconds, per run, on the binary-flip pair (3 columns × 1,000 rows, degree 1);
+5. the two violations and the planted bug at ε = 1 as audits over ``--seeds`` seeds: the
+   reproducer (as installed) and its control (the fix) on the pair that exploits each
+   violation, and the planted bug beside the as-installed generator →
+   ``docs/results/synthetic-data/privbayes-*.json`` (the tables of the docs page).
 """
 
 from __future__ import annotations
@@ -24,11 +37,27 @@ from __future__ import annotations
 import json
 import os
 import platform
+import time
 from pathlib import Path
 
 from _cli import bench_parser, parse, quick
 from dpaudit.attacks._synthetic import WORST_CASE_DATASETS
+from dpaudit.systems import SYSTEMS
 from dpaudit.systems.synthetic import GeneratorCell, SyntheticGenerator
+
+#: The PrivBayes audits recorded for the docs: (file, reproducer, control, settings).
+PRIVBAYES_AUDITS = {
+    "support": ("datasynthesizer-privbayes", "datasynthesizer-privbayes-public-support",
+                {"dataset": "unique-record", "columns": 2, "rows": 4,
+                 "threat_models": ("white-box-domain", "black-box-unseen"), "runs": 30,
+                 "pilot_runs": 10}),
+    "sensitivity": ("datasynthesizer-privbayes", "datasynthesizer-privbayes-public-sensitivity",
+                    {"dataset": "binary-flip", "columns": 3, "rows": 1000,
+                     "threat_models": ("white-box-network",), "runs": 60, "pilot_runs": 20}),
+    "quiet-noise": ("datasynthesizer-privbayes-quiet-noise", "datasynthesizer-privbayes",
+                    {"dataset": "tree-flip", "columns": 3, "rows": 4,
+                     "threat_models": ("white-box-laplace",), "runs": 30, "pilot_runs": 20}),
+}  # fmt: skip
 
 
 def _batch(generator: str, runs: int, observe: tuple[str, ...]) -> dict:
@@ -67,10 +96,95 @@ def _batch(generator: str, runs: int, observe: tuple[str, ...]) -> dict:
     }  # fmt: skip
 
 
+def _cpu() -> float:
+    import resource
+
+    t = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        r = resource.getrusage(who)
+        t += r.ru_utime + r.ru_stime
+    return t
+
+
+def _privbayes_pool(runs: int) -> dict:
+    """Per run: CPU (process and children) and wall seconds with the library's process pool
+    and with the thread pool, on binary-flip (3 × 1,000, degree 1)."""
+    pair = WORST_CASE_DATASETS.get("binary-flip")(rows=1000)
+    out = {}
+    for pool in ("processes", "threads"):
+        cell = GeneratorCell("datasynthesizer-privbayes", 1.0, 1e-2, options=(("pool", pool),))
+        g = SYSTEMS.get(cell.generator)(cell)
+        g.fit_runs([pair.D], [0], [0], domain=pair.domain)  # warm-up: imports
+        c0, t0 = _cpu(), time.perf_counter()
+        r = g.fit_runs([pair.D, pair.D_prime], [i % 2 for i in range(runs)], list(range(runs)),
+                       domain=pair.domain, observe=("synthetic",), sample_rows=1001)  # fmt: skip
+        out[pool] = {"cpu_seconds_per_run": (_cpu() - c0) / runs,
+                     "wall_seconds_per_run": (time.perf_counter() - t0) / runs,
+                     "networks": [x["network"] for x in r.runs]}  # fmt: skip
+    out["same_networks"] = out["processes"].pop("networks") == out["threads"].pop("networks")
+    return out
+
+
+def _privbayes_audits(seeds: int, which: tuple[str, ...]) -> dict:
+    from dpaudit.experiments.synthetic_data import SyntheticDataSettings, audit_synthetic_data
+
+    out = {}
+    for name in which:
+        reproducer, control, kw = PRIVBAYES_AUDITS[name]
+        rows = []
+        for seed in range(seeds):
+            for g in (reproducer, control):
+                c0 = _cpu()
+                s = SyntheticDataSettings(generators=(g,), epsilon=1.0, delta=1e-2, seed=seed,
+                                          group_size=50, **kw)  # fmt: skip
+                res = audit_synthetic_data(s)
+                cpu = _cpu() - c0
+                for e in res.entries:
+                    d = e.detail
+                    rows.append({"generator": g, "threat_model": d.threat_model, "seed": seed,
+                                 "epsilon_lower": e.lower_bound.epsilon,
+                                 "refutes": e.gap.refutes_claim, "tp": d.tp, "fp": d.fp,
+                                 "mu_lower": d.mu_lower, "version": d.version,
+                                 "cpu_seconds": cpu,
+                                 "seconds_per_run": d.seconds_per_run})  # fmt: skip
+            print(name, seed, [(r["generator"], r["threat_model"], r["epsilon_lower"])
+                               for r in rows if r["seed"] == seed])  # fmt: skip
+        out[name] = {"library": "DataSynthesizer", "reproducer": reproducer, "control": control,
+                     "epsilon": 1.0, "delta": 1e-2, **{k: list(v) if isinstance(v, tuple) else v
+                                                       for k, v in kw.items()},
+                     "seeds": seeds, "results": rows}  # fmt: skip
+    return out
+
+
+def privbayes(args) -> None:
+    """``--privbayes``: items 4 and 5 of the module docstring."""
+    small = quick(args)
+    load = os.getloadavg()[0]
+    which = tuple(args.audits.split(",")) if args.audits else tuple(PRIVBAYES_AUDITS)
+    pool = _privbayes_pool(4 if small else args.runs)
+    print(f"pool: {pool}")
+    audits = _privbayes_audits(1 if small else args.seeds, which)
+    if small:
+        return
+    res = Path(__file__).parent / "results" / "synthetic-privbayes.json"
+    res.write_text(json.dumps({"machine": platform.platform(), "load_average_at_start": load,
+                               "pool": pool}, indent=2) + "\n")  # fmt: skip
+    docs = Path(__file__).resolve().parents[1] / "docs" / "results" / "synthetic-data"
+    for name, body in audits.items():
+        (docs / f"privbayes-{name}.json").write_text(json.dumps(body, indent=1) + "\n")
+    print(f"wrote {res} and {docs}/privbayes-*.json")
+
+
 def main(argv=None) -> None:
     parser = bench_parser(__doc__, quick_option=True)
     parser.add_argument("--runs", type=int, default=40, help="runs per measurement")
+    parser.add_argument("--privbayes", action="store_true", help="DataSynthesizer's PrivBayes")
+    parser.add_argument("--seeds", type=int, default=20, help="seeds of each PrivBayes audit")
+    parser.add_argument("--audits", default="", help="PrivBayes audits (default: all)")
     args = parse(parser, argv)
+    if args.privbayes:
+        privbayes(args)
+        return
     small = quick(args)
     n = 4 if small else args.runs
     load = os.getloadavg()[0]

@@ -565,6 +565,51 @@ class TestDpmmMSTDataDomain(SyntheticGeneratorContract):
     name = "dpmm-mst-data-domain"
 
 
+class PrivBayesContract(SyntheticGeneratorContract):
+    """DataSynthesizer's PrivBayes, in dpaudit's own environment (the extra
+    ``datasynthesizer``): its noise comes from numpy's seeded generator, so what a seed fixes
+    — and is compared — is everything: the network, the noisy counts before the library
+    clips them, and a synthetic table. The training tests skip when the extra is missing."""
+
+    def _needs(self, modules: tuple[str, ...] | None = None) -> None:
+        SystemContract._needs(self, modules)
+        if modules is None:
+            system = SYSTEMS.get(self.name)(self.cell())
+            if not system.library.available():
+                pytest.skip(f"DataSynthesizer is not installed: run "
+                            f"`{system.library.install_hint}`")  # fmt: skip
+
+    def train(self, system: Any, rng: int) -> np.ndarray:
+        p = self._pair()
+        r = system.fit_runs([p.D, p.D_prime], [1], [rng], domain=p.domain,
+                            observe=("measurements", "synthetic"), sample_rows=5)  # fmt: skip
+        run = r.runs[0]
+        return np.concatenate([np.ravel([[c, *ps] for c, ps in run["network"]]),
+                               *[m["y"] for m in run["measurements"]],
+                               r.synthetic[0].ravel()]).astype(np.float64)  # fmt: skip
+
+
+class TestDataSynthesizerPrivBayes(PrivBayesContract):
+    name = "datasynthesizer-privbayes"
+
+
+class TestDataSynthesizerPrivBayesQuietNoise(PrivBayesContract):
+    name = "datasynthesizer-privbayes-quiet-noise"
+
+
+class TestDataSynthesizerPrivBayesPublicSupport(PrivBayesContract):
+    name = "datasynthesizer-privbayes-public-support"
+
+
+class TestDataSynthesizerPrivBayesPublicSensitivity(PrivBayesContract):
+    name = "datasynthesizer-privbayes-public-sensitivity"
+
+    def cell(self) -> Any:
+        from dpaudit.systems.synthetic import GeneratorCell
+
+        return GeneratorCell(self.name, 1.0, DELTA, options=(("public_rows", 20),))
+
+
 # ---------------------------------------------------------------------------------- coverage
 
 

@@ -41,6 +41,7 @@ import io
 import json
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -217,7 +218,9 @@ def op_fit(body, arrays):
             undo = _patch(record, options, cards, noise_scale)
             t0 = time.perf_counter()
             try:
-                with contextlib.redirect_stdout(io.StringIO()):
+                with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+                    # its progress prints and pandas' deprecation warnings on its calls
+                    warnings.simplefilter("ignore")
                     dd = _describe(paths[f"data{int(run['dataset'])}"], domain_file, cols, k,
                                    eps, seed)  # fmt: skip
                     result = {"seconds": time.perf_counter() - t0}
