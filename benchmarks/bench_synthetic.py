@@ -125,9 +125,10 @@ def _privbayes_pool(runs: int) -> dict:
     return out
 
 
-def _privbayes_audits(seeds: int, which: tuple[str, ...]) -> dict:
+def _privbayes_audits(seeds: int, which: tuple[str, ...], write: bool) -> dict:
     from dpaudit.experiments.synthetic_data import SyntheticDataSettings, audit_synthetic_data
 
+    docs = Path(__file__).resolve().parents[1] / "docs" / "results" / "synthetic-data"
     out = {}
     for name in which:
         reproducer, control, kw = PRIVBAYES_AUDITS[name]
@@ -153,6 +154,10 @@ def _privbayes_audits(seeds: int, which: tuple[str, ...]) -> dict:
                      "epsilon": 1.0, "delta": 1e-2, **{k: list(v) if isinstance(v, tuple) else v
                                                        for k, v in kw.items()},
                      "seeds": seeds, "results": rows}  # fmt: skip
+        if write:  # each audit as soon as it is done
+            path = docs / f"privbayes-{name}.json"
+            path.write_text(json.dumps(out[name], indent=1) + "\n")
+            print(f"wrote {path}")
     return out
 
 
@@ -161,23 +166,26 @@ def privbayes(args) -> None:
     small = quick(args)
     load = os.getloadavg()[0]
     which = tuple(args.audits.split(",")) if args.audits else tuple(PRIVBAYES_AUDITS)
-    pool = _privbayes_pool(4 if small else args.runs)
-    print(f"pool: {pool}")
-    audits = _privbayes_audits(1 if small else args.seeds, which)
-    if small:
-        return
-    res = Path(__file__).parent / "results" / "synthetic-privbayes.json"
-    res.write_text(json.dumps({"machine": platform.platform(), "load_average_at_start": load,
-                               "pool": pool}, indent=2) + "\n")  # fmt: skip
-    docs = Path(__file__).resolve().parents[1] / "docs" / "results" / "synthetic-data"
-    for name, body in audits.items():
-        (docs / f"privbayes-{name}.json").write_text(json.dumps(body, indent=1) + "\n")
-    print(f"wrote {res} and {docs}/privbayes-*.json")
+    if args.runs:
+        pool = _privbayes_pool(4 if small else args.runs)
+        print(f"pool: {pool}")
+        if not small:
+            res = Path(__file__).parent / "results" / "synthetic-privbayes.json"
+            body = {"machine": platform.platform(), "load_average_at_start": load,
+                    "runs": args.runs, "pool": pool}  # fmt: skip
+            res.write_text(json.dumps(body, indent=2) + "\n")
+            print(f"wrote {res}")
+    _privbayes_audits(1 if small else args.seeds, which, not small)
 
 
 def main(argv=None) -> None:
     parser = bench_parser(__doc__, quick_option=True)
-    parser.add_argument("--runs", type=int, default=40, help="runs per measurement")
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=40,
+        help="runs per measurement (with --privbayes, 0: no pool measurement)",
+    )
     parser.add_argument("--privbayes", action="store_true", help="DataSynthesizer's PrivBayes")
     parser.add_argument("--seeds", type=int, default=20, help="seeds of each PrivBayes audit")
     parser.add_argument("--audits", default="", help="PrivBayes audits (default: all)")

@@ -9,7 +9,10 @@ from doctest_support import module_examples
 MODULES = [
     "dpaudit.systems._external",
     "dpaudit.systems.synthetic._generators",
+    "dpaudit.systems.synthetic._inprocess",
+    "dpaudit.systems.synthetic._privbayes",
     "dpaudit.attacks._synthetic",
+    "dpaudit.attacks._synthetic_privbayes",
     "dpaudit.experiments.synthetic_data.settings",
     "dpaudit.experiments.synthetic_data.pipeline",
 ]

@@ -31,8 +31,9 @@ __all__ = [
 
 
 def _check(settings: SyntheticDataSettings) -> None:
-    """Before any run: every generator's environment is built and the worst-case pair lies
-    in the public domain (raises MissingDependencyError naming the make target)."""
+    """Before any run: every generator's environment is built (or its extra installed) and the
+    worst-case pair lies in the public domain (raises MissingDependencyError naming the make
+    target or the install command)."""
     from dpaudit.experiments.synthetic_data.pipeline import _task
     from dpaudit.systems import SYSTEMS
 
@@ -48,9 +49,10 @@ WORKFLOWS.register(
         name=WORKFLOW,
         settings=SyntheticDataSettings,
         run=audit_synthetic_data,
-        summary="DP synthetic-data generators (smartnoise-synth MST, AIM) run as installed, out "
-        "of process, on worst-case datasets: multi-run Clopper-Pearson ε bounds and Gaussian-DP "
-        "μ (valid bound and estimate) against the library's claim.",
+        summary="DP synthetic-data generators (smartnoise-synth and dpmm MST, AIM out of "
+        "process; DataSynthesizer PrivBayes in-process) run as installed on worst-case datasets: "
+        "multi-run Clopper-Pearson ε bounds and Gaussian-DP μ (valid bound and estimate) against "
+        "the library's claim.",
         config="synthetic-data-worst-case",
         source="Annamalai, Ganev & De Cristofaro 2024, arXiv:2405.10994",
         check=_check,

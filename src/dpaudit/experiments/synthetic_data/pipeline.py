@@ -22,9 +22,10 @@ arXiv:2405.10994):
    white-box statistic is a sum of Gaussian log-likelihood ratios, for which the fit is
    the model), next to the μ the claim implies, √(2ρ) with the library's ρ.
 
-The claim is the library's (ε, δ); the second claim is the ε at δ of μ-GDP with the implied μ.
-A generator whose library environment is not built is refused before any run, with the make
-target to run; so is a worst-case dataset outside the public domain.
+The claim is the library's (ε, δ) (PrivBayes's: pure ε); the second claim is the ε at δ of
+μ-GDP with the implied μ. A generator whose library environment is not built (or whose extra
+is not installed) is refused before any run, with the make target (or the install command) to
+run; so is a worst-case dataset outside the public domain.
 """
 
 from __future__ import annotations
