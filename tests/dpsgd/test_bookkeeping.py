@@ -252,3 +252,35 @@ def test_same_seed_same_cnn_bit_for_bit():
     b = train_dpsgd(DIGITS, None, None, s, rng=11)
     for k, v in a.state.items():
         np.testing.assert_array_equal(b.state[k], v)
+
+
+def test_channels_last_and_the_kept_first_unfolding_give_the_same_sums():
+    """The trainer's CNN layout (channels last: per-example convolution gradients from the
+    unfolded input, the first layer's kept while the batch repeats) against the default
+    layout, on every layer shape (strides, dilation, padding, 'valid') and on the tanh CNN;
+    a new batch after a repeated one is unfolded afresh."""
+    cl = torch.channels_last
+    for build, shape, k in [(_Odd, (3, 11, 9), 3), (NETS[4][1], (1, 28, 28), 10)]:
+        torch.manual_seed(0)
+        net = build()
+        batches = [_batch(shape, k, n=10, seed=s) for s in (1, 1, 2)]
+        ref = [BookKeeping(net, 0.05).clipped_sum(x, y) for x, y in batches]
+        net = net.to(memory_format=cl)
+        bk = BookKeeping(net, 0.05)
+        for (x, y), (sums_ref, _, norms_ref) in zip(batches, ref, strict=True):
+            sums, _, norms = bk.clipped_sum(x.contiguous(memory_format=cl), y)
+            np.testing.assert_allclose(norms.numpy(), norms_ref.numpy(), rtol=1e-5)
+            for p, r in sums_ref.items():
+                np.testing.assert_allclose(sums[p].numpy(), r.numpy(), rtol=1e-4, atol=1e-6)
+        assert any(isinstance(key, tuple) for key in bk._buffers)  # a first layer was kept
+
+
+def test_full_batch_cnn_runs_channels_last_with_the_same_update():
+    """From 64 expected examples per step the trainer runs a CNN channels last (module
+    notes); its noisy updates still equal Opacus' per-sample path from the same noise."""
+    s = DPSGDSettings(model="cnn-tanh", noise_multiplier=1.0, batch_size=64, steps=3,
+                      max_grad_norm=0.5, learning_rate=0.5)  # fmt: skip
+    data = IMAGES.subset(np.arange(64))
+    out = _runs(data, s, rng=4, nominal_size=64)
+    for k, v in out["opacus"].state.items():
+        np.testing.assert_allclose(out["book-keeping"].state[k], v, rtol=0, atol=2e-6)

@@ -73,6 +73,7 @@ from dpaudit.systems.dpsgd._batched_conv import (
     conv_clipped_sum,
     softmax_loss_and_delta,
 )
+from dpaudit.systems.dpsgd._bookkeeping import keep_freed_memory
 from dpaudit.systems.dpsgd._dpsgd import DPSGDSettings, LabelledData, ModelSpec, TrainedDPSGD
 
 __all__ = ["BATCHED_METHODS", "BatchedDPSGD", "train_dpsgd_batched"]
@@ -413,6 +414,7 @@ def train_dpsgd_batched(
     steps, q = _steps_and_rate(settings, nominal_size)
     spec = ModelSpec.for_data(data, settings.model, settings.hidden)
     require("torch", "torch")
+    keep_freed_memory()
     with torch_context(0, num_threads=settings.num_threads) as torch:
         start = time.perf_counter()
         device = resolve_device(settings.device)

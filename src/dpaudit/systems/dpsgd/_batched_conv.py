@@ -114,24 +114,29 @@ class ConvProgram:
         return cls(tuple(layers), tuple(int(v) for v in shape), int(floats))
 
 
-def _unfold(torch: Any, a: Any, conv: Any, buffers: dict | None = None, key: str = "") -> Any:
-    """(B, H, W, C) channels-last input → (B, T, k_h·k_w·C): each output position's
-    receptive field, ordered (k_h, k_w, c) (im2col). With ``buffers``, written into
-    ``buffers[key]``, kept for the next step (a fresh tensor of this size each step costs
-    more in new memory pages than the copy itself)."""
-    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = (
-        conv.kernel_size, conv.stride, conv.padding, conv.dilation)  # fmt: skip
+def _unfold(
+    torch: Any, a: Any, conv: Any, buffers: dict | None = None, key: Any = "", padding=None
+) -> Any:
+    """(B, H, W, C) input (any strides; a channels-last tensor's permuted view is contiguous)
+    → (B, T, k_h·k_w·C): each output position's receptive field, ordered (k_h, k_w, c)
+    (im2col). ``padding``: the zero padding (default ``conv.padding``). With ``buffers``,
+    written into ``buffers[key]`` (a flat tensor grown as needed), kept for the next step (a
+    fresh tensor of this size each step costs more in new memory pages than the copy)."""
+    (kh, kw), (sh, sw), (dh, dw) = conv.kernel_size, conv.stride, conv.dilation
+    ph, pw = conv.padding if padding is None else padding
     if ph or pw:
         a = torch.nn.functional.pad(a, (0, 0, pw, pw, ph, ph))
     B, H, W, C = a.shape
     ho, wo = (H - dh * (kh - 1) - 1) // sh + 1, (W - dw * (kw - 1) - 1) // sw + 1
     s0, s1, s2, s3 = a.stride()
     windows = a.as_strided((B, ho, wo, kh, kw, C), (s0, sh * s1, sw * s2, dh * s1, dw * s2, s3))
-    out = None if buffers is None else buffers.get(key)
-    if out is None or out.shape != windows.shape or out.dtype != a.dtype:
-        out = torch.empty(windows.shape, dtype=a.dtype, device=a.device)
+    size = windows.numel()
+    flat = None if buffers is None else buffers.get(key)
+    if flat is None or flat.numel() < size or flat.dtype != a.dtype or flat.device != a.device:
+        flat = torch.empty(size, dtype=a.dtype, device=a.device)
         if buffers is not None:
-            buffers[key] = out
+            buffers[key] = flat
+    out = flat[:size].view(windows.shape)
     out.copy_(windows)  # one strided copy: ~2× faster than stacking k_h·k_w slices
     return out.view(B, ho * wo, kh * kw * C)
 
@@ -237,7 +242,7 @@ def _forward(torch, m, name: str, i: int, params: dict, a, cache: dict, R: int, 
         W = params[name + ".weight"]
         if i == 0:  # the input is fixed: unfold it once, one product per step
             if "unfolded" not in cache:
-                cache["unfolded"] = _unfold(torch, a.permute(0, 2, 3, 1), m).clone()
+                cache["unfolded"] = _unfold(torch, a.permute(0, 2, 3, 1), m)
             U = cache["unfolded"]
             flat = U.reshape(R, N * U.shape[1], U.shape[2])
             Wt = _flat_weight(W).transpose(1, 2)

@@ -106,6 +106,7 @@ OPTIMIZERS: tuple[str, ...] = ("sgd", "adam")
 #: book-keeping (ours, one backward pass), Opacus' fast gradient clipping, Opacus' per-sample
 #: gradients.
 CLIPPING_METHODS: tuple[str, ...] = ("book-keeping", "opacus-ghost", "opacus")
+_CHANNELS_LAST_MIN_BATCH = 64  # expected batch from which book-keeping runs CNNs channels last
 _DPAUDIT_SOURCE = (
     "dpaudit.accounting.subsampled_gaussian_rdp (dp-accounting RdpAccountant; Mironov, Talwar & "
     "Zhang 2019, arXiv:1908.10530) over DEFAULT_ORDERS, conversion of Balle et al. 2020 "
@@ -429,10 +430,10 @@ def _opacus_step(torch: Any, module: Any, opt: Any, criterion: Any) -> Callable:
     return step
 
 
-def _bookkeeping_step(torch: Any, bk: Any, opt: Any) -> Callable:
+def _bookkeeping_step(torch: Any, bk: Any, opt: Any, layout: Any) -> Callable:
     def step(x: Any, y: Any) -> Any:
         opt.zero_grad(set_to_none=True)
-        sums, losses, _ = bk.clipped_sum(x, y)
+        sums, losses, _ = bk.clipped_sum(x.contiguous(memory_format=layout), y)
         _privatised_step(torch, opt, sums)
         return losses.mean()
 
@@ -445,8 +446,9 @@ def _setup(torch, members: LabelledData, spec: ModelSpec, s: DPSGDSettings, batc
     from opacus.optimizers import DPOptimizer, DPOptimizerFastGradientClipping
     from opacus.utils.fast_gradient_clipping_utils import DPLossFastGradientClipping
 
-    from dpaudit.systems.dpsgd._bookkeeping import BookKeeping
+    from dpaudit.systems.dpsgd._bookkeeping import BookKeeping, keep_freed_memory
 
+    keep_freed_memory()
     device = resolve_device(s.device)
     net = spec.build()
     if init is not None:  # the auditor's initial parameters (Annamalai & De Cristofaro 2024)
@@ -460,9 +462,18 @@ def _setup(torch, members: LabelledData, spec: ModelSpec, s: DPSGDSettings, batc
     }
     criterion = torch.nn.CrossEntropyLoss()
     if s.clipping == "book-keeping":
+        # CNNs channels last at full-batch sizes: torch's fastest convolution and pooling on
+        # the CPU (the audited tanh CNN's step at 1,000 images: max pooling 6x faster, the
+        # step 1.4x). Small batches (gain <= 10 %) keep the default layout. (Opacus'
+        # per-sample path cannot take it: its per-example convolution gradients are wrong.)
+        layout = torch.contiguous_format
+        conv = any(isinstance(m, torch.nn.Conv2d) for m in net.modules())
+        if conv and batch >= _CHANNELS_LAST_MIN_BATCH:
+            layout = torch.channels_last
+            net = net.to(memory_format=layout)
         bk = BookKeeping(net, s.max_grad_norm)
         opt = DPOptimizer(_optimizer(torch, net.parameters(), s), **dp)
-        step = _bookkeeping_step(torch, bk, opt)
+        step = _bookkeeping_step(torch, bk, opt, layout)
     elif s.clipping == "opacus-ghost":
         module = GradSampleModuleFastGradientClipping(
             net, loss_reduction="mean", max_grad_norm=s.max_grad_norm, use_ghost_clipping=True
