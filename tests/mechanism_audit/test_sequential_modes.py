@@ -3,6 +3,7 @@ each CLI default to the best method the library has."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -38,7 +39,7 @@ def test_sequential_mode_never_rejects_an_honest_laplace():
 
 
 def test_automatic_sizing_pays_for_its_stages():
-    s = MechanismAuditSettings(mechanism="laplace", max_stages=2, time_budget=1e6)
+    s = MechanismAuditSettings(mechanism="laplace", max_stages=2)
     res = audit_mechanism(s)
     e, stages = res.entries[0], res.timings["stages"]
     assert 1 <= len(stages) <= 2
@@ -50,6 +51,29 @@ def test_automatic_sizing_pays_for_its_stages():
     looks = [r for r in e.selections if r.choice == "sample sizes"]
     assert looks and looks[0].strategy == "bonferroni" and "0.975" in looks[0].detail
     assert 0.05 < e.lower_bound.epsilon <= 0.1  # true ε = 0.1
+
+
+def test_automatic_sizing_narrows_the_pairs_and_counts_its_budget_in_samples():
+    """Once a stage with ``screen_samples / 2`` training samples shows a bound, the next
+    searches the ``screen_pairs`` best pairs of that stage, then half as many; the budgets
+    are counted in samples, so the same seed gives the same stages and bound, and a budget
+    the second stage overruns stops after the first."""
+    s = MechanismAuditSettings(mechanism="laplace", max_stages=3, screen_pairs=2,
+                               screen_samples=10_000)  # fmt: skip
+    res = audit_mechanism(s)
+    stages = res.timings["stages"]
+    assert stages[0]["pairs"] == 4 and stages[0]["epsilon"] > 0
+    assert [st["pairs"] for st in stages[1:]] == [2, 1][: len(stages) - 1]
+    assert stages[0]["values"] == 4 * (5_000 + 5_000) + 50_000  # width 1, logistic
+    assert stages[0]["fit_entries"] > 0
+    again = audit_mechanism(s)
+    assert again.entries[0].lower_bound.epsilon == res.entries[0].lower_bound.epsilon
+    assert [st["sizes"] for st in again.timings["stages"]] == [st["sizes"] for st in stages]
+    one = audit_mechanism(dataclasses.replace(s, sample_budget=stages[0]["values"] + 1))
+    assert len(one.timings["stages"]) == 1
+    assert one.entries[0].lower_bound.epsilon == stages[0]["epsilon"]
+    looks = [r for r in one.entries[0].selections if r.choice == "sample sizes"]
+    assert "budgets" in looks[0].detail
 
 
 def test_given_sizes_run_exactly_once():
@@ -72,8 +96,10 @@ def test_cli_defaults_are_the_best_methods():
 def test_mode_and_budget_checked():
     with pytest.raises(ValueError, match="mode"):
         MechanismAuditSettings(mode="fast")
-    with pytest.raises(ValueError, match="time_budget"):
-        MechanismAuditSettings(time_budget=0.0)
+    with pytest.raises(ValueError, match="sample_budget"):
+        MechanismAuditSettings(sample_budget=0)
+    with pytest.raises(ValueError, match="fit_budget"):
+        MechanismAuditSettings(fit_budget=-1)
     with pytest.raises(ValueError, match="max_stages"):
         MechanismAuditSettings(max_stages=0)
     with pytest.raises(ValueError, match="samples"):

@@ -221,7 +221,7 @@ def _probe(spec: MechanismSpec, pairs, root: np.random.SeedSequence) -> None:
     return width
 
 
-def _search(spec, pairs, s: MechanismAuditSettings, root, width: int = 1) -> _Candidate:
+def _search(spec, pairs, s: MechanismAuditSettings, root, width: int = 1, log=None) -> _Candidate:
     """Fit the attacks on the training samples of every pair, choose on the selection ones:
     the pair, the score (logistic regression with and without median-indicator features,
     unless the outputs are few or the mechanism brings its own features) and the threshold.
@@ -230,10 +230,12 @@ def _search(spec, pairs, s: MechanismAuditSettings, root, width: int = 1) -> _Ca
     drawn, and the pair and threshold are still chosen on the selection samples.
 
     With more than ``s.screen_pairs`` pairs and more than ``s.screen_samples`` selection
-    samples, the pairs are screened first (:func:`_screened_search`)."""
+    samples, the pairs are screened first (:func:`_screened_search`). ``log`` (a
+    :class:`_SearchLog`, optional) receives each pair's best projected bound and the
+    training entries fitted."""
     screen = 0 < s.screen_pairs < len(pairs) and s.select_samples > s.screen_samples
     if screen:
-        return _screened_search(spec, pairs, s, root, width)
+        return _screened_search(spec, pairs, s, root, width, log)
     best = None
     use_llr = _uses_llr(spec, s)
     for i, (a, b) in enumerate(pairs):
@@ -249,6 +251,7 @@ def _search(spec, pairs, s: MechanismAuditSettings, root, width: int = 1) -> _Ca
         if chunked:
             scores = _chunked_scores(spec, attacks, a, b, s.select_samples, width,
                                      child_seed(root, 3, i))  # fmt: skip
+        pair_best = -math.inf
         for k, attack in enumerate(attacks):
             if not chunked:
                 attack, proj = choose_event(attack, out_a[t:], out_b[t:], n_eval=s.samples,
@@ -256,12 +259,37 @@ def _search(spec, pairs, s: MechanismAuditSettings, root, width: int = 1) -> _Ca
             else:
                 attack, proj = choose_threshold(attack, *scores[k], n_eval=s.samples,
                                                 confidence_level=s.confidence_level)  # fmt: skip
+            pair_best = max(pair_best, proj)
             if best is None or proj > best.projected:
                 best = _Candidate(a, b, attack, proj)
+        if log is not None:
+            log.note(i, attacks, 0 if use_llr else t, pair_best)
     return best
 
 
-def _screened_search(spec, pairs, s: MechanismAuditSettings, root, width: int) -> _Candidate:
+@dataclasses.dataclass
+class _SearchLog:
+    """What a search saw, for the automatic sizing: ``ranking`` holds ``(projected, full,
+    index)`` per pair (``full``: scored on the full selection set, not only screened), and
+    ``fit_entries`` the training entries (rows × (features + 1)) its logistic fits took."""
+
+    ranking: list = dataclasses.field(default_factory=list)
+    fit_entries: int = 0
+
+    def note(self, i: int, attacks, rows: int, projected: float, full: bool = True) -> None:
+        for att in attacks:
+            if att.kind == "logistic":
+                self.fit_entries += 2 * rows * (att.weights.size + 1)
+        self.ranking.append((projected, full, i))
+
+    def best(self, k: int) -> list[int]:
+        """The indices of the ``k`` best pairs: fully scored ones first, by projected bound."""
+        order = sorted(self.ranking, key=lambda r: (not r[1], -r[0], r[2]))
+        return list(dict.fromkeys(i for _, _, i in order))[:k]
+
+
+def _screened_search(spec, pairs, s: MechanismAuditSettings, root, width: int,
+                     log=None) -> _Candidate:  # fmt: skip
     """:func:`_search` in two stages. Screening: every pair's attacks are fitted on
     ``min(train_samples, screen_samples)`` training outputs per input and scored on
     ``screen_samples`` selection outputs, all of their own. Then only the ``screen_pairs``
@@ -281,17 +309,23 @@ def _screened_search(spec, pairs, s: MechanismAuditSettings, root, width: int) -
                                     confidence_level=s.confidence_level)[1]
                    for att, sc in zip(attacks, scores, strict=True))  # fmt: skip
         ranked.append((proj, i, a, b))
+        if log is not None:
+            log.note(i, attacks, 0 if _uses_llr(spec, s) else small, proj, full=False)
     ranked.sort(key=lambda r: (-r[0], r[1]))
     best = None
     for _, i, a, b in ranked[: s.screen_pairs]:
         attacks = _attacks(spec, s, a, b, *_training(spec, s, a, b, root, i))
         scores = _chunked_scores(spec, attacks, a, b, s.select_samples, width,
                                  child_seed(root, 3, i))  # fmt: skip
+        pair_best = -math.inf
         for attack, sc in zip(attacks, scores, strict=True):
             attack, proj = choose_threshold(attack, *sc, n_eval=s.samples,
                                             confidence_level=s.confidence_level)  # fmt: skip
+            pair_best = max(pair_best, proj)
             if best is None or proj > best.projected:
                 best = _Candidate(a, b, attack, proj)
+        if log is not None:
+            log.note(i, attacks, 0 if _uses_llr(spec, s) else s.train_samples, pair_best)
     return best
 
 
@@ -357,7 +391,8 @@ def _evaluate(spec, cand: _Candidate, s: MechanismAuditSettings, root, checkpoin
     return bound, count_a, count_b
 
 
-def _entry(spec, cand, bound: EpsDeltaAudit, witness, s: MechanismAuditSettings) -> AuditEntry:
+def _entry(spec, cand, bound: EpsDeltaAudit, witness, s: MechanismAuditSettings,
+           npairs: int) -> AuditEntry:  # fmt: skip
     claims = (Claim("claimed", spec.source, spec.claimed_epsilon, s.delta),)
     exact = None
     if spec.true_epsilon is not None:
@@ -365,7 +400,8 @@ def _entry(spec, cand, bound: EpsDeltaAudit, witness, s: MechanismAuditSettings)
     n_pairs = "given pair" if s.pair_a else "StatDP input patterns"
     if not s.pair_a and spec.pairs:
         n_pairs += " and the mechanism's own pairs"
-    npairs = 1 if s.pair_a else len(_pairs(s, spec))
+    if not s.pair_a and npairs < len(_pairs(s, spec)):
+        n_pairs = f"{npairs} best of the {n_pairs} (ranked by an earlier stage, on its samples)"
     if 0 < s.screen_pairs < npairs and s.select_samples > s.screen_samples:
         n_pairs += (f" (screened on {min(s.train_samples, s.screen_samples)} training and "
                     f"{s.screen_samples} selection samples per input of their own; the best "
@@ -435,13 +471,15 @@ def _fixed(settings, sizes, confidence_level: float, seed: int) -> MechanismAudi
                                samples=n, confidence_level=confidence_level, seed=seed)  # fmt: skip
 
 
-def _audit_fixed(spec, settings, progress, checkpoint, reported=None) -> AuditResult:
-    """One audit at the sizes of ``settings`` (all given)."""
+def _audit_fixed(spec, settings, progress, checkpoint, reported=None, pairs=None,
+                 log=None) -> AuditResult:  # fmt: skip
+    """One audit at the sizes of ``settings`` (all given), on ``pairs`` (default: all of
+    :func:`_pairs`); ``log``: a :class:`_SearchLog` for the search."""
     t0 = time.perf_counter()
     root = np.random.SeedSequence(settings.seed)
-    pairs = _pairs(settings, spec)
+    pairs = _pairs(settings, spec) if pairs is None else pairs
     width = _probe(spec, pairs, root)
-    cand = _search(spec, pairs, settings, root, width)
+    cand = _search(spec, pairs, settings, root, width, log)
     t1 = time.perf_counter()
     bound, count_a, count_b = _evaluate(spec, cand, settings, root, checkpoint, progress)
     t2 = time.perf_counter()
@@ -450,7 +488,7 @@ def _audit_fixed(spec, settings, progress, checkpoint, reported=None) -> AuditRe
         cand.attack.kind, count_a, count_b, settings.samples, cand.projected, settings.seed,
         dataclasses.replace(cand.attack, features=None, llr=None),
     )  # fmt: skip
-    entry = _entry(spec, cand, bound, witness, settings)
+    entry = _entry(spec, cand, bound, witness, settings, len(pairs))
     return AuditResult(
         WORKFLOW, (entry,), reported or settings, settings.seed,
         {"search": t1 - t0, "evaluation": t2 - t1, "total": t2 - t0},
@@ -460,51 +498,111 @@ def _audit_fixed(spec, settings, progress, checkpoint, reported=None) -> AuditRe
 
 def _audit_staged(spec, settings: MechanismAuditSettings, progress, checkpoint) -> AuditResult:
     """Stages of growing size, each an independent audit at ``1 − β/max_stages`` on its own
-    seed (``SeedSequence(seed).spawn``): the best stage's bound holds at ``1 − β`` by the
-    union bound over the ``max_stages`` looks fixed in advance, however many are run. Stage 0
-    (at :data:`AUTO_FIRST_SCALE` of the base sizes) searches every pair, and so does every
-    stage until one finds a bound above 0; after that, stages audit only the pair of the best
-    stage so far (chosen on samples of earlier stages, independent of theirs), each at
-    :data:`STAGE_GROWTH` times the sizes of the one before. A stage is
-    started unless two stages in a row failed to raise the bound by 2 %, or its projected time
-    (the last stage's per pair × :data:`STAGE_GROWTH`) does not fit in what is left of
-    ``time_budget``."""
+    seed (``SeedSequence(seed).spawn``).
+
+    Validity: every stage's bound is a Clopper–Pearson bound on fresh samples of its own, and
+    its pair and event are fixed by samples independent of them (its own training and
+    selection samples, and the ranking of earlier stages, drawn from earlier stages' seeds).
+    Each stage's bound therefore holds at ``1 − β/max_stages`` whatever the earlier stages
+    showed, and the best of the stages run holds at ``1 − β`` by the union bound over the
+    ``max_stages`` looks fixed in advance (Bonferroni), however many are run and whatever
+    stopped them; the same argument as for a fixed audit's split (Bichsel et al. 2021, IEEE
+    S&P; Lu et al. 2022, arXiv:2210.16049, on selecting the test on a held-out split).
+
+    Plan: stage ``k`` uses :data:`AUTO_FIRST_SCALE` × :data:`STAGE_GROWTH` ``** k`` of the
+    base sizes. Every pair is searched until a stage with enough training samples shows a
+    bound above 0; from then on each stage searches only the best pairs of the stage before,
+    ranked by their projected bound on that stage's selection samples — ``screen_pairs`` of
+    them, then half as many each stage, down to one: successive halving (Karnin, Koren &
+    Somekh 2013, ICML; Jamieson & Talwalkar 2016, arXiv:1502.07943) with the samples per pair
+    growing ×4 a stage (:func:`_plan_stage`). The stages stop when two in a row fail to raise
+    the bound by 2 %, after ``max_stages``, or when not even one pair fits in what is left of
+    the budgets, counted in samples, not seconds (:func:`_stage_cost`), so that a seed gives
+    the same stages and the same bound on any machine."""
     t0 = time.perf_counter()
     level = 1.0 - (1.0 - settings.confidence_level) / settings.max_stages
     seeds = np.random.SeedSequence(settings.seed).spawn(settings.max_stages)
-    stages, best, projected, stale = [], None, 0.0, 0
+    pairs = _pairs(settings, spec)
+    width = _probe(spec, pairs, np.random.SeedSequence(settings.seed))
+    stages, best, keep, log, rate, spent, stale = [], None, None, None, 0.0, [0, 0], 0
     for k in range(settings.max_stages):
-        if k and time.perf_counter() - t0 + projected > settings.time_budget:
-            break
         scale = STAGE_GROWTH**k * AUTO_FIRST_SCALE
         sizes = tuple(max(1, round(x * scale)) for x in settings.sizes())
         sized = _fixed(settings, sizes, level, int(seeds[k].generate_state(1)[0]))
-        locked = best is not None and best.entries[0].lower_bound.epsilon > 0
-        if locked and not settings.pair_a:  # later stages: the best pair so far, once it shows
-            w = best.entries[0].detail
-            sized = dataclasses.replace(sized, pair_a=w.database_a, pair_b=w.database_b)
-        start = time.perf_counter()
+        plan = _plan_stage(spec, sized, pairs, width, keep, log, rate, spent)
+        if plan is None and k:  # not even one pair fits in what is left of the budgets
+            break
+        in_play, cost = plan or (pairs, _stage_cost(spec, sized, len(pairs), width, rate))
         where = None if checkpoint is None else Path(checkpoint) / f"stage-{k}"
-        res = _audit_fixed(spec, sized, progress, where)
-        seconds = time.perf_counter() - start
+        log, start = _SearchLog(), time.perf_counter()
+        res = _audit_fixed(spec, sized, progress, where, pairs=in_play, log=log)
         eps = res.entries[0].lower_bound.epsilon
-        # the next stage: STAGE_GROWTH times the samples, on one pair once a bound shows one
-        projected = STAGE_GROWTH * seconds / (len(_pairs(sized, spec)) if eps > 0 else 1)
-        stages.append({"stage": k, "sizes": sized.sizes(), "epsilon": eps, "seconds": seconds})
+        spent = [spent[0] + cost[0], spent[1] + log.fit_entries]
+        rate = log.fit_entries / max(_stage_cost(spec, sized, len(in_play), 1, 1.0)[1], 1)
+        pairs = in_play  # the next stage's ranking (log) indexes these
+        stages.append({"stage": k, "sizes": sized.sizes(), "pairs": len(in_play),
+                       "epsilon": eps, "seconds": time.perf_counter() - start,
+                       "values": cost[0], "fit_entries": log.fit_entries})  # fmt: skip
         previous = best.entries[0].lower_bound.epsilon if best is not None else None
+        if keep is not None:
+            keep = max(1, keep // 2)
+        elif max(eps, previous or 0.0) > 0 and sized.train_samples >= settings.screen_samples // 2:
+            keep = max(1, settings.screen_pairs)
         stale = 0 if previous is None or eps >= 1.02 * previous else stale + 1
         if best is None or eps > previous:
             best = res
         if stale >= 2:  # two stages in a row without a 2 % gain
             break
+    return _staged_result(settings, best, stages, level, spent, t0)
+
+
+def _plan_stage(spec, s: MechanismAuditSettings, pairs, width, keep, log, rate, spent):
+    """The pairs the stage searches and its cost, or ``None`` when none fits the budgets.
+
+    Every pair (``keep`` None) until a bound above 0 has shown and a stage with at least
+    ``screen_samples / 2`` training samples per input has ranked the pairs (a ranking on
+    fewer misjudges the pairs whose score needs a richer fit, SVT3's); then the best of the
+    stage before, ranked by ``log``:
+    at most ``keep`` (``screen_pairs``, then halved each stage, down to one), and fewer,
+    halving, while the stage would overrun a budget."""
+    k = len(pairs) if keep is None else min(keep, len(pairs))
+    while True:
+        chosen = pairs if keep is None else tuple(pairs[i] for i in log.best(k))
+        cost = _stage_cost(spec, s, len(chosen), width, rate)
+        if spent[0] + cost[0] <= s.sample_budget and spent[1] + cost[1] <= s.fit_budget:
+            return chosen, cost
+        if keep is None or k == 1:
+            return None
+        k = max(1, k // 2)
+
+
+def _stage_cost(spec, s: MechanismAuditSettings, npairs: int, width: int, rate: float):
+    """A stage's cost counted in samples, before it runs: ``(values, fit entries)`` — the
+    output values drawn per input (samples × output width: every searched pair's training
+    and selection samples, screened as :func:`_search` does, and the fresh samples), and the
+    training entries its logistic fits will take (``rate``, the entries per training sample
+    and pair of the stage before, × pairs × training samples)."""
+    t = 0 if _uses_llr(spec, s) else s.train_samples
+    search, fitted = npairs * (t + s.select_samples), npairs * t
+    if 0 < s.screen_pairs < npairs and s.select_samples > s.screen_samples:
+        small = min(t, s.screen_samples)
+        search = npairs * (small + s.screen_samples) + s.screen_pairs * (t + s.select_samples)
+        fitted = npairs * small + s.screen_pairs * t
+    return width * (search + s.samples), round(rate * fitted)
+
+
+def _staged_result(settings, best: AuditResult, stages, level, spent, t0) -> AuditResult:
     entry = best.entries[0]
     used = best.settings
     looks = SelectionRecord(
         "sample sizes", "bonferroni",
         f"{len(stages)} of at most {settings.max_stages} stages of growing size (×"
         f"{STAGE_GROWTH} each, from {stages[0]['sizes']}), each a fresh audit at "
-        f"{level:.4g}; stages after the first audit the best pair of the earlier ones (chosen "
-        f"on their samples); the best reported: sizes {used.sizes()}",
+        f"{level:.4g}; stages after the first with a bound search the best pairs of the stage "
+        f"before (ranked on its samples: {[st['pairs'] for st in stages]} pairs); "
+        f"{spent[0]:,} output values and {spent[1]:,} fitted entries per input of the budgets "
+        f"{settings.sample_budget:,} and {settings.fit_budget:,}; the best reported: sizes "
+        f"{used.sizes()}",
     )  # fmt: skip
     lower = dataclasses.replace(
         entry.lower_bound, confidence_level=settings.confidence_level,

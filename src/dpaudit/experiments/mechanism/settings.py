@@ -18,7 +18,9 @@ from dpaudit.attacks import ATTACK_KINDS
 __all__ = [
     "AUTO_FIRST_SCALE",
     "BASE_SIZES",
+    "FIT_BUDGET",
     "MODES",
+    "SAMPLE_BUDGET",
     "SEQUENTIAL_BUDGET",
     "STAGE_GROWTH",
     "MechanismAuditSettings",
@@ -30,6 +32,13 @@ BASE_SIZES = (20_000, 20_000, 200_000)
 STAGE_GROWTH = 4
 #: The automatic sizing's first stage, as a fraction of :data:`BASE_SIZES`.
 AUTO_FIRST_SCALE = 0.25
+#: The automatic sizing's budgets, counted in samples so that a seed gives the same stages and
+#: the same bound on any machine: output values drawn per input (samples × output width, all
+#: stages) and training entries (rows × features) fitted by logistic regression. Calibrated
+#: on one core: the most expensive of DP-Sniper's mechanisms per sample (SVT34-parallel,
+#: ~32 µs per training and ~3.6 µs per fresh sample per input) stays under 3 minutes.
+SAMPLE_BUDGET = 2_000_000_000
+FIT_BUDGET = 850_000_000
 #: Pairs per input a sequential audit may stream before it stops without a rejection.
 SEQUENTIAL_BUDGET = 1_000_000
 MODES = ("auto", "fixed", "sequential")
@@ -41,10 +50,13 @@ class MechanismAuditSettings:
 
     ``mode="auto"`` (the default) with no size given chooses the sizes itself: stages of
     growing size (:data:`AUTO_FIRST_SCALE` × :data:`BASE_SIZES`, then ×:data:`STAGE_GROWTH`
-    each; after the first, on the best pair so far), every stage a fresh, independent audit
-    at confidence ``1 − β/max_stages`` (Bonferroni over the stages fixed in advance), until
-    two stages in a row fail to improve the bound by 2 %, ``max_stages`` are done or the next
-    stage would not fit in ``time_budget``; the best stage's bound is reported. With
+    each; once a stage shows a bound, the next ones search the ``screen_pairs`` best pairs of
+    the stage before, then half as many each stage, down to one), every stage a fresh,
+    independent audit at confidence ``1 − β/max_stages`` (Bonferroni over the stages fixed in
+    advance), until two stages in a row fail to improve the bound by 2 %, ``max_stages`` are
+    done or the next stage would overrun ``sample_budget`` (output values drawn) or
+    ``fit_budget`` (entries fitted), both counted in samples, so a seed gives the same bound
+    on any machine; the best stage's bound is reported. With
     any size given, ``"auto"`` runs one audit at those sizes (the others at their base), as
     ``"fixed"`` does. ``"sequential"`` streams pairs through an anytime-valid test of the
     claim (:class:`dpaudit.bounds.DPClaimEProcess`) and stops at the first rejection.
@@ -84,8 +96,15 @@ class MechanismAuditSettings:
         help=f"fresh samples per input for the bound (base {BASE_SIZES[2]:,}; sequential: the "
         f"stream's budget, default {SEQUENTIAL_BUDGET:,})",
     )
-    time_budget: float = option(
-        150.0, help="seconds the automatic sizing may spend before starting another stage"
+    sample_budget: int = option(
+        SAMPLE_BUDGET,
+        help="output values per input (samples × output width) the automatic sizing may draw "
+        "over all its stages",
+    )
+    fit_budget: int = option(
+        FIT_BUDGET,
+        help="training entries (rows × features) the automatic sizing's logistic fits may "
+        "take over all its stages",
     )
     max_stages: int = option(6, help="most stages of the automatic sizing (each at 1 − β/stages)")
     screen_pairs: int = option(4, help="pairs kept after screening (0: no screening)")
@@ -113,7 +132,8 @@ class MechanismAuditSettings:
             if getattr(self, name) is not None:
                 check_positive_int(name, getattr(self, name))
         check_choice("mode", self.mode, MODES)
-        check_positive("time_budget", self.time_budget)
+        check_positive_int("sample_budget", self.sample_budget)
+        check_positive_int("fit_budget", self.fit_budget)
         check_positive_int("max_stages", self.max_stages, maximum=20)
         check_positive_int("block_size", self.block_size)
         check_nonneg_int("screen_pairs", self.screen_pairs)
