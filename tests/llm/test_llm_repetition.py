@@ -109,7 +109,7 @@ def test_settings_count_the_copies_and_refuse_bad_repetitions():
     s = LLMFineTuningSettings(
         data=LLMDataSettings(examples=100), canaries=LLMCanarySettings(count=50, repetitions=3)
     )
-    assert s.dataset_size == 100 + 150 and s.cell().dataset_size == 250
+    assert s.dataset_size == 100 + 2 * 150 and s.cell().dataset_size == 400  # 2 kinds, joint
     with pytest.raises(ValueError, match="repetitions"):
         LLMCanarySettings(repetitions=0)
 

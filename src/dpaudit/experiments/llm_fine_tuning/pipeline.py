@@ -34,6 +34,7 @@ Each entry's bound is valid on its own at its confidence; the largest over the e
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import time
 from typing import Any
 
@@ -81,6 +82,8 @@ class LLMRunSummary(ResultMixin):
         noise_multiplier_used: σ the optimizer used.
         mean_sampled: mean steps an inserted canary was sampled in (its copies' together).
         repetitions: copies of each inserted canary r.
+        kinds_trained: the kinds whose canaries the run held (every kind when joint: the
+            other kinds' canaries are ordinary training data for this kind's game).
         extracted_members, extracted_non_members: secrets extracted by greedy decoding
             (None: not tried).
         mean_loss_members, mean_loss_non_members: mean secret loss (nats per token).
@@ -109,6 +112,7 @@ class LLMRunSummary(ResultMixin):
     variant: str
     bug: str | None
     repetitions: int = 1
+    kinds_trained: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,30 +165,54 @@ def load_model(settings: LLMModelSettings, held_out: list[str], *, rng: Any = No
                     context=m.context, pretrain_steps=m.pretrain_steps, rng=rng)  # fmt: skip
 
 
-def _kind_entries(system, s: LLMFineTuningSettings, lm, texts, kind, i, corpus):
+def _draw(s: LLMFineTuningSettings, lm, corpus) -> list:
+    """Each kind's canaries. Joint (one run): each kind from its own seed (its own prefixes
+    and inclusions, independent of the other kinds': the first kind's stream, then keys of
+    their own), the new entries of every kind appended to one vocabulary, every kind's
+    canaries then on that model. Per kind: one seed for all (the same prefixes and
+    inclusions). A single kind draws the same canaries either way."""
+    c = s.canaries
+    cans = []
+    for i, kind in enumerate(c.kinds):
+        seed = child_seed(s.seed, 5, i) if (c.joint and i) else child_seed(s.seed, 2)
+        can = draw_llm_canaries(
+            kind, cans[-1].lm if (c.joint and cans) else lm, c.count,
+            prefix_length=c.prefix_length, secret_length=c.secret_length,
+            inclusion=c.inclusion, corpus=corpus, rare_pool=c.rare_pool,
+            temperature=c.temperature, rng=seed,
+        )  # fmt: skip
+        cans.append(can)
+    if c.joint:  # every kind on the model with all the new entries
+        cans = [dataclasses.replace(can, lm=cans[-1].lm) for can in cans]
+    return cans
+
+
+def _train(system, s: LLMFineTuningSettings, texts, cans, rng):
+    """One fine-tuning run with the canaries of ``cans`` (r copies of each inserted one):
+    ``(run, [(k,) steps each canary's copies were sampled in, per kind])``."""
     from dpaudit.systems.llm import encode_texts
 
-    c, a = s.canaries, s.audit
-    can = draw_llm_canaries(
-        kind, lm, c.count, prefix_length=c.prefix_length, secret_length=c.secret_length,
-        inclusion=c.inclusion, corpus=corpus, rare_pool=c.rare_pool,
-        temperature=c.temperature, rng=child_seed(s.seed, 2),
-    )  # fmt: skip
-    examples = encode_texts(can.lm, texts, s.data.length)
-    r = c.repetitions
-    ids, lengths = can.sequences()
+    r = s.canaries.repetitions
+    lm = cans[0].lm
+    examples = encode_texts(lm, texts, s.data.length)
+    seqs = [can.sequences() for can in cans]
+    width = max(ids.shape[1] for ids, _ in seqs)
+    ids = np.concatenate([np.pad(i, ((0, 0), (0, width - i.shape[1]))) for i, _ in seqs])
+    lengths = np.concatenate([n for _, n in seqs])
     copies = (np.repeat(ids, r, axis=0), np.repeat(lengths, r))
-    system.check_inputs(can.lm, examples, copies, np.repeat(can.included, r))
-    run = system.train(can.lm, examples, copies, np.repeat(can.included, r),
-                       rng=child_seed(s.seed, 3, i))  # fmt: skip
-    sampled = run.sampled.reshape(can.count, r).sum(1)
-    loss = secret_losses(run.model, can)
-    ref = secret_losses(run.reference, can)
-    scores = canary_scores(loss, ref, can.texts(), c.secret_length)
-    inc = can.included
-    extracted = greedy_extraction(run.model, can) if a.extraction else None
-    summary = LLMRunSummary(
-        kind, lm.name, len(texts), can.count, int(inc.sum()), can.lm.new_tokens,
+    included = np.repeat(np.concatenate([can.included for can in cans]), r)
+    system.check_inputs(lm, examples, copies, included)
+    run = system.train(lm, examples, copies, included, rng=rng)
+    sampled = run.sampled.reshape(-1, r).sum(1)
+    bounds = np.cumsum([0] + [can.count for can in cans])
+    return run, [sampled[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+def _summary(system, s, lm, texts, can, run, sampled, loss, kinds) -> LLMRunSummary:
+    inc, r = can.included, s.canaries.repetitions
+    extracted = greedy_extraction(run.model, can) if s.audit.extraction else None
+    return LLMRunSummary(
+        can.kind, lm.name, len(texts), can.count, int(inc.sum()), can.lm.new_tokens,
         run.trainable_parameters, run.noise_multiplier, run.noise_multiplier_used,
         float(sampled[inc].mean()) if inc.any() else 0.0,
         None if extracted is None else int(extracted[inc].sum()),
@@ -192,8 +220,19 @@ def _kind_entries(system, s: LLMFineTuningSettings, lm, texts, kind, i, corpus):
         float(loss[inc].mean()) if inc.any() else float("nan"),
         float(loss[~inc].mean()) if (~inc).any() else float("nan"),
         run.seconds["training"], run.seconds["per_step"], system.variant.name,
-        system.variant.bug, r,
+        system.variant.bug, r, tuple(kinds),
     )  # fmt: skip
+
+
+def _kind_entries(system, s: LLMFineTuningSettings, lm, texts, can, i, run, sampled, kinds):
+    """One kind's entries (one per score) from a run that held its canaries (and, when
+    joint, the other kinds': ordinary training data for this kind's game)."""
+    c, a = s.canaries, s.audit
+    r, kind, inc = c.repetitions, can.kind, can.included
+    loss = secret_losses(run.model, can)
+    ref = secret_losses(run.reference, can)
+    scores = canary_scores(loss, ref, can.texts(), c.secret_length)
+    summary = _summary(system, s, lm, texts, can, run, sampled, loss, kinds)
     claims = (system.claim(delta=a.delta),)
     if r > 1:  # the game's unit is the canary: r examples
         claims = (system.group_claim(r, delta=a.delta), *claims)
@@ -217,6 +256,23 @@ def _kind_entries(system, s: LLMFineTuningSettings, lm, texts, kind, i, corpus):
             detail=LLMDetail(kind, score, b, metrics, summary),
         ))  # fmt: skip
     return entries, summary
+
+
+def _audit_runs(system, s: LLMFineTuningSettings, lm, texts, corpus):
+    """Every kind's entries and run summaries: one joint run (seeded as the first kind's run
+    would be alone), or one run per kind."""
+    cans = _draw(s, lm, corpus)
+    groups = [list(range(len(cans)))] if s.canaries.joint else [[i] for i in range(len(cans))]
+    entries, runs = [], []
+    for group in groups:
+        rng = child_seed(s.seed, 3, group[0])
+        run, sampled = _train(system, s, texts, [cans[i] for i in group], rng)
+        kinds = [cans[i].kind for i in group]
+        for i, smp in zip(group, sampled, strict=True):
+            e, summary = _kind_entries(system, s, lm, texts, cans[i], i, run, smp, kinds)
+            entries.extend(e)
+            runs.append(summary)
+    return entries, runs
 
 
 def audit_llm_fine_tuning(
@@ -264,14 +320,10 @@ def audit_llm_fine_tuning(
         )
     corpus = encode_texts(lm, texts, min(s.data.length, lm.context))[0]
     t1 = time.perf_counter()
-    entries, runs = [], []
-    for i, kind in enumerate(s.canaries.kinds):
-        e, summary = _kind_entries(system, s, lm, texts, kind, i, corpus)
-        entries.extend(e)
-        runs.append(summary)
+    entries, runs = _audit_runs(system, s, lm, texts, corpus)
     timings = {"setup": t1 - t0, "runs": time.perf_counter() - t1}
     for r in runs:
-        timings[f"training[{r.kind}]"] = r.seconds
+        timings[f"training[{'+'.join(r.kinds_trained)}]"] = r.seconds
     return AuditResult(
         WORKFLOW, tuple(entries), s, s.seed, timings,
         package_versions("torch", "transformers", "peft", "opacus", "dp-accounting"),

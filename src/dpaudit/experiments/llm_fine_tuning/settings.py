@@ -10,10 +10,11 @@ Sections:
 * ``[training]`` — DP fine-tuning (:class:`dpaudit.systems.FineTuningCell`): steps, expected
   batch, clipping, σ or a target ε, LoRA or the last blocks, the implementation
   (``variant``: the correct one or the planted bug);
-* ``[canaries]`` — k canaries of each kind in ``kinds`` (one fine-tuning run per kind; the
-  prefixes and inclusions are shared), prefix and secret lengths, inclusion probability, and
-  ``repetitions`` r: an inserted canary is r examples (each Poisson-sampled on its own), so
-  its bounds are tested against the claim for a group of r
+* ``[canaries]`` — k canaries of each kind in ``kinds``, prefix and secret lengths, inclusion
+  probability, ``joint`` (the default: the canaries of every kind in **one** fine-tuning run,
+  each kind with its own prefixes and inclusions; false: one run per kind, prefixes and
+  inclusions shared) and ``repetitions`` r: an inserted canary is r examples (each
+  Poisson-sampled on its own), so its bounds are tested against the claim for a group of r
   (:meth:`dpaudit.systems.DPFineTuning.group_claim`);
 * ``[audit]`` — δ, confidence, how the one-run bounds pay for the number of guesses, and
   whether to try greedy extraction;
@@ -21,13 +22,13 @@ Sections:
 
 The system's cell is derived from these (:meth:`LLMFineTuningSettings.cell`): its
 ``dataset_size`` N (the public number of example slots) is the fine-tuning texts plus the
-canary slots (k·r), so q = batch_size / N. Canaries longer than the context are refused when the
-settings are built, before any model is loaded.
+canary slots of one run (k·r per kind in it), so q = batch_size / N. Canaries longer than the
+context are refused when the settings are built, before any model is loaded.
 
 Example:
     >>> s = LLMFineTuningSettings()
     >>> s.cell().dataset_size, s.canaries.kinds[0]
-    (1000, 'random-token')
+    (1500, 'random-token')
 """
 
 from __future__ import annotations
@@ -162,6 +163,9 @@ class LLMCanarySettings:
         1, help="copies of each inserted canary (a group: tested against the group claim)",
         flag="--canary-repetitions",
     )  # fmt: skip
+    joint: bool = option(
+        True, help="all kinds' canaries in one fine-tuning run (false: one run per kind)"
+    )
     rare_pool: int = option(100, help="rare-token: the least frequent tokens drawn from")
     temperature: float = option(2.0, help="model-generated: sampling temperature")
 
@@ -178,6 +182,8 @@ class LLMCanarySettings:
         check_positive_int("secret_length", self.secret_length)
         check_in_range("inclusion", self.inclusion, 0.0, 1.0)
         check_positive_int("repetitions", self.repetitions)
+        if not isinstance(self.joint, bool):
+            raise TypeError(f"joint must be a bool, got {self.joint!r}")
         check_positive_int("rare_pool", self.rare_pool)
         check_positive("temperature", self.temperature)
 
@@ -230,8 +236,9 @@ class LLMFineTuningSettings:
 
     @property
     def dataset_size(self) -> int:
-        """N: the fine-tuning texts plus the canary slots of one run (k·r)."""
-        return self.data.examples + self.canaries.count * self.canaries.repetitions
+        """N: the fine-tuning texts plus the canary slots of one run (k·r per kind in it)."""
+        c = self.canaries
+        return self.data.examples + (len(c.kinds) if c.joint else 1) * c.count * c.repetitions
 
     def cell(self) -> FineTuningCell:
         """The system's settings cell (δ of the calibration: the audit's)."""

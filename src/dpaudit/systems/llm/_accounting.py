@@ -44,10 +44,21 @@ def fine_tuning_claim(
         >>> round(fine_tuning_claim(0.01, 1.0, 1000, 1e-5)[0], 3)
         2.101
     """
+    d = check_delta(delta, allow_zero=False)
+    numbers = (float, int, np.floating, np.integer)
+    plain = all(isinstance(v, numbers) and not isinstance(v, bool)
+                for v in (sampling_rate, noise_multiplier, steps))  # fmt: skip
+    if plain and isinstance(steps, (int, np.integer)):
+        return _claim(float(sampling_rate), float(noise_multiplier), int(steps), d)
+    return _claim.__wrapped__(sampling_rate, noise_multiplier, steps, d)  # checked inside
+
+
+@functools.lru_cache(maxsize=256)
+def _claim(sampling_rate, noise_multiplier, steps, d: float) -> tuple[float, Curve]:
+    """Cached: every kind's entries of a run, and the calibration's bisection, ask again."""
     from dpaudit.accounting import DEFAULT_ORDERS, subsampled_gaussian_rdp
     from dpaudit.conversions import rdp_to_dp
 
-    d = check_delta(delta, allow_zero=False)
     curve = subsampled_gaussian_rdp(sampling_rate, noise_multiplier, DEFAULT_ORDERS, count=steps)
     eps = np.asarray(curve.epsilons, dtype=np.float64)
     keep = np.isfinite(eps)

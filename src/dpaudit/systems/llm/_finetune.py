@@ -551,7 +551,10 @@ class DPFineTuning:
                 rows = np.flatnonzero(g.random(ids.shape[0]) < c.sampling_rate)
                 sampled[rows] += 1
                 at = torch.from_numpy(rows).to(device)
-                self.step(module, optimizer, params, x_all[at], n_all[at])
+                # right padding, causal attention: the columns after the batch's longest
+                # sequence are padding only, so dropping them leaves every loss unchanged
+                width = int(lengths[rows].max()) if rows.size else 2
+                self.step(module, optimizer, params, x_all[at, :width], n_all[at])
         if c.private:
             module.cleanup()
         model.eval()
