@@ -202,3 +202,29 @@ def test_bad_settings_raise():
         WorstCaseInitSettings(public_size=0, pretrain_epochs=2)
     with pytest.raises(ValueError, match="held-out"):
         dataclasses.replace(_settings(), audit=AuditBoundSettings(selection="bonferroni"))
+
+
+def test_a_group_of_models_from_the_batched_trainer_equals_one_at_a_time(pool):
+    """WorstCaseRun.run_group (the batched trainer, the default on CUDA) gives each model the
+    score the one-run trainer gives it from the same seed: same θ₀, batches and noise, float32
+    rounding apart; the default stays one model at a time on the CPU and for a subclass."""
+    from dpaudit._rng import child_seed
+    from dpaudit.experiments.dpsgd.worstcase import WorstCaseRun, batched_group_size
+
+    members = pool.subset(np.arange(40))
+    training = DPSGDSettings(model="cnn-tanh", steps=3, batch_size=41, noise_multiplier=0.5,
+                             learning_rate=0.5, momentum=0.0, accountant="rdp")  # fmt: skip
+    system = DPSGD(training, dataset_size=41)
+    init = pretrain_initial_state(pool.subset(np.arange(100, 160)), "cnn-tanh", epochs=1,
+                                  learning_rate=0.05, batch_size=20, rng=1)  # fmt: skip
+    target = craft_blank_target(init)
+    task = WorstCaseRun(system, members, target, init.state, runs_in=2, group_size=4)
+    seeds = [child_seed(np.random.SeedSequence(9), i) for i in range(4)]
+    one = np.array([task(i, s)[0] for i, s in enumerate(seeds)])
+    grouped = np.array([v[0] for v in task.run_group([0, 1, 2, 3], seeds)])
+    np.testing.assert_allclose(grouped, one, rtol=1e-5, atol=1e-5)
+    assert np.ptp(one) > 1e-4  # the noise moved the models apart
+    assert batched_group_size(system) is None  # CPU: one model per task
+    cuda = DPSGD(dataclasses.replace(training, device="cuda"), dataset_size=41)
+    assert batched_group_size(cuda) == 25
+    assert batched_group_size(LessNoise(training, dataset_size=41)) is None

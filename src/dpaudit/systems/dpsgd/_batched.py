@@ -317,12 +317,15 @@ class _State:
     sizes: np.ndarray
 
 
-def _prepare(torch, sizes, spec, seeds, q, steps, device):
+def _prepare(torch, sizes, spec, seeds, q, steps, device, initial_state=None):
     inits, gens, masks = [], [], []
     net = spec.build()
     for n, rng in zip(sizes, seeds, strict=True):
         batch_gen, torch_seed = _run_seeds(rng)
         p, g = _init_run(torch, net, torch_seed, device)
+        if initial_state is not None:  # drawn all the same, as the one-run trainer does
+            p = {k: torch.as_tensor(np.array(initial_state[k]), dtype=v.dtype).to(device)
+                 for k, v in p.items()}  # fmt: skip
         inits.append(p)
         gens.append(g)
         masks.append(batch_gen.random((steps, int(n))) < q)
@@ -359,6 +362,7 @@ def train_dpsgd_batched(
     nominal_size: int,
     width: int | None = None,
     method: str = "auto",
+    initial_state: dict[str, np.ndarray] | None = None,
 ) -> BatchedDPSGD:
     """Train R DP-SGD models at once: run r on ``data`` plus ``canaries[r][included[r]]``.
 
@@ -381,6 +385,9 @@ def train_dpsgd_batched(
             to make a run's arithmetic independent of which other runs share the call.
         method: ``"ghost"`` (MLPs), ``"book-keeping"`` (CNNs and MLPs), ``"vmap"`` (any
             model) or ``"auto"`` (ghost for MLPs, book-keeping otherwise).
+        initial_state: parameter name → array: every run's initial parameters (default:
+            each run's own, drawn from its seed); the noise streams are those of the
+            one-run trainer given the same ``initial_state``.
 
     Returns:
         :class:`BatchedDPSGD`.
@@ -418,7 +425,7 @@ def train_dpsgd_batched(
     with torch_context(0, num_threads=settings.num_threads) as torch:
         start = time.perf_counter()
         device = resolve_device(settings.device)
-        st = _prepare(torch, sizes, spec, rngs, q, steps, device)
+        st = _prepare(torch, sizes, spec, rngs, q, steps, device, initial_state)
         X = _pad(torch, [m[0] for m in members], width)[0].to(device)
         y = _pad(torch, [m[1] for m in members], width)[0].to(device)
         net = spec.build().to(device) if method != "ghost" else None
