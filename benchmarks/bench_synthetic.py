@@ -56,7 +56,7 @@ PRIVBAYES_AUDITS = {
                      "threat_models": ("white-box-network",), "runs": 60, "pilot_runs": 20}),
     "quiet-noise": ("datasynthesizer-privbayes-quiet-noise", "datasynthesizer-privbayes",
                     {"dataset": "tree-flip", "columns": 3, "rows": 4,
-                     "threat_models": ("white-box-laplace",), "runs": 30, "pilot_runs": 20}),
+                     "threat_models": ("white-box-laplace",), "runs": 60, "pilot_runs": 20}),
 }  # fmt: skip
 
 

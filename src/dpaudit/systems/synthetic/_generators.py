@@ -55,6 +55,7 @@ from dpaudit._results import Claim
 from dpaudit._validate import check_array, check_delta, check_positive, check_positive_int
 from dpaudit.systems._external import ExternalLibrary, ExternalWorker
 from dpaudit.systems._protocols import SYSTEMS, SystemFactory
+from dpaudit.systems.synthetic._inprocess import InProcessLibrary
 
 __all__ = [
     "GENERATORS",
@@ -75,8 +76,9 @@ OBSERVABLES: tuple[str, ...] = ("measurements", "selections", "synthetic", "doma
 SYSTEM_TAG = "synthetic-data"
 _HERE = Path(__file__).resolve().parent
 
-#: The out-of-process libraries, by environment name.
-LIBRARIES: dict[str, ExternalLibrary] = {
+#: The libraries, by environment name: out of process, and (DataSynthesizer, added by
+#: :mod:`._privbayes`) in this process as an extra of the package.
+LIBRARIES: dict[str, ExternalLibrary | InProcessLibrary] = {
     "smartnoise": ExternalLibrary("smartnoise", "smartnoise-synth",
                                   str(_HERE / "_handler_smartnoise.py"), "venv-smartnoise"),
     "dpmm": ExternalLibrary("dpmm", "dpmm", str(_HERE / "_handler_dpmm.py"), "venv-dpmm"),
@@ -151,8 +153,8 @@ class GeneratorSpec:
         title: one line.
         source: the generator's paper (authors, year, arXiv id).
         bug: what deviates from the analysed algorithm (None: the library as installed).
-        noise_scale: factor on the standard deviation of the library's Gaussian noise (1:
-            as installed; 0.1: the planted bug).
+        noise_scale: factor on the standard deviation of the library's Gaussian noise (for
+            PrivBayes: the scale of its Laplace noise; 1: as installed; 0.1: the planted bug).
         public_domain: whether the public domain is passed to the library (False: the
             library infers it from the private data — a known violation).
         options: the library's own settings, passed to its constructor.
@@ -231,7 +233,7 @@ class SyntheticGenerator:
         GeneratorCell.__post_init__(cell)  # a cell changed after it was built is refused too
         self.cell = cell
         self.spec: GeneratorSpec = GENERATORS.get(cell.generator)
-        self.library: ExternalLibrary = LIBRARIES[self.spec.library]
+        self.library: ExternalLibrary | InProcessLibrary = LIBRARIES[self.spec.library]
 
     @property
     def name(self) -> str:
