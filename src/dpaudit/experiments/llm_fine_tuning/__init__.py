@@ -2,9 +2,10 @@
 
 * :mod:`.settings` — :class:`LLMFineTuningSettings` (model, data, DP fine-tuning, canaries,
   bounds).
-* :mod:`.pipeline` — :func:`audit_llm_fine_tuning`: one fine-tuning run per canary kind;
-  per (kind, score) a valid one-run bound beside the accountant's claim, TPR at low FPR, AUC
-  and greedy extraction of the secrets (Panda et al. 2025, arXiv:2503.06808).
+* :mod:`.pipeline` — :func:`audit_llm_fine_tuning`: one fine-tuning run with the canaries
+  of every kind (or one run per kind), each kind its own one-run game; per (kind, score) a
+  valid one-run bound beside the accountant's claim, TPR at low FPR, AUC and greedy
+  extraction of the secrets (Panda et al. 2025, arXiv:2503.06808).
 """
 
 from dpaudit.experiments._workflow import WORKFLOWS, Workflow
@@ -51,7 +52,7 @@ WORKFLOWS.register(
         settings=LLMFineTuningSettings,
         run=audit_llm_fine_tuning,
         summary="DP fine-tuning of a causal language model (Opacus, LoRA) with random-, rare-, "
-        "new-token and model-generated canaries: one run per kind, valid one-run bounds "
+        "new-token and model-generated canaries: every kind in one run, valid one-run bounds "
         "(Steinke et al., f-DP) per score beside the accountant's claim, TPR at low FPR, AUC "
         "and greedy extraction.",
         report="dpaudit.report:generic_report",

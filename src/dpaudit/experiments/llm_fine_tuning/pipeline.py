@@ -1,17 +1,24 @@
-"""The LLM fine-tuning audit (``dpaudit audit llm-fine-tuning``): one run per canary kind.
+"""The LLM fine-tuning audit (``dpaudit audit llm-fine-tuning``): one run for every kind.
 
 1. **data** — the fine-tuning texts (:func:`load_texts`): the corpus' training split, a
    seeded random ``examples`` of them, one training sequence each; its held-out split
    pre-trains the tiny GPT;
 2. **model** — the pre-trained model (:func:`load_model`): the tiny GPT trained from scratch,
    or SmolLM2-135M-Instruct;
-3. **per canary kind** (:data:`dpaudit.attacks.LLM_CANARY_KINDS`) —
+3. **canaries** — per kind (:data:`dpaudit.attacks.LLM_CANARY_KINDS`) k canaries
+   (:func:`dpaudit.attacks.draw_llm_canaries`), each inserted with probability ``inclusion``;
+   an inserted canary is ``repetitions`` r training examples (r copies, each Poisson-sampled
+   on its own). With ``joint`` (the default) every kind's canaries go into **one**
+   fine-tuning run, each kind with prefixes and inclusions of its own, and each kind is
+   analysed on its own: for one kind's one-run game the other kinds' canaries are ordinary
+   training data, independent of its inclusions, so its bound is as valid as in a run of its
+   own (the game of Steinke, Nasr & Jagielski 2023, arXiv:2305.08846, needs only independent
+   inclusions and DP for any fixed rest of the data; Panda et al. 2025, arXiv:2503.06808,
+   audit with many canaries in one run). Without it, one run per kind (the prefixes and
+   inclusions shared); a single kind draws the same canaries and run either way;
+4. per run and kind —
 
-   * k canaries (:func:`dpaudit.attacks.draw_llm_canaries`), each inserted with probability
-     ``inclusion``; prefixes and inclusions are the same for every kind (one seed); an
-     inserted canary is ``repetitions`` r training examples (r copies, each Poisson-sampled
-     on its own);
-   * one fine-tuning run of the system (its cell from the settings; inputs checked before
+   * the fine-tuning run of the system (its cell from the settings; inputs checked before
      training: canaries longer than the context, a tokenizer without room for new tokens, a
      model without a causal LM head are refused);
    * the secrets' losses under the fine-tuned and the pre-trained model, and the three scores
@@ -282,8 +289,8 @@ def audit_llm_fine_tuning(
     progress: Any = None,
     checkpoint: Any = None,
 ) -> AuditResult:
-    """Audit DP fine-tuning of a language model with canaries, one run per kind (module
-    docstring).
+    """Audit DP fine-tuning of a language model with canaries, every kind in one run (or one
+    run per kind; module docstring).
 
     Args:
         settings: :class:`LLMFineTuningSettings` (default: the tiny GPT, 500 texts,
@@ -328,7 +335,9 @@ def audit_llm_fine_tuning(
         WORKFLOW, tuple(entries), s, s.seed, timings,
         package_versions("torch", "transformers", "peft", "opacus", "dp-accounting"),
         detail=tuple(runs),
-        note="One fine-tuning run per canary kind. Each lower bound is valid at its confidence "
+        note=("One fine-tuning run for every canary kind (each kind's own game). " if
+              s.canaries.joint else "One fine-tuning run per canary kind. ")
+        + "Each lower bound is valid at its confidence "
         "on its own (the canaries' inclusion is randomised); the largest over the entries is "
         "not (Bonferroni over the entries would pay for it). TPR at low FPR and AUC are "
         "descriptive.",
