@@ -237,3 +237,14 @@ def test_docs_pool_figures_come_from_the_benchmark():
             f"{p['wall_seconds_per_run']:.2f} s wall") in " ".join(page.split())  # fmt: skip
     assert f"{t['cpu_seconds_per_run']:.3f} CPU-s and {t['wall_seconds_per_run']:.2f} s wall" in (
         " ".join(page.split()))  # fmt: skip
+
+
+@needs_ds
+def test_the_sensitivity_fix_needs_a_public_row_count():
+    pair = WORST_CASE_DATASETS.get("unique-record")(columns=2, rows=4)
+    g = _gen("datasynthesizer-privbayes-public-sensitivity")
+    with pytest.raises(ValueError, match="public_rows"):
+        g.fit_runs([pair.D], [0], [0], domain=pair.domain)
+    import DataSynthesizer.lib.PrivBayes as pb
+
+    assert pb.Pool.__module__ == "multiprocessing.pool"  # nothing left patched

@@ -195,6 +195,9 @@ def op_fit(body, arrays):
     observe = set(body.get("observe", ["measurements", "selections"]))
     options = dict(body.get("options", {}))
     k = int(options.get("k", 1))
+    if options.get("sensitivity", "data") == "public" and int(options.get("public_rows", 0)) < 2:
+        raise ValueError(f"options must set public_rows (the public row count the sensitivity "
+                         f"uses, at least 2), got {options.get('public_rows')}")  # fmt: skip
     sample_rows = int(body.get("sample_rows", 0))
     noise_scale = float(body.get("noise_scale", 1.0))
     cols = [f"c{j}" for j in range(len(cards))]
