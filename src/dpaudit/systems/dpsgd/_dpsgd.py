@@ -25,7 +25,9 @@ variables (PRV: Gopi, Lee & Wutschitz 2021, arXiv:2106.02848). Add/remove-one ne
   configuration (the bug catalogue, a user's own loop) run that configuration and never
   come here. The Poisson sampling is done here with a rate fixed *before* the data are seen
   (``batch_size / nominal_size``), because Opacus' data loader derives the rate from the
-  realised dataset size, which depends on which canaries were included.
+  realised dataset size, which depends on which canaries were included. The first training
+  in a process lets glibc keep freed memory for the next step
+  (:func:`._bookkeeping.keep_freed_memory`: no page faults for every full-batch step).
 * :class:`DPSGD` — the system (registered as ``"dp-sgd"`` in :data:`SYSTEMS`): the settings,
   the nominal dataset size, the noise multiplier (given, or calibrated to a target (ε, δ) with
   Opacus' ``get_noise_multiplier``), its :attr:`~DPSGD.mechanism` and its claims — Opacus'
