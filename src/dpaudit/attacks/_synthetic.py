@@ -424,6 +424,3 @@ for _tm in (
                          "the number of rows of the synthetic table"),
 ):  # fmt: skip
     SYNTHETIC_THREAT_MODELS.register(_tm.name, _tm)
-
-# PrivBayes's distinguishers and worst-case dataset register themselves in the registries above.
-from dpaudit.attacks import _synthetic_privbayes  # noqa: E402, F401
