@@ -35,8 +35,10 @@ AUTO_FIRST_SCALE = 0.25
 #: The automatic sizing's budgets, counted in samples so that a seed gives the same stages and
 #: the same bound on any machine: output values drawn per input (samples × output width, all
 #: stages) and training entries (rows × features) fitted by logistic regression. Calibrated
-#: on one core: the most expensive of DP-Sniper's mechanisms per sample (SVT34-parallel,
-#: ~32 µs per training and ~3.6 µs per fresh sample per input) stays under 3 minutes.
+#: on one core so that DP-Sniper's costliest mechanisms per sample stay under 3 minutes:
+#: SVT3 and SVT34-parallel (logistic scores on 10 and 20 outputs, ~11 and ~30 µs per
+#: training sample) stop at ~160 CPU-s, the fit budget ending them after their fifth and
+#: fourth stage; the cheap ones (exact counts, closed-form ratios) run all six stages.
 SAMPLE_BUDGET = 2_000_000_000
 FIT_BUDGET = 850_000_000
 #: Pairs per input a sequential audit may stream before it stops without a rejection.
