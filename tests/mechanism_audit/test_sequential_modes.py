@@ -53,17 +53,17 @@ def test_automatic_sizing_pays_for_its_stages():
     assert 0.05 < e.lower_bound.epsilon <= 0.1  # true ε = 0.1
 
 
-def test_automatic_sizing_narrows_the_pairs_and_counts_its_budget_in_samples():
-    """Once a stage with ``screen_samples / 2`` training samples shows a bound, the next
-    searches the ``screen_pairs`` best pairs of that stage, then half as many; the budgets
-    are counted in samples, so the same seed gives the same stages and bound, and a budget
-    the second stage overruns stops after the first."""
+def test_automatic_sizing_locks_the_best_pair_and_counts_its_budget_in_samples():
+    """Once a stage with ``screen_samples / 2`` training samples shows a bound, the later
+    stages audit only the pair of the best stage so far; the budgets are counted in samples,
+    so the same seed gives the same stages and bound, and a budget the second stage overruns
+    stops after the first."""
     s = MechanismAuditSettings(mechanism="laplace", max_stages=3, screen_pairs=2,
                                screen_samples=10_000)  # fmt: skip
     res = audit_mechanism(s)
     stages = res.timings["stages"]
     assert stages[0]["pairs"] == 4 and stages[0]["epsilon"] > 0
-    assert [st["pairs"] for st in stages[1:]] == [2, 1][: len(stages) - 1]
+    assert [st["pairs"] for st in stages[1:]] == [1, 1][: len(stages) - 1]
     assert stages[0]["values"] == 4 * (5_000 + 5_000) + 50_000  # width 1, logistic
     assert stages[0]["fit_entries"] > 0
     again = audit_mechanism(s)

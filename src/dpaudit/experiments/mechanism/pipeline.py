@@ -282,11 +282,6 @@ class _SearchLog:
                 self.fit_entries += 2 * rows * (att.weights.size + 1)
         self.ranking.append((projected, full, i))
 
-    def best(self, k: int) -> list[int]:
-        """The indices of the ``k`` best pairs: fully scored ones first, by projected bound."""
-        order = sorted(self.ranking, key=lambda r: (not r[1], -r[0], r[2]))
-        return list(dict.fromkeys(i for _, _, i in order))[:k]
-
 
 def _screened_search(spec, pairs, s: MechanismAuditSettings, root, width: int,
                      log=None) -> _Candidate:  # fmt: skip
@@ -510,26 +505,30 @@ def _audit_staged(spec, settings: MechanismAuditSettings, progress, checkpoint) 
     S&P; Lu et al. 2022, arXiv:2210.16049, on selecting the test on a held-out split).
 
     Plan: stage ``k`` uses :data:`AUTO_FIRST_SCALE` × :data:`STAGE_GROWTH` ``** k`` of the
-    base sizes. Every pair is searched until a stage with enough training samples shows a
-    bound above 0; from then on each stage searches only the best pairs of the stage before,
-    ranked by their projected bound on that stage's selection samples — ``screen_pairs`` of
-    them, then half as many each stage, down to one: successive halving (Karnin, Koren &
-    Somekh 2013, ICML; Jamieson & Talwalkar 2016, arXiv:1502.07943) with the samples per pair
-    growing ×4 a stage (:func:`_plan_stage`). The stages stop when two in a row fail to raise
-    the bound by 2 %, after ``max_stages``, or when not even one pair fits in what is left of
-    the budgets, counted in samples, not seconds (:func:`_stage_cost`), so that a seed gives
-    the same stages and the same bound on any machine."""
+    base sizes. Every pair is searched until a bound above 0 has shown and a stage with at
+    least ``screen_samples / 2`` training samples per input has searched them all (a search on
+    fewer misjudges the pairs whose score needs a richer fit, SVT3's); from then on each stage
+    audits only the pair of the best stage so far, which a fresh audit confirmed (a ranking of
+    the pairs by their projected bounds on one stage's selection samples is too noisy for
+    SVT1 and SVT2, whose good pair can rank last at 80,000 samples). The stages stop when two
+    in a row fail to raise the bound by 2 %, after ``max_stages``, or when the next stage does
+    not fit in what is left of the budgets, counted in samples, not seconds
+    (:func:`_stage_cost`), so that a seed gives the same stages and the same bound on any
+    machine."""
     t0 = time.perf_counter()
     level = 1.0 - (1.0 - settings.confidence_level) / settings.max_stages
     seeds = np.random.SeedSequence(settings.seed).spawn(settings.max_stages)
     pairs = _pairs(settings, spec)
     width = _probe(spec, pairs, np.random.SeedSequence(settings.seed))
-    stages, best, keep, log, rate, spent, stale = [], None, None, None, 0.0, [0, 0], 0
+    stages, best, locked, rate, spent, stale = [], None, False, 0.0, [0, 0], 0
     for k in range(settings.max_stages):
         scale = STAGE_GROWTH**k * AUTO_FIRST_SCALE
         sizes = tuple(max(1, round(x * scale)) for x in settings.sizes())
         sized = _fixed(settings, sizes, level, int(seeds[k].generate_state(1)[0]))
-        plan = _plan_stage(spec, sized, pairs, width, keep, log, rate, spent)
+        if locked:  # the pair of the best stage so far
+            w = best.entries[0].detail
+            pairs = ((np.asarray(w.database_a, float), np.asarray(w.database_b, float)),)
+        plan = _plan_stage(spec, sized, pairs, width, rate, spent)
         if plan is None and k:  # not even one pair fits in what is left of the budgets
             break
         in_play, cost = plan or (pairs, _stage_cost(spec, sized, len(pairs), width, rate))
@@ -539,15 +538,12 @@ def _audit_staged(spec, settings: MechanismAuditSettings, progress, checkpoint) 
         eps = res.entries[0].lower_bound.epsilon
         spent = [spent[0] + cost[0], spent[1] + log.fit_entries]
         rate = log.fit_entries / max(_stage_cost(spec, sized, len(in_play), 1, 1.0)[1], 1)
-        pairs = in_play  # the next stage's ranking (log) indexes these
         stages.append({"stage": k, "sizes": sized.sizes(), "pairs": len(in_play),
                        "epsilon": eps, "seconds": time.perf_counter() - start,
                        "values": cost[0], "fit_entries": log.fit_entries})  # fmt: skip
         previous = best.entries[0].lower_bound.epsilon if best is not None else None
-        if keep is not None:
-            keep = max(1, keep // 2)
-        elif max(eps, previous or 0.0) > 0 and sized.train_samples >= settings.screen_samples // 2:
-            keep = max(1, settings.screen_pairs)
+        big = sized.train_samples >= settings.screen_samples // 2
+        locked = locked or (big and max(eps, previous or 0.0) > 0)
         stale = 0 if previous is None or eps >= 1.02 * previous else stale + 1
         if best is None or eps > previous:
             best = res
@@ -556,24 +552,13 @@ def _audit_staged(spec, settings: MechanismAuditSettings, progress, checkpoint) 
     return _staged_result(settings, best, stages, level, spent, t0)
 
 
-def _plan_stage(spec, s: MechanismAuditSettings, pairs, width, keep, log, rate, spent):
-    """The pairs the stage searches and its cost, or ``None`` when none fits the budgets.
-
-    Every pair (``keep`` None) until a bound above 0 has shown and a stage with at least
-    ``screen_samples / 2`` training samples per input has ranked the pairs (a ranking on
-    fewer misjudges the pairs whose score needs a richer fit, SVT3's); then the best of the
-    stage before, ranked by ``log``:
-    at most ``keep`` (``screen_pairs``, then halved each stage, down to one), and fewer,
-    halving, while the stage would overrun a budget."""
-    k = len(pairs) if keep is None else min(keep, len(pairs))
-    while True:
-        chosen = pairs if keep is None else tuple(pairs[i] for i in log.best(k))
-        cost = _stage_cost(spec, s, len(chosen), width, rate)
-        if spent[0] + cost[0] <= s.sample_budget and spent[1] + cost[1] <= s.fit_budget:
-            return chosen, cost
-        if keep is None or k == 1:
-            return None
-        k = max(1, k // 2)
+def _plan_stage(spec, s: MechanismAuditSettings, pairs, width, rate, spent):
+    """The pairs the stage searches (every pair, or the one :func:`_audit_staged` locked) and
+    its cost, or ``None`` when it does not fit in what is left of the budgets."""
+    cost = _stage_cost(spec, s, len(pairs), width, rate)
+    if spent[0] + cost[0] <= s.sample_budget and spent[1] + cost[1] <= s.fit_budget:
+        return pairs, cost
+    return None
 
 
 def _stage_cost(spec, s: MechanismAuditSettings, npairs: int, width: int, rate: float):
