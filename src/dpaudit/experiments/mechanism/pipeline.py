@@ -492,47 +492,43 @@ def _audit_fixed(spec, settings, progress, checkpoint, reported=None, pairs=None
 
 
 def _audit_staged(spec, settings: MechanismAuditSettings, progress, checkpoint) -> AuditResult:
-    """Stages of growing size, each an independent audit at ``1 − β/max_stages`` on its own
-    seed (``SeedSequence(seed).spawn``).
+    """Stages of growing size, each an independent audit at ``1 − β/(max_stages + 1)`` on its
+    own seed (``SeedSequence(seed).spawn``).
 
-    Validity: every stage's bound is a Clopper–Pearson bound on fresh samples of its own, and
+    Validity: every look's bound is a Clopper–Pearson bound on fresh samples of its own, and
     its pair and event are fixed by samples independent of them (its own training and
-    selection samples, and the ranking of earlier stages, drawn from earlier stages' seeds).
-    Each stage's bound therefore holds at ``1 − β/max_stages`` whatever the earlier stages
-    showed, and the best of the stages run holds at ``1 − β`` by the union bound over the
-    ``max_stages`` looks fixed in advance (Bonferroni), however many are run and whatever
-    stopped them; the same argument as for a fixed audit's split (Bichsel et al. 2021, IEEE
-    S&P; Lu et al. 2022, arXiv:2210.16049, on selecting the test on a held-out split).
+    selection samples, and what earlier looks showed, drawn from their own seeds). Each look's
+    bound therefore holds at ``1 − β/(max_stages + 1)`` whatever the earlier ones showed, and
+    the best of the looks run holds at ``1 − β`` by the union bound over the
+    ``max_stages + 1`` looks fixed in advance (Bonferroni: one per stage, and the lock stage's
+    second look below), however many are run and whatever stopped them; the same argument as
+    for a fixed audit's split (Bichsel et al. 2021, IEEE S&P; Lu et al. 2022,
+    arXiv:2210.16049, on selecting the test on a held-out split).
 
     Plan: stage ``k`` uses :data:`AUTO_FIRST_SCALE` × :data:`STAGE_GROWTH` ``** k`` of the
     base sizes. Every pair is searched until a bound above 0 has shown and a stage with at
     least ``screen_samples / 2`` training samples per input has searched them all (a search on
-    fewer misjudges the pairs whose score needs a richer fit, SVT3's); from then on each stage
-    audits only the pair of the best stage so far, which a fresh audit confirmed (a ranking of
-    the pairs by their projected bounds on one stage's selection samples is too noisy for
-    SVT1 and SVT2, whose good pair can rank last at 80,000 samples). The stages stop when two
-    in a row fail to raise the bound by 2 %, after ``max_stages``, or when the next stage does
+    fewer misjudges the pairs whose score needs a richer fit: SVT3's good pairs rank last at
+    20,000 samples). That stage, the lock stage, also audits the pair of the best earlier
+    stage at its own sizes, on samples of its own (a second look): the projected bounds on one
+    stage's selection samples can favour a worse pair over the one an earlier stage found
+    (SVT1 and SVT2 at 80,000 samples), while a fresh audit of both shows which is better. From
+    then on each stage audits only the pair of the best look so far. The stages stop when two
+    in a row fail to raise the bound by 2 %, after ``max_stages``, or when the next look does
     not fit in what is left of the budgets, counted in samples, not seconds
-    (:func:`_stage_cost`), so that a seed gives the same stages and the same bound on any
+    (:func:`_stage_cost`), so that a seed gives the same looks and the same bound on any
     machine."""
-    t0 = time.perf_counter()
-    level = 1.0 - (1.0 - settings.confidence_level) / settings.max_stages
-    seeds = np.random.SeedSequence(settings.seed).spawn(settings.max_stages)
+    t0, n_looks = time.perf_counter(), settings.max_stages + 1
+    level = 1.0 - (1.0 - settings.confidence_level) / n_looks
+    seeds = np.random.SeedSequence(settings.seed).spawn(n_looks)
     pairs = _pairs(settings, spec)
     width = _probe(spec, pairs, np.random.SeedSequence(settings.seed))
     stages, best, locked, rate, spent, stale = [], None, False, 0.0, [0, 0], 0
-    for k in range(settings.max_stages):
-        scale = STAGE_GROWTH**k * AUTO_FIRST_SCALE
-        sizes = tuple(max(1, round(x * scale)) for x in settings.sizes())
-        sized = _fixed(settings, sizes, level, int(seeds[k].generate_state(1)[0]))
-        if locked:  # the pair of the best stage so far
-            w = best.entries[0].detail
-            pairs = ((np.asarray(w.database_a, float), np.asarray(w.database_b, float)),)
-        plan = _plan_stage(spec, sized, pairs, width, rate, spent)
-        if plan is None and k:  # not even one pair fits in what is left of the budgets
-            break
-        in_play, cost = plan or (pairs, _stage_cost(spec, sized, len(pairs), width, rate))
-        where = None if checkpoint is None else Path(checkpoint) / f"stage-{k}"
+
+    def look(k, seed, sizes, in_play, cost, tag=""):
+        nonlocal spent, rate
+        sized = _fixed(settings, sizes, level, int(seed.generate_state(1)[0]))
+        where = None if checkpoint is None else Path(checkpoint) / f"stage-{k}{tag}"
         log, start = _SearchLog(), time.perf_counter()
         res = _audit_fixed(spec, sized, progress, where, pairs=in_play, log=log)
         eps = res.entries[0].lower_bound.epsilon
@@ -541,15 +537,39 @@ def _audit_staged(spec, settings: MechanismAuditSettings, progress, checkpoint) 
         stages.append({"stage": k, "sizes": sized.sizes(), "pairs": len(in_play),
                        "epsilon": eps, "seconds": time.perf_counter() - start,
                        "values": cost[0], "fit_entries": log.fit_entries})  # fmt: skip
+        return res, eps
+
+    for k in range(settings.max_stages):
+        scale = STAGE_GROWTH**k * AUTO_FIRST_SCALE
+        sizes = tuple(max(1, round(x * scale)) for x in settings.sizes())
+        sized = _fixed(settings, sizes, level, 0)
+        if locked:  # the pair of the best look so far
+            pairs = (_witness_pair(best),)
+        plan = _plan_stage(spec, sized, pairs, width, rate, spent)
+        if plan is None and k:  # not even one pair fits in what is left of the budgets
+            break
+        in_play, cost = plan or (pairs, _stage_cost(spec, sized, len(pairs), width, rate))
+        res, eps = look(k, seeds[k], sizes, in_play, cost)
         previous = best.entries[0].lower_bound.epsilon if best is not None else None
-        big = sized.train_samples >= settings.screen_samples // 2
-        locked = locked or (big and max(eps, previous or 0.0) > 0)
+        if not locked and sized.train_samples >= settings.screen_samples // 2:
+            locked = max(eps, previous or 0.0) > 0
+            earlier = (_witness_pair(best),) if locked and previous else None
+            plan = earlier and _plan_stage(spec, sized, earlier, width, rate, spent)
+            if plan:  # the lock stage's second look: the best earlier stage's pair
+                check, eps_check = look(k, seeds[-1], sizes, *plan, tag="-earlier-pair")
+                res, eps = (check, eps_check) if eps_check > eps else (res, eps)
         stale = 0 if previous is None or eps >= 1.02 * previous else stale + 1
         if best is None or eps > previous:
             best = res
         if stale >= 2:  # two stages in a row without a 2 % gain
             break
     return _staged_result(settings, best, stages, level, spent, t0)
+
+
+def _witness_pair(result: AuditResult) -> tuple[np.ndarray, np.ndarray]:
+    """The neighbouring pair an audit's bound came from."""
+    w = result.entries[0].detail
+    return np.asarray(w.database_a, float), np.asarray(w.database_b, float)
 
 
 def _plan_stage(spec, s: MechanismAuditSettings, pairs, width, rate, spent):
@@ -581,18 +601,19 @@ def _staged_result(settings, best: AuditResult, stages, level, spent, t0) -> Aud
     used = best.settings
     looks = SelectionRecord(
         "sample sizes", "bonferroni",
-        f"{len(stages)} of at most {settings.max_stages} stages of growing size (×"
+        f"{len(stages)} looks in at most {settings.max_stages} stages of growing size (×"
         f"{STAGE_GROWTH} each, from {stages[0]['sizes']}), each a fresh audit at "
-        f"{level:.4g}; stages after the first with a bound search the best pairs of the stage "
-        f"before (ranked on its samples: {[st['pairs'] for st in stages]} pairs); "
+        f"{level:.4g}; every pair until a stage with {settings.screen_samples // 2:,} training "
+        f"samples shows a bound, which also audits the best earlier pair, then the best pair "
+        f"(pairs per look: {[st['pairs'] for st in stages]}); "
         f"{spent[0]:,} output values and {spent[1]:,} fitted entries per input of the budgets "
         f"{settings.sample_budget:,} and {settings.fit_budget:,}; the best reported: sizes "
         f"{used.sizes()}",
     )  # fmt: skip
     lower = dataclasses.replace(
         entry.lower_bound, confidence_level=settings.confidence_level,
-        method=f"{entry.lower_bound.method}, best of {len(stages)} stages (Bonferroni over "
-        f"{settings.max_stages})",
+        method=f"{entry.lower_bound.method}, best of {len(stages)} looks (Bonferroni over "
+        f"{settings.max_stages + 1})",
     )  # fmt: skip
     entry = dataclasses.replace(entry, lower_bound=lower,
                                 selections=(*entry.selections, looks))  # fmt: skip
