@@ -39,16 +39,17 @@ def test_sequential_mode_never_rejects_an_honest_laplace():
 
 
 def test_automatic_sizing_pays_for_its_stages():
-    """Two stages and the lock stage's second look (``screen_samples`` 20,000: the stage with
-    10,000 training samples locks, and audits the pair of stage 0 too), all paid for by a
-    Bonferroni correction over ``max_stages + 1`` looks."""
+    """Two stages and the second look (``screen_samples`` 20,000: stage 0 shows a bound on
+    5,000 training samples and locks its pair, so stage 1, the first with 10,000, audits that
+    pair and searches every pair again), all paid for by a Bonferroni correction over
+    ``max_stages + 1`` looks."""
     s = MechanismAuditSettings(mechanism="laplace", max_stages=2, screen_samples=20_000)
     res = audit_mechanism(s)
     e, stages = res.entries[0], res.timings["stages"]
     assert tuple(stages[0]["sizes"]) == tuple(x // 4 for x in BASE_SIZES)
     assert stages[0]["epsilon"] > 0 and len(stages) == 3
     assert tuple(stages[1]["sizes"]) == tuple(stages[2]["sizes"]) == BASE_SIZES
-    assert [st["pairs"] for st in stages] == [4, 4, 1]
+    assert [st["pairs"] for st in stages] == [4, 1, 4]
     assert math.isclose(e.lower_bound.epsilon, max(st["epsilon"] for st in stages))
     assert e.lower_bound.confidence_level == 0.95
     looks = [r for r in e.selections if r.choice == "sample sizes"]

@@ -500,30 +500,31 @@ def _audit_staged(spec, settings: MechanismAuditSettings, progress, checkpoint) 
     selection samples, and what earlier looks showed, drawn from their own seeds). Each look's
     bound therefore holds at ``1 − β/(max_stages + 1)`` whatever the earlier ones showed, and
     the best of the looks run holds at ``1 − β`` by the union bound over the
-    ``max_stages + 1`` looks fixed in advance (Bonferroni: one per stage, and the lock stage's
-    second look below), however many are run and whatever stopped them; the same argument as
+    ``max_stages + 1`` looks fixed in advance (Bonferroni: one per stage, and the second
+    look below), however many are run and whatever stopped them; the same argument as
     for a fixed audit's split (Bichsel et al. 2021, IEEE S&P; Lu et al. 2022,
     arXiv:2210.16049, on selecting the test on a held-out split).
 
     Plan: stage ``k`` uses :data:`AUTO_FIRST_SCALE` × :data:`STAGE_GROWTH` ``** k`` of the
-    base sizes. Every pair is searched until a bound above 0 has shown and a stage with at
-    least ``screen_samples / 2`` training samples per input has searched them all (a search on
-    fewer misjudges the pairs whose score needs a richer fit: SVT3's good pairs rank last at
-    20,000 samples). That stage, the lock stage, also audits the pair of the best earlier
-    stage at its own sizes, on samples of its own (a second look): the projected bounds on one
-    stage's selection samples can favour a worse pair over the one an earlier stage found
-    (SVT1 and SVT2 at 80,000 samples), while a fresh audit of both shows which is better. From
-    then on each stage audits only the pair of the best look so far. The stages stop when two
-    in a row fail to raise the bound by 2 %, after ``max_stages``, or when the next look does
-    not fit in what is left of the budgets, counted in samples, not seconds
-    (:func:`_stage_cost`), so that a seed gives the same looks and the same bound on any
-    machine."""
+    base sizes. Every pair is searched until a stage shows a bound above 0; from then on each
+    stage audits only the pair of the best look so far (a stage's search among all pairs,
+    made on its own selection samples, can favour a worse pair over the one an earlier stage
+    found and a fresh audit confirmed: SVT1 and SVT2 at 80,000 samples). A search on few
+    training samples misjudges the pairs whose score needs a richer fit (SVT3's good pairs
+    rank last at 20,000), so if the pair was locked before any stage had ``screen_samples /
+    2`` training samples per input, the first stage that has them also searches every pair,
+    on samples of its own (the second look), and the better of its two looks decides the pair
+    of the later stages. The stages stop when two in a row fail to raise the bound by 2 %,
+    after ``max_stages``, or when the next look does not fit in what is left of the budgets,
+    counted in samples, not seconds (:func:`_stage_cost`), so that a seed gives the same looks
+    and the same bound on any machine."""
     t0, n_looks = time.perf_counter(), settings.max_stages + 1
     level = 1.0 - (1.0 - settings.confidence_level) / n_looks
     seeds = np.random.SeedSequence(settings.seed).spawn(n_looks)
     pairs = _pairs(settings, spec)
     width = _probe(spec, pairs, np.random.SeedSequence(settings.seed))
     stages, best, locked, rate, spent, stale = [], None, False, 0.0, [0, 0], 0
+    all_pairs, searched_big = pairs, False
 
     def look(k, seed, sizes, in_play, cost, tag=""):
         nonlocal spent, rate
@@ -543,21 +544,22 @@ def _audit_staged(spec, settings: MechanismAuditSettings, progress, checkpoint) 
         scale = STAGE_GROWTH**k * AUTO_FIRST_SCALE
         sizes = tuple(max(1, round(x * scale)) for x in settings.sizes())
         sized = _fixed(settings, sizes, level, 0)
+        big = sized.train_samples >= settings.screen_samples // 2
         if locked:  # the pair of the best look so far
             pairs = (_witness_pair(best),)
         plan = _plan_stage(spec, sized, pairs, width, rate, spent)
         if plan is None and k:  # not even one pair fits in what is left of the budgets
             break
-        in_play, cost = plan or (pairs, _stage_cost(spec, sized, len(pairs), width, rate))
-        res, eps = look(k, seeds[k], sizes, in_play, cost)
+        res, eps = look(k, seeds[k], sizes, *(plan or (pairs, _stage_cost(spec, sized,
+                        len(pairs), width, rate))))  # fmt: skip
         previous = best.entries[0].lower_bound.epsilon if best is not None else None
-        if not locked and sized.train_samples >= settings.screen_samples // 2:
-            locked = max(eps, previous or 0.0) > 0
-            earlier = (_witness_pair(best),) if locked and previous else None
-            plan = earlier and _plan_stage(spec, sized, earlier, width, rate, spent)
-            if plan:  # the lock stage's second look: the best earlier stage's pair
-                check, eps_check = look(k, seeds[-1], sizes, *plan, tag="-earlier-pair")
-                res, eps = (check, eps_check) if eps_check > eps else (res, eps)
+        if locked and big and not searched_big:  # the second look: every pair, searched on
+            plan = _plan_stage(spec, sized, all_pairs, width, rate, spent)  # enough samples
+            if plan:
+                wide, eps_wide = look(k, seeds[-1], sizes, *plan, tag="-every-pair")
+                res, eps = (wide, eps_wide) if eps_wide > eps else (res, eps)
+        searched_big = searched_big or big
+        locked = locked or eps > 0
         stale = 0 if previous is None or eps >= 1.02 * previous else stale + 1
         if best is None or eps > previous:
             best = res
@@ -603,9 +605,9 @@ def _staged_result(settings, best: AuditResult, stages, level, spent, t0) -> Aud
         "sample sizes", "bonferroni",
         f"{len(stages)} looks in at most {settings.max_stages} stages of growing size (×"
         f"{STAGE_GROWTH} each, from {stages[0]['sizes']}), each a fresh audit at "
-        f"{level:.4g}; every pair until a stage with {settings.screen_samples // 2:,} training "
-        f"samples shows a bound, which also audits the best earlier pair, then the best pair "
-        f"(pairs per look: {[st['pairs'] for st in stages]}); "
+        f"{level:.4g}; every pair until a stage shows a bound, then the best pair so far, and "
+        f"every pair again on the first stage with {settings.screen_samples // 2:,} training "
+        f"samples (pairs per look: {[st['pairs'] for st in stages]}); "
         f"{spent[0]:,} output values and {spent[1]:,} fitted entries per input of the budgets "
         f"{settings.sample_budget:,} and {settings.fit_budget:,}; the best reported: sizes "
         f"{used.sizes()}",
