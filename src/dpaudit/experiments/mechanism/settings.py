@@ -52,11 +52,12 @@ class MechanismAuditSettings:
 
     ``mode="auto"`` (the default) with no size given chooses the sizes itself: stages of
     growing size (:data:`AUTO_FIRST_SCALE` × :data:`BASE_SIZES`, then ×:data:`STAGE_GROWTH`
-    each; once a stage shows a bound, the next ones search the ``screen_pairs`` best pairs of
-    the stage before, then half as many each stage, down to one), every stage a fresh,
-    independent audit at confidence ``1 − β/max_stages`` (Bonferroni over the stages fixed in
-    advance), until two stages in a row fail to improve the bound by 2 %, ``max_stages`` are
-    done or the next stage would overrun ``sample_budget`` (output values drawn) or
+    each; once a stage shows a bound, the next ones audit the pair of the best look so far,
+    and the first stage with ``screen_samples / 2`` training samples also searches every pair
+    again as a second look), every look a fresh, independent audit at confidence
+    ``1 − β/(max_stages + 1)`` (Bonferroni over the looks fixed in advance), until two stages
+    in a row fail to improve the bound by 2 %, ``max_stages`` are
+    done or the next look would overrun ``sample_budget`` (output values drawn) or
     ``fit_budget`` (entries fitted), both counted in samples, so a seed gives the same bound
     on any machine; the best stage's bound is reported. With
     any size given, ``"auto"`` runs one audit at those sizes (the others at their base), as
@@ -108,7 +109,9 @@ class MechanismAuditSettings:
         help="training entries (rows × features) the automatic sizing's logistic fits may "
         "take over all its stages",
     )
-    max_stages: int = option(6, help="most stages of the automatic sizing (each at 1 − β/stages)")
+    max_stages: int = option(
+        6, help="most stages of the automatic sizing (each look at 1 − β/(stages + 1))"
+    )
     screen_pairs: int = option(4, help="pairs kept after screening (0: no screening)")
     screen_samples: int = option(
         100_000, help="samples per input to screen the pairs (when select_samples is larger)"
