@@ -230,20 +230,25 @@ def measurement_llr(
             library re-expressed it over a compressed domain); a σ that is not positive; ``D``
             or ``target`` outside ``domain``.
     """
+    cells = _target_cells(measurements, D, target, domain, "sigma")
+    return float(sum((y - x0 - 0.5) / sigma**2 for y, x0, sigma in cells))
+
+
+def _target_cells(measurements, D, target, domain, scale: str):
+    """Each measurement's noisy count of the target's cell, that cell's count on ``D`` and
+    the noise scale (the key ``scale`` of the record), every argument checked: the shared
+    part of the per-measurement log-likelihood ratios (Gaussian here, Laplace for PrivBayes)."""
     domain = _check_domain(domain)
-    ms = _check_records("measurements", measurements, ("clique", "sigma", "y"))
+    ms = _check_records("measurements", measurements, ("clique", scale, "y"))
     D = domain.check(D, "D")
     target = _check_row("target", target, domain)
-    total = 0.0
     for i, m in enumerate(ms):
         clique = _check_clique(f"measurements[{i}]['clique']", m["clique"], domain)
-        sigma = check_positive(f"measurements[{i}]['sigma']", m["sigma"])
+        b = check_positive(f"measurements[{i}]['{scale}']", m[scale])
         y = _check_vector(f"measurements[{i}]['y'] of clique {clique}", m["y"],
                           _marginal_size(clique, domain))  # fmt: skip
         c = _cell(target, clique, domain)
-        x0 = _marginal(D, clique, domain)[c]
-        total += (y[c] - x0 - 0.5) / sigma**2
-    return float(total)
+        yield y[c], _marginal(D, clique, domain)[c], b
 
 
 def selection_llr(

@@ -50,15 +50,12 @@ from dpaudit.attacks._synthetic import (
     WORST_CASE_DATASETS,
     SyntheticThreatModel,
     WorstCaseDataset,
-    _cell,
     _check_clique,
     _check_codes,
     _check_domain,
     _check_records,
     _check_row,
-    _check_vector,
-    _marginal,
-    _marginal_size,
+    _target_cells,
 )
 from dpaudit.systems.synthetic import TabularDomain
 
@@ -82,20 +79,8 @@ def laplace_measurement_llr(
             library measured over another domain); a scale that is not positive; ``D`` or
             ``target`` outside ``domain``.
     """
-    domain = _check_domain(domain)
-    ms = _check_records("measurements", measurements, ("clique", "scale", "y"))
-    D = domain.check(D, "D")
-    target = _check_row("target", target, domain)
-    total = 0.0
-    for i, m in enumerate(ms):
-        clique = _check_clique(f"measurements[{i}]['clique']", m["clique"], domain)
-        b = check_positive(f"measurements[{i}]['scale']", m["scale"])
-        y = _check_vector(f"measurements[{i}]['y'] of clique {clique}", m["y"],
-                          _marginal_size(clique, domain))  # fmt: skip
-        c = _cell(target, clique, domain)
-        r = y[c] - _marginal(D, clique, domain)[c]
-        total += (abs(r) - abs(r - 1.0)) / b
-    return float(total)
+    cells = _target_cells(measurements, D, target, domain, "scale")
+    return float(sum((abs(y - x0) - abs(y - x0 - 1.0)) / b for y, x0, b in cells))
 
 
 def privbayes_sensitivity(rows: int, binary: bool) -> float:
