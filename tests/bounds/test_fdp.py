@@ -100,6 +100,40 @@ def test_rejection_test_agrees_with_naive_recursion_everywhere():
         assert fdp_rejects(m, ng, nc, mu, set_size=k) == expected
 
 
+def test_compiled_loop_equals_the_python_loop():
+    """numba's compiled margin (SciPy's ndtri) and the Python loop (AS 241): same sign on a
+    random grid, the same μ* to the search tolerance, and the Python loop when numba is absent."""
+    pytest.importorskip("numba")
+    from dpaudit.bounds import _fdp
+    from dpaudit.bounds._fdp_kernel import compiled_margin
+
+    fast = compiled_margin(_fdp._margin_loop)
+    assert fast is not None
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        m = int(rng.integers(50, 5000))
+        ng = int(rng.integers(1, m + 1))
+        nc = int(rng.integers(0, ng + 1))
+        k = int(rng.integers(2, 5))
+        mu, tau = float(rng.uniform(0, 3)), float(rng.choice([0.05, 0.01, 0.2]))
+        a, b = fast(mu, m, ng, nc, tau, k), _fdp._python_margin(mu, m, ng, nc, tau, k)
+        assert (a > 0) == (b > 0)
+        assert a == pytest.approx(b, abs=1e-12)
+    for m, ng, nc, k in [(1000, 100, 95, 2), (5000, 900, 640, 2), (400, 200, 150, 4)]:
+        compiled = fdp_one_run_epsilon(m, ng, nc, set_size=k).mu
+        assert compiled == pytest.approx(naive_mu_star(m, ng, nc, 0.05, k), abs=3e-9)
+
+
+def test_without_numba_the_python_loop_gives_the_same_bound(monkeypatch):
+    from dpaudit.bounds import _fdp
+
+    expected = fdp_one_run_epsilon(1000, 1000, 700, delta=1e-5)
+    monkeypatch.setattr(_fdp, "compiled_margin", lambda loop: None)
+    res = fdp_one_run_epsilon(1000, 1000, 700, delta=1e-5)
+    assert res.mu == pytest.approx(expected.mu, abs=2e-9)
+    assert res.mu == pytest.approx(0.357211, abs=6e-7)
+
+
 def test_pure_dp_conversion_at_delta_zero():
     res = fdp_one_run_epsilon(1000, 100, 95)
     assert res.conversion == "pure-dp"

@@ -46,6 +46,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
+from collections.abc import Callable
 
 import numpy as np
 from scipy import special
@@ -61,6 +62,7 @@ from dpaudit._validate import (
     check_real,
     track,
 )
+from dpaudit.bounds._fdp_kernel import Margin, compiled_margin
 from dpaudit.bounds._one_run import GameResult, check_game_counts, game_fields
 from dpaudit.bounds._selection import DEFAULT_BONFERRONI, Explicit, Selection
 from dpaudit.bounds._sweep import (
@@ -118,6 +120,55 @@ def _check_set_size(set_size: object) -> int:
     return k
 
 
+def _margin_loop(
+    ndtri: Callable[[float], float], erfc: Callable[[float], float], exp: Callable[[float], float]
+) -> Margin:
+    """The rejection margin (:func:`_rejection_margin`) over the given Φ⁻¹, erfc and exp.
+
+    Written once, run as Python (the standard library's functions) or compiled by numba
+    (:mod:`dpaudit.bounds._fdp_kernel`; SciPy's ``ndtri``): so it uses only what numba
+    compiles.
+    """
+    sqrt_half = _SQRT_HALF
+
+    def margin(mu: float, m: int, ng: int, nc: int, tau: float, k: int) -> float:
+        target = ng / m
+        r = tau * nc / m
+        h = tau * (ng - nc) / m
+        km1 = float(k - 1)
+        half_km1 = km1 * 0.5  # (K−1)·½ as the product is evaluated left to right
+        half_mu2 = 0.5 * mu * mu
+        for steps, i in enumerate(range(nc - 1, -1, -1)):  # numba: no start= keyword
+            binv = half_km1 * erfc((mu - ndtri(r)) * sqrt_half) if r < 1.0 else km1
+            if binv <= h:
+                break
+            c = i / (ng - i)
+            dr = c * (binv - h)
+            r += dr
+            if r > 1.0:
+                r = 1.0
+            h = binv
+            if r + h > target:
+                return r + h - target
+            if steps % 8 == 7 and r < 1.0:  # every eighth step
+                big_r = r + 64.0 * dr + 1e-12
+                if big_r < 1.0:
+                    a = ndtri(big_r)
+                    rho = c * km1 * exp(mu * a - half_mu2)
+                    if rho < 1.0 and r + dr * rho / (1.0 - rho) <= big_r:
+                        upper = big_r + half_km1 * erfc((mu - a) * sqrt_half)
+                        if upper < target:
+                            return upper - target
+        return r + h - target
+
+    return margin
+
+
+#: The margin as a Python loop (Φ⁻¹: the standard library's C routine, ~2× scipy's ufunc on
+#: one float); the reference the compiled loop is tested against.
+_python_margin = _margin_loop(_NDTRI, math.erfc, math.exp)
+
+
 def _rejection_margin(mu: float, m: int, ng: int, nc: int, tau: float, k: int) -> float:
     """Sign-exact ``r + h − n_g/m`` of the rejection recursion (module docstring) at μ.
 
@@ -130,39 +181,11 @@ def _rejection_margin(mu: float, m: int, ng: int, nc: int, tau: float, k: int) -
       ``c_i = i/(n_g − i)``), so if ``ρ < 1`` and ``r + Δr·ρ/(1−ρ) ≤ R`` then r stays ≤ R for
       ever (induction) and ``r + h ≤ R + (K−1)·B⁻¹(R)``; when that is below ``n_g/m`` the
       claim is not rejected and the bound is returned. ``B⁻¹'_μ(y) = exp(μ·Φ⁻¹(y) − μ²/2)``.
+
+    Runs compiled (numba, :func:`dpaudit.bounds._fdp_kernel.compiled_margin`) when numba is
+    installed, as the Python loop otherwise.
     """
-    target = ng / m
-    r = tau * nc / m
-    h = tau * (ng - nc) / m
-    km1 = float(k - 1)
-    half_km1 = km1 * 0.5  # (K−1)·½ as the product is evaluated left to right: same floats
-    sqrt_half = _SQRT_HALF
-    erfc = math.erfc
-    ndtri = _NDTRI  # Φ⁻¹ on one float: the standard library's C routine, ~2× scipy's ufunc
-    exp = math.exp
-    half_mu2 = 0.5 * mu * mu
-    for steps, i in enumerate(range(nc - 1, -1, -1), start=1):
-        binv = half_km1 * erfc((mu - ndtri(r)) * sqrt_half) if r < 1.0 else km1
-        if binv <= h:
-            break
-        c = i / (ng - i)
-        dr = c * (binv - h)
-        r += dr
-        if r > 1.0:
-            r = 1.0
-        h = binv
-        if r + h > target:
-            return r + h - target
-        if steps % 8 == 0 and r < 1.0:
-            big_r = r + 64.0 * dr + 1e-12
-            if big_r < 1.0:
-                a = ndtri(big_r)
-                rho = c * km1 * exp(mu * a - half_mu2)
-                if rho < 1.0 and r + dr * rho / (1.0 - rho) <= big_r:
-                    upper = big_r + half_km1 * erfc((mu - a) * sqrt_half)
-                    if upper < target:
-                        return upper - target
-    return r + h - target
+    return (compiled_margin(_margin_loop) or _python_margin)(mu, m, ng, nc, tau, k)
 
 
 def _largest_rejected_mu(
