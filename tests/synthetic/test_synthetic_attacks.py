@@ -103,6 +103,64 @@ def test_tree_flip_moves_mst_edge_scores_by_the_most_the_mechanism_allows():
     np.testing.assert_allclose(shifts, [-1.0, 1.0, -1.0])
 
 
+def _mst_tree_flip_choices(first, second, rho=0.10341283143348307):
+    """MST's two choices on tree-flip as smartnoise-synth 1.0.8 records them: candidates, the
+    estimate x̂ (the product of D's one-way marginals: the three scores tie), ε = √(8(ρ/3)/2)
+    per choice (``select`` with ρ/3 over r − 1 = 2 steps), sensitivity 1."""
+    pair = _pair(rows=1000)
+    n = len(pair.D)
+    p = [marginal_counts(pair.D, [j], pair.domain) / n for j in range(3)]
+    eps = float(np.sqrt(8 * rho / 3 / 2))
+    cands = [[0, 1], [0, 2], [1, 2]]
+    sels = []
+    for pick in (first, second):
+        xhat = [n * np.outer(p[a], p[b]).ravel() for a, b in cands]
+        q = [float(np.abs(marginal_counts(pair.D, c, pair.domain) - x).sum())
+             for c, x in zip(cands, xhat, strict=True)]  # fmt: skip
+        sels.append({"candidates": cands, "xhat": [x.tolist() for x in xhat], "q": q,
+                     "epsilon": eps, "sensitivity": 1.0, "chosen": cands.index(pick),
+                     "weights": [1.0] * len(cands), "bias": [0.0] * len(cands)})  # fmt: skip
+        cands = [c for c in cands if c != pick]
+    return pair, sels, eps
+
+
+def test_mst_choice_llr_on_tree_flip_matches_its_closed_form():
+    """The choice log-likelihood ratio of MST's tree (exponential mechanism, McSherry &
+    Talwar 2007; MST's select, McKenna, Miklau & Sheldon 2021, arXiv:2108.04978) on
+    tree-flip, against its closed form. With e = exp(ε) (the scores move by (−1, +1, −1),
+    the mechanism's coefficient is ε/2): (a, c) first → log(3e/(e + 2)), the second choice
+    uninformative; (a, b) or (b, c) first → log(3/(e + 2)) + log(2e/(e + 1)) when (a, c)
+    follows, + log(2/(e + 1)) when not. Under D every order has probability 1/6; the mean
+    shift E_{D∪t}[L] − E_D[L] (the symmetrised KL divergence of the choices) is 0.0535 at
+    (ε, δ) = (1, 10⁻²), 0.78 of the 2ρ/3 = 0.069 their ρ/3-zCDP budget allows."""
+    ab, ac, bc = (0, 1), (0, 2), (1, 2)
+    e = np.exp(np.sqrt(8 * 0.10341283143348307 / 3 / 2))
+    closed = {
+        (ac, ab): np.log(3 * e / (e + 2)), (ac, bc): np.log(3 * e / (e + 2)),
+        (ab, ac): np.log(3 / (e + 2)) + np.log(2 * e / (e + 1)),
+        (bc, ac): np.log(3 / (e + 2)) + np.log(2 * e / (e + 1)),
+        (ab, bc): np.log(3 / (e + 2)) + np.log(2 / (e + 1)),
+        (bc, ab): np.log(3 / (e + 2)) + np.log(2 / (e + 1)),
+    }  # fmt: skip
+    llr = {}
+    for order, ref in closed.items():
+        pair, sels, _ = _mst_tree_flip_choices(*(list(c) for c in order))
+        llr[order] = selection_llr(sels, pair.D, pair.target, pair.domain,
+                                   check_observed=pair.D)  # fmt: skip
+        np.testing.assert_allclose(llr[order], ref, rtol=1e-9)
+    np.testing.assert_allclose(llr[(ac, ab)], 0.231664, atol=1e-6)
+    np.testing.assert_allclose(llr[(ab, ac)], 0.028864, atol=1e-6)
+    np.testing.assert_allclose(llr[(ab, bc)], -0.342463, atol=1e-6)
+    L = np.array(list(llr.values()))
+    p_d = np.full(6, 1 / 6)
+    p_dp = p_d * np.exp(L)  # the likelihood ratio reweights D's law into D ∪ {t}'s
+    np.testing.assert_allclose(p_dp.sum(), 1.0, rtol=1e-12)
+    shift = p_dp @ L - p_d @ L
+    np.testing.assert_allclose(shift, 0.053516, atol=1e-6)
+    np.testing.assert_allclose([p_d @ L**2 - (p_d @ L) ** 2, p_dp @ L**2 - (p_dp @ L) ** 2],
+                               [0.056515, 0.049910], atol=1e-6)  # fmt: skip
+
+
 def test_gaussian_transcript_llr_has_the_gdp_mean_and_variance():
     """Coverage of the white-box statistic on a pure-Gaussian marginal mechanism simulated
     here: the LLR is N(±μ²/2, μ²) with μ² = Σ 1/σ² (closed form), seeded, 4,000 runs each."""
@@ -145,7 +203,8 @@ def test_black_box_and_domain_statistics():
     assert synthetic_rows(np.zeros((7, 3))) == 7.0
     assert set(SYNTHETIC_THREAT_MODELS.names()) == {
         "white-box", "white-box-measurements", "white-box-domain", "black-box",
-        "black-box-rows", "white-box-laplace", "white-box-network", "black-box-unseen"}  # fmt: skip
+        "black-box-rows", "white-box-laplace", "white-box-network", "black-box-unseen",
+        "white-box-selections"}  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -85,26 +85,54 @@ def test_pilot_threshold_prefers_the_separating_cut():
     assert 10.0 <= t <= 20.0 and e > 0
 
 
+def test_mean_shift_of_an_llr_estimates_mu_on_its_own_scale():
+    """μ-GDP Gaussian LLRs, N(±μ²/2, μ²), seeded: the mean shift is μ² and its square root
+    μ, within its interval; a statistic that is not an LLR gets the shift only."""
+    from dpaudit.experiments.synthetic_data.pipeline import _mean_shift
+
+    g = np.random.default_rng(4)
+    mu, n = 0.45, 4000
+    pos, neg = g.normal(mu**2 / 2, mu, n), g.normal(-(mu**2) / 2, mu, n)
+    out = _mean_shift(pos, neg, "white-box")
+    half = 1.96 * math.sqrt(2 * mu**2 / n)
+    np.testing.assert_allclose(out["mean_shift_interval"].high - out["mean_shift"], half,
+                               rtol=0.05)  # fmt: skip
+    assert out["mean_shift_interval"].contains(mu**2)
+    assert out["llr_mu_interval"].contains(mu)
+    np.testing.assert_allclose(out["llr_mu_estimate"], math.sqrt(out["mean_shift"]))
+    assert abs(out["llr_mu_estimate"] - mu) < 0.03
+    assert set(_mean_shift(pos, neg, "black-box")) == {"mean_shift", "mean_shift_interval"}
+
+
 @needs_smartnoise
 def test_mst_as_installed_is_calibrated_as_it_claims_and_read_correctly():
     """White-box contract: MST measures every one-way marginal with σ√d and the d − 1 tree
     edges with σ√(d−1), σ = √(3/(2ρ)) (McKenna et al. 2021, Alg. 1 with mbi's unit-norm
-    weights), chooses d − 1 edges, and the attack's recomputed edge scores equal the
-    library's own (selection_llr checks them)."""
+    weights), chooses d − 1 edges with ε = √(8(ρ/3)/(d − 1)) each, and the attack's
+    recomputed edge scores equal the library's own (selection_llr checks them). On tree-flip
+    the scores nearly tie, so each run's choice LLR is one of the three closed-form values
+    of ``test_mst_choice_llr_on_tree_flip_matches_its_closed_form`` (to the near-tie's 0.05)."""
+    from dpaudit.attacks._synthetic import selection_llr
+
     pair = WORST_CASE_DATASETS.get("tree-flip")(rows=200)
     g = SyntheticGenerator(GeneratorCell("smartnoise-mst", 1.0, 1e-2))
-    r = g.fit_runs([pair.D, pair.D_prime], [0, 1], [11, 12], domain=pair.domain)
+    r = g.fit_runs([pair.D, pair.D_prime], [0, 1, 0, 1], [11, 12, 13, 14], domain=pair.domain)
     assert r.version == "1.0.8"
     sigma = math.sqrt(3 / (2 * r.rho))
-    for run, data in zip(r.runs, (pair.D, pair.D_prime), strict=True):
+    e = math.exp(math.sqrt(8 * r.rho / 3 / 2))
+    closed = [math.log(3 * e / (e + 2)), math.log(3 / (e + 2)) + math.log(2 * e / (e + 1)),
+              math.log(3 / (e + 2)) + math.log(2 / (e + 1))]  # fmt: skip
+    for run, data in zip(r.runs, (pair.D, pair.D_prime) * 2, strict=True):
         one = [m for m in run["measurements"] if len(m["clique"]) == 1]
         two = [m for m in run["measurements"] if len(m["clique"]) == 2]
         assert len(one) == 3 and len(two) == 2 and len(run["selections"]) == 2
         np.testing.assert_allclose([m["sigma"] for m in one], sigma * math.sqrt(3), rtol=1e-9)
         np.testing.assert_allclose([m["sigma"] for m in two], sigma * math.sqrt(2), rtol=1e-9)
-        from dpaudit.attacks._synthetic import selection_llr
-
-        selection_llr(run["selections"], pair.D, pair.target, pair.domain, check_observed=data)
+        np.testing.assert_allclose([s["epsilon"] for s in run["selections"]],
+                                   math.log(e), rtol=1e-9)  # fmt: skip
+        llr = selection_llr(run["selections"], pair.D, pair.target, pair.domain,
+                            check_observed=data)  # fmt: skip
+        assert min(abs(llr - v) for v in closed) < 0.05, (llr, closed)
 
 
 @needs_smartnoise

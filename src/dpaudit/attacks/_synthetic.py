@@ -382,12 +382,16 @@ class SyntheticThreatModel:
             :class:`WorstCaseDataset`, ``fitted_on`` the rows the run was fitted on (used only
             to check the white-box reading against the library's own scores).
         title: one line.
+        llr: whether the statistic is the log-likelihood ratio of what the adversary sees
+            (then its mean shift between D ∪ {t} and D is the symmetrised KL divergence of
+            that view, which the audit reports beside the fitted-Gaussian μ).
     """
 
     name: str
     observe: tuple[str, ...]
     statistic: Callable[..., float]
     title: str
+    llr: bool = False
 
 
 def _white_box(run, synthetic, pair, fitted_on):
@@ -398,6 +402,11 @@ def _white_box(run, synthetic, pair, fitted_on):
 
 def _white_box_measurements(run, synthetic, pair, fitted_on):
     return measurement_llr(run["measurements"], pair.D, pair.target, pair.domain)
+
+
+def _white_box_selections(run, synthetic, pair, fitted_on):
+    return selection_llr(run["selections"], pair.D, pair.target, pair.domain,
+                         check_observed=fitted_on)  # fmt: skip
 
 
 def _white_box_domain(run, synthetic, pair, fitted_on):
@@ -417,9 +426,12 @@ SYNTHETIC_THREAT_MODELS: Registry[SyntheticThreatModel] = Registry("synthetic-da
 for _tm in (
     SyntheticThreatModel("white-box", ("measurements", "selections"), _white_box,
                          "log-likelihood ratio of every noisy marginal and every "
-                         "exponential-mechanism choice"),
+                         "exponential-mechanism choice", llr=True),
     SyntheticThreatModel("white-box-measurements", ("measurements",), _white_box_measurements,
-                         "log-likelihood ratio of the noisy marginals only"),
+                         "log-likelihood ratio of the noisy marginals only", llr=True),
+    SyntheticThreatModel("white-box-selections", ("selections",), _white_box_selections,
+                         "log-likelihood ratio of the exponential-mechanism choices only",
+                         llr=True),
     SyntheticThreatModel("white-box-domain", ("domain",), _white_box_domain,
                          "the number of cells of the one-way marginals the generator measured "
                          "(its domain)"),

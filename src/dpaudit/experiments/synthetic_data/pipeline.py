@@ -88,6 +88,9 @@ _IMPLIED_MU = ("μ = √(2ρ) of the library's ρ (Bun & Steinke 2016, arXiv:160
 _EXTRA = 4
 
 
+_NAN_INTERVAL = ConfidenceInterval(math.nan, math.nan)
+
+
 @dataclasses.dataclass(frozen=True)
 class SyntheticRunPairs:
     """Engine task: run pair ``i`` → every threat model's statistic on D ∪ {t} and on D.
@@ -187,6 +190,16 @@ class SyntheticAuditDetail(ResultMixin):
         runs, pilot_runs: run pairs.
         seconds_per_run: mean in-worker fit time of one run.
         wall_seconds: the audit's wall time (both stages, all threat models).
+        mean_shift: the statistic's mean on D ∪ {t} minus its mean on D over all run pairs,
+            with ``mean_shift_interval``, ± 1.96 standard errors (approximate 95 %).
+        llr_mu_estimate: for a statistic that is the log-likelihood ratio of the adversary's
+            view (``SyntheticThreatModel.llr``), √(mean shift): the mean shift of an LLR is
+            the symmetrised KL divergence KL(P′‖P) + KL(P‖P′) of that view, which is μ² for
+            μ-GDP Gaussians and at most 2ρ = (implied μ)² for any post-processing of a
+            ρ-zCDP mechanism (Bun & Steinke 2016, arXiv:1605.02065, Def. 1.1 at α → 1) —
+            an estimate on the implied μ's scale whose spread is about half the fitted
+            Gaussians' (it uses that the statistic is an LLR); ``llr_mu_interval`` is the
+            square root of the mean shift's interval (clipped at 0). NaN otherwise.
     """
 
     generator: str
@@ -213,6 +226,10 @@ class SyntheticAuditDetail(ResultMixin):
     pilot_runs: int
     seconds_per_run: float
     wall_seconds: float
+    mean_shift: float = math.nan
+    mean_shift_interval: ConfidenceInterval = _NAN_INTERVAL
+    llr_mu_estimate: float = math.nan
+    llr_mu_interval: ConfidenceInterval = _NAN_INTERVAL
 
 
 def _task(s: SyntheticDataSettings, generator: str) -> SyntheticRunPairs:
@@ -311,6 +328,7 @@ def _sequential_entry(task: SyntheticRunPairs, system: Any, s: SyntheticDataSett
         tm, s.dataset, s.rows, s.columns, s.epsilon, s.delta, rho, implied, math.nan, mu_est,
         mu_ci, mu_est / implied, t, projected, streamed.tp, streamed.fp, streamed.pairs,
         s.pilot_runs, float(np.mean(both[:, -4:-2])), time.perf_counter() - t0,
+        **_mean_shift(both[:, 0], both[:, 1], tm),
     )  # fmt: skip
     lower = LowerBound(
         f"{tm} worst-case multi-run threshold test, anytime-valid confidence sequence (test "
@@ -337,6 +355,20 @@ def _mu_estimate(pos: np.ndarray, neg: np.ndarray, delta: float):
     return mu, ConfidenceInterval(max(0.0, mu - half), mu + half)
 
 
+def _mean_shift(pos: np.ndarray, neg: np.ndarray, tm: str) -> dict[str, Any]:
+    """The mean shift, its interval and, for an LLR statistic, √shift (see the detail)."""
+    n = pos.size
+    shift = float(pos.mean() - neg.mean())
+    half = 1.96 * math.sqrt((pos.var(ddof=1) + neg.var(ddof=1)) / n) if n > 1 else math.inf
+    out = {"mean_shift": shift,
+           "mean_shift_interval": ConfidenceInterval(shift - half, shift + half)}  # fmt: skip
+    if SYNTHETIC_THREAT_MODELS.get(tm).llr:
+        lo, hi = (math.sqrt(max(v, 0.0)) for v in (shift - half, shift + half))
+        out["llr_mu_estimate"] = math.sqrt(max(shift, 0.0))
+        out["llr_mu_interval"] = ConfidenceInterval(lo, hi)
+    return out
+
+
 def _entry(s: SyntheticDataSettings, generator: str, tm: str, pilot, ev, run) -> AuditEntry:
     """One threat model's entry from its pilot and evaluation scores (columns: D ∪ {t}, D)."""
     system, version, rho, implied, seconds, wall = run
@@ -351,6 +383,7 @@ def _entry(s: SyntheticDataSettings, generator: str, tm: str, pilot, ev, run) ->
         generator, system.bug, system.library.distribution, version, tm, s.dataset,
         s.rows, s.columns, s.epsilon, s.delta, rho, implied, mu_lo, mu_est, mu_ci,
         mu_est / implied, t, projected, b.tp, b.fp, s.runs, s.pilot_runs, seconds, wall,
+        **_mean_shift(both[:, 0], both[:, 1], tm),
     )  # fmt: skip
     lower = LowerBound(
         f"{tm} worst-case multi-run threshold test, exact Clopper-Pearson (Jagielski et "

@@ -46,8 +46,8 @@ class SyntheticDataSettings:
     delta: float = option(1e-2, help="δ of the claim and of the bounds")
     threat_models: tuple[str, ...] = option(
         ("white-box",),
-        help="white-box | white-box-measurements | white-box-domain | black-box | black-box-rows "
-        "| white-box-laplace | white-box-network | black-box-unseen",
+        help="white-box | white-box-measurements | white-box-selections | white-box-domain | "
+        "black-box | black-box-rows | white-box-laplace | white-box-network | black-box-unseen",
     )
     dataset: str = option(
         "tree-flip", help="worst-case dataset: tree-flip | unique-record | binary-flip"
