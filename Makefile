@@ -42,7 +42,9 @@ demo: $(STAMP)
 
 # The suite runs in parallel (pytest-xdist): one worker per core, and a worker that runs out of
 # tests takes queued ones from the other (worksteal). `make test TEST_WORKERS=0` runs it in one
-# process.
+# process. Bytecode is cached even where PYTHONDONTWRITEBYTECODE is set (as in some CI images):
+# the package is compiled once up front, and the workers keep pytest's rewritten test modules,
+# instead of every worker and every process the tests spawn compiling them again.
 TEST_WORKERS ?= auto
 
 test: $(STAMP)
@@ -50,7 +52,8 @@ test: $(STAMP)
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/lint-imports
 	$(MAKE) --no-print-directory docs
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal
+	$(BIN)/python -m compileall -q src
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal
 
 # The documentation site (mkdocs.yml, docs/) in site/; --strict: a broken link, anchor or API
 # reference fails. Its examples and console outputs are checked by tests/test_docs_site.py.
