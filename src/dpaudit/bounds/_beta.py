@@ -48,10 +48,15 @@ def _checked(x, p, a, b, forward) -> np.ndarray:
         at = np.where(ok, x, 0.5)
         got = forward(a, b, at)
         # right to RTOL, or no double closer: p lies between F at x and at a neighbour of x
-        up, down = forward(a, b, np.nextafter(at, 2.0)), forward(a, b, np.nextafter(at, -1.0))
-        between = (np.minimum(got, up) <= p) & (p <= np.maximum(got, up))
-        between |= (np.minimum(got, down) <= p) & (p <= np.maximum(got, down))
-        bad = ok & ~((np.abs(got - p) <= RTOL * p + 1e-300) | between)
+        # (the neighbours are evaluated only where the first test fails: most x pass it)
+        bad = np.array(ok & ~(np.abs(got - p) <= RTOL * p + 1e-300))  # 0-d stays an array
+        if bad.any():
+            at_, a_, b_, p_, got_ = at[bad], a[bad], b[bad], p[bad], got[bad]
+            up = forward(a_, b_, np.nextafter(at_, 2.0))
+            down = forward(a_, b_, np.nextafter(at_, -1.0))
+            between = (np.minimum(got_, up) <= p_) & (p_ <= np.maximum(got_, up))
+            between |= (np.minimum(got_, down) <= p_) & (p_ <= np.maximum(got_, down))
+            bad[bad.copy()] = ~between
     for i in np.argwhere(bad):
         i = tuple(i)
         x[i] = _solve(forward, float(p[i]), float(a[i]), float(b[i]))
