@@ -124,6 +124,7 @@ class BettingEProcess:
         self.max_bet = float(max_bet)
         g = low.size
         self.count = 0
+        self._bet_count = 0.0  # observations (and pseudo-observations) the bets learn from
         self._sum = np.zeros(g)  # Σ z/scale
         self._sum_sq = np.zeros(g)  # Σ (z/scale)²
         self._ons_bet = np.zeros(g)
@@ -162,13 +163,46 @@ class BettingEProcess:
                 self.log_wealth = path[:, -1].copy()
         return crossing if threshold is not None else None
 
+    def restart_bets(
+        self, mean: ArrayLike | None = None, second: ArrayLike | None = None, weight: float = 0.0
+    ) -> None:
+        """Forget what the bets learnt (the wealth is kept): from now on they learn from the
+        new observations only, optionally seeded with ``weight`` pseudo-observations of the
+        given per-column ``mean`` and ``second`` moment of ``z`` (unscaled). A restart at a
+        time fixed by the past, with a seed computed from the past, keeps every bet
+        predictable, so the wealth stays a test supermartingale; use it when the witness
+        changes (a new event whose statistic has another mean).
+
+        Example:
+            >>> e = BettingEProcess([-1.0])
+            >>> _ = e.update(np.full((1, 100), -0.5))  # the old event: bets fall to 0
+            >>> e.restart_bets(mean=[0.2], second=[0.3], weight=8)
+            >>> _ = e.update(np.full((1, 50), 0.2))  # the new one: bets at once
+            >>> bool(e.log_wealth[0] > 2.0)
+            True
+        """
+        weight = float(weight)
+        if not weight >= 0.0:
+            raise ValueError(f"weight must be >= 0, got {weight!r}")
+        self._sum, self._sum_sq = np.zeros(self.scale.size), np.zeros(self.scale.size)
+        self._ons_bet, self._ons_grad_sq = np.zeros(self.scale.size), np.ones(self.scale.size)
+        self._bet_count = 0.0
+        if weight > 0.0:
+            if mean is None or second is None:
+                raise ValueError("a restart with weight > 0 needs mean and second")
+            m = check_array("mean", mean, ndim=1) / self.scale
+            v = check_array("second", second, ndim=1) / self.scale**2
+            if m.size != self.scale.size or v.size != self.scale.size:
+                raise ValueError(f"mean and second must have {self.scale.size} values")
+            self._sum, self._sum_sq, self._bet_count = weight * m, weight * v, weight
+
     def _agrapa(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
         """aGRAPA bets from past prefix sums (one pseudo-observation at mean 0, second moment
         1/4 regularises the first bets), then the log-wealth path."""
         n = y.shape[1]
         before = np.cumsum(y, axis=1) - y + self._sum[:, None]
         before_sq = np.cumsum(y * y, axis=1) - y * y + self._sum_sq[:, None]
-        k = self.count + np.arange(n) + 1.0  # past observations + the pseudo-observation
+        k = self._bet_count + np.arange(n) + 1.0  # past observations + the pseudo-observation
         mean = before / k
         second = (before_sq + 0.25) / k
         bet = np.clip(mean / second, 0.0, self.max_bet)
@@ -176,6 +210,7 @@ class BettingEProcess:
         self._sum += y.sum(axis=1)
         self._sum_sq += (y * y).sum(axis=1)
         self.count += n
+        self._bet_count += n
         return path
 
     def _ons(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -192,6 +227,7 @@ class BettingEProcess:
             bet = np.clip(bet + _ONS_CONSTANT * g / grad_sq, 0.0, self.max_bet)
         self._ons_bet, self._ons_grad_sq = bet, grad_sq
         self.count += y.shape[1]
+        self._bet_count += y.shape[1]
         self._sum += y.sum(axis=1)
         self._sum_sq += (y * y).sum(axis=1)
         return path
@@ -317,6 +353,24 @@ class DPClaimEProcess:
         new = (self._rejected_at < 0) & (first >= 0)
         self._rejected_at[new] = seen + first[new] + 1
         return self.result()
+
+    def restart_bets(
+        self, p_pos: float | None = None, p_neg: float | None = None, weight: float = 0.0
+    ) -> None:
+        """A new witness from now on (a new event, chosen from the past): the bets forget
+        the old one's statistics, optionally seeded with ``weight`` pseudo-observations of
+        the new one's estimated rates ``p_pos = E h(X)``, ``p_neg = E h(Y)`` (estimated on
+        outputs the test does not bet on). Predictable, so the test stays valid
+        (:meth:`BettingEProcess.restart_bets`)."""
+        if weight == 0.0:
+            self._process.restart_bets()
+            return
+        pp = check_in_range("p_pos", p_pos, 0.0, 1.0, low_inclusive=True, high_inclusive=True)
+        pn = check_in_range("p_neg", p_neg, 0.0, 1.0, low_inclusive=True, high_inclusive=True)
+        f, d = self._factor, self.delta
+        mean = pp - f * pn - d  # E Z for independent X, Y
+        second = pp - 2 * f * pp * pn + f * f * pn - 2 * d * (pp - f * pn) + d * d  # E Z²
+        self._process.restart_bets(mean, second, weight)
 
     def lower_bound(self) -> float:
         """The largest grid ε whose every predecessor (and itself) has been rejected."""

@@ -5,6 +5,8 @@ on StatDP's input patterns, bounded with exact Clopper–Pearson intervals on fr
 * :mod:`.settings` — :class:`MechanismAuditSettings`.
 * :mod:`.pipeline` — :func:`audit_mechanism`, :class:`MechanismWitness`,
   :func:`replay_witness`.
+* :mod:`.sequential` — the sequential mode (``mode="sequential"``): an anytime-valid test
+  of the claim, pair and event re-chosen predictably before each epoch.
 
 """
 

@@ -66,11 +66,10 @@ from dpaudit.attacks import (
     fit_mechanism_attack,
     input_patterns,
 )
-from dpaudit.bounds import DPClaimEProcess, EpsDeltaAudit, epsilon_from_confusion
+from dpaudit.bounds import EpsDeltaAudit, epsilon_from_confusion
 from dpaudit.engine import run_blocks
 from dpaudit.experiments.mechanism.settings import (
     AUTO_FIRST_SCALE,
-    SEQUENTIAL_BUDGET,
     STAGE_GROWTH,
     MechanismAuditSettings,
 )
@@ -80,9 +79,6 @@ __all__ = ["WORKFLOW", "MechanismWitness", "audit_mechanism", "replay_witness", 
 
 WORKFLOW = "mechanism"
 _PROBE = 16  # outputs per input drawn to check the mechanism before any real work
-_PILOT = 1_000  # training and selection samples per input of a sequential audit's pilot
-_FIRST_EPOCH = 1_000  # pairs of a sequential audit's first epoch (then doubling)
-_LOOK = 64  # pairs between two looks of the sequential test (it may look after each)
 # The training sets an audit sizes on purpose (the suite's SVT1/SVT2: 4·10⁶ outputs per input
 # of 10 values, with indicator features): up to ~2 GB of float64 features, a minute of fitting.
 _FIT_ENTRIES = 250_000_000
@@ -453,7 +449,9 @@ def audit_mechanism(
     """
     spec = resolve_mechanism(settings, data)
     if settings.mode == "sequential":
-        return _audit_sequential(spec, settings)
+        from dpaudit.experiments.mechanism.sequential import audit_sequential
+
+        return audit_sequential(spec, settings)
     if settings.mode == "auto" and not settings.sized_by_user:
         return _audit_staged(spec, settings, progress, checkpoint)
     fixed = _fixed(settings, settings.sizes(), settings.confidence_level, settings.seed)
@@ -622,132 +620,6 @@ def _staged_result(settings, best: AuditResult, stages, level, spent, t0) -> Aud
     timings = {"total": time.perf_counter() - t0, "stages": stages}
     return AuditResult(WORKFLOW, (entry,), settings, settings.seed, timings,
                        package_versions(), detail=best.detail)  # fmt: skip
-
-
-def _audit_sequential(spec, settings: MechanismAuditSettings) -> AuditResult:
-    """Stream pairs of outputs through an anytime-valid test of the claim.
-
-    A pilot chooses the pair and the score as a fixed audit does, on ``train_samples`` /
-    ``select_samples`` (default 1,000 each) samples per input of their own, and the first
-    epoch's threshold and direction (``S`` for ``a′``, or its complement for ``a``) on
-    ``select_samples`` more (:func:`_growth_event`). Then pairs ``(M(a′), M(a))`` are
-    streamed in epochs of doubling length; each later epoch's score, threshold and direction
-    are refitted on the earlier epochs only (predictable: :func:`_refit`), and each pair's
-    indicators update :class:`dpaudit.bounds.DPClaimEProcess`. The stream stops at the
-    claim's rejection or when ``samples`` pairs (default :data:`SEQUENTIAL_BUDGET`) are
-    spent; the ε confidence sequence holds at that stopping time."""
-    t0 = time.perf_counter()
-    pilot = (settings.train_samples or _PILOT, settings.select_samples or _PILOT)
-    budget = settings.samples or SEQUENTIAL_BUDGET
-    fixed = _fixed(settings, (*pilot, budget), settings.confidence_level, settings.seed)
-    root = np.random.SeedSequence(settings.seed)
-    pairs = _pairs(fixed, spec)
-    width = _probe(spec, pairs, root)
-    cand = _search(spec, pairs, fixed, root, width)
-    pilot_used = len(pairs) * (0 if _uses_llr(spec, fixed) else pilot[0]) + len(pairs) * pilot[1]
-    process = DPClaimEProcess(spec.claimed_epsilon, settings.delta,
-                              confidence_level=settings.confidence_level)  # fmt: skip
-    seen_a, seen_b = [], []
-    pilot_a = _draw(spec, cand.a, pilot[1], child_seed(root, 7, 0))
-    pilot_b = _draw(spec, cand.b, pilot[1], child_seed(root, 7, 1))
-    pilot_used += pilot[1]
-    attack, forward, _ = _growth_event(cand.attack, pilot_a, pilot_b, process)
-    streamed, epoch, state = 0, 0, process.result()
-    while streamed < budget and not state.rejects_claim:
-        size = min(_FIRST_EPOCH * 2**epoch, budget - streamed)
-        out_a = _draw(spec, cand.a, size, child_seed(root, 6, epoch, 0))
-        out_b = _draw(spec, cand.b, size, child_seed(root, 6, epoch, 1))
-        in_a, in_b = attack.contains(out_a), attack.contains(out_b)
-        pos, neg = (in_b, in_a) if forward else (~in_a, ~in_b)
-        for lo in range(0, size, _LOOK):
-            state = process.update(pos[lo : lo + _LOOK], neg[lo : lo + _LOOK])
-            if state.rejects_claim:
-                break
-        streamed += size
-        seen_a.append(out_a)
-        seen_b.append(out_b)
-        if not state.rejects_claim and streamed < budget:
-            all_a, all_b = np.concatenate(seen_a), np.concatenate(seen_b)
-            attack, forward = _refit(spec, fixed, cand, all_a, all_b, process)
-        epoch += 1
-    used = state.rejected_at if state.rejects_claim else state.observations
-    return _sequential_result(spec, settings, cand, state, pilot_used, used, t0)
-
-
-def _growth_event(attack: MechanismAttack, out_a, out_b, process: DPClaimEProcess):
-    """The threshold and direction whose bet on the claim grows fastest, judged on outputs
-    the test will not bet on: for ``S = {score ≥ t}`` (or its complement with the roles
-    swapped, the two forms of the fixed audit's bound) the plug-in drift
-    ``m = p⁺ − e^ε p⁻ − δ`` of the claim's statistic over its variance, ``max(m, 0)²/v`` —
-    the growth rate of the log-wealth of a bet near Kelly's (Waudby-Smith & Ramdas 2023,
-    arXiv:2010.09686, §B.3). Candidates: 256 quantiles of the pooled scores.
-
-    Returns:
-        ``(attack with its threshold, forward, growth)``.
-    """
-    sa, sb = np.sort(attack.scores(out_a)), np.sort(attack.scores(out_b))
-    ts = np.unique(np.quantile(np.concatenate([sa, sb]), np.linspace(0.0, 1.0, 257)))
-    pa = 1.0 - np.searchsorted(sa, ts, side="left") / sa.size  # P(score ≥ t) on a
-    pb = 1.0 - np.searchsorted(sb, ts, side="left") / sb.size
-    f, d = math.exp(process.claimed_epsilon), process.delta
-    best = (-1.0, 0, True)
-    for forward, pos, neg in ((True, pb, pa), (False, 1.0 - pa, 1.0 - pb)):
-        drift = pos - f * neg - d
-        var = pos * (1.0 - pos) + f * f * neg * (1.0 - neg) + 1e-12
-        growth = np.where(drift > 0, drift * drift / var, 0.0)
-        i = int(np.argmax(growth))
-        if growth[i] > best[0]:
-            best = (float(growth[i]), i, forward)
-    growth, i, forward = best
-    return dataclasses.replace(attack, threshold=float(ts[i])), forward, growth
-
-
-def _refit(spec, s, cand: _Candidate, out_a, out_b, process: DPClaimEProcess):
-    """The next epoch's event from the streamed outputs so far: half fit the scores (a
-    closed-form score is kept), half choose the score, threshold and direction by
-    :func:`_growth_event`.
-
-    Returns:
-        ``(attack, forward)``.
-    """
-    half = out_a.shape[0] // 2
-    if _uses_llr(spec, s):
-        attacks = [cand.attack]
-    else:
-        attacks = _attacks(spec, s, cand.a, cand.b, out_a[:half], out_b[:half])
-    best = None
-    for attack in attacks:
-        att, forward, growth = _growth_event(attack, out_a[half:], out_b[half:], process)
-        if best is None or growth > best[2]:
-            best = (att, forward, growth)
-    return best[0], best[1]
-
-
-def _sequential_result(spec, settings, cand, state, pilot_used, used, t0) -> AuditResult:
-    claims = (Claim("claimed", spec.source, spec.claimed_epsilon, settings.delta),)
-    exact = None
-    if spec.true_epsilon is not None:
-        exact = Claim("true epsilon (closed form)", spec.source, spec.true_epsilon, 0.0)
-    lower = LowerBound(
-        "anytime-valid confidence sequence (test supermartingales by betting, "
-        f"{state.strategy})", settings.confidence_level, state.epsilon, settings.delta,
-        interval=ConfidenceInterval(state.epsilon, math.inf),
-        note=(f"claim rejected after {state.rejected_at} streamed pairs" if state.rejects_claim
-              else f"claim not rejected in {state.observations} streamed pairs")
-        + f" (+ {pilot_used} pilot samples per input)",
-    )  # fmt: skip
-    selections = (
-        SelectionRecord("input pair", "split", "chosen on the pilot samples, which the "
-                        "stream never reuses"),
-        SelectionRecord("event", "predictable", "the event and its direction refitted after "
-                        "each epoch on the earlier epochs only; the test bets on later pairs"),
-        SelectionRecord("stopping time", "anytime-valid", "Ville's inequality: the bound and "
-                        "the test hold at any stopping time"),
-    )  # fmt: skip
-    entry = AuditEntry(spec.name, "sequential", lower, claims, exact, selections, detail=state)
-    timings = {"total": time.perf_counter() - t0, "samples_per_input": pilot_used + used}
-    return AuditResult(WORKFLOW, (entry,), settings, settings.seed, timings,
-                       package_versions(), detail=state)  # fmt: skip
 
 
 def replay_witness(

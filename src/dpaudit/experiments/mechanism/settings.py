@@ -41,7 +41,8 @@ AUTO_FIRST_SCALE = 0.25
 #: fourth stage; the cheap ones (exact counts, closed-form ratios) run all six stages.
 SAMPLE_BUDGET = 2_000_000_000
 FIT_BUDGET = 850_000_000
-#: Pairs per input a sequential audit may stream before it stops without a rejection.
+#: Samples per input a sequential audit may draw (pilot, exploration and stream: all output
+#: draws / 2) before it stops without a rejection.
 SEQUENTIAL_BUDGET = 1_000_000
 MODES = ("auto", "fixed", "sequential")
 
@@ -62,7 +63,9 @@ class MechanismAuditSettings:
     on any machine; the best stage's bound is reported. With
     any size given, ``"auto"`` runs one audit at those sizes (the others at their base), as
     ``"fixed"`` does. ``"sequential"`` streams pairs through an anytime-valid test of the
-    claim (:class:`dpaudit.bounds.DPClaimEProcess`) and stops at the first rejection.
+    claim (:class:`dpaudit.bounds.DPClaimEProcess`) and stops at the first rejection
+    (:mod:`dpaudit.experiments.mechanism.sequential`: ``train_samples + select_samples``,
+    if given, is its pilot per input, 200 otherwise; ``samples`` its budget).
 
     The samples come in three independent parts, each per input of a pair: ``train_samples``
     fit the attack's score, ``select_samples`` choose the input pair and the event's
@@ -97,7 +100,7 @@ class MechanismAuditSettings:
     samples: int | None = option(
         None,
         help=f"fresh samples per input for the bound (base {BASE_SIZES[2]:,}; sequential: the "
-        f"stream's budget, default {SEQUENTIAL_BUDGET:,})",
+        f"samples per input it may draw in all, default {SEQUENTIAL_BUDGET:,})",
     )
     sample_budget: int = option(
         SAMPLE_BUDGET,

@@ -1,0 +1,301 @@
+"""The mechanism audit's sequential mode (``mode="sequential"``): an anytime-valid test of
+the claim that stops at its rejection.
+
+González, Dulce-Rubio, Ramdas & Ribero 2025 ("Sequentially Auditing Differential Privacy",
+arXiv:2509.07055) test a DP claim by betting on paired outputs ``(M(a′), M(a))`` through an
+event chosen from the past; :class:`dpaudit.bounds.DPClaimEProcess` holds the bets (aGRAPA,
+Waudby-Smith & Ramdas 2023, arXiv:2010.09686) and the ε confidence sequence.
+
+**Inputs, not pairs, are sampled.** The candidate pairs (StatDP's patterns in both orders,
+:func:`~dpaudit.experiments.mechanism.pipeline._pairs`) share their inputs (16 ordered pairs
+of 10 inputs for SVT-style mechanisms), and the two orders of a pair are one test: the event
+``S`` for ``a′`` or its complement for ``a`` (the two sides of the DP inequality). So every
+output drawn is kept in a pool per *input*, and each unordered pair is judged on its two
+inputs' pools.
+
+**Everything is chosen predictably.** A pilot of :data:`PILOT` outputs per input fills the
+pools. Then the stream runs in epochs of doubling length (the first :data:`FIRST_EPOCH`
+pairs). Before each epoch the pair, the score (the fixed audit's attacks: logistic
+regression with and without median indicators, exact counts, or the closed-form
+log-likelihood ratio; :func:`~dpaudit.experiments.mechanism.pipeline._attacks`), the
+threshold and the side are chosen from the pools alone — all drawn before the epoch: the
+pilot and the earlier epochs' streamed outputs, which join their inputs' pools — the first
+half of each pool fitting the scores, the second half choosing among them the one whose bet
+grows fastest (:func:`growth_event`). The test bets only on the epoch's new pairs; under the
+claim each of its observations has conditional mean ≤ 0 whatever was chosen from the past,
+so the product of the bets is a test supermartingale (Ville's inequality: the rejection and
+the confidence sequence hold at any stopping time, with no correction for the choices).
+While a pool is short of the chosen pair's, the inputs of the runner-up pairs get
+exploration draws (never bet on) so that a better pair can overtake.
+
+Samples are counted as the fixed audit counts them: output draws per input (all draws /2),
+the pilot and the exploration included.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+
+import numpy as np
+
+from dpaudit._results import (
+    AuditEntry,
+    AuditResult,
+    Claim,
+    ConfidenceInterval,
+    LowerBound,
+    SelectionRecord,
+    package_versions,
+)
+from dpaudit._rng import child_seed
+from dpaudit.attacks import MechanismAttack
+from dpaudit.bounds import DPClaimEProcess
+from dpaudit.experiments.mechanism.pipeline import WORKFLOW, _attacks, _draw, _pairs, _probe
+from dpaudit.experiments.mechanism.settings import SEQUENTIAL_BUDGET
+
+__all__ = ["FIRST_EPOCH", "PILOT", "audit_sequential", "growth_event", "input_pools"]
+
+PILOT = 200  # outputs per input of the pilot (half fit the scores, half choose)
+FIRST_EPOCH = 128  # pairs of the first epoch, then doubling
+LOOK = 32  # pairs between two looks (the test may look after each)
+FIT_ROWS = 20_000  # most outputs per input a logistic refit trains on (the newest)
+EXPLORE = 0.25  # runner-up inputs' pools are kept to ≥ this fraction of the chosen pair's
+RUNNERS_UP = 2  # pairs besides the chosen one whose inputs get exploration draws
+MIN_EVENTS = 4  # outputs needed in (and out of) an event for its rates to be judged
+PENALTY = 1.0  # standard errors taken off an estimated drift (growth_event)
+
+
+@dataclasses.dataclass
+class _Choice:
+    pair: int
+    attack: MechanismAttack
+    forward: bool
+    growth: float
+    credible: bool
+
+
+def input_pools(pairs) -> tuple[list[np.ndarray], list[tuple[int, int]]]:
+    """The distinct inputs of ``pairs`` and the unordered pairs among them (by index), in
+    the order the pairs first name them; a pair and its reverse are one test (two sides).
+
+    Example:
+        >>> a, b, c = np.zeros(2), np.ones(2), np.full(2, 2.0)
+        >>> inputs, upairs = input_pools([(a, b), (b, a), (a, c)])
+        >>> len(inputs), upairs
+        (3, [(0, 1), (0, 2)])
+    """
+    inputs, index, upairs = [], {}, []
+    for a, b in pairs:
+        ends = []
+        for db in (a, b):
+            key = np.asarray(db, float).tobytes()
+            if key not in index:
+                index[key] = len(inputs)
+                inputs.append(np.asarray(db, float))
+            ends.append(index[key])
+        pair = tuple(ends)
+        if pair not in upairs and pair[::-1] not in upairs:
+            upairs.append(pair)
+    return inputs, upairs
+
+
+def growth_event(
+    attack: MechanismAttack,
+    out_a,
+    out_b,
+    claimed_epsilon: float,
+    delta: float,
+    penalty: float = 1.0,
+):
+    """The threshold and side whose bet on the claim grows fastest, judged on outputs the
+    test will not bet on (the first half of ``out_a`` and ``out_b``), and that event's rates
+    estimated afresh on the second half. For ``S = {score ≥ t}`` (or its complement with the
+    roles of the inputs swapped: the two sides of the DP inequality) the criterion is the
+    drift ``m = p⁺ − e^ε p⁻ − δ`` of the claim's statistic, less ``penalty`` standard errors
+    of its estimate (a lucky threshold on few outputs is not preferred), over the
+    statistic's variance: ``max(m − penalty·se, 0)²/v``, the growth rate of the log-wealth
+    of a bet near Kelly's (Waudby-Smith & Ramdas 2023, arXiv:2010.09686, §B.3). Candidates:
+    256 quantiles of the pooled scores; rates shrunk as :func:`_rates` does.
+
+    Returns:
+        ``(attack with its threshold, forward, growth, fresh)``: ``growth`` judged on the
+        first half, ``fresh = (p⁺, p⁻, n⁺, n⁻)`` on the second (unbiased for the event
+        chosen).
+    """
+    score_a, score_b = attack.scores(out_a), attack.scores(out_b)
+    ha, hb = score_a.size // 2, score_b.size // 2
+    sa, sb = np.sort(score_a[:ha]), np.sort(score_b[:hb])  # choose on these ...
+    ea, eb = np.sort(score_a[ha:]), np.sort(score_b[hb:])  # ... estimate on these
+    ts = np.unique(np.quantile(np.concatenate([sa, sb]), np.linspace(0.0, 1.0, 257)))
+    f = math.exp(claimed_epsilon)
+    best = None
+    for forward in (True, False):
+        growth = _growth(*_rates(sa, sb, ts, forward), f, delta, penalty)
+        i = int(np.argmax(growth))
+        if best is None or growth[i] > best[0]:
+            best = (float(growth[i]), i, forward)
+    growth, i, forward = best
+    fresh = tuple(float(np.atleast_1d(x)[0]) for x in _rates(ea, eb, ts[i : i + 1], forward))
+    return dataclasses.replace(attack, threshold=float(ts[i])), forward, growth, fresh
+
+
+def _rates(sa, sb, ts, forward: bool):
+    """``(p⁺, p⁻, n⁺, n⁻)`` per threshold: the rates of the side's positive and negative
+    outputs (sorted scores of a and of b), each shrunk by two pseudo-outputs at the pooled
+    rate ``p₀ = (k⁺ + k⁻ + 1)/(n⁺ + n⁻ + 2)``: ``(k + 2p₀)/(n + 2)``, so that an event no
+    output fell in is not taken for one of probability 0 with no variance, and two inputs
+    with few outputs in the event, or none, show no difference."""
+    ka = sa.size - np.searchsorted(sa, ts, side="left")  # outputs of a with score ≥ t
+    kb = sb.size - np.searchsorted(sb, ts, side="left")
+    if not forward:
+        ka, kb = sa.size - ka, sb.size - kb
+    kpos, npos, kneg, nneg = (kb, sb.size, ka, sa.size) if forward else (ka, sa.size, kb, sb.size)
+    pooled = (kpos + kneg + 1) / (npos + nneg + 2)
+    ppos, pneg = (kpos + 2 * pooled) / (npos + 2), (kneg + 2 * pooled) / (nneg + 2)
+    rare = (kpos + kneg < MIN_EVENTS) | (npos + nneg - kpos - kneg < MIN_EVENTS)
+    return np.where(rare, pooled, ppos), np.where(rare, pooled, pneg), npos, nneg
+
+
+def _growth(pos, neg, npos, nneg, f: float, delta: float, penalty: float):
+    """``max(m − penalty·se, 0)²/v`` for the drift ``m = p⁺ − f p⁻ − δ``."""
+    var_pos, var_neg = pos * (1.0 - pos), f * f * neg * (1.0 - neg)
+    drift = pos - f * neg - delta - penalty * np.sqrt(var_pos / npos + var_neg / nneg)
+    return np.where(drift > 0, drift * drift / (var_pos + var_neg + 1e-12), 0.0)
+
+
+def _choose(spec, s, inputs, upairs, pools, penalty: float) -> tuple[_Choice, list]:
+    """The pair, score, threshold and side of the next epoch, from the pools only (drawn
+    before it): each pair's scores fitted on the first half of its inputs' pools (the newest
+    :data:`FIT_ROWS` of it), the rest choosing by :func:`growth_event`; whether to bet on
+    the choice is judged on rates it did not choose on (``_Choice.credible``). Returns the
+    choice and every pair's best growth, best first."""
+    best, ranking = None, []
+    f = math.exp(spec.claimed_epsilon)
+    for k, (i, j) in enumerate(upairs):
+        pa, pb = np.concatenate(pools[i]), np.concatenate(pools[j])
+        ha, hb = pa.shape[0] // 2, pb.shape[0] // 2
+        attacks = _attacks(spec, s, inputs[i], inputs[j], pa[:ha][-FIT_ROWS:],
+                           pb[:hb][-FIT_ROWS:])  # fmt: skip
+        pair_best = -1.0
+        for attack in attacks:
+            att, forward, growth, fresh = growth_event(
+                attack, pa[ha:], pb[hb:], spec.claimed_epsilon, s.delta, penalty
+            )
+            pair_best = max(pair_best, growth)
+            if best is None or growth > best.growth:
+                credible = float(_growth(*fresh, f, s.delta, penalty)) > 0
+                best = _Choice(k, att, forward, growth, credible)
+        ranking.append((pair_best, k))
+    ranking.sort(key=lambda r: (-r[0], r[1]))
+    return best, ranking
+
+
+def _explore(spec, inputs, upairs, pools, choice, ranking, root, epoch, room: int) -> int:
+    """Exploration draws (never bet on): the inputs of the :data:`RUNNERS_UP` best other
+    pairs get their pools topped up to :data:`EXPLORE` of the chosen pair's smaller pool,
+    at most ``room`` outputs in all. Returns the outputs drawn."""
+    ci, cj = upairs[choice.pair]
+    target = int(EXPLORE * min(_size(pools[ci]), _size(pools[cj])))
+    others = [k for _, k in ranking if k != choice.pair][:RUNNERS_UP]
+    drawn = 0
+    for d in sorted({d for k in others for d in upairs[k]}):
+        need = min(target - _size(pools[d]), room - drawn)
+        if need > 0:
+            pools[d].append(_draw(spec, inputs[d], need, child_seed(root, 8, epoch, d)))
+            drawn += need
+    return drawn
+
+
+def _size(pool) -> int:
+    return sum(x.shape[0] for x in pool)
+
+
+def audit_sequential(spec, settings) -> AuditResult:
+    """Stream pairs of outputs through an anytime-valid test of the claim (module docstring).
+    The stream stops at the claim's rejection or when ``settings.samples`` output draws per
+    input (default :data:`SEQUENTIAL_BUDGET`; pilot and exploration included) are spent."""
+    t0 = time.perf_counter()
+    pilot = _pilot_size(settings)
+    budget = settings.samples or SEQUENTIAL_BUDGET
+    root = np.random.SeedSequence(settings.seed)
+    pairs = _pairs(settings, spec)
+    _probe(spec, pairs, root)
+    inputs, upairs = input_pools(pairs)
+    pools = [[_draw(spec, db, pilot, child_seed(root, 7, d))] for d, db in enumerate(inputs)]
+    drawn = pilot * len(inputs)
+    process = DPClaimEProcess(spec.claimed_epsilon, settings.delta,
+                              confidence_level=settings.confidence_level)  # fmt: skip
+    state, epoch, history, used = process.result(), 0, [], drawn / 2
+    while not state.rejects_claim:
+        size = min(FIRST_EPOCH * 2**epoch, int(budget - drawn / 2))
+        if size <= 0:
+            break
+        choice, ranking = _choose(spec, settings, inputs, upairs, pools, PENALTY)
+        bet = choice.credible  # if not, the epoch only explores the most promising pair
+        i, j = upairs[choice.pair]
+        out_a = _draw(spec, inputs[i], size, child_seed(root, 6, epoch, 0))
+        out_b = _draw(spec, inputs[j], size, child_seed(root, 6, epoch, 1))
+        seen = state.observations
+        if bet:
+            state = _bet(process, choice, out_a, out_b)
+        used = drawn / 2 + (state.rejected_at or state.observations) - seen
+        drawn += 2 * size
+        history.append({"pair": [inputs[i].tolist(), inputs[j].tolist()], "pairs": size,
+                        "event": choice.attack.describe(), "forward": choice.forward,
+                        "growth": choice.growth, "bet": bet,
+                        "log_e_value": state.log_e_value})  # fmt: skip
+        pools[i].append(out_a)
+        pools[j].append(out_b)
+        if not state.rejects_claim:
+            room = int(2 * budget - drawn)
+            drawn += _explore(spec, inputs, upairs, pools, choice, ranking, root, epoch, room)
+            used = drawn / 2
+        epoch += 1
+    return _result(spec, settings, state, pilot, used, history, t0)
+
+
+def _pilot_size(settings) -> int:
+    given = [x for x in (settings.train_samples, settings.select_samples) if x is not None]
+    return sum(given) if given else PILOT
+
+
+def _bet(process: DPClaimEProcess, choice: _Choice, out_a, out_b):
+    """Bet on one epoch's pairs, looking every :data:`LOOK`, until the claim's rejection."""
+    in_a, in_b = choice.attack.contains(out_a), choice.attack.contains(out_b)
+    pos, neg = (in_b, in_a) if choice.forward else (~in_a, ~in_b)
+    process.restart_bets()  # a new event: its bets learn from its own pairs only
+    state = process.result()
+    for lo in range(0, pos.size, LOOK):
+        state = process.update(pos[lo : lo + LOOK], neg[lo : lo + LOOK])
+        if state.rejects_claim:
+            break
+    return state
+
+
+def _result(spec, settings, state, pilot, used, history, t0) -> AuditResult:
+    claims = (Claim("claimed", spec.source, spec.claimed_epsilon, settings.delta),)
+    exact = None
+    if spec.true_epsilon is not None:
+        exact = Claim("true epsilon (closed form)", spec.source, spec.true_epsilon, 0.0)
+    lower = LowerBound(
+        "anytime-valid confidence sequence (test supermartingales by betting, "
+        f"{state.strategy})", settings.confidence_level, state.epsilon, settings.delta,
+        interval=ConfidenceInterval(state.epsilon, math.inf),
+        note=(f"claim rejected after {state.rejected_at} streamed pairs" if state.rejects_claim
+              else f"claim not rejected in {state.observations} streamed pairs")
+        + f" ({used:,.0f} samples per input in all, a pilot of {pilot} per input included)",
+    )  # fmt: skip
+    selections = (
+        SelectionRecord("input pair", "predictable", "re-chosen before each epoch from the "
+                        "outputs drawn before it (pilot, exploration, earlier epochs)"),
+        SelectionRecord("event", "predictable", "score, threshold and side re-chosen before "
+                        "each epoch from the earlier outputs only; the test bets on later pairs"),
+        SelectionRecord("stopping time", "anytime-valid", "Ville's inequality: the bound and "
+                        "the test hold at any stopping time"),
+    )  # fmt: skip
+    entry = AuditEntry(spec.name, "sequential", lower, claims, exact, selections, detail=state)
+    timings = {"total": time.perf_counter() - t0, "samples_per_input": used, "epochs": history}
+    return AuditResult(WORKFLOW, (entry,), settings, settings.seed, timings,
+                       package_versions(), detail=state)  # fmt: skip

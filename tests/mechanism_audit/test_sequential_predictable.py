@@ -1,0 +1,107 @@
+"""The sequential mechanism audit's predictable choices (issue 41): inputs pooled across the
+pairs that share them, the pair, score, threshold and side re-chosen before each epoch from
+earlier outputs only, and bets restarted (not voided) when the event changes."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpaudit.attacks import MechanismAttack
+from dpaudit.experiments import MechanismAuditSettings, audit_mechanism
+from dpaudit.experiments.mechanism import sequential
+
+
+def test_input_pools_share_inputs_and_merge_the_two_orders():
+    a, b, c = np.zeros(3), np.ones(3), np.full(3, 2.0)
+    inputs, upairs = sequential.input_pools([(a, b), (b, a), (a, c), (c, a), (b, c)])
+    assert [x.tolist() for x in inputs] == [[0.0] * 3, [1.0] * 3, [2.0] * 3]
+    assert upairs == [(0, 1), (0, 2), (1, 2)]
+
+
+def test_statdp_patterns_of_ten_inputs_are_eight_tests():
+    """SVT's 16 ordered StatDP pairs share 10 inputs: a pilot per input costs 10/32 of one
+    per ordered pair and input."""
+    from dpaudit.experiments.mechanism.pipeline import _pairs, resolve_mechanism
+
+    s = MechanismAuditSettings(mechanism="svt6")
+    pairs = _pairs(s, resolve_mechanism(s))
+    inputs, upairs = sequential.input_pools(pairs)
+    assert (len(pairs), len(inputs), len(upairs)) == (16, 10, 8)
+
+
+def _identity_score(outputs, a, b):
+    return np.asarray(outputs, float)[:, 0]
+
+
+def test_growth_event_picks_the_side_and_estimates_it_afresh():
+    """a′ = N(2, 1) against a = N(0, 1), scored by x: the event {x ≥ t} for a′; the fresh
+    rates (second half) are unbiased for the chosen t: close to the normal tails."""
+    rng = np.random.default_rng(0)
+    out_a, out_b = rng.normal(0, 1, (20_000, 1)), rng.normal(2, 1, (20_000, 1))
+    attack = MechanismAttack("llr", llr=_identity_score, pair_a=np.zeros(1), pair_b=np.ones(1))
+    att, forward, growth, (p_pos, p_neg, n_pos, n_neg) = sequential.growth_event(
+        attack, out_a, out_b, claimed_epsilon=0.5, delta=0.0
+    )
+    assert forward and growth > 0.1 and (n_pos, n_neg) == (10_000, 10_000)
+    t = att.threshold
+    from scipy.stats import norm
+
+    assert abs(p_pos - norm.sf(t - 2)) < 0.02 and abs(p_neg - norm.sf(t)) < 0.01
+    # a′ uniform on [0, 3] against a = N(0, 1): the other side, the complement of
+    # {x ≥ t} for a (half of a's outputs, none of a′'s), beats {x ≥ t} for a′ (ratio ≤ 2)
+    out_b = rng.uniform(0, 3, (20_000, 1))
+    att, forward, growth, (p_pos, p_neg, _, _) = sequential.growth_event(attack, out_a, out_b,
+                                                                         0.5, 0.0)  # fmt: skip
+    assert not forward and growth > 0.5 and p_neg < 0.01 and 0.4 < p_pos < 0.6
+
+
+def test_rates_of_an_event_no_output_fell_in_show_no_difference():
+    """Zero counts on both inputs (of unequal sizes) give equal shrunk rates: no drift."""
+    sa, sb = np.zeros(50), np.zeros(300)
+    pos, neg, npos, nneg = sequential._rates(sa, sb, np.array([1.0]), True)
+    assert pos[0] == neg[0] and (npos, nneg) == (300, 50)
+    growth = sequential._growth(pos, neg, npos, nneg, math.exp(0.1), 0.0, 1.0)
+    assert growth[0] == 0.0
+
+
+def test_each_epoch_is_chosen_from_outputs_drawn_before_it(monkeypatch):
+    """Predictability, checked on the run itself: the outputs each epoch bets on are never
+    in the pools its choice was made from, and join them for the next epoch's choice."""
+    seen_pools, bet_on = [], []
+    choose, bet = sequential._choose, sequential._bet
+
+    def spy_choose(spec, s, inputs, upairs, pools, penalty):
+        seen_pools.append({id(x) for pool in pools for x in pool})
+        return choose(spec, s, inputs, upairs, pools, penalty)
+
+    def spy_bet(process, choice, out_a, out_b):
+        bet_on.append((len(seen_pools) - 1, id(out_a), id(out_b)))
+        return bet(process, choice, out_a, out_b)
+
+    monkeypatch.setattr(sequential, "_choose", spy_choose)
+    monkeypatch.setattr(sequential, "_bet", spy_bet)
+    s = MechanismAuditSettings(mechanism="statdp-isvt4", mode="sequential", samples=12_000)
+    res = audit_mechanism(s)
+    assert len(seen_pools) == len(res.timings["epochs"]) >= 3
+    assert bet_on, "at least one epoch bets"
+    for epoch, ida, idb in bet_on:
+        assert ida not in seen_pools[epoch] and idb not in seen_pools[epoch]
+        if epoch + 1 < len(seen_pools):
+            assert ida in seen_pools[epoch + 1] and idb in seen_pools[epoch + 1]
+
+
+def test_samples_counted_include_pilot_and_exploration():
+    """noisy-hist2 (4 ordered pairs of 3 inputs): the pilot's 3 × 200 outputs, then the
+    first epoch (128 pairs) rejects; samples per input = (600 + 2·bet-on pairs)/2."""
+    res = audit_mechanism(MechanismAuditSettings(mechanism="noisy-hist2", mode="sequential"))
+    state = res.entries[0].detail
+    assert state.rejects_claim and state.rejected_at <= 128
+    assert res.timings["samples_per_input"] == 3 * sequential.PILOT / 2 + state.rejected_at
+
+
+def test_sequential_module_examples():
+    from doctest_support import module_examples
+
+    assert module_examples("dpaudit.experiments.mechanism.sequential").failed == 0
