@@ -16,15 +16,26 @@ after every observation, and samples to rejection against the fixed-sample audit
    is ε = 4 at δ = 10⁻⁵; 2,000 canaries), each through :class:`dpaudit.attacks.StepClaimTest`
    looked at after every step.
 3. **Power**: every mechanism of the DP-Sniper and StatDP suites whose claim is known to be
-   wrong (``MechanismSpec.private`` false), audited with ``mode="sequential"`` (seeds 0–4):
-   the median samples per input to rejection (pilot included; ``inf``: not rejected within
-   the budget), against the samples per input a fixed audit at the base sizes uses, and the
-   wall time of both in the same run.
+   wrong (``MechanismSpec.private`` false), audited with ``mode="sequential"`` (seeds 0–4;
+   ``--seeds``): the median samples per input to rejection (all output draws / 2: pilot,
+   exploration and the pairs streamed up to the rejection; ``inf``: not rejected within the
+   budget), against the samples the fixed-sample audit uses *for the same conclusion*: the
+   default ``audit mechanism`` (automatic sizing, seed 0), counted up to and including the
+   first of its looks whose bound refutes the claim — every look before it included, each
+   drawing its own training, selection and fresh samples for every pair it searches
+   (screening included; the looks' output values over the output width). That is what the
+   default audit has drawn when it first holds the conclusion: it cannot know in advance
+   which look will refute, and its Bonferroni correction over the looks makes stopping at
+   that look valid; the refuting look's own samples are kept too (``fixed_look_samples``).
+   A fixed audit at the base sizes is no fair denominator: on SVT3, SVT4 and SVT34-parallel
+   it does not reach the conclusion at all. Wall and CPU time of both are recorded.
+   ``--keep-default`` reuses the stored default audits (they do not depend on the
+   sequential mode and take most of the time); ``--workers`` runs mechanisms in parallel.
 
 Run: ``python benchmarks/bench_sequential.py`` (``--quick``: fewer streams and seeds;
-``--budget``: the pairs a sequential audit may stream, 300,000; ``--parts``: run only some of
-throughput, type-one, type-one-white-box, power, the others kept from the stored results); writes
-``benchmarks/results/sequential.json``.
+``--budget``: the samples per input a sequential audit may draw, 300,000; ``--parts``: run
+only some of throughput, type-one, type-one-white-box, power, the others kept from the
+stored results); writes ``benchmarks/results/sequential.json``.
 """
 
 from __future__ import annotations

@@ -20,13 +20,18 @@ regression with and without median indicators, exact counts, or the closed-form
 log-likelihood ratio; :func:`~dpaudit.experiments.mechanism.pipeline._attacks`), the
 threshold and the side are chosen from the pools alone — all drawn before the epoch: the
 pilot and the earlier epochs' streamed outputs, which join their inputs' pools — the first
-half of each pool fitting the scores, the second half choosing among them the one whose bet
-grows fastest (:func:`growth_event`). The test bets only on the epoch's new pairs; under the
-claim each of its observations has conditional mean ≤ 0 whatever was chosen from the past,
-so the product of the bets is a test supermartingale (Ville's inequality: the rejection and
-the confidence sequence hold at any stopping time, with no correction for the choices).
-While a pool is short of the chosen pair's, the inputs of the runner-up pairs get
-exploration draws (never bet on) so that a better pair can overtake.
+half of each pool fitting the scores, the third quarter choosing among them the one whose
+bet grows fastest (:func:`growth_event`), the last quarter, untouched by that choice,
+estimating the chosen event's drift afresh: the epoch bets only if that estimate, less
+:data:`PENALTY` standard errors, is positive (``_Choice.credible``), and otherwise only adds
+to the pools; when no event beats its noise anywhere, the epoch explores the pair whose
+unpenalised growth is best. The test bets only on the epoch's new pairs, its aGRAPA bets
+restarted for the new event (the wealth kept; :meth:`DPClaimEProcess.restart_bets`); under
+the claim each of its observations has conditional mean ≤ 0 whatever was chosen from the
+past, so the product of the bets is a test supermartingale (Ville's inequality: the
+rejection and the confidence sequence hold at any stopping time, with no correction for the
+choices). While a pool is short of the chosen pair's, the inputs of the :data:`RUNNERS_UP`
+best other pairs get exploration draws (never bet on) so that a better pair can overtake.
 
 Samples are counted as the fixed audit counts them: output draws per input (all draws /2),
 the pilot and the exploration included.
@@ -185,7 +190,7 @@ def _choose(spec, s, inputs, upairs, pools, penalty: float) -> tuple[_Choice, li
             )
             pair_best = max(pair_best, growth)
             if best is None or growth > best.growth:
-                credible = float(_growth(*fresh, f, s.delta, penalty)) > 0
+                credible = float(_growth(*fresh, f, s.delta, PENALTY)) > 0
                 best = _Choice(k, att, forward, growth, credible)
         ranking.append((pair_best, k))
     ranking.sort(key=lambda r: (-r[0], r[1]))
@@ -233,6 +238,8 @@ def audit_sequential(spec, settings) -> AuditResult:
         if size <= 0:
             break
         choice, ranking = _choose(spec, settings, inputs, upairs, pools, PENALTY)
+        if choice.growth <= 0:  # no event beats its noise: explore the likeliest, unpenalised
+            choice, ranking = _choose(spec, settings, inputs, upairs, pools, 0.0)
         bet = choice.credible  # if not, the epoch only explores the most promising pair
         i, j = upairs[choice.pair]
         out_a = _draw(spec, inputs[i], size, child_seed(root, 6, epoch, 0))
