@@ -5,7 +5,9 @@ their controls not."""
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,6 +24,7 @@ from dpaudit.systems import SYSTEMS
 from dpaudit.systems._external import VENVS_ENV
 from dpaudit.systems.synthetic import LIBRARIES, GeneratorCell, SyntheticGenerator
 
+ROOT = Path(__file__).resolve().parents[2]
 SMARTNOISE = LIBRARIES["smartnoise"]
 needs_smartnoise = pytest.mark.skipif(
     not SMARTNOISE.available(),
@@ -217,3 +220,25 @@ def test_sequential_mode_stops_early_on_the_planted_bug_and_keeps_the_control(tm
     assert "claim rejected at run pair" in bug.lower_bound.note
     assert not ok.gap.refutes_claim and ok.detail.runs == s.runs
     assert math.isnan(bug.detail.mu_lower)
+
+
+def test_docs_mst_rows_come_from_the_recorded_run():
+    """The MST rows at ε = 1 of the docs page, and the √(mean shift) figures of its prose,
+    state what ``docs/results/synthetic-data/mst-worst-case-eps1.json`` holds."""
+    page = " ".join((ROOT / "docs" / "workflows" / "synthetic-data.md").read_text().split())
+    d = json.loads((ROOT / "docs/results/synthetic-data/mst-worst-case-eps1.json").read_text())
+    s = d["settings"]
+    assert s["generators"] == ["smartnoise-mst"] and s["dataset"] == "tree-flip"
+    for e in d["entries"]:
+        x = e["detail"]
+        lo, hi = x["mu_estimate_interval"]["low"], x["mu_estimate_interval"]["high"]
+        row = (f"| smartnoise-mst | {x['epsilon']:g} | {x['threat_model']} ({x['dataset']}) | "
+               f"{s['runs']:,} ({s['pilot_runs']}) | {e['lower_bound']['epsilon']:.3f} | "
+               f"{'yes' if e['gap']['refutes_claim'] else 'no'} | {x['mu_lower']:.3f} | "
+               f"{x['mu_estimate']:.3f} ± {(hi - lo) / 2:.3f} | {x['implied_mu']:.3f} | "
+               f"{x['mu_ratio']:.2f} | {x['seconds_per_run']:.2f} |")  # fmt: skip
+        assert row in page, row
+        llr = x["llr_mu_interval"]
+        fig = (f"√(mean shift) {x['llr_mu_estimate']:.3f} ({llr['low']:.3f}–{llr['high']:.3f}, "
+               f"{x['llr_mu_estimate'] / x['implied_mu']:.2f}×)")  # fmt: skip
+        assert fig in page, fig
