@@ -127,6 +127,18 @@ def test_power_and_rejection_time():
     assert r.observations == 400
 
 
+def test_a_rejected_claim_gives_a_bound_above_it():
+    """Rejecting the claim shows ε > claim: with no grid point between the claim and a value
+    that is not rejected, the point added just above the claim still puts the bound above it
+    (so the entry's gap refutes the claim whenever the test rejects it)."""
+    rng = np.random.default_rng(0)
+    e = DPClaimEProcess(0.5, epsilons=[0.0, 0.5, 5.0])
+    r = e.update(rng.random(400) < 0.9, rng.random(400) < 0.1)  # true ε = log 9 < 5
+    assert r.rejects_claim and 0.5 < r.epsilon < 0.5 + 1e-8
+    assert e.epsilons.size == 4
+    assert DPClaimEProcess(1.0).epsilons.size == epsilon_grid(1.0).size + 1
+
+
 def test_delta_enters_the_statistic():
     """(ε, δ) with δ = 0.3 covers P 0.9 vs 0.5 at ε = log(1.2): no rejection of ε = 0.2."""
     rng = np.random.default_rng(1)

@@ -272,6 +272,10 @@ def _indicator(values: ArrayLike) -> ArrayLike:
     return arr.astype(float) if arr.dtype == np.bool_ else values
 
 
+#: Relative offset of the grid point :class:`DPClaimEProcess` adds just above the claim.
+_ABOVE = 1e-9
+
+
 class DPClaimEProcess:
     """Anytime-valid test of an (ε, δ)-DP claim and confidence sequence for ε, from paired
     witness values (module docstring).
@@ -313,6 +317,14 @@ class DPClaimEProcess:
             raise ValueError(f"epsilons must lie in [0, {_MAX_EPSILON:g}], got {grid.tolist()}")
         if grid.size > _MAX_POINTS:
             raise ValueError(f"epsilons must have at most {_MAX_POINTS} values, got {grid.size}")
+        # Rejecting the claim shows ε > claim, but a bound read off the grid says only ε ≥
+        # claim when the next point up is not rejected. A point just above the claim (its
+        # e-process is all but the claim's) makes the bound exceed the claim whenever the
+        # claim is rejected; one more test point never costs validity (the bound is wrong
+        # only if the first grid point at or above the true ε rejects: probability ≤ β).
+        above = claimed * (1.0 + _ABOVE) + _ABOVE
+        if above <= _MAX_EPSILON and not np.any((grid > claimed) & (grid <= above)):
+            grid = np.unique(np.append(grid, above))
         self.claimed_epsilon = claimed
         self.epsilons = grid
         self._claim = int(np.searchsorted(grid, claimed))
