@@ -57,7 +57,7 @@ from dpaudit._results import (
 from dpaudit._rng import child_seed
 from dpaudit.attacks import MechanismAttack
 from dpaudit.bounds import DPClaimEProcess
-from dpaudit.experiments.mechanism.pipeline import WORKFLOW, _attacks, _draw, _pairs, _probe
+from dpaudit.experiments.mechanism._inputs import WORKFLOW, _attacks, _draw, _pairs, _probe
 from dpaudit.experiments.mechanism.settings import SEQUENTIAL_BUDGET
 
 __all__ = ["FIRST_EPOCH", "PILOT", "audit_sequential", "growth_event", "input_pools"]
