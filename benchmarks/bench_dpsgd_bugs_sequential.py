@@ -50,11 +50,12 @@ def _cell(name: str, seed: int, control_scale: float) -> dict:
     return {
         "audit": name,
         "seed": seed,
-        "bug_rejected": bool(bug.gap.refutes_claim),
+        "bug_rejected": "claim rejected" in bug.lower_bound.note,  # the test's stop
+        "bug_refutes": bool(bug.gap.refutes_claim),  # the bound above the claim
         "bug_runs": int(bug.detail.runs),
         "bug_epsilon": round(float(bug.lower_bound.epsilon), 4),
         "claim": round(float(bug.claim.epsilon), 4),
-        "control_rejected": bool(ctrl.gap.refutes_claim),
+        "control_rejected": "claim rejected" in ctrl.lower_bound.note,
         "control_runs": int(ctrl.detail.runs),
         "fixed_runs": audit.runs,
         "bug_cpu_seconds": round(t1 - t0, 1),
@@ -82,6 +83,36 @@ def _summary(cells: list[dict]) -> list[dict]:
                                      for c in mine), 1),
         })  # fmt: skip
     return rows
+
+
+DOCS = Path(__file__).parents[1] / "docs" / "workflows" / "dp-sgd-bugs.md"
+MARKERS = ("<!-- sequential-table:start -->", "<!-- sequential-table:end -->")
+
+
+def docs_table(summary: list[dict]) -> str:
+    """The docs page's table (``docs/workflows/dp-sgd-bugs.md``, between :data:`MARKERS`)."""
+    lines = [
+        "| audit | fixed audit's run pairs | sequential: median run pairs to rejection | ratio "
+        "| bug rejected | control rejected (its run pairs) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in summary:
+        med = r["median_runs_to_rejection"]
+        med_s = "not rejected" if med == float("inf") else f"{med:,.0f}"
+        ratio = "—" if r["ratio"] is None else f"{r['ratio']:.3f}"
+        lines.append(
+            f"| `{r['audit']}` | {r['fixed_runs']:,} | {med_s} | {ratio} | "
+            f"{r['bug_rejected_seeds']} of {r['seeds']} | {r['control_rejected_seeds']} of "
+            f"{r['seeds']} ({r['control_runs']:,}) |"
+        )
+    return "\n".join(lines)
+
+
+def _write_docs(summary: list[dict]) -> None:
+    text = DOCS.read_text()
+    start, end = MARKERS
+    i, j = text.index(start) + len(start), text.index(end)
+    DOCS.write_text(text[:i] + "\n" + docs_table(summary) + "\n" + text[j:])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
                 "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
                 "cells": cells, "summary": _summary(cells),
             }, indent=2) + "\n")  # fmt: skip
+    _write_docs(_summary(cells))
     for r in _summary(cells):
         print(f"{r['audit']:>20}: median {r['median_runs_to_rejection']} of {r['fixed_runs']} "
               f"runs (ratio {r['ratio']}), bug rejected {r['bug_rejected_seeds']}/{r['seeds']},"
