@@ -222,17 +222,21 @@ def test_sequential_mode_stops_early_on_the_planted_bug_and_keeps_the_control(tm
     assert math.isnan(bug.detail.mu_lower)
 
 
-def test_docs_mst_rows_come_from_the_recorded_run():
+@pytest.mark.parametrize(
+    ("recorded", "generator"),
+    [("mst-worst-case-eps1.json", "smartnoise-mst"), ("dpmm-worst-case-eps1.json", "dpmm-mst")],
+)
+def test_docs_mst_rows_come_from_the_recorded_run(recorded, generator):
     """The MST rows at ε = 1 of the docs page, and the √(mean shift) figures of its prose,
-    state what ``docs/results/synthetic-data/mst-worst-case-eps1.json`` holds."""
+    state what ``docs/results/synthetic-data/<recorded>`` holds."""
     page = " ".join((ROOT / "docs" / "workflows" / "synthetic-data.md").read_text().split())
-    d = json.loads((ROOT / "docs/results/synthetic-data/mst-worst-case-eps1.json").read_text())
+    d = json.loads((ROOT / "docs/results/synthetic-data" / recorded).read_text())
     s = d["settings"]
-    assert s["generators"] == ["smartnoise-mst"] and s["dataset"] == "tree-flip"
+    assert s["generators"] == [generator] and s["dataset"] == "tree-flip"
     for e in d["entries"]:
         x = e["detail"]
         lo, hi = x["mu_estimate_interval"]["low"], x["mu_estimate_interval"]["high"]
-        row = (f"| smartnoise-mst | {x['epsilon']:g} | {x['threat_model']} ({x['dataset']}) | "
+        row = (f"| {generator} | {x['epsilon']:g} | {x['threat_model']} ({x['dataset']}) | "
                f"{s['runs']:,} ({s['pilot_runs']}) | {e['lower_bound']['epsilon']:.3f} | "
                f"{'yes' if e['gap']['refutes_claim'] else 'no'} | {x['mu_lower']:.3f} | "
                f"{x['mu_estimate']:.3f} ± {(hi - lo) / 2:.3f} | {x['implied_mu']:.3f} | "
