@@ -88,14 +88,18 @@ def test_mu_matches_naive_oracle_and_is_continuous(m, ng, nc, k):
     assert not fdp_rejects(m, ng, nc, res.mu + 2 * res.tolerance + 1e-12, set_size=k)
 
 
-def test_rejection_test_agrees_with_naive_recursion_everywhere():
-    rng = np.random.default_rng(11)
-    for _ in range(40):
-        m = int(rng.integers(50, 800))
+def random_games(rng, count, max_m):
+    """``count`` random (m, n_g, n_c, K, μ) with 50 ≤ m < ``max_m``."""
+    for _ in range(count):
+        m = int(rng.integers(50, max_m))
         ng = int(rng.integers(1, m + 1))
         nc = int(rng.integers(0, ng + 1))
-        k = int(rng.integers(2, 5))
-        mu = float(rng.uniform(0, 3))
+        yield m, ng, nc, int(rng.integers(2, 5)), float(rng.uniform(0, 3))
+
+
+def test_rejection_test_agrees_with_naive_recursion_everywhere():
+    rng = np.random.default_rng(11)
+    for m, ng, nc, k, mu in random_games(rng, 40, 800):
         expected = naive_margin(mu, m, ng, nc, 0.05, k) > 0
         assert fdp_rejects(m, ng, nc, mu, set_size=k) == expected
 
@@ -110,12 +114,8 @@ def test_compiled_loop_equals_the_python_loop():
     fast = compiled_margin(_fdp._margin_loop)
     assert fast is not None
     rng = np.random.default_rng(5)
-    for _ in range(300):
-        m = int(rng.integers(50, 5000))
-        ng = int(rng.integers(1, m + 1))
-        nc = int(rng.integers(0, ng + 1))
-        k = int(rng.integers(2, 5))
-        mu, tau = float(rng.uniform(0, 3)), float(rng.choice([0.05, 0.01, 0.2]))
+    for m, ng, nc, k, mu in random_games(rng, 300, 5000):
+        tau = float(rng.choice([0.05, 0.01, 0.2]))
         a, b = fast(mu, m, ng, nc, tau, k), _fdp._python_margin(mu, m, ng, nc, tau, k)
         assert (a > 0) == (b > 0)
         assert a == pytest.approx(b, abs=1e-12)
