@@ -13,6 +13,7 @@ MODULES = [
     "dpaudit.systems.synthetic._privbayes",
     "dpaudit.attacks._synthetic",
     "dpaudit.attacks._synthetic_privbayes",
+    "dpaudit.attacks._synthetic_adult",
     "dpaudit.experiments.synthetic_data.settings",
     "dpaudit.experiments.synthetic_data.pipeline",
 ]

