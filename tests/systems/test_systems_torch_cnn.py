@@ -51,3 +51,27 @@ def test_cnn_teachers_in_an_ensemble(digits):
     np.testing.assert_array_equal(votes.sum(axis=1), np.full(10, 2))
     assert all(isinstance(t, TorchCNNClassifier) for t in ens.teachers)
     assert [t.random_state for t in ens.teachers] == list(ens.teacher_seeds)
+
+
+def test_torch_context_sets_and_restores_determinism_without_loading_the_compiler():
+    import sys
+
+    from dpaudit.systems._torch_nets import torch_context
+
+    compiler_loaded = "torch._inductor.config" in sys.modules
+    before = (torch.are_deterministic_algorithms_enabled(),
+              torch.is_deterministic_algorithms_warn_only_enabled())  # fmt: skip
+    threads = torch.get_num_threads()
+    with torch_context(3, num_threads=1) as t:
+        assert t.are_deterministic_algorithms_enabled()
+        assert t.is_deterministic_algorithms_warn_only_enabled()
+        assert t.get_num_threads() == 1
+        first = t.rand(3)
+    after = (torch.are_deterministic_algorithms_enabled(),
+             torch.is_deterministic_algorithms_warn_only_enabled())  # fmt: skip
+    assert after == before
+    assert torch.get_num_threads() == threads
+    with torch_context(3) as t:
+        assert torch.equal(t.rand(3), first)  # seeded
+    # the compiler stack is imported only if something else imported it
+    assert ("torch._inductor.config" in sys.modules) == compiler_loaded

@@ -27,7 +27,6 @@ import dataclasses
 import math
 
 import numpy as np
-from scipy import special
 
 from dpaudit._results import ResultMixin
 from dpaudit._typing import ArrayLike
@@ -128,8 +127,11 @@ class StepClaimTest:
         self._steps, self._rejected_at, self._max = 0, None, 0.0
 
     def _mixture(self) -> float:
+        # log of the mean of e^w, shifted by the maximum (scipy's logsumexp costs ~1 ms a call
+        # for its generality, more than the step's bets)
         w = self._process.log_wealth
-        return float(special.logsumexp(w) - math.log(w.size))
+        top = float(w.max())
+        return top + math.log(float(np.exp(w - top).sum())) - math.log(w.size)
 
     def update(self, observations: ArrayLike) -> StepClaimTestResult:
         """Feed one step's (m,) canary projections (units of the clipping norm)."""

@@ -57,6 +57,7 @@ from dpaudit._validate import (
     check_positive,
     check_positive_int,
 )
+from dpaudit.bounds._sequential_kernel import compiled_agrapa
 
 __all__ = [
     "BETTING_STRATEGIES",
@@ -198,7 +199,20 @@ class BettingEProcess:
 
     def _agrapa(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
         """aGRAPA bets from past prefix sums (one pseudo-observation at mean 0, second moment
-        1/4 regularises the first bets), then the log-wealth path."""
+        1/4 regularises the first bets), then the log-wealth path: one compiled pass
+        (:mod:`dpaudit.bounds._sequential_kernel`) when numba is installed, else
+        :meth:`_agrapa_numpy`."""
+        kernel = compiled_agrapa()
+        if kernel is None:
+            return self._agrapa_numpy(y)
+        path = kernel(np.ascontiguousarray(y), self._sum, self._sum_sq, float(self._bet_count),
+                      self.log_wealth.copy(), self.max_bet)  # fmt: skip
+        self.count += y.shape[1]
+        self._bet_count += y.shape[1]
+        return path
+
+    def _agrapa_numpy(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
+        """:meth:`_agrapa` vectorised with NumPy (prefix sums over the batch)."""
         n = y.shape[1]
         before = np.cumsum(y, axis=1) - y + self._sum[:, None]
         before_sq = np.cumsum(y * y, axis=1) - y * y + self._sum_sq[:, None]

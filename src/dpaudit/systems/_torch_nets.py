@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -126,12 +127,30 @@ def torch_context(seed: int, *, num_threads: int = 1) -> Iterator[Any]:
     torch = require("torch", "torch")
     old_threads = torch.get_num_threads()
     old_det = torch.are_deterministic_algorithms_enabled()
+    old_warn = torch.is_deterministic_algorithms_warn_only_enabled()
     torch.set_num_threads(check_positive_int("num_threads", num_threads))
-    torch.use_deterministic_algorithms(True, warn_only=True)
+    _deterministic(torch, True, warn_only=True)
     try:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(seed))
             yield torch
     finally:
         torch.set_num_threads(old_threads)
-        torch.use_deterministic_algorithms(old_det)
+        _deterministic(torch, old_det, warn_only=old_warn)
+
+
+def _deterministic(torch: Any, mode: bool, *, warn_only: bool) -> None:
+    """``torch.use_deterministic_algorithms(mode, warn_only=...)`` without importing
+    ``torch._inductor`` when nothing has imported it yet.
+
+    The public function also sets ``torch._inductor.config.deterministic``, and importing that
+    module imports torch's compiler stack: 1.8 CPU-s in every process that trains (each worker
+    of a process pool), for a setting only ``torch.compile`` reads — and dpaudit compiles
+    nothing. Where the compiler is already loaded (a user's process that uses
+    ``torch.compile``) or the internal setter is missing, the public function runs.
+    """
+    setter = getattr(torch._C, "_set_deterministic_algorithms", None)
+    if setter is None or "torch._inductor.config" in sys.modules:
+        torch.use_deterministic_algorithms(mode, warn_only=warn_only)
+    else:
+        setter(mode, warn_only=warn_only)
