@@ -85,6 +85,32 @@ def test_p_value_matches_naive_oracle(m, r, v, eps, delta):
     )
 
 
+def test_compiled_and_numpy_delta_terms_agree(monkeypatch):
+    """The δ term α of the p-value as one compiled loop (numba) and as NumPy's chunked
+    cumulative sums: the same value to rounding on 200 random games, the same p-values and
+    ε bounds whichever runs."""
+    import dpaudit.bounds._one_run as one_run
+
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        m = int(rng.integers(10, 5000))
+        r = int(rng.integers(1, m + 1))
+        v = int(rng.integers(1, r + 1))
+        pv = one_run._PValue(m, r, v, 1e-5)
+        eps = float(rng.uniform(0.0, 5.0))
+        log_q = -math.log1p(math.exp(-eps))
+        j0 = int(rng.integers(0, v))
+        a, b = pv._alpha(j0, log_q, log_q - eps), pv._alpha_numpy(j0, log_q, log_q - eps)
+        assert a == pytest.approx(b, rel=1e-13, abs=0.0)
+    games = [(1000, 100, 95), (1000, 1000, 700), (10_000, 5000, 3300)]
+    compiled = [one_run_epsilon(m, r, v, delta=1e-5).epsilon for m, r, v in games]
+    monkeypatch.setattr(one_run, "compiled", lambda loop: None)
+    assert [one_run_epsilon(m, r, v, delta=1e-5).epsilon for m, r, v in games] == pytest.approx(
+        compiled, abs=1e-9
+    )
+
+
 @pytest.mark.parametrize(
     ("m", "r", "v", "delta"), [(1000, 100, 95, 1e-5), (1000, 400, 330, 1e-4), (300, 300, 250, 1e-3)]
 )

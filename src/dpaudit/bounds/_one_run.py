@@ -55,6 +55,7 @@ from dpaudit._validate import (
     track,
 )
 from dpaudit.bounds._beta import beta_ppf
+from dpaudit.bounds._compiled import compiled
 from dpaudit.bounds._selection import DEFAULT_BONFERRONI, Explicit, Selection
 from dpaudit.bounds._sweep import (
     GuessCountData,
@@ -204,7 +205,16 @@ class _PValue:
         return special.gammaln(k + 1.0)
 
     def _alpha(self, j0: int, log_q: float, log_1mq: float) -> float:
-        """``max_i (1/i)·Pr[v−i ≤ B < v]`` over the window ``[j0, v − 1]``."""
+        """``max_i (1/i)·Pr[v−i ≤ B < v]`` over the window ``[j0, v − 1]``: one compiled pass
+        (:func:`_alpha_loop`) when numba is installed and the log-factorials are tabulated,
+        else :meth:`_alpha_numpy`."""
+        loop = compiled(_alpha_loop) if self.lgam is not None else None
+        if loop is None or self.lgam.size <= self.r + 1:
+            return self._alpha_numpy(j0, log_q, log_1mq)
+        return float(loop(self.lgam, self.r, self.v, j0, log_q, log_1mq))
+
+    def _alpha_numpy(self, j0: int, log_q: float, log_1mq: float) -> float:
+        """:meth:`_alpha` vectorised with NumPy, in chunks (any r)."""
         r, v = self.r, self.v
         log_r = self._log_factorial(np.array([float(r)]))[0]
         best, carry, done = -math.inf, 0.0, 0
@@ -240,6 +250,21 @@ class _PValue:
         if j0 > 0:
             alpha += float(special.betaincc(j0, r - j0 + 1, q)) / (v - j0 + 1)  # Pr[B < j0]
         return min(1.0, beta_b + 2.0 * m * delta * alpha)
+
+
+def _alpha_loop(lgam: np.ndarray, r: int, v: int, j0: int, log_q: float, log_1mq: float) -> float:
+    """:meth:`_PValue._alpha` as one loop over ``j = v − 1, …, j0`` (``lgam[k] = log (k−1)!``):
+    the same terms, summed in the same order, as the NumPy version's chunked cumulative sum."""
+    log_r = lgam[r + 1]
+    best, cum, i = -math.inf, 0.0, 0.0
+    for j in range(v - 1, j0 - 1, -1):
+        fj = float(j)
+        log_pmf = log_r - lgam[j + 1] - lgam[r - j + 1] + fj * log_q + (r - fj) * log_1mq
+        cum += math.exp(log_pmf)
+        i += 1.0
+        if cum / i > best:
+            best = cum / i
+    return best
 
 
 def _epsilon_delta0(r: int, v: int, beta: float) -> float:

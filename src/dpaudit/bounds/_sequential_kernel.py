@@ -13,11 +13,12 @@ the last bits (the prefix sums are accumulated in another order), which the test
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 
 import numpy as np
+
+from dpaudit.bounds._compiled import compiled
 
 __all__ = ["compiled_agrapa"]
 
@@ -58,12 +59,7 @@ def _agrapa_loop(
     return path
 
 
-@functools.cache
 def compiled_agrapa() -> Callable[..., np.ndarray] | None:
     """:func:`_agrapa_loop` compiled by numba (once per process, at first use); None without
-    numba."""
-    try:
-        import numba
-    except ImportError:  # the optional extra is not installed: NumPy's version runs
-        return None
-    return numba.njit(nogil=True)(_agrapa_loop)
+    numba (NumPy's version then runs)."""
+    return compiled(_agrapa_loop)
