@@ -133,12 +133,13 @@ def seeds_summary(results: dict, seeds_results: dict) -> str:
         key=lambda t: (names.index(t[0]), t[1]),
     )
     miss = "; ".join(f"{n} at seed {s} ({rows[s][n]['ratio']:.3f}×)" for n, s in below)
+    listed = ", ".join(map(str, list(rows)[:-1])) + f" and {list(rows)[-1]}"
     return (
-        f"Over seeds {', '.join(map(str, rows))}, {len(ok)} of the {len(full)} mechanisms "
-        f"audited at every seed reach at least {TARGET_RATIO}× DP-Sniper's published bound at "
-        f"every seed; below it: {miss or 'none'}. The least ratio is {low['ratio']:.3f}× "
-        f"({low['mechanism']}, seed {low.get('seed', 0)}); the slowest audit took "
-        f"{slow['cpu_s']:.0f} CPU-seconds ({slow['mechanism']}, seed {slow.get('seed', 0)})."
+        f"Seeds {listed}: {len(ok)} of the {len(full)} mechanisms audited at every seed reach "
+        f"at least {TARGET_RATIO}× DP-Sniper's published bound at every seed (below it: "
+        f"{miss or 'none'}); the least ratio is {low['ratio']:.3f}× ({low['mechanism']}, seed "
+        f"{low.get('seed', 0)}), and the slowest audit took {slow['cpu_s']:.0f} CPU-seconds "
+        f"({slow['mechanism']}, seed {slow.get('seed', 0)})."
     )
 
 

@@ -112,20 +112,28 @@ def test_mode_and_budget_checked():
         MechanismAuditSettings(samples=0)
 
 
-def test_docs_power_table_is_the_benchmarks():
-    """The mechanism page's power table is exactly what bench_sequential makes of its JSON."""
-    import json
+def _bench(module: str):
+    """The benchmark script ``benchmarks/<module>.py``, imported (the tests tie the docs'
+    tables to what the benchmarks make of their JSON), and the repository root."""
+    import importlib
     import pathlib
     import sys
 
     root = pathlib.Path(__file__).resolve().parents[2]
     sys.path.insert(0, str(root / "benchmarks"))
     try:
-        from bench_sequential import power_table
+        return importlib.import_module(module), root
     finally:
         sys.path.remove(str(root / "benchmarks"))
+
+
+def test_docs_power_table_is_the_benchmarks():
+    """The mechanism page's power table is exactly what bench_sequential makes of its JSON."""
+    import json
+
+    bench, root = _bench("bench_sequential")
     results = json.loads((root / "benchmarks/results/sequential.json").read_text())
-    assert power_table(results) in (root / "docs/workflows/mechanism.md").read_text()
+    assert bench.power_table(results) in (root / "docs/workflows/mechanism.md").read_text()
 
 
 def test_docs_auto_sizing_table_is_the_benchmarks():
@@ -133,15 +141,28 @@ def test_docs_auto_sizing_table_is_the_benchmarks():
     bench_auto_sizing makes of its JSON, one row per DP-Sniper mechanism with a published
     bound."""
     import json
-    import pathlib
-    import sys
 
-    root = pathlib.Path(__file__).resolve().parents[2]
-    sys.path.insert(0, str(root / "benchmarks"))
-    try:
-        from bench_auto_sizing import suite, table
-    finally:
-        sys.path.remove(str(root / "benchmarks"))
+    bench, root = _bench("bench_auto_sizing")
     rows = json.loads((root / "benchmarks/results/auto_sizing.json").read_text())["rows"]
-    assert [r["mechanism"] for r in rows] == suite()
-    assert table(rows) in (root / "docs/workflows/mechanism.md").read_text()
+    assert [r["mechanism"] for r in rows] == bench.suite()
+    assert bench.table(rows) in (root / "docs/workflows/mechanism.md").read_text()
+
+
+def test_docs_auto_sizing_seeds_are_the_benchmarks():
+    """The page's table and sentence over seeds 0-2 are what bench_auto_sizing makes of its two
+    JSON files; seeds 1 and 2 cover the whole suite, each row under its own seed, and each
+    ratio is its bound over the published one."""
+    import json
+
+    bench, root = _bench("bench_auto_sizing")
+    results = json.loads((root / "benchmarks/results/auto_sizing.json").read_text())
+    seeds = json.loads((root / "benchmarks/results/auto_sizing_seeds.json").read_text())
+    assert sorted(seeds["seeds"]) == ["1", "2"]
+    for seed, part in seeds["seeds"].items():
+        assert [r["mechanism"] for r in part["rows"]] == bench.suite()
+        for r in part["rows"]:
+            assert r["seed"] == int(seed)
+            assert math.isclose(r["ratio"], r["bound"] / r["published_dp_sniper"])
+    page = (root / "docs/workflows/mechanism.md").read_text()
+    assert bench.seeds_table(results, seeds) in page
+    assert bench.seeds_summary(results, seeds) in " ".join(page.split())
