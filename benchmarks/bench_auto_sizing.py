@@ -83,10 +83,12 @@ def table(rows: list[dict]) -> str:
     for r in rows:
         pairs = ", ".join(str(s.get("pairs", "?")) for s in r["stages"])
         cpu = f"{r['cpu_s']:.0f}" if "cpu_s" in r else "—"  # rows from before CPU was kept
+        base = (f"{r['base_bound']:.4g} | {r['base_ratio']:.2f}" if "base_bound" in r
+                else "— | —")  # run with --skip-base  # fmt: skip
         lines.append(
             f"| {r['mechanism']} | {r['published_dp_sniper']:.4g} | {r['bound']:.4g} | "
             f"{r['ratio']:.2f} | {cpu} | {r['wall_s']:.0f} | {r['load']:.1f} | "
-            f"{len(r['stages'])} ({pairs}) | {r['base_bound']:.4g} | {r['base_ratio']:.2f} |"
+            f"{len(r['stages'])} ({pairs}) | {base} |"
         )
     return "\n".join(lines)
 
@@ -215,7 +217,7 @@ def main() -> None:
               f"{row['wall_s']:.0f} s, {len(row['stages'])} stages){base}", flush=True)  # fmt: skip
         # written after each mechanism, merged with the file as it is now
         ordered = save(fresh, names, args)
-    if args.seed == 0 and not args.skip_base:
+    if args.seed == 0:
         print(table(ordered))
     met = sum(r["met"] for r in ordered)
     print(
