@@ -224,11 +224,15 @@ def test_sequential_mode_stops_early_on_the_planted_bug_and_keeps_the_control(tm
 
 @pytest.mark.parametrize(
     ("recorded", "generator"),
-    [("mst-worst-case-eps1.json", "smartnoise-mst"), ("dpmm-worst-case-eps1.json", "dpmm-mst")],
+    [
+        ("mst-worst-case-eps1.json", "smartnoise-mst"),
+        ("dpmm-worst-case-eps1.json", "dpmm-mst"),
+        ("dpmm-worst-case-eps10.json", "dpmm-mst"),
+    ],
 )
 def test_docs_mst_rows_come_from_the_recorded_run(recorded, generator):
-    """The MST rows at ε = 1 of the docs page, and the √(mean shift) figures of its prose,
-    state what ``docs/results/synthetic-data/<recorded>`` holds."""
+    """The MST rows of the docs page (dpmm's at ε = 1 and 10), and the √(mean shift)
+    figures of its prose, state what ``docs/results/synthetic-data/<recorded>`` holds."""
     page = " ".join((ROOT / "docs" / "workflows" / "synthetic-data.md").read_text().split())
     d = json.loads((ROOT / "docs/results/synthetic-data" / recorded).read_text())
     s = d["settings"]
