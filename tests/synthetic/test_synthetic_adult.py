@@ -136,7 +136,8 @@ def _black_box_row(e: dict, s: dict) -> str:
 @pytest.mark.parametrize(
     ("recorded", "dataset", "generator"),
     [("adult-black-box-eps1.json", "adult-categorical", "smartnoise-mst"),
-     ("adult-black-box-eps10.json", "adult-categorical", "smartnoise-mst")],
+     ("adult-black-box-eps10.json", "adult-categorical", "smartnoise-mst"),
+     ("dpmm-black-box-eps10.json", "unique-record", "dpmm-mst")],
 )  # fmt: skip
 def test_docs_black_box_rows_come_from_the_recorded_runs(recorded, dataset, generator):
     """The page's black-box rows (Adult's, dpmm's) state what
@@ -163,7 +164,8 @@ SUMMARY = [
     ("smartnoise-aim", 10, None, ("black-box-eps10.json", "black-box"),
      ("worst-case-eps10.json", "white-box")),
     ("dpmm-mst", 1, None, None, ("dpmm-worst-case-eps1.json", "white-box")),
-    ("dpmm-mst", 10, None, None, ("dpmm-worst-case-eps10.json", "white-box")),
+    ("dpmm-mst", 10, None, ("dpmm-black-box-eps10.json", "black-box"),
+     ("dpmm-worst-case-eps10.json", "white-box")),
     ("datasynthesizer-privbayes", 1, None, ("privbayes-tree-flip-eps1.json", "black-box"),
      ("privbayes-tree-flip-eps1.json", "white-box-laplace")),
     ("datasynthesizer-privbayes", 10, None, ("privbayes-tree-flip-eps10.json", "black-box"),
