@@ -254,7 +254,9 @@ class _PValue:
 
 def _alpha_loop(lgam: np.ndarray, r: int, v: int, j0: int, log_q: float, log_1mq: float) -> float:
     """:meth:`_PValue._alpha` as one loop over ``j = v − 1, …, j0`` (``lgam[k] = log (k−1)!``):
-    the same terms, summed in the same order, as the NumPy version's chunked cumulative sum."""
+    ``α = max_i (1/i)·Pr[v−i ≤ Bin(r, q_ε) < v]`` of the δ term (Steinke, Nasr & Jagielski
+    2023, arXiv:2305.08846, Thm 5.2), the same terms summed in the same order as the NumPy
+    version's chunked cumulative sum."""
     log_r = lgam[r + 1]
     best, cum, i = -math.inf, 0.0, 0.0
     for j in range(v - 1, j0 - 1, -1):
