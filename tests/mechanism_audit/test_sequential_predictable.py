@@ -72,9 +72,9 @@ def test_each_epoch_is_chosen_from_outputs_drawn_before_it(monkeypatch):
     calls, bet_on = [], []
     choose, bet = sequential._choose, sequential._bet
 
-    def spy_choose(spec, s, inputs, upairs, pools, penalty):
+    def spy_choose(spec, s, inputs, upairs, pools, *args):
         calls.append({id(x) for pool in pools for x in pool})
-        return choose(spec, s, inputs, upairs, pools, penalty)
+        return choose(spec, s, inputs, upairs, pools, *args)
 
     def spy_bet(process, choice, out_a, out_b):
         bet_on.append((len(calls) - 1, id(out_a), id(out_b)))
@@ -118,3 +118,22 @@ def test_an_epoch_with_no_credible_event_explores_instead_of_sticking():
         res = audit_mechanism(s)
         assert res.entries[0].detail.rejects_claim
         assert not all(e["bet"] for e in res.timings["epochs"])  # some epochs only explored
+
+
+def test_a_run_is_pinned_through_the_speed_changes():
+    """StatDP's iSVT3, seed 0: the numbers of the audit as it was before its scores and
+    events were cached per pair and its epochs bet in blocks (compiled paired bets,
+    ``update_until_rejected``) — pure speed, the same audit: three epochs with no event
+    beating its noise (the unpenalised choice, from the cached fits), bets in two."""
+    s = MechanismAuditSettings(mechanism="statdp-isvt3", mode="sequential", samples=500_000)
+    res = audit_mechanism(s)
+    state = res.entries[0].detail
+    assert res.timings["samples_per_input"] == 36_178.5
+    assert (state.rejected_at, state.observations) == (974, 992)
+    assert math.isclose(state.epsilon, 0.7477386934673367, rel_tol=1e-12)
+    assert math.isclose(state.log_e_value, 3.4037801216119106, rel_tol=1e-9)
+    epochs = res.timings["epochs"]
+    assert [e["pairs"] for e in epochs] == [128 * 2**k for k in range(9)]
+    assert [k for k, e in enumerate(epochs) if e["bet"]] == [2, 8]
+    assert [k for k, e in enumerate(epochs) if e["growth"] == 0.0] == [1, 5, 6]
+    assert math.isclose(epochs[2]["growth"], 0.005148846764585858, rel_tol=1e-9)

@@ -57,7 +57,7 @@ from dpaudit._validate import (
     check_positive,
     check_positive_int,
 )
-from dpaudit.bounds._sequential_kernel import compiled_agrapa
+from dpaudit.bounds._sequential_kernel import compiled_agrapa, compiled_paired_agrapa
 
 __all__ = [
     "BETTING_STRATEGIES",
@@ -73,6 +73,7 @@ _CHUNK = 2**16  # grid points × observations per vectorised step (stays in cach
 _ONS_CONSTANT = 2.0 / (2.0 - math.log(3.0))  # Cutkosky & Orabona 2018, Alg. 1 for betting
 _MAX_EPSILON = 50.0  # e^ε must stay a usable float in the statistic e^ε·h(Y)
 _MAX_POINTS = 100_000  # grid points (each a test supermartingale updated per observation)
+_BLOCK = 4096  # pairs per vector step of update_until_rejected (~7 MB at the default grid)
 
 
 def epsilon_grid(claimed_epsilon: float, *, points: int = 200, top: float | None = None):
@@ -363,6 +364,82 @@ class DPClaimEProcess:
         Raises:
             ValueError: values outside [0, 1] or lengths that differ.
         """
+        pos, neg = self._checked(positives, negatives)
+        seen = self._process.count
+        first = self._paired_update(pos, neg)
+        new = (self._rejected_at < 0) & (first >= 0)
+        self._rejected_at[new] = seen + first[new] + 1
+        return self.result()
+
+    def _paired_update(self, pos: NDArray[np.float64], neg: NDArray[np.float64]):
+        """Every grid column's bets on ``pos − e^ε·neg − δ``; the first crossings of the
+        rejection level. aGRAPA with numba: one compiled pass that forms the statistics as it
+        goes (the same numbers as forming them first); otherwise the generic update."""
+        p = self._process
+        kernel = compiled_paired_agrapa() if p.strategy == "agrapa" else None
+        if kernel is None:
+            z = pos[None, :] - self._factor[:, None] * neg[None, :] - self.delta
+            return p.update(z, threshold=self.threshold)
+        first = kernel(np.ascontiguousarray(pos), np.ascontiguousarray(neg), self._factor,
+                       self.delta, p.scale, p._sum, p._sum_sq, float(p._bet_count),
+                       p.log_wealth, p.max_log_wealth, self.threshold, p.max_bet)  # fmt: skip
+        p.count += pos.size
+        p._bet_count += pos.size
+        return first
+
+    def update_until_rejected(
+        self, positives: ArrayLike, negatives: ArrayLike, *, look: int = 1
+    ) -> SequentialAudit:
+        """Feed paired witness values in time order, looking after every ``look`` pairs, and
+        stop at the end of the first look at which the claim is rejected (the pairs after
+        that look are not fed). The same as :meth:`update` on each look's pairs in turn until
+        the result rejects — the same wealth, bets, rejection times and bound — in a few
+        large vector steps: pairs are fed in blocks of whole looks, and a block that
+        overshoots the rejecting look is fed again, up to that look, from the state saved
+        before it. If the claim is already rejected, only the first look is fed.
+
+        Args:
+            positives: as for :meth:`update`.
+            negatives: as for :meth:`update`, same length.
+            look: pairs between two looks (a positive integer).
+
+        Example:
+            >>> rng = np.random.default_rng(0)
+            >>> e = DPClaimEProcess(0.5)  # Bernoulli(0.9) vs Bernoulli(0.1): true ε = log 9
+            >>> r = e.update_until_rejected(rng.random(4000) < 0.9, rng.random(4000) < 0.1,
+            ...                             look=32)
+            >>> r.rejects_claim, r.observations % 32, r.observations < 4000
+            (True, 0, True)
+        """
+        look = check_positive_int("look", look)
+        pos, neg = self._checked(positives, negatives)
+        if self.result().rejects_claim:
+            return self.update(pos[:look], neg[:look])
+        seen, n = self.observations, pos.size
+        block = look * max(1, _BLOCK // look)
+        for start in range(0, n, block):
+            saved = self._saved()
+            state = self.update(pos[start : start + block], neg[start : start + block])
+            if state.rejects_claim:
+                end = start + ((state.rejected_at - seen - 1 - start) // look + 1) * look
+                if end < min(start + block, n):
+                    self._restore(saved)
+                    state = self.update(pos[start:end], neg[start:end])
+                return state
+        return self.result()
+
+    def _saved(self) -> tuple[dict, np.ndarray]:
+        """Everything an update changes (the bets' sums, the wealth, the rejection times)."""
+        state = vars(self._process)
+        return {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in state.items()}, (
+            self._rejected_at.copy()
+        )
+
+    def _restore(self, saved: tuple[dict, np.ndarray]) -> None:
+        vars(self._process).update(saved[0])
+        self._rejected_at = saved[1]
+
+    def _checked(self, positives: ArrayLike, negatives: ArrayLike):
         pos = check_array("positives", _indicator(positives), ndim=1, allow_empty=True)
         neg = check_array("negatives", _indicator(negatives), ndim=1, allow_empty=True)
         if pos.shape != neg.shape:
@@ -373,12 +450,7 @@ class DPClaimEProcess:
             if v.size and (v.min() < 0 or v.max() > 1):
                 raise ValueError(f"{name} must lie in [0, 1], got values in "
                                  f"[{v.min()}, {v.max()}]")  # fmt: skip
-        seen = self._process.count
-        z = pos[None, :] - self._factor[:, None] * neg[None, :] - self.delta
-        first = self._process.update(z, threshold=self.threshold)
-        new = (self._rejected_at < 0) & (first >= 0)
-        self._rejected_at[new] = seen + first[new] + 1
-        return self.result()
+        return pos, neg
 
     def restart_bets(
         self, p_pos: float | None = None, p_neg: float | None = None, weight: float = 0.0

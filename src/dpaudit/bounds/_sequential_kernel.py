@@ -20,7 +20,7 @@ import numpy as np
 
 from dpaudit.bounds._compiled import compiled
 
-__all__ = ["compiled_agrapa"]
+__all__ = ["compiled_agrapa", "compiled_paired_agrapa"]
 
 
 def _agrapa_loop(
@@ -63,3 +63,55 @@ def compiled_agrapa() -> Callable[..., np.ndarray] | None:
     """:func:`_agrapa_loop` compiled by numba (once per process, at first use); None without
     numba (NumPy's version then runs)."""
     return compiled(_agrapa_loop)
+
+
+def _paired_agrapa_loop(
+    pos: np.ndarray,
+    neg: np.ndarray,
+    factor: np.ndarray,
+    delta: float,
+    scale: np.ndarray,
+    sums: np.ndarray,
+    sums_sq: np.ndarray,
+    bet_count: float,
+    log_wealth: np.ndarray,
+    max_log_wealth: np.ndarray,
+    threshold: float,
+    max_bet: float,
+) -> np.ndarray:
+    """:func:`_agrapa_loop` on a DP claim's statistics ``z = pos − factor_j·neg − δ`` of
+    paired witness values (one column per ε of the grid, ``factor_j = e^ε_j``, scaled by
+    ``scale_j``), formed inside the loop — the same arithmetic, so the same bits, as
+    forming ``z`` first — with no path kept: ``sums``, ``sums_sq``, ``log_wealth`` and
+    ``max_log_wealth`` are updated in place, and the index of the first observation at which
+    each column's log-wealth reaches ``threshold`` (-1: none) is returned. Memory is that of
+    the pairs, not of the pairs times the grid."""
+    columns, n = factor.size, pos.size
+    first = np.full(columns, -1, dtype=np.int64)
+    for j in range(columns):
+        s, s2, w, top = sums[j], sums_sq[j], log_wealth[j], max_log_wealth[j]
+        f, sc = factor[j], scale[j]
+        for t in range(n):
+            k = bet_count + t + 1.0
+            bet = (s / k) / ((s2 + 0.25) / k)
+            if bet < 0.0:
+                bet = 0.0
+            elif bet > max_bet:
+                bet = max_bet
+            yt = (pos[t] - f * neg[t] - delta) / sc
+            if bet > 0.0:  # no bet leaves the wealth as it is (log1p(±0) = ±0)
+                w += math.log1p(bet * yt)
+                if w > top:
+                    top = w
+                if first[j] < 0 and w >= threshold:
+                    first[j] = t
+            s += yt
+            s2 += yt * yt
+        sums[j], sums_sq[j], log_wealth[j], max_log_wealth[j] = s, s2, w, top
+    return first
+
+
+def compiled_paired_agrapa() -> Callable[..., np.ndarray] | None:
+    """:func:`_paired_agrapa_loop` compiled by numba; None without numba (the claim's
+    statistics are then formed as an array and fed to the generic update)."""
+    return compiled(_paired_agrapa_loop)

@@ -96,12 +96,13 @@ def _attacks(spec, s: MechanismAuditSettings, a, b, train_a, train_b) -> list[Me
     if _uses_llr(spec, s):
         return [MechanismAttack("llr", llr=spec.log_likelihood_ratio, pair_a=a, pair_b=b)]
     attacks = [_fit(spec, train_a, train_b, s, indicators=False)]
-    if attacks[0].kind == "logistic" and spec.features is None:
-        attacks.append(_fit(spec, train_a, train_b, s, indicators=True))
+    if attacks[0].kind == "logistic" and spec.features is None:  # "auto" decided once
+        attacks.append(_fit(spec, train_a, train_b, s, indicators=True, kind="logistic"))
     return attacks
 
 
-def _fit(spec, out_a, out_b, s: MechanismAuditSettings, indicators: bool) -> MechanismAttack:
-    return fit_mechanism_attack(out_a, out_b, kind=s.attack, flags=spec.flags,
+def _fit(spec, out_a, out_b, s: MechanismAuditSettings, indicators: bool,
+         kind: str | None = None) -> MechanismAttack:  # fmt: skip
+    return fit_mechanism_attack(out_a, out_b, kind=kind or s.attack, flags=spec.flags,
                                 features=spec.features, max_outputs=s.max_outputs,
                                 indicators=indicators, max_entries=_FIT_ENTRIES)  # fmt: skip

@@ -170,24 +170,38 @@ def _growth(pos, neg, npos, nneg, f: float, delta: float, penalty: float):
     return np.where(drift > 0, drift * drift / (var_pos + var_neg + 1e-12), 0.0)
 
 
-def _choose(spec, s, inputs, upairs, pools, penalty: float) -> tuple[_Choice, list]:
+def _choose(spec, s, inputs, upairs, pools, penalty: float, cache=None):
     """The pair, score, threshold and side of the next epoch, from the pools only (drawn
     before it): each pair's scores fitted on the first half of its inputs' pools (the newest
     :data:`FIT_ROWS` of it), the rest choosing by :func:`growth_event`; whether to bet on
     the choice is judged on rates it did not choose on (``_Choice.credible``). Returns the
-    choice and every pair's best growth, best first."""
-    best, ranking = None, []
+    choice and every pair's best growth, best first.
+
+    ``cache`` (a dict kept across the calls of one audit) keeps each pair's fitted scores
+    and events while neither of its pools has grown (pools only grow, by whole arrays):
+    the same numbers, not computed again."""
+    cache = {} if cache is None else cache
+    best, ranking, whole = None, [], {}
     f = math.exp(spec.claimed_epsilon)
     for k, (i, j) in enumerate(upairs):
-        pa, pb = np.concatenate(pools[i]), np.concatenate(pools[j])
-        ha, hb = pa.shape[0] // 2, pb.shape[0] // 2
-        attacks = _attacks(spec, s, inputs[i], inputs[j], pa[:ha][-FIT_ROWS:],
-                           pb[:hb][-FIT_ROWS:])  # fmt: skip
+        sizes = (len(pools[i]), len(pools[j]))
+        if k not in cache or cache[k][0] != sizes:
+            cache[k] = (sizes, None, {})
+        _, attacks, events = cache[k]
+        if penalty not in events:
+            for d in (i, j):
+                if d not in whole:
+                    whole[d] = np.concatenate(pools[d])
+            pa, pb = whole[i], whole[j]
+            ha, hb = pa.shape[0] // 2, pb.shape[0] // 2
+            if attacks is None:
+                attacks = _attacks(spec, s, inputs[i], inputs[j], pa[:ha][-FIT_ROWS:],
+                                   pb[:hb][-FIT_ROWS:])  # fmt: skip
+                cache[k] = (sizes, attacks, events)
+            events[penalty] = [growth_event(attack, pa[ha:], pb[hb:], spec.claimed_epsilon,
+                                            s.delta, penalty) for attack in attacks]  # fmt: skip
         pair_best = -1.0
-        for attack in attacks:
-            att, forward, growth, fresh = growth_event(
-                attack, pa[ha:], pb[hb:], spec.claimed_epsilon, s.delta, penalty
-            )
+        for att, forward, growth, fresh in events[penalty]:
             pair_best = max(pair_best, growth)
             if best is None or growth > best.growth:
                 credible = float(_growth(*fresh, f, s.delta, PENALTY)) > 0
@@ -233,13 +247,14 @@ def audit_sequential(spec, settings) -> AuditResult:
     process = DPClaimEProcess(spec.claimed_epsilon, settings.delta,
                               confidence_level=settings.confidence_level)  # fmt: skip
     state, epoch, history, used = process.result(), 0, [], drawn / 2
+    fitted: dict = {}  # each pair's scores and events while its pools are unchanged
     while not state.rejects_claim:
         size = min(FIRST_EPOCH * 2**epoch, int(budget - drawn / 2))
         if size <= 0:
             break
-        choice, ranking = _choose(spec, settings, inputs, upairs, pools, PENALTY)
+        choice, ranking = _choose(spec, settings, inputs, upairs, pools, PENALTY, fitted)
         if choice.growth <= 0:  # no event beats its noise: explore the likeliest, unpenalised
-            choice, ranking = _choose(spec, settings, inputs, upairs, pools, 0.0)
+            choice, ranking = _choose(spec, settings, inputs, upairs, pools, 0.0, fitted)
         bet = choice.credible  # if not, the epoch only explores the most promising pair
         i, j = upairs[choice.pair]
         out_a = _draw(spec, inputs[i], size, child_seed(root, 6, epoch, 0))
@@ -273,12 +288,7 @@ def _bet(process: DPClaimEProcess, choice: _Choice, out_a, out_b):
     in_a, in_b = choice.attack.contains(out_a), choice.attack.contains(out_b)
     pos, neg = (in_b, in_a) if choice.forward else (~in_a, ~in_b)
     process.restart_bets()  # a new event: its bets learn from its own pairs only
-    state = process.result()
-    for lo in range(0, pos.size, LOOK):
-        state = process.update(pos[lo : lo + LOOK], neg[lo : lo + LOOK])
-        if state.rejects_claim:
-            break
-    return state
+    return process.update_until_rejected(pos, neg, look=LOOK)
 
 
 def _result(spec, settings, state, pilot, used, history, t0) -> AuditResult:
