@@ -866,6 +866,19 @@ BASELINES: dict[str, dict[str, Any]] = {
     "attacks.target_count": {"synthetic": [[1, 1], [0, 1], [1, 1]], "target": [1, 1]},
     "attacks.measured_cells": {"measurements": [{"y": [1.0, 2.0]}, {"y": [0.5, 0.1, 3.0]}]},
     "attacks.synthetic_rows": {"synthetic": [[1, 1], [0, 1], [1, 1]]},
+    "attacks.kernel_log_density": {
+        "rows": [[1, 1], [0, 1], [0, 0]],
+        "target": [1, 1],
+        "domain": Lazy(lambda: _tabular_domain()),
+        "bandwidth": 0.1,
+    },
+    "attacks.density_ratio_score": {
+        "synthetic": [[1, 1], [0, 1]],
+        "reference": [[0, 1], [0, 0]],
+        "target": [1, 1],
+        "domain": Lazy(lambda: _tabular_domain()),
+        "bandwidth": 0.1,
+    },
 }
 
 

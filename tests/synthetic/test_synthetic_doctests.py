@@ -14,6 +14,7 @@ MODULES = [
     "dpaudit.attacks._synthetic",
     "dpaudit.attacks._synthetic_privbayes",
     "dpaudit.attacks._synthetic_adult",
+    "dpaudit.attacks._synthetic_density",
     "dpaudit.experiments.synthetic_data.settings",
     "dpaudit.experiments.synthetic_data.pipeline",
 ]

@@ -33,7 +33,8 @@
 * **DP synthetic data** (Annamalai, Ganev & De Cristofaro 2024, arXiv:2405.10994): worst-case
   datasets (D, D ∪ {t}), the white-box log-likelihood ratio of a generator's noisy marginals
   and exponential-mechanism choices (:func:`measurement_llr`, :func:`selection_llr`),
-  black-box and domain statistics (:func:`target_count`, :func:`measured_cells`)
+  black-box and domain statistics (:func:`target_count`, :func:`measured_cells`, the DOMIAS
+  density ratio :func:`density_ratio_score` of :func:`kernel_log_density`)
   (:data:`SYNTHETIC_THREAT_MODELS`, :data:`WORST_CASE_DATASETS`).
 * **Remote targets**: :func:`remote_interface` — a deployed :mod:`dpaudit.serve` service over
   HTTP, with the same callable shape as an in-process interface.
@@ -41,6 +42,7 @@
 
 from dpaudit.attacks import (
     _synthetic_adult,  # noqa: F401  (UCI Adult pair, DCR register)
+    _synthetic_density,  # noqa: F401  (DOMIAS density ratio registers)
     _synthetic_privbayes,  # noqa: F401  (PrivBayes's statistics register)
 )
 from dpaudit.attacks._attribute import (
@@ -158,6 +160,7 @@ from dpaudit.attacks._synthetic import (
     synthetic_rows,
     target_count,
 )
+from dpaudit.attacks._synthetic_density import density_ratio_score, kernel_log_density
 from dpaudit.attacks._whitebox import (
     GRADIENT_STATISTICS,
     INVERTIBLE_OPTIMIZERS,
@@ -425,4 +428,6 @@ __all__ = [  # noqa: RUF022 - grouped by concept
     "selection_llr",
     "synthetic_rows",
     "target_count",
+    "density_ratio_score",
+    "kernel_log_density",
 ]

@@ -11,7 +11,9 @@ USENIX Security, arXiv:2405.10994, §4):
   noise (:func:`measurement_llr`) and every exponential-mechanism choice with the model
   estimate its scores came from (:func:`selection_llr`);
 * **black-box** — it sees only the synthetic table (:func:`target_count`,
-  :func:`synthetic_rows`).
+  :func:`synthetic_rows`; the distance to the closest record in
+  :mod:`dpaudit.attacks._synthetic_adult`, the DOMIAS density ratio in
+  :mod:`dpaudit.attacks._synthetic_density`).
 
 The white-box distinguisher is the log-likelihood ratio of the observed transcript under
 D ∪ {t} against D, which the Neyman–Pearson lemma makes the most powerful test of the
@@ -76,6 +78,8 @@ class WorstCaseDataset:
         target: t.
         domain: the public domain.
         note: why the pair is hard for the generator.
+        reference: rows from the population D was drawn from, outside D (a density-ratio
+            attack's reference table); None for a designed pair, which has no population.
     """
 
     name: str
@@ -83,6 +87,7 @@ class WorstCaseDataset:
     target: np.ndarray
     domain: TabularDomain
     note: str
+    reference: np.ndarray | None = None
 
     @property
     def D_prime(self) -> np.ndarray:
@@ -385,13 +390,17 @@ class SyntheticThreatModel:
         llr: whether the statistic is the log-likelihood ratio of what the adversary sees
             (then its mean shift between D ∪ {t} and D is the symmetrised KL divergence of
             that view, which the audit reports beside the fitted-Gaussian μ).
+        tuned: whether the statistic has a tuning parameter (the density's bandwidth): then
+            it takes the grid as a fifth argument and returns one value per grid point, and
+            the audit chooses the grid point with the threshold on the pilot run pairs.
     """
 
     name: str
     observe: tuple[str, ...]
-    statistic: Callable[..., float]
+    statistic: Callable[..., Any]
     title: str
     llr: bool = False
+    tuned: bool = False
 
 
 def _white_box(run, synthetic, pair, fitted_on):

@@ -18,7 +18,9 @@ below the worst-case one at the same ε.
   (an outlier in the sense of Meeus, Guépin, Creţu & de Montjoye 2023, "Achilles' heels:
   vulnerable record identification in synthetic data publishing", arXiv:2306.10308; ties: the
   first in file order). D is ``rows`` of the other records, drawn without replacement with
-  ``numpy.random.default_rng(0)``.
+  ``numpy.random.default_rng(0)``. The pair's ``reference`` (for the density-ratio attack,
+  :mod:`dpaudit.attacks._synthetic_density`) is every other record of ``adult.data``: the
+  population outside D, without the target.
 * :func:`closest_record_distance` (black-box) — the Hamming distance from the target to its
   closest synthetic row: the full black-box membership attack of Chen, Yu, Zhang & Fritz
   2020 ("GAN-Leaks", CCS, arXiv:1909.03935, §5.1: the distance from the query to its closest
@@ -129,14 +131,16 @@ def _adult_categorical(*, columns: int = 5, rows: int = 2000) -> WorstCaseDatase
     others = np.delete(np.arange(X.shape[0]), t)
     pick = np.sort(np.random.default_rng(_D_SEED).choice(others, size=n, replace=False))
     D, target = X[pick], X[t]
-    D.flags.writeable = False
-    target.flags.writeable = False
+    reference = X[np.setdiff1d(others, pick)]  # the population outside D and t
+    for a in (D, target, reference):
+        a.flags.writeable = False
     return WorstCaseDataset(
         "adult-categorical", D, target, TabularDomain(cards[:d]),
         f"average case: D = {n} records of UCI Adult's adult.data (columns "
         f"{', '.join(ADULT_SYNTHETIC_COLUMNS[:d])}), drawn with default_rng({_D_SEED}); the "
         f"target is record {t} of adult.data (0-based), the one whose two-way cells are "
         "rarest there (min Σ log count), chosen on the data alone before any run",
+        reference,
     )  # fmt: skip
 
 

@@ -15,6 +15,7 @@ from dpaudit.experiments.synthetic_data.pipeline import (
     SyntheticRunPairs,
     audit_generator,
     audit_synthetic_data,
+    pilot_choice,
     pilot_threshold,
 )
 from dpaudit.experiments.synthetic_data.settings import SyntheticDataSettings
@@ -26,6 +27,7 @@ __all__ = [
     "SyntheticRunPairs",
     "audit_generator",
     "audit_synthetic_data",
+    "pilot_choice",
     "pilot_threshold",
 ]
 

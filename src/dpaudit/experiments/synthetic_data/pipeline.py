@@ -10,7 +10,9 @@ arXiv:2405.10994):
    is one call of one worker process of the library (:mod:`dpaudit.systems._external`), so
    the library starts once per group;
 2. **pilot** (``pilot_runs`` pairs, their own seeds): per threat model, the threshold whose
-   Clopper–Pearson bound on the pilot runs themselves is largest;
+   Clopper–Pearson bound on the pilot runs themselves is largest (for a statistic with a
+   tuning parameter, ``SyntheticThreatModel.tuned`` — the density ratio's bandwidth — the
+   grid point and the threshold together: :func:`pilot_choice`);
 3. **evaluate** (``runs`` pairs, fresh seeds): the runs on D ∪ {t} and on D scoring at least
    that threshold bound ε at δ with exact one-sided Clopper–Pearson intervals (Jagielski,
    Ullman & Oprea 2020, arXiv:2006.07709). The runs are independent and the threshold was
@@ -77,7 +79,9 @@ __all__ = [
     "SyntheticAuditDetail",
     "SyntheticRunPairs",
     "audit_synthetic_data",
+    "pilot_choice",
     "pilot_threshold",
+    "spans",
 ]
 
 WORKFLOW = "synthetic-data"
@@ -104,6 +108,9 @@ class SyntheticRunPairs:
         threat_models: names in :data:`~dpaudit.attacks.SYNTHETIC_THREAT_MODELS`.
         sample_rows: rows of each synthetic table (used when a threat model reads it).
         group_size: run pairs per worker process.
+        grid: the tuned statistics' parameter grid (the density ratio's bandwidths); a tuned
+            threat model fills ``2 × len(grid)`` values of the result, ``[s(D∪t), s(D)]`` per
+            grid point, the others 2.
     """
 
     cell: GeneratorCell
@@ -113,6 +120,7 @@ class SyntheticRunPairs:
     threat_models: tuple[str, ...]
     sample_rows: int
     group_size: int
+    grid: tuple[float, ...] = ()
 
     def pair(self) -> WorstCaseDataset:
         """The worst-case pair."""
@@ -141,13 +149,52 @@ class SyntheticRunPairs:
         for k in range(len(seeds)):
             row = []
             for tm in tms:
+                vals = []
                 for j in (2 * k, 2 * k + 1):
-                    row.append(tm.statistic(r.runs[j], None if syn is None else syn[j], pair,
-                                            tables[which[j]]))  # fmt: skip
+                    args = (r.runs[j], None if syn is None else syn[j], pair, tables[which[j]])
+                    vals.append(tm.statistic(*args, self.grid) if tm.tuned
+                                else [tm.statistic(*args)])  # fmt: skip
+                row += [v for g in zip(*vals, strict=True) for v in g]
             row += [r.runs[2 * k]["seconds"], r.runs[2 * k + 1]["seconds"],
                     r.wall_seconds / len(seeds), r.rho]  # fmt: skip
             out.append(np.asarray(row, dtype=np.float64))
         return out
+
+
+def spans(task: SyntheticRunPairs) -> list[slice]:
+    """Each threat model's columns of the task's result (two per grid point when tuned)."""
+    out, start = [], 0
+    for t in task.threat_models:
+        width = 2 * (len(task.grid) if SYNTHETIC_THREAT_MODELS.get(t).tuned else 1)
+        out.append(slice(start, start + width))
+        start += width
+    return out
+
+
+def pilot_choice(pilot: np.ndarray, delta: float, level: float) -> tuple[int, float, float]:
+    """The grid point and threshold with the largest Clopper–Pearson bound on the pilot run
+    pairs (ties: the larger TPR − FPR there, then the first grid point).
+
+    Args:
+        pilot: the pilot's columns of one threat model, ``[s(D∪t), s(D)]`` per grid point.
+        delta, level: δ and confidence of the bound.
+
+    Returns:
+        ``(grid index, threshold, the pilot's own bound there)``.
+
+    Example:
+        >>> pos, neg = np.arange(20.0, 40), np.arange(0.0, 20)
+        >>> pilot_choice(np.stack([neg, pos, pos, neg], axis=1), 1e-2, 0.95)[:2]
+        (1, 20.0)
+    """
+    best, best_key = (0, 0.0, 0.0), (-math.inf, -math.inf)
+    for g in range(pilot.shape[1] // 2):
+        pos, neg = pilot[:, 2 * g], pilot[:, 2 * g + 1]
+        t, e = pilot_threshold(pos, neg, delta, level)
+        key = (e, float(np.mean(pos >= t) - np.mean(neg >= t)))
+        if key > best_key:
+            best, best_key = (g, t, e), key
+    return best
 
 
 def pilot_threshold(pos: np.ndarray, neg: np.ndarray, delta: float, level: float):
@@ -200,6 +247,8 @@ class SyntheticAuditDetail(ResultMixin):
             an estimate on the implied μ's scale whose spread is about half the fitted
             Gaussians' (it uses that the statistic is an LLR); ``llr_mu_interval`` is the
             square root of the mean shift's interval (clipped at 0). NaN otherwise.
+        bandwidth: for a tuned statistic (``black-box-density``), the grid point chosen with
+            the threshold on the pilot run pairs (the density's bandwidth λ); NaN otherwise.
     """
 
     generator: str
@@ -230,6 +279,7 @@ class SyntheticAuditDetail(ResultMixin):
     mean_shift_interval: ConfidenceInterval = _NAN_INTERVAL
     llr_mu_estimate: float = math.nan
     llr_mu_interval: ConfidenceInterval = _NAN_INTERVAL
+    bandwidth: float = math.nan
 
 
 def _task(s: SyntheticDataSettings, generator: str) -> SyntheticRunPairs:
@@ -240,7 +290,7 @@ def _task(s: SyntheticDataSettings, generator: str) -> SyntheticRunPairs:
     cell = GeneratorCell(generator, s.epsilon, s.delta, options=opts)
     rows = s.sample_rows if s.sample_rows is not None else s.rows + 1
     return SyntheticRunPairs(cell, s.dataset, s.rows, s.columns, tuple(s.threat_models), rows,
-                             s.group_size)  # fmt: skip
+                             s.group_size, tuple(s.bandwidths))  # fmt: skip
 
 
 def _runs(task, n, seed, s, checkpoint, progress, label):
@@ -289,8 +339,8 @@ def audit_generator(
     seconds = float(np.mean(np.concatenate([pilot[:, -4:-2], ev[:, -4:-2]])))
     version = system.library.version()
     run = (system, version, rho, implied, seconds, wall)
-    return [_entry(s, generator, tm, pilot[:, 2 * i : 2 * i + 2], ev[:, 2 * i : 2 * i + 2], run)
-            for i, tm in enumerate(s.threat_models)]  # fmt: skip
+    return [_entry(s, generator, tm, pilot[:, c], ev[:, c], run)
+            for tm, c in zip(s.threat_models, spans(task), strict=True)]  # fmt: skip
 
 
 def _sequential_entry(task: SyntheticRunPairs, system: Any, s: SyntheticDataSettings, key: int,
@@ -304,22 +354,23 @@ def _sequential_entry(task: SyntheticRunPairs, system: Any, s: SyntheticDataSett
     pilot = _runs(task, s.pilot_runs, child_seed(s.seed, key, 0), s, None, progress, "pilot")
     rho = float(pilot[0, -1])
     claim = system.claim(rho=rho)
-    t, projected = choose_threshold(pilot[:, 0], pilot[:, 1], s.delta, s.confidence_level)
+    g, t, projected = pilot_choice(pilot[:, spans(task)[0]], s.delta, s.confidence_level)
+    cols = [2 * g, 2 * g + 1, -4, -3]  # the chosen statistic on D ∪ {t} and D; the seconds
     chunks = []
 
     def draw(k: int) -> tuple[np.ndarray, np.ndarray]:
         n = min(SEQUENTIAL_CHUNK, s.runs - k * SEQUENTIAL_CHUNK)
         journal = journal_in(checkpoint, f"{task.cell.generator}.seq{k}.tasks")
         ev = _runs(task, n, child_seed(s.seed, key, 2, k), s, journal, progress, f"stream {k}")
-        chunks.append(ev)
-        return ev[:, 0], ev[:, 1]
+        chunks.append(ev[:, cols])
+        return ev[:, 2 * g], ev[:, 2 * g + 1]
 
     streamed = stream_claim_test(
-        draw, threshold=t, forward=witness_direction(pilot[:, 0], pilot[:, 1], t),
+        draw, threshold=t, forward=witness_direction(pilot[:, 2 * g], pilot[:, 2 * g + 1], t),
         claimed_epsilon=claim.epsilon, delta=s.delta, confidence_level=s.confidence_level,
         max_chunks=-(-s.runs // SEQUENTIAL_CHUNK),
     )  # fmt: skip
-    st, both = streamed.state, np.concatenate([pilot, *chunks])
+    st, both = streamed.state, np.concatenate([pilot[:, cols], *chunks])
     mu_est, mu_ci = _mu_estimate(both[:, 0], both[:, 1], s.delta)
     implied = system.implied_mu(rho)
     tm = s.threat_models[0]
@@ -327,8 +378,8 @@ def _sequential_entry(task: SyntheticRunPairs, system: Any, s: SyntheticDataSett
         task.cell.generator, system.bug, system.library.distribution, system.library.version(),
         tm, s.dataset, s.rows, s.columns, s.epsilon, s.delta, rho, implied, math.nan, mu_est,
         mu_ci, mu_est / implied, t, projected, streamed.tp, streamed.fp, streamed.pairs,
-        s.pilot_runs, float(np.mean(both[:, -4:-2])), time.perf_counter() - t0,
-        **_mean_shift(both[:, 0], both[:, 1], tm),
+        s.pilot_runs, float(np.mean(both[:, -2:])), time.perf_counter() - t0,
+        **_mean_shift(both[:, 0], both[:, 1], tm), bandwidth=_chosen(s, tm, g),
     )  # fmt: skip
     lower = LowerBound(
         f"{tm} worst-case multi-run threshold test, anytime-valid confidence sequence (test "
@@ -369,11 +420,19 @@ def _mean_shift(pos: np.ndarray, neg: np.ndarray, tm: str) -> dict[str, Any]:
     return out
 
 
+def _chosen(s: SyntheticDataSettings, tm: str, g: int) -> float:
+    """The grid point ``g`` of a tuned threat model (NaN for the others)."""
+    return float(s.bandwidths[g]) if SYNTHETIC_THREAT_MODELS.get(tm).tuned else math.nan
+
+
 def _entry(s: SyntheticDataSettings, generator: str, tm: str, pilot, ev, run) -> AuditEntry:
-    """One threat model's entry from its pilot and evaluation scores (columns: D ∪ {t}, D)."""
+    """One threat model's entry from its pilot and evaluation scores (columns: D ∪ {t}, D per
+    grid point; the grid point is chosen on the pilot with the threshold)."""
     system, version, rho, implied, seconds, wall = run
     level = s.confidence_level
-    t, projected = pilot_threshold(pilot[:, 0], pilot[:, 1], s.delta, level)
+    g, t, projected = pilot_choice(pilot, s.delta, level)
+    lam = _chosen(s, tm, g)
+    pilot, ev = pilot[:, 2 * g : 2 * g + 2], ev[:, 2 * g : 2 * g + 2]
     b = epsilon_from_scores(ev[:, 0], ev[:, 1], selection=Explicit(t), delta=s.delta,
                             confidence_level=level)  # fmt: skip
     mu_lo = gdp_from_error_rates(b.tpr_lower, b.fpr_upper, s.delta).mu
@@ -383,7 +442,7 @@ def _entry(s: SyntheticDataSettings, generator: str, tm: str, pilot, ev, run) ->
         generator, system.bug, system.library.distribution, version, tm, s.dataset,
         s.rows, s.columns, s.epsilon, s.delta, rho, implied, mu_lo, mu_est, mu_ci,
         mu_est / implied, t, projected, b.tp, b.fp, s.runs, s.pilot_runs, seconds, wall,
-        **_mean_shift(both[:, 0], both[:, 1], tm),
+        **_mean_shift(both[:, 0], both[:, 1], tm), bandwidth=lam,
     )  # fmt: skip
     lower = LowerBound(
         f"{tm} worst-case multi-run threshold test, exact Clopper-Pearson (Jagielski et "
@@ -399,7 +458,8 @@ def _entry(s: SyntheticDataSettings, generator: str, tm: str, pilot, ev, run) ->
         Claim("implied μ-GDP", getattr(system, "IMPLIED_MU_SOURCE", _IMPLIED_MU),
               gdp_epsilon(implied, s.delta), s.delta),
     )  # fmt: skip
-    sel = SelectionRecord("threshold", "split",
+    what = "threshold" if math.isnan(lam) else f"bandwidth λ = {lam:g} and threshold"
+    sel = SelectionRecord(what, "split",
                           f"chosen on {s.pilot_runs} held-out pilot run pairs")  # fmt: skip
     return AuditEntry(generator, f"{tm} ({s.dataset})", lower, claims, selections=(sel,),
                       detail=detail)  # fmt: skip

@@ -48,7 +48,7 @@ class SyntheticDataSettings:
         ("white-box",),
         help="white-box | white-box-measurements | white-box-selections | white-box-domain | "
         "black-box | black-box-rows | white-box-laplace | white-box-network | black-box-unseen | "
-        "black-box-dcr",
+        "black-box-dcr | black-box-density",
     )
     dataset: str = option(
         "tree-flip",
@@ -63,6 +63,11 @@ class SyntheticDataSettings:
     degree: int = option(1, help="PrivBayes's degree k (DataSynthesizer's setting)")
     sample_rows: int | None = option(
         None, help="rows of each synthetic table (black-box; None: |D| + 1)"
+    )
+    bandwidths: tuple[float, ...] = option(
+        (0.01, 0.05, 0.2, 0.4),
+        help="black-box-density: the kernel bandwidths λ the pilot run pairs choose from (each "
+        "in (0, (k − 1)/k] for every column's k categories)",
     )
     group_size: int = option(25, help="run pairs per worker process (one library start-up)")
     confidence_level: float = option(0.95, help="confidence 1 − β of each bound")
@@ -89,7 +94,14 @@ class SyntheticDataSettings:
             raise ValueError("threat_models must name at least one, got ()")
         for t in self.threat_models:
             SYNTHETIC_THREAT_MODELS.get(t)
-        WORST_CASE_DATASETS.get(self.dataset)(columns=self.columns, rows=self.rows)
+        pair = WORST_CASE_DATASETS.get(self.dataset)(columns=self.columns, rows=self.rows)
+        if not self.bandwidths:
+            raise ValueError("bandwidths must hold at least one bandwidth, got ()")
+        top = min((k - 1) / k for k in pair.domain.cardinalities)
+        for b in self.bandwidths:
+            if not 0 < check_positive("bandwidths", b) <= top:
+                raise ValueError(f"bandwidths must lie in (0, {top:g}] for this dataset's "
+                                 f"domain, got {b}")  # fmt: skip
         check_positive_int("runs", self.runs)
         check_positive_int("pilot_runs", self.pilot_runs)
         if self.rounds is not None:
