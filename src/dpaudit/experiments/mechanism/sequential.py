@@ -25,13 +25,21 @@ bet grows fastest (:func:`growth_event`), the last quarter, untouched by that ch
 estimating the chosen event's drift afresh: the epoch bets only if that estimate, less
 :data:`PENALTY` standard errors, is positive (``_Choice.credible``), and otherwise only adds
 to the pools; when no event beats its noise anywhere, the epoch explores the pair whose
-unpenalised growth is best. The test bets only on the epoch's new pairs, its aGRAPA bets
-restarted for the new event (the wealth kept; :meth:`DPClaimEProcess.restart_bets`); under
-the claim each of its observations has conditional mean ≤ 0 whatever was chosen from the
-past, so the product of the bets is a test supermartingale (Ville's inequality: the
-rejection and the confidence sequence hold at any stopping time, with no correction for the
-choices). While a pool is short of the chosen pair's, the inputs of the :data:`RUNNERS_UP`
-best other pairs get exploration draws (never bet on) so that a better pair can overtake.
+unpenalised growth is best (among pairs that tie — none shows any violation — the least
+explored: the one whose smaller pool is smallest, so that an exploring epoch is never stuck
+on the first pair listed). A pair is judged on all of its smaller pool and at most
+:data:`BALANCE` times as many outputs of its larger one (the first drawn): SVT's and report
+noisy max's base input is in 7 of their 8 pairs, and its pool grows with every epoch, while
+the variance of a drift estimate, ``v⁺/n⁺ + e^{2ε}v⁻/n⁻``, is set mostly by the smaller side
+(for similar ``v``, the whole larger pool would cut it by at most a factor ``1 +
+e^{2ε}/BALANCE``); the rest would only cost time. The test bets only on the epoch's new
+pairs, its aGRAPA bets restarted for the new event (the wealth kept;
+:meth:`DPClaimEProcess.restart_bets`); under the claim each of its observations has
+conditional mean ≤ 0 whatever was chosen from the past, so the product of the bets is a test
+supermartingale (Ville's inequality: the rejection and the confidence sequence hold at any
+stopping time, with no correction for the choices). While a pool is short of the chosen
+pair's, the inputs of the :data:`RUNNERS_UP` best other pairs get exploration draws (never
+bet on) so that a better pair can overtake.
 
 Samples are counted as the fixed audit counts them: output draws per input (all draws /2),
 the pilot and the exploration included.
@@ -70,6 +78,7 @@ EXPLORE = 0.25  # runner-up inputs' pools are kept to ≥ this fraction of the c
 RUNNERS_UP = 2  # pairs besides the chosen one whose inputs get exploration draws
 MIN_EVENTS = 4  # outputs needed in (and out of) an event for its rates to be judged
 PENALTY = 1.0  # standard errors taken off an estimated drift (growth_event)
+BALANCE = 8  # a pair is judged on at most this many times its smaller pool from the larger
 
 
 @dataclasses.dataclass
@@ -177,38 +186,47 @@ def _choose(spec, s, inputs, upairs, pools, penalty: float, cache=None):
     the choice is judged on rates it did not choose on (``_Choice.credible``). Returns the
     choice and every pair's best growth, best first.
 
-    ``cache`` (a dict kept across the calls of one audit) keeps each pair's fitted scores
-    and events while neither of its pools has grown (pools only grow, by whole arrays):
-    the same numbers, not computed again."""
+    Each pair is judged on the outputs :func:`_balanced` gives it (the first ones of each
+    pool). ``cache`` (a dict kept across the calls of one audit) keeps each pair's fitted
+    scores and events while those outputs are the same (pools only grow, at their end): the
+    same numbers, not computed again. The ranking puts ties (pairs with no growth) least
+    explored first; the choice is its head."""
     cache = {} if cache is None else cache
-    best, ranking, whole = None, [], {}
+    best, ranking, whole = [], [], {}
     f = math.exp(spec.claimed_epsilon)
     for k, (i, j) in enumerate(upairs):
-        sizes = (len(pools[i]), len(pools[j]))
-        if k not in cache or cache[k][0] != sizes:
-            cache[k] = (sizes, None, {})
+        rows = _balanced(_size(pools[i]), _size(pools[j]))
+        if k not in cache or cache[k][0] != rows:
+            cache[k] = (rows, None, {})
         _, attacks, events = cache[k]
         if penalty not in events:
             for d in (i, j):
                 if d not in whole:
                     whole[d] = np.concatenate(pools[d])
-            pa, pb = whole[i], whole[j]
+            pa, pb = whole[i][: rows[0]], whole[j][: rows[1]]
             ha, hb = pa.shape[0] // 2, pb.shape[0] // 2
             if attacks is None:
                 attacks = _attacks(spec, s, inputs[i], inputs[j], pa[:ha][-FIT_ROWS:],
                                    pb[:hb][-FIT_ROWS:])  # fmt: skip
-                cache[k] = (sizes, attacks, events)
+                cache[k] = (rows, attacks, events)
             events[penalty] = [growth_event(attack, pa[ha:], pb[hb:], spec.claimed_epsilon,
                                             s.delta, penalty) for attack in attacks]  # fmt: skip
-        pair_best = -1.0
+        pair_best = None
         for att, forward, growth, fresh in events[penalty]:
-            pair_best = max(pair_best, growth)
-            if best is None or growth > best.growth:
+            if pair_best is None or growth > pair_best.growth:
                 credible = float(_growth(*fresh, f, s.delta, PENALTY)) > 0
-                best = _Choice(k, att, forward, growth, credible)
-        ranking.append((pair_best, k))
-    ranking.sort(key=lambda r: (-r[0], r[1]))
-    return best, ranking
+                pair_best = _Choice(k, att, forward, growth, credible)
+        ranking.append((pair_best.growth, min(rows), k))
+        best.append(pair_best)
+    ranking.sort(key=lambda r: (-r[0], r[1], r[2]))  # ties (no growth): least explored first
+    return best[ranking[0][2]], [(g, k) for g, _, k in ranking]
+
+
+def _balanced(na: int, nb: int) -> tuple[int, int]:
+    """The outputs of each pool a pair is judged on: all of the smaller pool's, at most
+    :data:`BALANCE` times as many of the larger's (the first drawn)."""
+    most = BALANCE * min(na, nb)
+    return min(na, most), min(nb, most)
 
 
 def _explore(spec, inputs, upairs, pools, choice, ranking, root, epoch, room: int) -> int:
