@@ -16,7 +16,8 @@ block planning, seeding, executors, checkpoints and progress. The block function
   finish**.
 * **Executors** (:data:`EXECUTORS`, a :class:`~dpaudit._registry.Registry` of factories
   ``f(workers) -> Executor``): ``"serial"`` (this process), ``"processes"``
-  (``concurrent.futures`` with spawned local processes), ``"joblib"`` (loky local processes)
+  (``concurrent.futures`` with local processes started from a fork server:
+  :func:`process_pool_context`), ``"joblib"`` (loky local processes)
   and ``"ray"`` (a Ray cluster; imported lazily). Any object with a ``name``, ``workers`` and
   ``map(fn, tasks)`` (the :class:`Executor` protocol) can be passed instead of a name. Block
   functions must be picklable for the parallel executors: use module-level callables.
@@ -75,6 +76,7 @@ from dpaudit.engine._executors import (
     RayExecutor,
     SerialExecutor,
     Task,
+    process_pool_context,
     resolve_executor,
 )
 from dpaudit.engine._fingerprint import fingerprint, probabilities_key
@@ -102,6 +104,7 @@ __all__ = [
     "fingerprint",
     "journal_in",
     "probabilities_key",
+    "process_pool_context",
     "read_task_checkpoint",
     "resolve_executor",
     "run_blocks",

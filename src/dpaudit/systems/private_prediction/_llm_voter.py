@@ -32,6 +32,7 @@ import numpy as np
 
 from dpaudit._typing import FloatArray, IntArray
 from dpaudit._validate import check_choice, check_positive_int
+from dpaudit.engine import process_pool_context
 from dpaudit.errors import require
 from dpaudit.systems.private_prediction._llm import (
     VOTE_DTYPES,
@@ -213,11 +214,9 @@ class PromptVoter:
                 yield from zip([p for p, _, _ in group], outs, strict=True)
             return
         import concurrent.futures as cf
-        import multiprocessing as mp
 
         spec = self._worker_spec()
-        ctx = mp.get_context("spawn")
-        with cf.ProcessPoolExecutor(self.workers, mp_context=ctx) as pool:
+        with cf.ProcessPoolExecutor(self.workers, mp_context=process_pool_context()) as pool:
             futures = {
                 pool.submit(_worker_logits, spec, [(pre, sufs) for _, pre, sufs in group]): [
                     p for p, _, _ in group
