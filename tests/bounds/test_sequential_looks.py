@@ -27,7 +27,7 @@ def _epochs(seed: int):
     """Three epochs of paired events (a weak, a null, then a strong violation of ε = 0.1),
     each a restart of the bets, as the audit bets them."""
     rng = np.random.default_rng(seed)
-    rates = [(0.52, 0.48, 3000), (0.3, 0.3, 5000), (0.55, 0.45, 20_000)]
+    rates = [(0.52, 0.48, 2000), (0.3, 0.3, 3000), (0.55, 0.45, 10_000)]
     return [(rng.random(n) < p, rng.random(n) < q) for p, q, n in rates]
 
 
