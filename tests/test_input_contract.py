@@ -554,6 +554,11 @@ BASELINES: dict[str, dict[str, Any]] = {
         "outcomes_alternative": [[1, 1, 0, 1], [1, 0, 1, 1], [1, 1, 1, 1], [0, 1, 1, 1]],
         "outcomes_null": [[0, 0, 1, 0], [0, 0, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1]],
     },
+    "bounds.lidp_epsilon_sweep": {
+        "statistics_alternative": [[2.0, 1.5, 0.2, 1.1], [1.4, 0.3, 2.2, 1.9]],
+        "statistics_null": [[0.1, -0.4, 1.2, 0.0], [-0.3, 0.2, 0.5, -1.0]],
+        "thresholds": [0.0, 1.0],
+    },
     "bounds.lidp_moments": {"outcomes": [[1, 1, 0, 0], [1, 0, 0, 0]]},
     "bounds.label_memorization_audit": {
         "canary_confidence": [0.9, 0.8, 0.2],

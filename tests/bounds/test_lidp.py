@@ -144,3 +144,34 @@ def test_validation_names_the_argument():
         lidp_epsilon(a, nul, confidence_level=1.5)
     with pytest.raises(ValueError, match="outcomes"):
         lidp_moments([1, 0, 1])
+
+
+@pytest.mark.parametrize("method", ["clopper-pearson", "wilson1", "wilson2", "wilson4"])
+def test_the_threshold_sweep_equals_lidp_epsilon_at_every_threshold(method):
+    """lidp_epsilon_sweep is the naive loop over thresholds, number for number."""
+    from dpaudit.bounds import lidp_epsilon_sweep
+
+    g = np.random.default_rng(7)
+    alt, null = g.normal(1.5, 1.0, (150, 6)), g.normal(0.0, 1.0, (180, 6))
+    taus = np.concatenate([np.linspace(-3.0, 5.0, 40), [alt.max(), null.min(), 9.0]])
+    for variance in ("reference", "exact"):
+        got = lidp_epsilon_sweep(alt, null, taus, delta=1e-5, confidence_level=0.9,
+                                 method=method, variance=variance)  # fmt: skip
+        want = [lidp_epsilon(alt >= t, null >= t, delta=1e-5, confidence_level=0.9,
+                             method=method, variance=variance).epsilon for t in taus]  # fmt: skip
+        assert got.tolist() == want
+    assert got.max() > 1.0
+
+
+def test_the_threshold_sweep_refuses_what_lidp_epsilon_refuses():
+    from dpaudit.bounds import lidp_epsilon_sweep
+
+    alt, null = np.ones((5, 4)), np.zeros((5, 3))
+    with pytest.raises(ValueError, match="statistics_null must have as many canaries"):
+        lidp_epsilon_sweep(alt, null, [0.5])
+    with pytest.raises(ValueError, match="needs at least 4 canaries"):
+        lidp_epsilon_sweep(alt[:, :3], null, [0.5])
+    with pytest.raises(ValueError, match="thresholds must have 1 dimension"):
+        lidp_epsilon_sweep(alt, np.zeros((5, 4)), [[0.5]])
+    with pytest.raises(ValueError, match="statistics_alternative must contain only finite"):
+        lidp_epsilon_sweep(np.full((5, 4), np.nan), np.zeros((5, 4)), [0.5])

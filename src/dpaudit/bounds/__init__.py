@@ -123,7 +123,13 @@ from dpaudit.bounds._one_run_max import (
 
 # isort: split
 # Lifted DP
-from dpaudit.bounds._lidp import LiDPMoments, LiDPResult, lidp_epsilon, lidp_moments
+from dpaudit.bounds._lidp import (
+    LiDPMoments,
+    LiDPResult,
+    lidp_epsilon,
+    lidp_epsilon_sweep,
+    lidp_moments,
+)
 
 # isort: split
 # Label memorization
@@ -217,6 +223,7 @@ __all__ = [  # noqa: RUF022 - grouped by concept, as the imports above
     "LiDPMoments",
     "LiDPResult",
     "lidp_epsilon",
+    "lidp_epsilon_sweep",
     "lidp_moments",
     # Label memorization
     "DEFAULT_MEMORIZATION_THRESHOLDS",

@@ -17,7 +17,7 @@ import numpy as np
 from dpaudit._rng import as_seed_sequence
 from dpaudit._typing import ArrayLike, RngLike
 from dpaudit._validate import check_array, check_positive_int
-from dpaudit.bounds import LiDPResult, lidp_epsilon
+from dpaudit.bounds import LiDPResult, lidp_epsilon, lidp_epsilon_sweep
 
 __all__ = [
     "NUM_THRESHOLDS",
@@ -72,9 +72,8 @@ def _tune(
     lo = min(np.quantile(alt, 0.1), np.quantile(null, 0.1))
     hi = max(np.quantile(alt, 0.9), np.quantile(null, 0.9))
     candidates = np.linspace(lo, hi, num)
-    eps = np.array(
-        [_bound(alt, null, float(t), method, delta, level, variance).epsilon for t in candidates]
-    )
+    eps = lidp_epsilon_sweep(alt, null, candidates, delta=delta, confidence_level=level,
+                             method=method, variance=variance)  # fmt: skip
     return float(candidates[int(np.argmax(eps))])
 
 
