@@ -22,9 +22,11 @@ F = TypeVar("F", bound=Callable)
 
 @functools.cache
 def compiled(loop: F) -> F | None:
-    """``loop`` compiled by numba (once per process, at its first call); None without numba."""
+    """``loop`` compiled by numba (at its first call), None without numba. The machine code is
+    cached on disk (numba's ``cache=True``, beside the module, keyed on its source), so later
+    processes — test workers, pool workers — load it instead of compiling again."""
     try:
         import numba
     except ImportError:  # the optional extra is not installed
         return None
-    return numba.njit(nogil=True)(loop)
+    return numba.njit(nogil=True, cache=True)(loop)
