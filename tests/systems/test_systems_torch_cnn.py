@@ -75,3 +75,22 @@ def test_torch_context_sets_and_restores_determinism_without_loading_the_compile
         assert torch.equal(t.rand(3), first)  # seeded
     # the compiler stack is imported only if something else imported it
     assert ("torch._inductor.config" in sys.modules) == compiler_loaded
+
+
+def test_manual_seed_draws_what_torch_manual_seed_draws():
+    """The seeding of torch_context (without torch.manual_seed's lazy accelerator seeding
+    where there is no accelerator) gives the same draws, and restores the global state."""
+    from dpaudit.systems._torch_nets import manual_seed, torch_context
+
+    for seed in (0, 7, 2**63 - 1):
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            want = (torch.rand(4), torch.randn(4), torch.randint(0, 10**6, (4,)))
+        with torch.random.fork_rng(devices=[]):
+            manual_seed(torch, seed)
+            got = (torch.rand(4), torch.randn(4), torch.randint(0, 10**6, (4,)))
+        assert all(torch.equal(a, b) for a, b in zip(want, got, strict=True))
+    state = torch.get_rng_state()
+    with torch_context(5) as t:
+        assert torch.equal(t.rand(2), (torch.manual_seed(5), torch.rand(2))[1])
+    assert torch.equal(torch.get_rng_state(), state)

@@ -93,6 +93,7 @@ from dpaudit._validate import (
 from dpaudit.errors import require
 from dpaudit.mechanisms.values import SubsampledGaussian
 from dpaudit.systems._protocols import SYSTEMS, SystemFactory
+from dpaudit.systems._torch_nets import manual_seed
 from dpaudit.systems.llm._accounting import (
     _GROUP_SOURCE,
     _SOURCE,
@@ -531,7 +532,7 @@ class DPFineTuning:
         reference = new_token_lm(lm, rng=s_init)
         model = copy.deepcopy(reference)
         with torch.random.fork_rng(devices=[]):  # peft draws the adapters from torch's RNG
-            torch.manual_seed(int(s_adapters.generate_state(1, np.uint64)[0] % 2**63))
+            manual_seed(torch, int(s_adapters.generate_state(1, np.uint64)[0] % 2**63))
             self.make_trainable(model)
         reference.to(device)
         model.to(device)

@@ -37,6 +37,7 @@ from dpaudit._typing import RngLike
 from dpaudit._validate import check_positive, check_positive_int
 from dpaudit.errors import MissingDatasetError, require
 from dpaudit.systems._gguf import dequantise_gguf
+from dpaudit.systems._torch_nets import manual_seed
 
 __all__ = [
     "MAX_NEW_TOKENS",
@@ -298,7 +299,7 @@ def tiny_gpt(
         pad_token_id=tok.pad_token_id,
     )  # fmt: skip
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed % 2**63)
+        manual_seed(torch, seed % 2**63)
         model = tf.LlamaForCausalLM(cfg)
     lm = CausalLM(
         f"tiny-gpt(vocab={len(tok)}, layers={nl}, hidden={h}, context={ctx}, seed={seed})",

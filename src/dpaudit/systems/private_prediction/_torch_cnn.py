@@ -14,7 +14,7 @@ import numpy as np
 from dpaudit._typing import ArrayLike, FloatArray, IntArray
 from dpaudit._validate import check_positive, check_positive_int
 from dpaudit.errors import require
-from dpaudit.systems._torch_nets import build_cnn
+from dpaudit.systems._torch_nets import build_cnn, manual_seed
 
 __all__ = ["TorchCNNClassifier"]
 
@@ -137,7 +137,7 @@ class TorchCNNClassifier:
         torch.set_num_threads(check_positive_int("num_threads", self.num_threads))
         try:
             with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(seed)
+                manual_seed(torch, seed)
                 net = build_cnn(shape[0], len(self.classes_)).to(self.device)
                 opt = torch.optim.Adam(
                     net.parameters(), lr=lr, weight_decay=float(self.weight_decay)
