@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy import integrate, stats
+from scipy import integrate
 
 from dpaudit.attacks import (
     andrew_estimate,
@@ -32,8 +32,11 @@ def _naive_delta(m0, s0, m1, s1, eps):
     """max over both orders of ∫ max(0, p − e^ε q) dy (slow oracle)."""
 
     def one(ma, sa, mb, sb):
+        def pdf(y, m, s):  # the normal density written out (scipy.stats' costs ~50 µs a call)
+            return math.exp(-0.5 * ((y - m) / s) ** 2) / (s * math.sqrt(2.0 * math.pi))
+
         def f(y):
-            return max(0.0, stats.norm.pdf(y, ma, sa) - math.exp(eps) * stats.norm.pdf(y, mb, sb))
+            return max(0.0, pdf(y, ma, sa) - math.exp(eps) * pdf(y, mb, sb))
 
         lo = min(ma - 40 * sa, mb - 40 * sb)
         hi = max(ma + 40 * sa, mb + 40 * sb)
