@@ -27,11 +27,9 @@ def naive_p_value(m, r, v, eps, delta):
     beta_b = stats.binom.sf(v - 1, r, q)
     if v == 0:
         return 1.0
-    alpha = 0.0
-    total = 0.0
-    for i in range(1, v + 1):
-        total += stats.binom.pmf(v - i, r, q)
-        alpha = max(alpha, total / i)
+    i = np.arange(1, v + 1)
+    totals = np.cumsum(stats.binom.pmf(v - i, r, q))  # running sums, added left to right
+    alpha = float(np.max(totals / i))
     return min(1.0, beta_b + 2 * m * delta * alpha)
 
 
