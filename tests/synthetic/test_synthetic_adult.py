@@ -126,7 +126,8 @@ def _black_box_row(e: dict, s: dict) -> str:
     x = e["detail"]
     mu = x["mu_estimate"]  # "—" where both statistics were constant (nothing to fit)
     est = f"({mu:.3f})" if isinstance(mu, float) and math.isfinite(mu) and mu > 0 else "—"
-    return (f"| {x['generator']} | {x['epsilon']:g} | {x['threat_model']} ({x['dataset']}, "
+    name = x["generator"] + (f" (rounds = {s['rounds']})" if "aim" in x["generator"] else "")
+    return (f"| {name} | {x['epsilon']:g} | {x['threat_model']} ({x['dataset']}, "
             f"{x['columns']} × {x['rows']}) | {s['runs']} ({s['pilot_runs']}) | "
             f"{e['lower_bound']['epsilon']:.3f} | "
             f"{'yes' if e['gap']['refutes_claim'] else 'no'} | {x['mu_lower']:.3f} | {est} | "
@@ -135,8 +136,11 @@ def _black_box_row(e: dict, s: dict) -> str:
 
 @pytest.mark.parametrize(
     ("recorded", "dataset", "generator"),
-    [("adult-black-box-eps1.json", "adult-categorical", "smartnoise-mst"),
+    [("adult-black-box-eps1-first.json", "adult-categorical", "smartnoise-mst"),
+     ("adult-black-box-eps1.json", "adult-categorical", "smartnoise-mst"),
      ("adult-black-box-eps10.json", "adult-categorical", "smartnoise-mst"),
+     ("aim-adult-black-box-eps1.json", "adult-categorical", "smartnoise-aim"),
+     ("aim-adult-black-box-eps10.json", "adult-categorical", "smartnoise-aim"),
      ("dpmm-black-box-eps10.json", "unique-record", "dpmm-mst")],
 )  # fmt: skip
 def test_docs_black_box_rows_come_from_the_recorded_runs(recorded, dataset, generator):
@@ -159,9 +163,9 @@ SUMMARY = [
      ("mst-worst-case-eps1.json", "white-box")),
     ("smartnoise-mst", 10, "adult-black-box-eps10.json", ("black-box-eps10.json", "black-box"),
      ("worst-case-eps10.json", "white-box")),
-    ("smartnoise-aim", 1, None, ("black-box-aim-eps1.json", "black-box"),
+    ("smartnoise-aim", 1, "aim-adult-black-box-eps1.json", ("black-box-aim-eps1.json", "black-box"),
      ("aim-worst-case-eps1.json", "white-box")),
-    ("smartnoise-aim", 10, None, ("black-box-eps10.json", "black-box"),
+    ("smartnoise-aim", 10, "aim-adult-black-box-eps10.json", ("black-box-eps10.json", "black-box"),
      ("worst-case-eps10.json", "white-box")),
     ("dpmm-mst", 1, None, None, ("dpmm-worst-case-eps1.json", "white-box")),
     ("dpmm-mst", 10, None, ("dpmm-black-box-eps10.json", "black-box"),
@@ -189,8 +193,8 @@ def summary_row(generator: str, eps: float, adult, black, white) -> str:
         cells.append("—")
     else:
         a = [_recorded(adult, generator, t)["lower_bound"]["epsilon"]
-             for t in ("black-box", "black-box-dcr")]  # fmt: skip
-        cells.append(f"{a[0]:.3f} / {a[1]:.3f}")
+             for t in ("black-box", "black-box-dcr", "black-box-density")]  # fmt: skip
+        cells.append(" / ".join(f"{v:.3f}" for v in a))
     if black is None:
         cells.append("—")
     else:
