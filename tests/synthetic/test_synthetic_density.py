@@ -185,3 +185,42 @@ def test_planted_quiet_noise_mst_is_refuted_by_the_density_ratio():
     assert bug.gap.refutes_claim and bug.lower_bound.epsilon > 1.0
     assert bug.detail.bandwidth in s.bandwidths
     assert bug.selections[0].choice == f"bandwidth λ = {bug.detail.bandwidth:g} and threshold"
+
+
+def test_tuned_statistic_keeps_the_pilot_s_bandwidth_in_both_modes(monkeypatch):
+    """Scores fabricated per grid point (λ = 0.2 separates, λ = 0.01 does not): the pilot
+    picks λ = 0.2 in the fixed mode and in the sequential one, and both evaluate that column."""
+    from types import SimpleNamespace
+
+    from dpaudit.experiments.synthetic_data import pipeline as P
+    from dpaudit.systems.synthetic import SyntheticGenerator
+
+    g = np.random.default_rng(9)
+
+    def fake_runs(task, n, *args):  # [s₀(D∪t), s₀(D), s₁(D∪t), s₁(D), seconds ×2, wall, ρ]
+        cols = [g.normal(0, 1, n), g.normal(0, 1, n), g.normal(6, 1, n), g.normal(0, 1, n)]
+        return np.stack([*cols, *np.full((3, n), 0.5), np.full(n, 0.1034)], axis=1)
+
+    monkeypatch.setattr(P, "_runs", fake_runs)
+    kw = {
+        "generators": ("smartnoise-mst",),
+        "dataset": "unique-record",
+        "runs": 160,
+        "threat_models": ("black-box-density",),
+        "bandwidths": (0.01, 0.2),
+        "pilot_runs": 30,
+    }
+    s = SyntheticDataSettings(mode="sequential", **kw)
+    task = _task(s, "smartnoise-mst")
+    gen = SyntheticGenerator(task.cell)
+    system = SimpleNamespace(bug=None, claim=gen.claim, implied_mu=gen.implied_mu,
+                             library=SimpleNamespace(distribution="smartnoise-synth",
+                                                     version=lambda: "1.0.8"))  # fmt: skip
+    seq = P._sequential_entry(task, system, s, 0, None, None)
+    assert seq.detail.bandwidth == 0.2 and seq.gap.refutes_claim and seq.detail.runs < 160
+    fixed = SyntheticDataSettings(**kw)
+    pilot, ev = fake_runs(task, 30), fake_runs(task, 160)
+    run = (system, "1.0.8", 0.1034, gen.implied_mu(0.1034), 0.5, 1.0)
+    e = P._entry(fixed, "smartnoise-mst", "black-box-density", pilot[:, :4], ev[:, :4], run)
+    assert e.detail.bandwidth == 0.2 and e.detail.tp >= 150 and e.detail.fp <= 5
+    assert e.selections[0].choice == "bandwidth λ = 0.2 and threshold" and e.gap.refutes_claim
