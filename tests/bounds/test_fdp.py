@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import special, stats
 
 from dpaudit.bounds import (
     Explicit,
@@ -25,7 +25,7 @@ def naive_margin(mu, m, ng, nc, tau, k):
     r = tau * nc / m
     h = tau * (ng - nc) / m
     for i in range(nc - 1, -1, -1):
-        binv = (k - 1) * stats.norm.cdf(stats.norm.ppf(r) - mu) if r < 1 else (k - 1) * 1.0
+        binv = (k - 1) * special.ndtr(special.ndtri(r) - mu) if r < 1 else (k - 1) * 1.0
         h_new = max(h, binv)
         r = min(1.0, r + (i / (ng - i)) * (h_new - h))
         if h_new == h:
