@@ -141,6 +141,7 @@ def _black_box_row(e: dict, s: dict) -> str:
      ("adult-black-box-eps10.json", "adult-categorical", "smartnoise-mst"),
      ("aim-adult-black-box-eps1.json", "adult-categorical", "smartnoise-aim"),
      ("aim-adult-black-box-eps10.json", "adult-categorical", "smartnoise-aim"),
+     ("dpmm-black-box-eps1.json", "unique-record", "dpmm-mst"),
      ("dpmm-black-box-eps10.json", "unique-record", "dpmm-mst")],
 )  # fmt: skip
 def test_docs_black_box_rows_come_from_the_recorded_runs(recorded, dataset, generator):
@@ -167,7 +168,8 @@ SUMMARY = [
      ("aim-worst-case-eps1.json", "white-box")),
     ("smartnoise-aim", 10, "aim-adult-black-box-eps10.json", ("black-box-eps10.json", "black-box"),
      ("worst-case-eps10.json", "white-box")),
-    ("dpmm-mst", 1, None, None, ("dpmm-worst-case-eps1.json", "white-box")),
+    ("dpmm-mst", 1, None, ("dpmm-black-box-eps1.json", "black-box"),
+     ("dpmm-worst-case-eps1.json", "white-box")),
     ("dpmm-mst", 10, None, ("dpmm-black-box-eps10.json", "black-box"),
      ("dpmm-worst-case-eps10.json", "white-box")),
     ("datasynthesizer-privbayes", 1, None, ("privbayes-tree-flip-eps1.json", "black-box"),
