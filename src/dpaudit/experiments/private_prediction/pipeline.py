@@ -57,6 +57,7 @@ from dpaudit.experiments.private_prediction.results import (
     make_entry,
 )
 from dpaudit.experiments.private_prediction.settings import PrivatePredictionSettings
+from dpaudit.systems._blas import one_blas_thread as _one_blas_thread
 
 __all__ = ["SUMMARY_ORDERS", "audit_adversary", "audit_private_prediction", "audit_system"]
 
@@ -141,17 +142,6 @@ def audit_private_prediction(
         )
     with _one_blas_thread():
         return _audit(settings, data, bool(progress), checkpoint)
-
-
-def _one_blas_thread() -> Any:
-    """One BLAS/OpenMP thread in this process for the whole audit (threadpoolctl, shipped
-    with scikit-learn): parallelism is over tasks, and no number depends on how a library
-    splits a sum over threads."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1)
 
 
 def _audit(

@@ -64,6 +64,7 @@ from dpaudit._validate import (
     check_positive_int,
 )
 from dpaudit.mechanisms.values import SubsampledGaussian
+from dpaudit.systems._blas import one_blas_thread as _one_blas_thread
 from dpaudit.systems._protocols import SYSTEMS, SystemFactory
 from dpaudit.systems.federated._clients import (
     FederatedData,
@@ -441,16 +442,6 @@ class DPFedAvg:
 
     def _sample(self, g: np.random.Generator, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
         return _sample_slots(self.cell, g, n, k)
-
-
-def _one_blas_thread() -> Any:
-    """BLAS/OpenMP limited to one thread (threadpoolctl ships with scikit-learn; without it,
-    nothing changes)."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1)
 
 
 def _sample_slots(

@@ -6,7 +6,6 @@ building and fitting one teacher, and the input checks shared with
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
@@ -16,6 +15,7 @@ import numpy as np
 from dpaudit._typing import ArrayLike, IntArray
 from dpaudit._validate import check_choice, check_nonneg_int, check_positive_int
 from dpaudit.errors import require
+from dpaudit.systems._blas import one_blas_thread as _one_blas_thread
 
 __all__ = [
     "DEFAULT_ESTIMATOR",
@@ -230,15 +230,6 @@ def fit_teacher(
     seed = check_nonneg_int("seed", seed)
     with _one_blas_thread():
         return _fit_teacher(estimator, Xa, ya, seed)
-
-
-def _one_blas_thread() -> contextlib.AbstractContextManager[Any]:
-    """Limit BLAS/OpenMP to one thread (threadpoolctl ships with scikit-learn)."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1)
 
 
 # --------------------------------------------------------------------------- data plumbing
