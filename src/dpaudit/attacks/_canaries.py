@@ -122,10 +122,10 @@ _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 def _check_pool(X: ArrayLike, y: ArrayLike, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
     Xa = check_array("X", X, ndim=2)
-    if Xa.size and float(np.abs(Xa).max()) > _FLOAT32_MAX:
+    biggest = max(abs(float(Xa.max())), abs(float(Xa.min()))) if Xa.size else 0.0
+    if biggest > _FLOAT32_MAX:  # (max |x| without an |X| copy of the pool)
         raise ValueError(
-            f"X must hold values that fit a float32 (|x| <= {_FLOAT32_MAX:.4g}), "
-            f"got {float(np.abs(Xa).max()):g}"
+            f"X must hold values that fit a float32 (|x| <= {_FLOAT32_MAX:.4g}), got {biggest:g}"
         )
     ya = check_array("y", y, allow_empty=True)
     if ya.shape != (Xa.shape[0],):
@@ -187,7 +187,11 @@ def draw_canaries(
         TypeError, ValueError: m ≤ 0, m > N, bad kind or labels.
     """
     m, k, kind, Xa, ya = _check_draw(X, y, num_canaries, num_classes, kind)
-    gen = as_generator(rng)
+    return _draw(m, k, kind, Xa, ya, as_generator(rng))
+
+
+def _draw(m: int, k: int, kind: str, Xa: np.ndarray, ya: np.ndarray, gen) -> Canaries:
+    """:func:`draw_canaries` on checked arguments."""
     if kind in SYNTHETIC_KINDS:
         d = Xa.shape[1]
         if kind == "noise":
@@ -235,11 +239,11 @@ def one_run_game(
             anything is drawn.
     """
     p = check_in_range("inclusion_probability", inclusion_probability, 0.0, 1.0)
-    m, _, _, _, _ = _check_draw(X, y, num_canaries, num_classes, kind)
+    m, k, kind, Xa, ya = _check_draw(X, y, num_canaries, num_classes, kind)  # the pool once
     check_memory(9.0 * m, f"draw_inclusions with num_canaries={m}")
     streams = np.random.SeedSequence(as_generator(rng).integers(0, 2**63, size=2).tolist())
     s_canaries, s_inclusion = streams.spawn(2)
-    canaries = draw_canaries(X, y, m, num_classes=num_classes, kind=kind, rng=s_canaries)
+    canaries = _draw(m, k, kind, Xa, ya, as_generator(s_canaries))
     included = draw_inclusions(m, inclusion_probability=p, rng=s_inclusion)
     return CanaryGame(canaries, included, p)
 
