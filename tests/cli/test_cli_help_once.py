@@ -30,3 +30,22 @@ def test_no_help_shows_a_type_for_a_flag(capsys):
         out = capsys.readouterr().out
         assert "<bool>" not in out, f"dpaudit {' '.join(path)} --help shows <bool>"
         assert out.count("Usage: dpaudit") == 1
+
+
+def test_the_click_command_is_built_once_and_again_when_the_app_changes():
+    """Built once (typer → click copies every parameter), rebuilt after a command is added."""
+    import typer
+
+    from dpaudit.cli import build_app
+
+    first = _command()
+    assert _command() is first
+    extra = typer.Typer()
+    build_app().add_typer(extra, name="zz-test-group")
+    try:
+        extra.command("hello")(lambda: None)
+        rebuilt = _command()
+        assert rebuilt is not first and "zz-test-group" in rebuilt.commands
+    finally:
+        build_app().registered_groups.pop()
+    assert "zz-test-group" not in _command().commands

@@ -105,12 +105,36 @@ def run(argv: Sequence[str] | None = None) -> int:
     return status if isinstance(status, int) else 0
 
 
+#: ``(signature of the typer app, its click command)``: see :func:`_command`.
+_BUILT: list[tuple[tuple, object]] = []
+
+
 def _command():
-    """The click command behind the typer app (imports every command module)."""
+    """The click command behind the typer app (imports every command module).
+
+    Converting the typer app to click copies every parameter of every command (~20 ms); the
+    command is built again only when the app changed since (a workflow registered since the
+    last call adds its command: :func:`_signature`)."""
+    app = build_app()
+    key = _signature(app)
+    if _BUILT and _BUILT[0][0] == key:
+        return _BUILT[0][1]
     typer_main = importlib.import_module("typer.main")
-    command = typer_main.get_command(build_app())
+    command = typer_main.get_command(app)
     _hide_flag_types(command)
+    _BUILT[:] = [(key, command)]
     return command
+
+
+def _signature(app) -> tuple:
+    """What the click command is built from: every command's name and callback, every group's
+    name and its app's signature (recursively), and the app's own callback."""
+    return (
+        id(app),
+        app.registered_callback and id(app.registered_callback.callback),
+        tuple((c.name, id(c.callback)) for c in app.registered_commands),
+        tuple((g.name, _signature(g.typer_instance)) for g in app.registered_groups),
+    )
 
 
 def _hide_flag_types(command) -> None:
