@@ -18,6 +18,7 @@ module that imports itself.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -46,7 +47,13 @@ def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> str | None:
 
 
 def import_graph() -> dict[str, set[str]]:
-    """Module → the ``dpaudit`` modules it imports (anywhere in its source)."""
+    """Module → the ``dpaudit`` modules it imports (anywhere in its source); parsed once per
+    process (every module's source), each caller getting its own copy."""
+    return {name: set(targets) for name, targets in _parsed_graph().items()}
+
+
+@functools.cache
+def _parsed_graph() -> dict[str, set[str]]:
     modules = _modules()
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
