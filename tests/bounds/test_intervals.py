@@ -498,11 +498,11 @@ def test_beta_quantiles_are_checked_against_the_forward_function():
 
     mp.mp.dps = 40
     k = 1000
-    for n in (2e8, 1e9):
+    for n in (2e8, 1e9):  # Illinois: the same root as bisection to 20 digits, 1/4 the steps
         want = mp.findroot(
             lambda x, n=n: mp.betainc(k, n - k + 1, 0, x, regularized=True) - mp.mpf("0.025"),
             (0.5 * k / n, 1.0 * k / n), solver="illinois",
-        )  # fmt: skip  (the same root as bisection to 20 digits, in a fifth of the time)
+        )  # fmt: skip
         got = float(beta_ppf(0.025, k, n - k + 1))
         assert abs(got / float(want) - 1) < 1e-9
         low = clopper_pearson(k, int(n), alternative="greater", confidence_level=0.975).low
