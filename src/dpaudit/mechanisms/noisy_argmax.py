@@ -230,11 +230,8 @@ def _log_q_standardised(
     ok |= deep
     if not ok.all():
         rows, cols = np.nonzero(~ok)
-        d = _offsets(vc, rows, cols)
-        # Tied classes often have identical offsets (all of them when every vote is equal):
-        # each distinct row is integrated once. A row's result does not depend on the other
-        # rows integrated with it, so this changes no number.
-        uniq, inverse = np.unique(d, axis=0, return_inverse=True)
+        # Tied classes share offsets: each distinct row is integrated once (same bits per row)
+        uniq, inverse = np.unique(_offsets(vc, rows, cols), axis=0, return_inverse=True)
         log_q[rows, cols] = quad.per_class_log_q(uniq)[0][inverse.ravel()]
     if deep.any():
         rows, cols = np.nonzero(deep)
