@@ -129,8 +129,9 @@ def process_pool_context():
     single-threaded process started once per process; it imports the heavy modules this
     process has imported (:data:`_PRELOAD`: NumPy, SciPy, scikit-learn, PyTorch, Opacus,
     dpaudit's experiments) once, and every worker of every later pool is forked from it
-    instead of starting an interpreter and importing them again, which costs 3–4 CPU-seconds
-    per worker (PyTorch alone ~2 s). Workers receive the same preparation as spawned ones
+    instead of starting an interpreter and importing them again (PyTorch alone ~2 CPU-s; a
+    small DP-SGD audit on 2 spawned workers took 23.3 CPU-s against 0.6 from the server,
+    benchmarks/bench_process_pools.py). Workers receive the same preparation as spawned ones
     (``sys.path``, working directory, the main module), so results do not depend on the start
     method; the tests check that every executor gives the same numbers. The preload is fixed
     when the server starts (the first pool), and so is its environment.
