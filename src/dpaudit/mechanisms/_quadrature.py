@@ -135,8 +135,11 @@ def strip_error_estimate(
 
 
 def shared_grid_log_q(
-    v: np.ndarray, lattice: tuple[np.ndarray, float] | None = None
-) -> tuple[np.ndarray, np.ndarray]:
+    v: np.ndarray,
+    lattice: tuple[np.ndarray, float] | None = None,
+    *,
+    weights_mills: bool = False,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """log Q for a batch of standardised histograms on one trapezoid grid per histogram.
 
     Args:
@@ -147,9 +150,14 @@ def shared_grid_log_q(
             is tabulated once per lattice point instead of once per (histogram, class,
             node): the same values, about twice as fast.
 
+        weights_mills: also return ``E_i[λ(x − v_k)] = ∫ f_i(x)·λ(x − v_k) dx / Q_i`` for
+            every pair (i, k), (B, C, C), on the same grid (the ratios of
+            :func:`per_class_log_q`, for the Jacobian); valid where ``ok``.
+
     Returns:
-        ``(log_q, ok)``: (B, C) log-probabilities and a boolean mask of the entries whose
-        a-posteriori checks passed; the others must be recomputed by :func:`per_class_log_q`.
+        ``(log_q, ok, extra)``: (B, C) log-probabilities, a boolean mask of the entries whose
+        a-posteriori checks passed (the others must be recomputed by :func:`per_class_log_q`)
+        and the Mills-weighted ratios or an empty array.
     """
     b, c = v.shape
     vmax = v.max(axis=1)
@@ -176,6 +184,7 @@ def shared_grid_log_q(
     )
     log_q = np.empty((b, c))
     ok = np.zeros((b, c), dtype=bool)
+    extra = np.empty((b, c, c)) if weights_mills else np.empty((0,))
     # Group histograms with equal node counts so the work is one dense array per group.
     order = np.argsort(n_nodes, kind="stable")
     sorted_n = n_nodes[order]
@@ -200,12 +209,17 @@ def shared_grid_log_q(
                 k = table.index(idx, n)
                 log_cdf = table.log_cdf.take(k)
                 ell = table.log_mills.take(k)
+            lam = np.exp(ell) if weights_mills else None  # λ(x − v_i), (B, C, N)
             total = log_cdf.sum(axis=1)  # S(x) = Σ_j log Φ(x − v_j), (B, N)
             ell += total[:, None, :]
-            lq, good = _shared_grid_block(ell, total, v[idx], x_lo[idx] + h * (n - 1), h)
+            lq, good, ratios = _shared_grid_block(
+                ell, total, v[idx], x_lo[idx] + h * (n - 1), h, lam
+            )
             log_q[idx] = lq
             ok[idx] = good & relevant[idx]
-    return log_q, ok
+            if weights_mills:
+                extra[idx] = ratios
+    return log_q, ok, extra
 
 
 class _LatticeTable:
@@ -254,9 +268,15 @@ def _lattice_table(v, d, sigma, x_lo, x_hi, h, relevant) -> _LatticeTable | None
 
 
 def _shared_grid_block(
-    ell: np.ndarray, total: np.ndarray, v: np.ndarray, x_end: np.ndarray, h: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """Trapezoid sums and the a-posteriori checks for ell (B, C, N) on grids ending at x_end.
+    ell: np.ndarray,
+    total: np.ndarray,
+    v: np.ndarray,
+    x_end: np.ndarray,
+    h: float,
+    lam: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Trapezoid sums and the a-posteriori checks for ell (B, C, N) on grids ending at x_end;
+    with ``lam`` (B, C, N) = λ(x − v_k) also the ratios ``Σ_x f_i·λ_k / Σ_x f_i`` (B, C, C).
 
     ``total`` (B, N) is ``S(x) = Σ_j log Φ(x − v_j)``, so ``ℓ_i = −(x − v_i)²/2 − log √(2π)
     + S − log Φ(x − v_i)``. Since log Φ is concave its second differences are ≤ 0, hence the
@@ -271,6 +291,10 @@ def _shared_grid_block(
         log_fine = np.log(e.sum(axis=-1)) + peak_safe + math.log(h)
         log_coarse = np.log(e[..., ::2].sum(axis=-1)) + peak_safe + math.log(2 * h)
     near_peak = np.count_nonzero(e >= math.exp(-4.5), axis=-1)
+    ratios = None
+    if lam is not None:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratios = np.matmul(e, lam.transpose(0, 2, 1)) / e.sum(axis=-1)[..., None]
     with np.errstate(invalid="ignore"):
         disc = np.abs(np.expm1(log_coarse - log_fine))
         # (F4) at the right end: |ℓ'(x_hi)| ≥ (x_hi − v_i) − (C−1)·λ(7.5) ≥ 7.5 − 1e-11·C.
@@ -295,7 +319,7 @@ def _shared_grid_block(
         & (right_tail <= math.log(SHARED_TAIL_RTOL))
         & interior
     )
-    return log_fine, ok
+    return log_fine, ok, ratios
 
 
 def check_offsets_memory(num_entries: int, num_classes: int) -> None:

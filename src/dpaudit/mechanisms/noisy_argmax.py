@@ -226,7 +226,7 @@ def _log_q_standardised(
     # precision (Φ(x − v_j) rounds to 1 wherever those integrands live; see DEEP_GAP), so
     # they are clipped there and get their own bound-based value below.
     vc = np.maximum(v, -quad.DEEP_GAP) if deep.any() else v
-    log_q, ok = quad.shared_grid_log_q(vc, lattice)
+    log_q, ok, _ = quad.shared_grid_log_q(vc, lattice)
     ok |= deep
     if not ok.all():
         rows, cols = np.nonzero(~ok)
@@ -314,7 +314,7 @@ def argmax_probabilities_jacobian(votes: ArrayLike, sigma: float) -> tuple[Float
 
     For k ≠ i, differentiating Eq. 4 under the integral gives
     ``∂Q_i/∂H_k = −(1/σ) ∫ φ(x − v_i) φ(x − v_k) ∏_{j≠i,k} Φ(x − v_j) dx``, computed as
-    ``−(Q_i/σ)·E_i[λ(x − v_k)]`` on the per-class grid (λ = φ/Φ); shift invariance (paper
+    ``−(Q_i/σ)·E_i[λ(x − v_k)]`` on Q's quadrature grid (λ = φ/Φ); shift invariance (paper
     003 Thm 2) gives ``∂Q_i/∂H_i = −Σ_{k≠i} ∂Q_i/∂H_k``, so every row of ``J`` sums to 0
     and every column sums to 0 (Σ_i Q_i = 1). Relative accuracy ~1e-10.
 
@@ -322,25 +322,25 @@ def argmax_probabilities_jacobian(votes: ArrayLike, sigma: float) -> tuple[Float
         ``(q, jac)`` with shapes ``(..., C)`` and ``(..., C, C)``.
     """
     v, shape = _standardise(votes, sigma)
-    s = float(sigma)
     b, c = v.shape
-    _check_per_class_work(b * c, c)  # every entry takes the per-class quadrature here
-    rows = np.repeat(np.arange(b), c)
-    cols = np.tile(np.arange(c), b)
-    # Classes more than DEEP_GAP below the top have Q_i = 0 and ∂Q_i/∂H = 0 in double
-    # precision, and clipping them changes nothing for the others (see _log_q_standardised).
-    shallow = v.reshape(-1) >= -quad.DEEP_GAP
-    d = _offsets(np.maximum(v, -quad.DEEP_GAP), rows[shallow], cols[shallow])
-    log_q = np.full(b * c, -np.inf)
-    ratio = np.zeros((b * c, c - 1))
-    log_q[shallow], ratio[shallow] = quad.per_class_log_q(d, weights_mills=True)
-    q = np.exp(log_q).reshape(b, c)
-    off = -(q.reshape(-1)[:, None] * ratio) / s  # (B·C, C−1): ∂Q_i/∂H_k for k ≠ i
-    jac = np.zeros((b * c, c))
-    others = np.ones((b * c, c), dtype=bool)
-    others[np.arange(b * c), cols] = False
-    jac[others] = off.reshape(-1)
-    jac[np.arange(b * c), cols] = -off.sum(axis=1)
+    _check_per_class_work(b * c, c)  # the Jacobian's size, and the most per-class work
+    # Classes more than DEEP_GAP below the top have Q_i = 0 and ∂Q_i/∂H = 0 in double precision
+    # and, clipped, change nothing for the others (see _log_q_standardised), as in log Q.
+    vc, deep = np.maximum(v, -quad.DEEP_GAP), v < -quad.DEEP_GAP
+    log_q, ok, ratio = quad.shared_grid_log_q(vc, weights_mills=True)  # ratio: (B, C, C)
+    rows, cols = np.nonzero(~ok & ~deep)
+    if rows.size:
+        log_q[rows, cols], extra = quad.per_class_log_q(_offsets(vc, rows, cols), weights_mills=True)
+        redo = ratio[rows, cols]
+        redo[~np.eye(c, dtype=bool)[cols]] = extra.reshape(-1)
+        ratio[rows, cols] = redo
+    log_q[deep] = -np.inf
+    ratio[deep] = 0.0
+    q = np.exp(log_q)
+    jac = -(q[..., None] * ratio) / float(sigma)  # ∂Q_i/∂H_k for k ≠ i
+    diag = np.arange(c)
+    jac[:, diag, diag] = 0.0
+    jac[:, diag, diag] = -jac.sum(axis=2)
     return q.reshape(shape), jac.reshape(*shape, c)
 
 
