@@ -330,8 +330,8 @@ def argmax_probabilities_jacobian(votes: ArrayLike, sigma: float) -> tuple[Float
     log_q, ok, ratio = quad.shared_grid_log_q(vc, weights_mills=True)  # ratio: (B, C, C)
     rows, cols = np.nonzero(~ok & ~deep)
     if rows.size:
-        log_q[rows, cols], extra = quad.per_class_log_q(_offsets(vc, rows, cols), weights_mills=True)
-        redo = ratio[rows, cols]
+        lq, extra = quad.per_class_log_q(_offsets(vc, rows, cols), weights_mills=True)
+        log_q[rows, cols], redo = lq, ratio[rows, cols]
         redo[~np.eye(c, dtype=bool)[cols]] = extra.reshape(-1)
         ratio[rows, cols] = redo
     log_q[deep] = -np.inf
