@@ -315,10 +315,13 @@ def test_vmap_in_slices_of_runs_is_the_same_training(monkeypatch):
     np.testing.assert_allclose(sliced.final_loss, whole.final_loss, rtol=1e-6)
 
 
-def test_book_keeping_clipped_sums_equal_the_one_run_book_keeping_on_other_layers():
+@pytest.mark.parametrize("first_bias", [True, False])
+def test_book_keeping_clipped_sums_equal_the_one_run_book_keeping_on_other_layers(first_bias):
     """Strides, dilations, rectangular padding, several input channels, average pooling,
-    tanh, no bias: each run's clipped sum and losses equal the one-run book-keeping's
-    (dpaudit.systems.dpsgd._bookkeeping) on its included examples."""
+    tanh, no bias (first layer with and without: its weight and bias gradients come from one
+    product with a row of ones): each run's clipped sum and losses equal the one-run
+    book-keeping's (dpaudit.systems.dpsgd._bookkeeping) on its included examples, at the
+    first step and at the next with new weights (cached unfolded input, kept buffers)."""
     from dpaudit.systems.dpsgd._batched_conv import ConvProgram, conv_clipped_sum
     from dpaudit.systems.dpsgd._bookkeeping import BookKeeping
 
@@ -327,23 +330,26 @@ def test_book_keeping_clipped_sums_equal_the_one_run_book_keeping_on_other_layer
 
     def net():
         return nn.Sequential(
-            nn.Conv2d(3, 4, 3, stride=2, padding=(1, 2)), nn.Tanh(),
+            nn.Conv2d(3, 4, 3, stride=2, padding=(1, 2), bias=first_bias), nn.Tanh(),
             nn.Conv2d(4, 5, 3, dilation=2, padding=1, bias=False), nn.ReLU(),
             nn.AvgPool2d(2), nn.Flatten(), nn.Linear(5 * 1 * 2, 3),
         )  # fmt: skip
 
-    nets = [net() for _ in range(3)]
-    params = {k: torch.stack([dict(n.named_parameters())[k].detach() for n in nets])
-              for k, _ in nets[0].named_parameters()}  # fmt: skip
     X = torch.rand(3, 7, 3 * 9 * 10)
     y = torch.randint(0, 3, (3, 7))
     w = (torch.rand(3, 7) < 0.6).float()
-    program = ConvProgram.of(torch, nets[0], (3, 9, 10))
-    sums, losses = conv_clipped_sum(torch, program, params, X, y, w, 0.3)
-    for r, n in enumerate(nets):
-        keep = w[r].bool()
-        ref, ref_losses, _ = BookKeeping(n, 0.3).clipped_sum(X[r][keep].reshape(-1, 3, 9, 10),
-                                                           y[r][keep])  # fmt: skip
-        for name, p in n.named_parameters():
-            torch.testing.assert_close(sums[name][r], ref[p], rtol=0, atol=1e-6)
-        torch.testing.assert_close(losses[r][keep], ref_losses, rtol=0, atol=1e-6)
+    cache: dict = {}
+    for _ in range(2):  # a second step: new weights, the same cache
+        nets = [net() for _ in range(3)]
+        params = {k: torch.stack([dict(n.named_parameters())[k].detach() for n in nets])
+                  for k, _ in nets[0].named_parameters()}  # fmt: skip
+        program = ConvProgram.of(torch, nets[0], (3, 9, 10))
+        sums, losses = conv_clipped_sum(torch, program, params, X, y, w, 0.3, cache=cache)
+        for r, n in enumerate(nets):
+            keep = w[r].bool()
+            ref, ref_losses, _ = BookKeeping(n, 0.3).clipped_sum(
+                X[r][keep].reshape(-1, 3, 9, 10), y[r][keep])  # fmt: skip
+            assert set(sums) == {name for name, _ in n.named_parameters()}
+            for name, p in n.named_parameters():
+                torch.testing.assert_close(sums[name][r], ref[p], rtol=0, atol=1e-6)
+            torch.testing.assert_close(losses[r][keep], ref_losses, rtol=0, atol=1e-6)

@@ -7,7 +7,8 @@ sit in ``Conv2d`` and ``Linear`` layers, between weightless per-example layers (
 :mod:`dpaudit.systems._torch_nets`), this module runs all R·N examples as one batch, channels
 last: the weightless layers are torch's own modules on the whole batch (their channels-last
 kernels), a parameterised layer is applied run by run (a convolution: torch's, on the run's
-N examples; a dense layer: one batched product). One backward pass to the parameterised
+N examples, the first one all runs at once as one grouped convolution, ``groups = R``; a dense
+layer: one batched product). One backward pass to the parameterised
 layers' outputs gives every output gradient ``δᵢ``; each example's gradient norm and the
 clipped sum then follow from the layers' inputs and ``δᵢ`` — the book-keeping of Bu, Wang, Zha
 & Karypis 2023 (arXiv:2210.00038), no per-example autograd and no second backward pass:
@@ -18,7 +19,8 @@ clipped sum then follow from the layers' inputs and ``δᵢ`` — the book-keepi
   ``p·d ≤ 2T²`` for every convolution of these CNNs (Bu, Mao & Xu 2022, arXiv:2205.10683,
   "mixed ghost clipping": ``3·3·16 · 32 = 4,608 ≤ 2·7⁴ = 4,802`` at 7×7, far below at larger
   T); the bias gradient is ``Σₜ δᵢₜ``. The first layer's unfolded input does not change
-  between steps: it is computed once and the layer's output is one product with it;
+  between steps: it is computed once, transposed, with a row of ones for the bias, and
+  ``Uᵢᵀ δᵢ`` gives the layer's weight and bias gradients in one batched product;
 * **dense layer** ``z = a Wᵀ + b`` on one vector per example: ``‖gᵢ‖² = ‖δᵢ‖²(‖aᵢ‖² + 1)`` and
   ``Σᵢ cᵢ gᵢ = ((c ⊙ δ)ᵀ A, Σᵢ cᵢ δᵢ)`` (Goodfellow 2015, arXiv:1510.01799).
 
@@ -241,15 +243,8 @@ def _forward(torch, m, name: str, i: int, params: dict, a, cache: dict, R: int, 
     b = params.get(name + ".bias")
     if kind is nn.Conv2d:
         W = params[name + ".weight"]
-        if i == 0:  # the input is fixed: unfold it once, one product per step
-            if "unfolded" not in cache:
-                cache["unfolded"] = _unfold(torch, a.permute(0, 2, 3, 1), m)
-            U = cache["unfolded"]
-            flat = U.reshape(R, N * U.shape[1], U.shape[2])
-            Wt = _flat_weight(W).transpose(1, 2)
-            z = torch.bmm(flat, Wt) if b is None else torch.baddbmm(b.unsqueeze(1), flat, Wt)
-            ho, wo = _out_size(m, a.shape[2], a.shape[3])
-            return None, z.reshape(B, ho, wo, -1).permute(0, 3, 1, 2)
+        if i == 0:
+            return None, _first_conv(torch, m, W, b, a, cache, R, N)
         outs = [
             F.conv2d(x, W[r], None if b is None else b[r], m.stride, m.padding, m.dilation)
             for r, x in enumerate(a.split(N))
@@ -274,6 +269,30 @@ def _forward(torch, m, name: str, i: int, params: dict, a, cache: dict, R: int, 
     if kind is nn.AdaptiveAvgPool2d:
         return None, m(a)
     return None, a.reshape(B, -1)  # Flatten: torch's (c, h, w) order
+
+
+def _first_conv(torch, conv, W, b, a, cache: dict, R: int, N: int):
+    """The first convolution of all R runs as one grouped convolution (``groups = R``) of the
+    fixed input laid out ``(N, R·c_in, H, W)`` channels last (built once, cached), its output
+    copied into the batch's ``(R·N, H', W', c_out)`` order (a kept buffer): 1.5–2× faster on one
+    core than one product with the unfolded input, whose ``k_h·k_w·c_in`` (9 for one
+    channel) is too short a product for the matrix kernels."""
+    B, c = a.shape[0], a.shape[1]
+    if "grouped" not in cache:
+        x = a.reshape(R, N, *a.shape[1:]).transpose(0, 1).reshape(N, R * c, *a.shape[2:])
+        cache["grouped"] = x.contiguous(memory_format=torch.channels_last)
+    cout = W.shape[1]
+    z = torch.nn.functional.conv2d(
+        cache["grouped"], W.reshape(R * cout, *W.shape[2:]), None if b is None else b.reshape(-1),
+        conv.stride, conv.padding, conv.dilation, R,
+    )  # fmt: skip
+    ho, wo = z.shape[2], z.shape[3]
+    buffers = cache.setdefault("buffers", {})
+    out = buffers.get("first")
+    if out is None or out.shape != (R, N, ho, wo, cout) or out.dtype != z.dtype:
+        out = buffers["first"] = torch.empty((R, N, ho, wo, cout), dtype=z.dtype, device=z.device)
+    out.copy_(z.permute(0, 2, 3, 1).reshape(N, ho, wo, R, cout).permute(3, 0, 1, 2, 4))
+    return out.view(B, ho, wo, cout).permute(0, 3, 1, 2)
 
 
 def _backward(torch, m, name, i, params, inp, out, rec, delta, cache, R, N):
@@ -339,29 +358,51 @@ def _out_size(conv: Any, H: int, W: int) -> tuple[int, int]:
 
 def _conv_term(torch, params, name: str, conv, inp, delta, cache, buffers, R: int, N: int):
     """Squared per-example gradient norms of a convolution and a function of the clipping
-    factors giving its clipped sums: per-example weight gradients ``Gᵢ = δᵢᵀ Uᵢ``
-    (``(B, c_out, c_in·k_h·k_w)``, torch's order), bias gradients ``Σₜ δᵢₜ``. The first layer
-    has its unfolded input cached: one batched product; a later layer: the per-example
-    gradients as one grouped convolution's weight gradient (Rochette, Manoel & Tramel 2019,
-    arXiv:1912.06015; shared with the one-run book-keeping), no unfolded copy."""
+    factors giving its clipped sums, from the per-example gradients (module notes).
+
+    The first layer (``cache`` given): its input is fixed, so its unfolded input is kept
+    transposed, ``Uᵢᵀ`` ``(k_h·k_w·c_in, T)`` with a row of ones under it when the layer has a
+    bias, and ``Uᵢᵀ δᵢ`` is the weight and bias gradients in one batched product whose long
+    axis is T (for 9 unfolded columns ~3× faster than ``δᵢᵀ Uᵢ`` and a separate bias sum). A
+    later layer: its input unfolded into a kept buffer, ``Gᵢ = δᵢᵀ Uᵢ``
+    (``(B, c_out, k_h·k_w·c_in)``) as one batched product into a kept buffer (δ read
+    transposed in place), bias gradients ``Σₜ δᵢₜ``."""
     B, cout = delta.shape[0], delta.shape[1]
     d = delta.permute(0, 2, 3, 1).reshape(B, -1, cout)  # (B, T, c_out)
+    bias = params.get(name + ".bias")
+    w = params[name + ".weight"]
+    cin, kh, kw = w.shape[2], w.shape[3], w.shape[4]
     if cache is not None:
-        G = torch.einsum("btc,btk->bck", d, cache["unfolded"])
-    else:
-        U = _unfold(torch, inp.permute(0, 2, 3, 1), conv, buffers, name)
-        G = torch.bmm(d.transpose(1, 2).contiguous(), U)  # (B, c_out, k_h·k_w·c_in)
+        if "unfolded_t" not in cache:
+            U = _unfold(torch, inp.permute(0, 2, 3, 1), conv).transpose(1, 2)
+            ones = [torch.ones_like(U[:, :1])] if bias is not None else []
+            cache["unfolded_t"] = torch.cat([U, *ones], 1)  # (B, K [+ 1], T)
+        G = torch.bmm(cache["unfolded_t"], d).reshape(R, N, -1)  # (·, K [+ 1], c_out)
+        sq = torch.linalg.vector_norm(G, dim=-1).square()
+
+        def finish_first(factor):
+            g = torch.bmm(factor.unsqueeze(1), G).reshape(R, -1, cout)
+            weight = g[:, : kh * kw * cin].reshape(R, kh, kw, cin, cout)
+            out = {name + ".weight": weight.permute(0, 4, 3, 1, 2).contiguous()}
+            if bias is not None:
+                out[name + ".bias"] = g[:, -1].contiguous()
+            return out
+
+        return sq, finish_first
+    U = _unfold(torch, inp.permute(0, 2, 3, 1), conv, buffers, name)
+    G = buffers.get(("grad", name))
+    if G is None or G.shape != (B, cout, U.shape[2]) or G.dtype != U.dtype:
+        G = buffers[("grad", name)] = U.new_empty((B, cout, U.shape[2]))
+    torch.bmm(d.transpose(1, 2), U, out=G)  # (B, c_out, k_h·k_w·c_in)
     G = G.reshape(R, N, -1)
     sq = torch.linalg.vector_norm(G, dim=-1).square()
-    bias = params.get(name + ".bias")
     b_i = d.sum(1).reshape(R, N, cout) if bias is not None else None
     if bias is not None:
         sq = sq + b_i.square().sum(-1)
-    w = params[name + ".weight"]
 
     def finish(factor):
         f = factor.unsqueeze(1)
-        g = torch.bmm(f, G).reshape(R, cout, w.shape[3], w.shape[4], w.shape[2])
+        g = torch.bmm(f, G).reshape(R, cout, kh, kw, cin)
         out = {name + ".weight": g.permute(0, 1, 4, 2, 3).contiguous()}
         if bias is not None:
             out[name + ".bias"] = torch.bmm(f, b_i).squeeze(1)
