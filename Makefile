@@ -47,13 +47,17 @@ demo: $(STAMP)
 # instead of every worker and every process the tests spawn compiling them again.
 TEST_WORKERS ?= auto
 
+# The import contracts and the docs site (about 15 s of one core) are checked beside the
+# tests, in the moments the workers wait on subprocesses; any of the three failing fails it.
 test: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
-	$(BIN)/lint-imports
-	$(MAKE) --no-print-directory docs
 	$(BIN)/python -m compileall -q src
-	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal
+	($(BIN)/lint-imports && $(MAKE) --no-print-directory docs) & checks=$$!; \
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) \
+	  --dist worksteal; tests=$$?; \
+	wait $$checks || { echo "make test: the import contracts or the docs site failed"; exit 1; }; \
+	exit $$tests
 
 # The documentation site (mkdocs.yml, docs/) in site/; --strict: a broken link, anchor or API
 # reference fails. Its examples and console outputs are checked by tests/test_docs_site.py.
