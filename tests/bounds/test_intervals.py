@@ -87,6 +87,23 @@ def test_one_sided_tails_agree_with_clopper_pearson_arrays():
     np.testing.assert_allclose(hi, ref_hi, rtol=1e-12, atol=1e-15)
 
 
+def test_one_sided_bounds_of_repeated_counts_are_solved_once_with_the_same_bits(monkeypatch):
+    """Long arrays are reduced to their distinct (k, n, tail) triples: the bits are those of
+    every entry solved on its own (broadcast shapes and per-row tails kept)."""
+    from dpaudit.bounds import _intervals
+
+    g = np.random.default_rng(3)
+    n = 50.0 * g.integers(1, 9, size=(40, 60)) + 1
+    k = np.minimum(10.0 * g.integers(0, 45, size=(40, 60)), n)
+    tail = np.where(g.random((40, 1)) < 0.5, 0.025, 1e-9)
+    fast = cp_one_sided(k, n, tail)
+    monkeypatch.setattr(_intervals, "_DEDUPLICATE_FROM", 10**9)
+    slow = cp_one_sided(k, n, tail)
+    for a, b in zip(fast, slow, strict=True):
+        assert a.shape == (40, 60)
+        np.testing.assert_array_equal(a, b)
+
+
 def test_one_sided_tails_keep_precision_far_out():
     # Beta quantiles at tails below 1e-16 (p-values): compare with mpmath's incomplete beta.
     k, n, tail = 40, 100, 1e-20
