@@ -353,3 +353,22 @@ def test_book_keeping_clipped_sums_equal_the_one_run_book_keeping_on_other_layer
             for name, p in n.named_parameters():
                 torch.testing.assert_close(sums[name][r], ref[p], rtol=0, atol=1e-6)
             torch.testing.assert_close(losses[r][keep], ref_losses, rtol=0, atol=1e-6)
+
+
+def test_per_example_products_through_numpy_equal_torch_bmm():
+    """_bmm (numpy's matmul on the tensors' memory, on the CPU) equals torch.bmm on transposed
+    views and into a kept buffer, to float32 rounding; a tensor needing gradients goes
+    through torch."""
+    from dpaudit.systems.dpsgd._batched_conv import _bmm
+
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(5, 7, 3, generator=g)  # read transposed: (5, 3, 7)
+    b = torch.randn(5, 7, 4, generator=g)
+    out = torch.full((5, 3, 4), float("nan"))
+    got = _bmm(torch, a.transpose(1, 2), b, out=out)
+    assert got is out
+    torch.testing.assert_close(out, torch.bmm(a.transpose(1, 2), b), rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(_bmm(torch, b.transpose(1, 2), a), torch.bmm(b.transpose(1, 2), a),
+                               rtol=1e-6, atol=1e-6)  # fmt: skip
+    w = b.clone().requires_grad_(True)
+    assert _bmm(torch, a.transpose(1, 2), w).requires_grad

@@ -71,6 +71,7 @@ from dpaudit.systems._torch_nets import resolve_device, torch_context
 from dpaudit.systems.dpsgd._batched_conv import (
     ConvProgram,
     conv_clipped_sum,
+    numpy_blas_one_thread,
     softmax_loss_and_delta,
 )
 from dpaudit.systems.dpsgd._bookkeeping import keep_freed_memory
@@ -432,7 +433,8 @@ def train_dpsgd_batched(
         if method == "book-keeping":
             shape = tuple(spec.fold(torch.zeros(1, spec.num_features)).shape[1:])
             net = ConvProgram.of(torch, net, shape)
-        losses = _loop(torch, st, settings, X, y, q, nominal_size, steps, method, net, spec)
+        with numpy_blas_one_thread():  # the CNN path's per-example products (numpy's BLAS)
+            losses = _loop(torch, st, settings, X, y, q, nominal_size, steps, method, net, spec)
         seconds = time.perf_counter() - start
         state = {k: v.cpu().numpy().copy() for k, v in st.params.items()}
     return BatchedDPSGD(
