@@ -14,25 +14,29 @@ output drawn is kept in a pool per *input*, and each unordered pair is judged on
 inputs' pools.
 
 **Everything is chosen predictably.** A pilot of :data:`PILOT` outputs per input fills the
-pools. Then the stream runs in epochs of doubling length (the first :data:`FIRST_EPOCH`
-pairs). Before each epoch the pair, the score (the fixed audit's attacks: logistic
-regression with and without median indicators, exact counts, or the closed-form
+pools. Then the stream runs in epochs, each as long as the chosen pair's smaller pool (at
+least :data:`FIRST_EPOCH` pairs), so that it doubles that pool: an epoch that only explores
+costs what the pair has had so far, not a length doubling with every epoch whatever pair it
+explores. Before each epoch the pair, the score (the fixed audit's attacks: logistic
+regression with and without median indicators — without them when every output column takes
+two values, where they would repeat the columns —, exact counts, or the closed-form
 log-likelihood ratio; :func:`~dpaudit.experiments.mechanism.pipeline._attacks`), the
 threshold and the side are chosen from the pools alone — all drawn before the epoch: the
 pilot and the earlier epochs' streamed outputs, which join their inputs' pools — the first
-half of each pool fitting the scores, the third quarter choosing among them the one whose
-bet grows fastest (:func:`growth_event`), the last quarter, untouched by that choice,
-estimating the chosen event's drift afresh: the epoch bets only if that estimate, less
-:data:`PENALTY` standard errors, is positive (``_Choice.credible``), and otherwise only adds
-to the pools; when no event beats its noise anywhere, the epoch explores the pair whose
-unpenalised growth is best (among pairs that tie — none shows any violation — the least
-explored: the one whose smaller pool is smallest, so that an exploring epoch is never stuck
-on the first pair listed). A pair is judged on all of its smaller pool and at most
-:data:`BALANCE` times as many outputs of its larger one (the first drawn): SVT's and report
-noisy max's base input is in 7 of their 8 pairs, and its pool grows with every epoch, while
-the variance of a drift estimate, ``v⁺/n⁺ + e^{2ε}v⁻/n⁻``, is set mostly by the smaller side
-(for similar ``v``, the whole larger pool would cut it by at most a factor ``1 +
-e^{2ε}/BALANCE``); the rest would only cost time. The test bets only on the epoch's new
+half of each pool (at most its first :data:`FIT_ROWS` outputs) fitting the scores, refitted
+only once those rows have grown :data:`REFIT` times, the first half of the rest choosing
+among them the one whose bet grows fastest (:func:`growth_event`), the second half,
+untouched by that choice, estimating the chosen event's drift afresh: the epoch bets only if
+that estimate, less :data:`PENALTY` standard errors, is positive (``_Choice.credible``), and
+otherwise only adds to the pools; when no event beats its noise anywhere, the epoch explores
+the pair whose unpenalised growth is best (among pairs that tie — none shows any violation —
+the least explored: the one whose smaller pool is smallest, so that an exploring epoch is
+never stuck on the first pair listed). A pair is judged on all of its smaller pool and at
+most :data:`BALANCE` times as many outputs of its larger one (the first drawn): SVT's and
+report noisy max's base input is in 7 of their 8 pairs, and its pool grows with every epoch,
+while the variance of a drift estimate, ``v⁺/n⁺ + e^{2ε}v⁻/n⁻``, is set mostly by the
+smaller side (for similar ``v``, the whole larger pool would cut it by at most a factor ``1
++ e^{2ε}/BALANCE``); the rest would only cost time. The test bets only on the epoch's new
 pairs, its aGRAPA bets restarted for the new event (the wealth kept;
 :meth:`DPClaimEProcess.restart_bets`); under the claim each of its observations has
 conditional mean ≤ 0 whatever was chosen from the past, so the product of the bets is a test
@@ -65,20 +69,29 @@ from dpaudit._results import (
 from dpaudit._rng import child_seed
 from dpaudit.attacks import MechanismAttack
 from dpaudit.bounds import DPClaimEProcess
-from dpaudit.experiments.mechanism._inputs import WORKFLOW, _attacks, _draw, _pairs, _probe
+from dpaudit.experiments.mechanism._inputs import (
+    WORKFLOW,
+    _attacks,
+    _draw,
+    _fit,
+    _pairs,
+    _probe,
+    _uses_llr,
+)
 from dpaudit.experiments.mechanism.settings import SEQUENTIAL_BUDGET
 
 __all__ = ["FIRST_EPOCH", "PILOT", "audit_sequential", "growth_event", "input_pools"]
 
 PILOT = 200  # outputs per input of the pilot (half fit the scores, half choose)
-FIRST_EPOCH = 128  # pairs of the first epoch, then doubling
+FIRST_EPOCH = 128  # fewest pairs of an epoch (otherwise the chosen pair's smaller pool)
 LOOK = 32  # pairs between two looks (the test may look after each)
-FIT_ROWS = 20_000  # most outputs per input a logistic refit trains on (the newest)
+FIT_ROWS = 20_000  # most outputs per input a logistic fit trains on (the first drawn)
 EXPLORE = 0.25  # runner-up inputs' pools are kept to ≥ this fraction of the chosen pair's
 RUNNERS_UP = 2  # pairs besides the chosen one whose inputs get exploration draws
 MIN_EVENTS = 4  # outputs needed in (and out of) an event for its rates to be judged
 PENALTY = 1.0  # standard errors taken off an estimated drift (growth_event)
 BALANCE = 8  # a pair is judged on at most this many times its smaller pool from the larger
+REFIT = 2.0  # a pair's scores are refitted once its training rows have grown this much
 
 
 @dataclasses.dataclass
@@ -181,34 +194,41 @@ def _growth(pos, neg, npos, nneg, f: float, delta: float, penalty: float):
 
 def _choose(spec, s, inputs, upairs, pools, penalty: float, cache=None):
     """The pair, score, threshold and side of the next epoch, from the pools only (drawn
-    before it): each pair's scores fitted on the first half of its inputs' pools (the newest
-    :data:`FIT_ROWS` of it), the rest choosing by :func:`growth_event`; whether to bet on
+    before it): each pair's scores fitted on the first half of its inputs' pools (at most
+    the first :data:`FIT_ROWS` outputs, :func:`_fit_rows`), the rest choosing by
+    :func:`growth_event`; whether to bet on
     the choice is judged on rates it did not choose on (``_Choice.credible``). Returns the
     choice and every pair's best growth, best first.
 
     Each pair is judged on the outputs :func:`_balanced` gives it (the first ones of each
-    pool). ``cache`` (a dict kept across the calls of one audit) keeps each pair's fitted
-    scores and events while those outputs are the same (pools only grow, at their end): the
-    same numbers, not computed again. The ranking puts ties (pairs with no growth) least
-    explored first; the choice is its head."""
+    pool). ``cache`` (a dict kept across the calls of one audit) keeps each pair's events
+    while those outputs are the same (pools only grow, at their end), and its fitted scores
+    until a refit would train on :data:`REFIT` times as many rows (the rows they were fitted
+    on stay in the first part of the pools, so the events are still judged on outputs they
+    were not fitted on; once both inputs have :data:`FIT_ROWS` they are never refitted).
+    The ranking puts ties (pairs with no growth) least explored first; the choice is its
+    head."""
     cache = {} if cache is None else cache
     best, ranking, whole = [], [], {}
     f = math.exp(spec.claimed_epsilon)
     for k, (i, j) in enumerate(upairs):
         rows = _balanced(_size(pools[i]), _size(pools[j]))
-        if k not in cache or cache[k][0] != rows:
-            cache[k] = (rows, None, {})
-        _, attacks, events = cache[k]
+        fit = sum(_fit_rows(r) for r in rows)  # training rows a refit would use
+        if k not in cache:
+            cache[k] = (None, None, {}, 0)
+        if cache[k][0] != rows:  # new outputs: new events; new scores once REFIT× the rows
+            old = cache[k]
+            cache[k] = (rows, old[1] if fit < REFIT * old[3] else None, {}, old[3])
+        _, attacks, events, _ = cache[k]
         if penalty not in events:
             for d in (i, j):
                 if d not in whole:
                     whole[d] = np.concatenate(pools[d])
             pa, pb = whole[i][: rows[0]], whole[j][: rows[1]]
-            ha, hb = pa.shape[0] // 2, pb.shape[0] // 2
+            ha, hb = _fit_rows(pa.shape[0]), _fit_rows(pb.shape[0])
             if attacks is None:
-                attacks = _attacks(spec, s, inputs[i], inputs[j], pa[:ha][-FIT_ROWS:],
-                                   pb[:hb][-FIT_ROWS:])  # fmt: skip
-                cache[k] = (rows, attacks, events)
+                attacks = _scores(spec, s, inputs[i], inputs[j], pa[:ha], pb[:hb])
+                cache[k] = (rows, attacks, events, fit)
             events[penalty] = [growth_event(attack, pa[ha:], pb[hb:], spec.claimed_epsilon,
                                             s.delta, penalty) for attack in attacks]  # fmt: skip
         pair_best = None
@@ -220,6 +240,24 @@ def _choose(spec, s, inputs, upairs, pools, penalty: float, cache=None):
         best.append(pair_best)
     ranking.sort(key=lambda r: (-r[0], r[1], r[2]))  # ties (no growth): least explored first
     return best[ranking[0][2]], [(g, k) for g, _, k in ranking]
+
+
+def _scores(spec, s, a, b, train_a, train_b):
+    """The candidate scores of a pair (:func:`~dpaudit.experiments.mechanism._inputs._attacks`),
+    without the median-indicator variant when every output column takes at most two values
+    in training: its indicators ``1{x > median}`` are then constant or the columns themselves,
+    the same linear score fitted twice."""
+    both = np.vstack([train_a, train_b])
+    two = np.all((both == both.min(axis=0)) | (both == both.max(axis=0)))
+    if _uses_llr(spec, s) or spec.features is not None or not two:
+        return _attacks(spec, s, a, b, train_a, train_b)
+    return [_fit(spec, train_a, train_b, s, indicators=False)]
+
+
+def _fit_rows(n: int) -> int:
+    """The outputs of a pool of ``n`` that fit the scores: the first half, at most
+    :data:`FIT_ROWS`; the rest choose the event and estimate it afresh."""
+    return min(n // 2, FIT_ROWS)
 
 
 def _balanced(na: int, nb: int) -> tuple[int, int]:
@@ -267,14 +305,15 @@ def audit_sequential(spec, settings) -> AuditResult:
     state, epoch, history, used = process.result(), 0, [], drawn / 2
     fitted: dict = {}  # each pair's scores and events while its pools are unchanged
     while not state.rejects_claim:
-        size = min(FIRST_EPOCH * 2**epoch, int(budget - drawn / 2))
-        if size <= 0:
+        left = int(budget - drawn / 2)
+        if left <= 0:
             break
         choice, ranking = _choose(spec, settings, inputs, upairs, pools, PENALTY, fitted)
         if choice.growth <= 0:  # no event beats its noise: explore the likeliest, unpenalised
             choice, ranking = _choose(spec, settings, inputs, upairs, pools, 0.0, fitted)
         bet = choice.credible  # if not, the epoch only explores the most promising pair
         i, j = upairs[choice.pair]
+        size = min(max(FIRST_EPOCH, min(_size(pools[i]), _size(pools[j]))), left)  # doubles it
         out_a = _draw(spec, inputs[i], size, child_seed(root, 6, epoch, 0))
         out_b = _draw(spec, inputs[j], size, child_seed(root, 6, epoch, 1))
         seen = state.observations
