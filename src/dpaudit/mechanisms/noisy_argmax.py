@@ -336,10 +336,9 @@ def argmax_probabilities_jacobian(votes: ArrayLike, sigma: float) -> tuple[Float
         ratio[rows, cols] = redo
     log_q[deep] = -np.inf
     ratio[deep] = 0.0
-    q = np.exp(log_q)
+    q, diag = np.exp(log_q), np.arange(c)
+    ratio[:, diag, diag] = 0.0
     jac = -(q[..., None] * ratio) / float(sigma)  # ∂Q_i/∂H_k for k ≠ i
-    diag = np.arange(c)
-    jac[:, diag, diag] = 0.0
     jac[:, diag, diag] = -jac.sum(axis=2)
     return q.reshape(shape), jac.reshape(*shape, c)
 
