@@ -170,3 +170,12 @@ def test_docstring_examples():
 
     for name in ("dpaudit.experiments", "dpaudit.experiments._workflow", "dpaudit._settings"):
         assert module_examples(name).failed == 0, name
+
+
+def test_package_versions_are_importlib_metadata_s_looked_up_once():
+    from importlib import metadata
+
+    first = package_versions("torch", "no-such-package-dpaudit")
+    assert "no-such-package-dpaudit" not in first
+    assert first["numpy"] == metadata.version("numpy") and set(first) >= {"dpaudit", "scipy"}
+    assert package_versions("torch", "no-such-package-dpaudit") == first
