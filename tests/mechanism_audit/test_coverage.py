@@ -5,6 +5,8 @@ mechanism's output distribution (a naive oracle, independent of the sampler)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from scipy import integrate, stats
@@ -19,7 +21,16 @@ SPECS = {s.name: s for s in suite(EPS)}
 
 
 def _lap_cdf(x, b):
-    return stats.laplace.cdf(x, scale=b)
+    """The Laplace(0, b) CDF written out (scipy.stats' object costs ~50 µs a point here)."""
+    return 0.5 * math.exp(x / b) if x < 0 else 1.0 - 0.5 * math.exp(-x / b)
+
+
+def _lap_sf(x, b):
+    return 1.0 - 0.5 * math.exp(x / b) if x < 0 else 0.5 * math.exp(-x / b)
+
+
+def _lap_pdf(x, b):
+    return math.exp(-abs(x) / b) / (2.0 * b)
 
 
 def _rnm1_pair_epsilon(a, b, scale):
@@ -30,8 +41,8 @@ def _rnm1_pair_epsilon(a, b, scale):
         for i in range(len(v)):
 
             def f(z, i=i):
-                others = np.prod([_lap_cdf(z - v[j], scale) for j in range(len(v)) if j != i])
-                return stats.laplace.pdf(z - v[i], scale=scale) * others
+                others = math.prod(_lap_cdf(z - v[j], scale) for j in range(len(v)) if j != i)
+                return _lap_pdf(z - v[i], scale) * others
 
             out.append(integrate.quad(f, -60 * scale, 60 * scale, points=sorted(set(v)),
                                       limit=400, epsabs=1e-13)[0])  # fmt: skip
@@ -51,9 +62,9 @@ def _svt1_pair_epsilon(a, b, eps, t):
         for k in range(len(x) + 1):
 
             def f(r, k=k):
-                below = np.prod([_lap_cdf(r + t - x[j], s_nu) for j in range(k)])
-                last = 1.0 - _lap_cdf(r + t - x[k], s_nu) if k < len(x) else 1.0
-                return stats.laplace.pdf(r, scale=s_rho) * below * last
+                below = math.prod(_lap_cdf(r + t - x[j], s_nu) for j in range(k))
+                last = _lap_sf(r + t - x[k], s_nu) if k < len(x) else 1.0
+                return _lap_pdf(r, s_rho) * below * last
 
             out.append(integrate.quad(f, -60 * s_rho, 60 * s_rho, points=[0.0], limit=400,
                                       epsabs=1e-13)[0])  # fmt: skip
