@@ -151,7 +151,12 @@ def growth_event(
         first half, ``fresh = (p⁺, p⁻, n⁺, n⁻)`` on the second (unbiased for the event
         chosen).
     """
-    score_a, score_b = attack.scores(out_a), attack.scores(out_b)
+    return _event(attack, attack.scores(out_a), attack.scores(out_b), claimed_epsilon, delta,
+                  penalty)  # fmt: skip
+
+
+def _event(attack, score_a, score_b, claimed_epsilon: float, delta: float, penalty: float):
+    """:func:`growth_event` on the scores of its outputs."""
     ha, hb = score_a.size // 2, score_b.size // 2
     sa, sb = np.sort(score_a[:ha]), np.sort(score_b[:hb])  # choose on these ...
     ea, eb = np.sort(score_a[ha:]), np.sort(score_b[hb:])  # ... estimate on these
@@ -192,47 +197,53 @@ def _growth(pos, neg, npos, nneg, f: float, delta: float, penalty: float):
     return np.where(drift > 0, drift * drift / (var_pos + var_neg + 1e-12), 0.0)
 
 
+@dataclasses.dataclass
+class _Fitted:
+    """What :func:`_choose` keeps of one pair across the epochs of an audit: its scores, the
+    training rows they were fitted on, their values on the pools' later rows (from
+    ``start``, extended as the pools grow) and the events of the current rows."""
+
+    rows: tuple[int, int] | None = None
+    attacks: list | None = None
+    fit: int = 0
+    start: tuple[int, int] = (0, 0)
+    values: list = dataclasses.field(default_factory=list)
+    events: dict = dataclasses.field(default_factory=dict)
+
+
 def _choose(spec, s, inputs, upairs, pools, penalty: float, cache=None):
     """The pair, score, threshold and side of the next epoch, from the pools only (drawn
     before it): each pair's scores fitted on the first half of its inputs' pools (at most
     the first :data:`FIT_ROWS` outputs, :func:`_fit_rows`), the rest choosing by
-    :func:`growth_event`; whether to bet on
-    the choice is judged on rates it did not choose on (``_Choice.credible``). Returns the
-    choice and every pair's best growth, best first.
+    :func:`growth_event`; whether to bet on the choice is judged on rates it did not choose
+    on (``_Choice.credible``). Returns the choice and every pair's best growth, best first.
 
     Each pair is judged on the outputs :func:`_balanced` gives it (the first ones of each
-    pool). ``cache`` (a dict kept across the calls of one audit) keeps each pair's events
-    while those outputs are the same (pools only grow, at their end), and its fitted scores
-    until a refit would train on :data:`REFIT` times as many rows (the rows they were fitted
-    on stay in the first part of the pools, so the events are still judged on outputs they
-    were not fitted on; once both inputs have :data:`FIT_ROWS` they are never refitted).
-    The ranking puts ties (pairs with no growth) least explored first; the choice is its
-    head."""
+    pool). ``cache`` (a dict kept across the calls of one audit, :class:`_Fitted` per pair)
+    keeps each pair's events while those outputs are the same (pools only grow, at their
+    end), and its fitted scores until a refit would train on :data:`REFIT` times as many
+    rows (the rows they were fitted on stay in the first part of the pools, so the events
+    are still judged on outputs they were not fitted on; once both inputs have
+    :data:`FIT_ROWS` they are never refitted), with their values on every output scored
+    so far: the same numbers, not computed again. The ranking puts ties (pairs with no
+    growth) least explored first; the choice is its head."""
     cache = {} if cache is None else cache
     best, ranking, whole = [], [], {}
     f = math.exp(spec.claimed_epsilon)
     for k, (i, j) in enumerate(upairs):
         rows = _balanced(_size(pools[i]), _size(pools[j]))
-        fit = sum(_fit_rows(r) for r in rows)  # training rows a refit would use
-        if k not in cache:
-            cache[k] = (None, None, {}, 0)
-        if cache[k][0] != rows:  # new outputs: new events; new scores once REFIT× the rows
-            old = cache[k]
-            cache[k] = (rows, old[1] if fit < REFIT * old[3] else None, {}, old[3])
-        _, attacks, events, _ = cache[k]
-        if penalty not in events:
+        c = cache.setdefault(k, _Fitted())
+        if c.rows != rows:  # new outputs: new events; new scores once REFIT× the rows
+            c.rows, c.events = rows, {}
+            if sum(_fit_rows(r) for r in rows) >= REFIT * c.fit:
+                c.attacks = None
+        if penalty not in c.events:
             for d in (i, j):
                 if d not in whole:
                     whole[d] = np.concatenate(pools[d])
-            pa, pb = whole[i][: rows[0]], whole[j][: rows[1]]
-            ha, hb = _fit_rows(pa.shape[0]), _fit_rows(pb.shape[0])
-            if attacks is None:
-                attacks = _scores(spec, s, inputs[i], inputs[j], pa[:ha], pb[:hb])
-                cache[k] = (rows, attacks, events, fit)
-            events[penalty] = [growth_event(attack, pa[ha:], pb[hb:], spec.claimed_epsilon,
-                                            s.delta, penalty) for attack in attacks]  # fmt: skip
+            c.events[penalty] = _pair_events(spec, s, inputs, (i, j), whole, c, penalty)
         pair_best = None
-        for att, forward, growth, fresh in events[penalty]:
+        for att, forward, growth, fresh in c.events[penalty]:
             if pair_best is None or growth > pair_best.growth:
                 credible = float(_growth(*fresh, f, s.delta, PENALTY)) > 0
                 pair_best = _Choice(k, att, forward, growth, credible)
@@ -240,6 +251,27 @@ def _choose(spec, s, inputs, upairs, pools, penalty: float, cache=None):
         best.append(pair_best)
     ranking.sort(key=lambda r: (-r[0], r[1], r[2]))  # ties (no growth): least explored first
     return best[ranking[0][2]], [(g, k) for g, _, k in ranking]
+
+
+def _pair_events(spec, s, inputs, pair, whole, c: _Fitted, penalty: float) -> list:
+    """:func:`growth_event` of each of a pair's scores on its current rows, fitting the
+    scores first if ``c`` has none, and scoring only the outputs not scored before."""
+    (i, j), rows = pair, c.rows
+    ha, hb = _fit_rows(rows[0]), _fit_rows(rows[1])
+    if c.attacks is None:
+        c.attacks = _scores(spec, s, inputs[i], inputs[j], whole[i][:ha], whole[j][:hb])
+        c.fit, c.start = ha + hb, (ha, hb)
+        c.values = [[np.empty(0), np.empty(0)] for _ in c.attacks]
+    events = []
+    for attack, values in zip(c.attacks, c.values, strict=True):
+        for side, d in enumerate(pair):
+            have = c.start[side] + values[side].size
+            if rows[side] > have:
+                new = attack.scores(whole[d][have : rows[side]])
+                values[side] = np.concatenate([values[side], new])
+        events.append(_event(attack, values[0][ha - c.start[0] :], values[1][hb - c.start[1] :],
+                             spec.claimed_epsilon, s.delta, penalty))  # fmt: skip
+    return events
 
 
 def _scores(spec, s, a, b, train_a, train_b):
