@@ -23,6 +23,22 @@ from dpaudit.bounds._compiled import compiled
 __all__ = ["compiled_agrapa", "compiled_paired_agrapa"]
 
 
+def _agrapa_bet_python(s: float, s2: float, k: float, max_bet: float) -> float:
+    """aGRAPA's bet from the sums ``s``, ``s2`` of the ``k − 1`` past scaled observations and
+    one pseudo-observation (mean 0, second moment 1/4): ``clip(μ̂/m̂₂, 0, max_bet)`` with
+    ``μ̂ = s/k``, ``m̂₂ = (s2 + 1/4)/k`` (Waudby-Smith & Ramdas 2023, arXiv:2010.09686, §B.3).
+    Both loops call it; compiled before them when numba is installed."""
+    bet = (s / k) / ((s2 + 0.25) / k)
+    if bet < 0.0:
+        return 0.0
+    if bet > max_bet:
+        return max_bet
+    return bet
+
+
+_agrapa_bet = _agrapa_bet_python  # the loops' bet (its compiled version once they compile)
+
+
 def _agrapa_loop(
     y: np.ndarray,
     sums: np.ndarray,
@@ -44,12 +60,7 @@ def _agrapa_loop(
     for j in range(columns):
         s, s2, w = sums[j], sums_sq[j], log_wealth[j]
         for t in range(n):
-            k = bet_count + t + 1.0
-            bet = (s / k) / ((s2 + 0.25) / k)
-            if bet < 0.0:
-                bet = 0.0
-            elif bet > max_bet:
-                bet = max_bet
+            bet = _agrapa_bet(s, s2, bet_count + t + 1.0, max_bet)
             yt = y[j, t]
             w += math.log1p(bet * yt)
             path[j, t] = w
@@ -59,10 +70,21 @@ def _agrapa_loop(
     return path
 
 
+def _compiled_loop(loop: Callable) -> Callable | None:
+    """``loop`` compiled, with the :func:`_agrapa_bet` it calls compiled first (numba resolves
+    the global at compile time: it must be a compiled function by then)."""
+    global _agrapa_bet
+    bet = compiled(_agrapa_bet_python)
+    if bet is None:
+        return None
+    _agrapa_bet = bet
+    return compiled(loop)
+
+
 def compiled_agrapa() -> Callable[..., np.ndarray] | None:
     """:func:`_agrapa_loop` compiled by numba (once per process, at first use); None without
     numba (NumPy's version then runs)."""
-    return compiled(_agrapa_loop)
+    return _compiled_loop(_agrapa_loop)
 
 
 def _paired_agrapa_loop(
@@ -92,12 +114,7 @@ def _paired_agrapa_loop(
         s, s2, w, top = sums[j], sums_sq[j], log_wealth[j], max_log_wealth[j]
         f, sc = factor[j], scale[j]
         for t in range(n):
-            k = bet_count + t + 1.0
-            bet = (s / k) / ((s2 + 0.25) / k)
-            if bet < 0.0:
-                bet = 0.0
-            elif bet > max_bet:
-                bet = max_bet
+            bet = _agrapa_bet(s, s2, bet_count + t + 1.0, max_bet)
             yt = (pos[t] - f * neg[t] - delta) / sc
             if bet > 0.0:  # no bet leaves the wealth as it is (log1p(±0) = ±0)
                 w += math.log1p(bet * yt)
@@ -114,4 +131,4 @@ def _paired_agrapa_loop(
 def compiled_paired_agrapa() -> Callable[..., np.ndarray] | None:
     """:func:`_paired_agrapa_loop` compiled by numba; None without numba (the claim's
     statistics are then formed as an array and fed to the generic update)."""
-    return compiled(_paired_agrapa_loop)
+    return _compiled_loop(_paired_agrapa_loop)
