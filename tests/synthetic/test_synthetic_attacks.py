@@ -172,11 +172,10 @@ def test_gaussian_transcript_llr_has_the_gdp_mean_and_variance():
     out = {}
     for name, data in (("D", pair.D), ("D'", pair.D_prime)):
         vals = []
+        exact = [marginal_counts(data, c, pair.domain) for c in cliques]
         for _ in range(4000):
-            meas = [{"clique": c, "sigma": s,
-                     "y": (marginal_counts(data, c, pair.domain)
-                           + g.normal(0, s, 2 ** len(c))).tolist()}
-                    for c, s in zip(cliques, sigmas, strict=True)]  # fmt: skip
+            meas = [{"clique": c, "sigma": s, "y": (x + g.normal(0, s, 2 ** len(c))).tolist()}
+                    for c, s, x in zip(cliques, sigmas, exact, strict=True)]  # fmt: skip
             vals.append(measurement_llr(meas, pair.D, pair.target, pair.domain))
         out[name] = np.array(vals)
     se = np.sqrt(mu2 / 4000)
