@@ -289,13 +289,13 @@ def joint_bound(
     candidates = np.quantile(np.concatenate(sel), np.linspace(0.02, 0.98, 49))
     orders = np.array([settings.report_order])
 
-    def score(t: float, a: np.ndarray, b: np.ndarray) -> float:
-        k1, k2 = int(np.sum(a > t)), int(np.sum(b > t))
-        res = rdp_two_cut([k1, a.size - k1], [k2, b.size - k2], orders, output_set=[0],
-                          confidence_level=confidence_level)  # fmt: skip
-        return float(res.epsilons[0])
-
-    t = float(max(candidates, key=lambda c: score(c, *sel)))
+    # Every candidate threshold's bound on the selection half in one batched call (the same
+    # numbers as one call each); the first best, as max() would take it.
+    k1, k2 = ((s[None, :] > candidates[:, None]).sum(axis=1) for s in sel)
+    res = rdp_two_cut(np.stack([k1, sel[0].size - k1], axis=1),
+                      np.stack([k2, sel[1].size - k2], axis=1), orders, output_set=[0],
+                      confidence_level=confidence_level)  # fmt: skip
+    t = float(candidates[int(np.argmax(res.epsilons[:, 0]))])
     a, b = (_llr_sums(lp, lq, side, half, g) for side, g in zip((lp, lq), gens[2:], strict=True))
     k1, k2 = int(np.sum(a > t)), int(np.sum(b > t))
     res = rdp_two_cut([k1, half - k1], [k2, half - k2], settings.order_grid(), output_set=[0],
