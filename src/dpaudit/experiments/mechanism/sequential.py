@@ -38,12 +38,13 @@ while the variance of a drift estimate, ``v⁺/n⁺ + e^{2ε}v⁻/n⁻``, is set
 smaller side (for similar ``v``, the whole larger pool would cut it by at most a factor ``1
 + e^{2ε}/BALANCE``); the rest would only cost time. The test bets only on the epoch's new
 pairs, its aGRAPA bets restarted for the new event (the wealth kept;
-:meth:`DPClaimEProcess.restart_bets`); under the claim each of its observations has
-conditional mean ≤ 0 whatever was chosen from the past, so the product of the bets is a test
-supermartingale (Ville's inequality: the rejection and the confidence sequence hold at any
-stopping time, with no correction for the choices). While a pool is short of the chosen
-pair's, the inputs of the :data:`RUNNERS_UP` best other pairs get exploration draws (never
-bet on) so that a better pair can overtake.
+:meth:`DPClaimEProcess.restart_bets`), seeded with the event's fresh rates as
+:data:`SEED_WEIGHT` × as many pseudo-observations as they were estimated on; under the claim
+each of its observations has conditional mean ≤ 0 whatever was chosen from the past, so the
+product of the bets is a test supermartingale (Ville's inequality: the rejection and the
+confidence sequence hold at any stopping time, with no correction for the choices). While a
+pool is short of the chosen pair's, the inputs of the :data:`RUNNERS_UP` best other pairs
+get exploration draws (never bet on) so that a better pair can overtake.
 
 Samples are counted as the fixed audit counts them: output draws per input (all draws /2),
 the pilot and the exploration included.
@@ -91,6 +92,8 @@ RUNNERS_UP = 2  # pairs besides the chosen one whose inputs get exploration draw
 MIN_EVENTS = 4  # outputs needed in (and out of) an event for its rates to be judged
 PENALTY = 1.0  # standard errors taken off an estimated drift (growth_event)
 BALANCE = 8  # a pair is judged on at most this many times its smaller pool from the larger
+SEED_WEIGHT = 0.25  # an epoch's bets start from its event's fresh estimate, weighted this
+# fraction of the outputs it was estimated on (pseudo-observations: DPClaimEProcess.restart_bets)
 REFIT = 2.0  # a pair's scores are refitted once its training rows have grown this much
 
 
@@ -101,6 +104,7 @@ class _Choice:
     forward: bool
     growth: float
     credible: bool
+    fresh: tuple  # (p⁺, p⁻, n⁺, n⁻) of the event on outputs the choice did not use
 
 
 def input_pools(pairs) -> tuple[list[np.ndarray], list[tuple[int, int]]]:
@@ -246,7 +250,7 @@ def _choose(spec, s, inputs, upairs, pools, penalty: float, cache=None):
         for att, forward, growth, fresh in c.events[penalty]:
             if pair_best is None or growth > pair_best.growth:
                 credible = float(_growth(*fresh, f, s.delta, PENALTY)) > 0
-                pair_best = _Choice(k, att, forward, growth, credible)
+                pair_best = _Choice(k, att, forward, growth, credible, fresh)
         ranking.append((pair_best.growth, min(rows), k))
         best.append(pair_best)
     ranking.sort(key=lambda r: (-r[0], r[1], r[2]))  # ties (no growth): least explored first
@@ -373,10 +377,16 @@ def _pilot_size(settings) -> int:
 
 
 def _bet(process: DPClaimEProcess, choice: _Choice, out_a, out_b):
-    """Bet on one epoch's pairs, looking every :data:`LOOK`, until the claim's rejection."""
+    """Bet on one epoch's pairs, looking every :data:`LOOK`, until the claim's rejection. The
+    bets restart (the wealth kept) seeded with :data:`SEED_WEIGHT` × the outputs the event's
+    rates were estimated on, at those rates (``_Choice.fresh``: outputs of the pools the
+    choice did not use, all drawn before the epoch, so the bets stay predictable): aGRAPA
+    then starts near the bet the estimate calls for instead of learning it afresh, at a cost
+    each time the event changes."""
     in_a, in_b = choice.attack.contains(out_a), choice.attack.contains(out_b)
     pos, neg = (in_b, in_a) if choice.forward else (~in_a, ~in_b)
-    process.restart_bets()  # a new event: its bets learn from its own pairs only
+    p_pos, p_neg, n_pos, n_neg = choice.fresh  # a new event: its bets restart from its rates
+    process.restart_bets(p_pos, p_neg, SEED_WEIGHT * min(n_pos, n_neg))  # on the pools
     return process.update_until_rejected(pos, neg, look=LOOK)
 
 
