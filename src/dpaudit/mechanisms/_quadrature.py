@@ -188,8 +188,8 @@ def shared_grid_log_q(
     # Group histograms with equal node counts so the work is one dense array per group.
     order = np.argsort(n_nodes, kind="stable")
     sorted_n = n_nodes[order]
-    starts = np.flatnonzero(np.r_[True, sorted_n[1:] != sorted_n[:-1]])
-    ends = np.r_[starts[1:], b]
+    starts = np.flatnonzero(np.concatenate(([True], sorted_n[1:] != sorted_n[:-1])))
+    ends = np.append(starts[1:], b)
     for s, e in zip(starts, ends, strict=True):
         n = int(sorted_n[s])
         # Chunks of ~CHUNK_ELEMENTS (class, node) values keep the working set in cache.
@@ -284,30 +284,30 @@ def _shared_grid_block(
     per histogram and node instead of per class. The strip estimate (F5) with this ``K`` is
     an upper bound of the one with each class's own curvature.
     """
-    peak = ell.max(axis=-1)
-    peak_safe = np.where(np.isfinite(peak), peak, 0.0)
-    e = np.exp(ell - peak_safe[..., None])
-    with np.errstate(divide="ignore"):
-        log_fine = np.log(e.sum(axis=-1)) + peak_safe + math.log(h)
+    # One error state for the whole block (each ``np.errstate`` costs microseconds, which
+    # count when a solver asks for one small histogram at a time): −inf logs, inf/NaN
+    # curvatures and 0/0 ratios are all handled explicitly below.
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        peak = ell.max(axis=-1)
+        peak_safe = np.where(np.isfinite(peak), peak, 0.0)
+        e = np.exp(ell - peak_safe[..., None])
+        e_sum = e.sum(axis=-1)
+        log_fine = np.log(e_sum) + peak_safe + math.log(h)
         log_coarse = np.log(e[..., ::2].sum(axis=-1)) + peak_safe + math.log(2 * h)
-    near_peak = np.count_nonzero(e >= math.exp(-4.5), axis=-1)
-    ratios = None
-    if lam is not None:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            ratios = np.matmul(e, lam.transpose(0, 2, 1)) / e.sum(axis=-1)[..., None]
-    with np.errstate(invalid="ignore"):
+        near_peak = np.count_nonzero(e >= math.exp(-4.5), axis=-1)
+        ratios = None
+        if lam is not None:
+            ratios = np.matmul(e, lam.transpose(0, 2, 1)) / e_sum[..., None]
         disc = np.abs(np.expm1(log_coarse - log_fine))
         # (F4) at the right end: |ℓ'(x_hi)| ≥ (x_hi − v_i) − (C−1)·λ(7.5) ≥ 7.5 − 1e-11·C.
         slope = np.maximum(x_end[:, None] - v - 1e-11 * v.shape[1], 1e-300)
         right_tail = ell[..., -1] - np.log(slope) - log_fine
-        # The left end is at least TAIL left of every relevant mode (F2, F3); also require the
-        # peak to be interior so the grid brackets the mode.
+        # The left end is at least TAIL left of every relevant mode (F2, F3); also require
+        # the peak to be interior so the grid brackets the mode.
         interior = (ell[..., 0] < peak) & (ell[..., -1] < peak)
-    with np.errstate(invalid="ignore"):
         second = 2 * total[:, 1:-1] - total[:, 2:] - total[:, :-2]  # −Δ²S at nodes 1..N−2
         curv = 1.0 + np.maximum(second[:, 1:], second[:, :-1]) / (h * h)  # nodes 1..N−3
         penalty = np.where(np.isfinite(curv), 2 * math.pi**2 / (np.maximum(curv, 1.0) * h * h), 0.0)
-    with np.errstate(invalid="ignore", over="ignore"):
         worst = (ell[..., 1:-2] - penalty[:, None, :]).max(axis=-1)
         strip = np.exp(worst + math.log(2 * h * ell.shape[-1]) - log_fine)
     strip = np.where(np.isfinite(strip), strip, np.inf)
