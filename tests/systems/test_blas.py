@@ -35,3 +35,13 @@ def test_the_library_list_is_kept_until_a_module_is_imported(monkeypatch):
     with _blas.one_blas_thread():
         assert set(_threads()) == {1}
     assert _blas._CONTROLLER[0][1] is not kept
+
+
+def test_blas_only_leaves_the_openmp_pools_alone():
+    with threadpoolctl.threadpool_limits(limits=2):
+        before = threadpoolctl.threadpool_info()
+        with _blas.one_blas_thread("blas"):
+            for info, old in zip(threadpoolctl.threadpool_info(), before, strict=True):
+                want = 1 if info["user_api"] == "blas" else old["num_threads"]
+                assert info["num_threads"] == want, info
+        assert _threads() == [info["num_threads"] for info in before]

@@ -21,9 +21,10 @@ _LOCK = threading.Lock()
 _CONTROLLER: list[tuple[int, Any]] = []
 
 
-def one_blas_thread() -> contextlib.AbstractContextManager[Any]:
+def one_blas_thread(user_api: str | None = None) -> contextlib.AbstractContextManager[Any]:
     """A context in which the loaded BLAS/OpenMP libraries use one thread; the previous limits
-    are restored on exit (``threadpoolctl.threadpool_limits(limits=1)``).
+    are restored on exit (``threadpoolctl.threadpool_limits(limits=1)``). ``user_api="blas"``
+    limits the BLAS libraries only (PyTorch's OpenMP pool keeps its threads).
 
     ``threadpool_limits`` lists the process's native libraries on every call (about 1 ms with
     PyTorch loaded; 1 % of the test suite's CPU time). The list is kept here and listed again
@@ -39,4 +40,4 @@ def one_blas_thread() -> contextlib.AbstractContextManager[Any]:
         if not _CONTROLLER or _CONTROLLER[0][0] != key:
             _CONTROLLER[:] = [(key, ThreadpoolController())]
         controller = _CONTROLLER[0][1]
-    return controller.limit(limits=1)
+    return controller.limit(limits=1, user_api=user_api)

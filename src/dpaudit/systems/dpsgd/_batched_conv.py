@@ -44,6 +44,8 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit.systems._blas import one_blas_thread
+
 __all__ = ["ConvProgram", "conv_clipped_sum", "softmax_loss_and_delta"]
 
 _OPACUS_EPS = 1e-6  # Opacus' clipping factor C / (‖g‖ + 1e-6)
@@ -152,13 +154,9 @@ def _unfold(
 
 def numpy_blas_one_thread() -> contextlib.AbstractContextManager[Any]:
     """A context in which numpy's BLAS (the per-example products of :func:`_bmm`) uses one
-    thread, torch's own thread count untouched (``threadpoolctl``, ``user_api="blas"``;
-    without threadpoolctl nothing changes)."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
+    thread, torch's own thread pool untouched (:func:`dpaudit.systems._blas.one_blas_thread`
+    on the BLAS libraries only)."""
+    return one_blas_thread("blas")
 
 
 def _bmm(torch: Any, a: Any, b: Any, out: Any = None) -> Any:
