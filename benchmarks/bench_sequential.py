@@ -34,10 +34,20 @@ after every observation, and samples to rejection against the fixed-sample audit
    ``--keep-default`` reuses the stored default audits (they do not depend on the
    sequential mode and take most of the time); ``--workers`` runs mechanisms in parallel.
 
-Run: ``python benchmarks/bench_sequential.py`` (``--quick``: fewer streams and seeds;
-``--budget``: the samples per input a sequential audit may draw, 300,000; ``--parts``: run
-only some of throughput, type-one, type-one-white-box, power, the others kept from the
-stored results); writes ``benchmarks/results/sequential.json``.
+4. **Oracle** (issue 41): on the exact output laws of the subtle broken mechanisms
+   (:data:`ORACLE`; each checked against its sampler by total variation), the ε of the best
+   of StatDP's pairs and the fewest pairs a sequential test at level β needs on it, knowing
+   it: any test, ``log(1/β)/KL_inf`` (:func:`_kl_inf`), and a bet on the best single event
+   with the best constant bet, ``log(1/β)`` over its Kelly growth
+   (:func:`_best_event_growth`); the docs' table sets them beside 1/20 of the default
+   audit's samples.
+
+Run: ``OPENBLAS_NUM_THREADS=1 python benchmarks/bench_sequential.py`` (``--quick``: fewer
+streams and seeds; ``--budget``: the samples per input a sequential audit may draw, 300,000;
+``--parts``: run only some of throughput, type-one, type-one-white-box, power, oracle, the
+others kept from the stored results); writes ``benchmarks/results/sequential.json``. With
+``--workers 2`` and several BLAS threads per worker the threads spin against each other:
+the power part's CPU times then mean little.
 """
 
 from __future__ import annotations
@@ -60,7 +70,7 @@ from dpaudit.experiments.mechanism.pipeline import _draw, _pairs
 from dpaudit.systems import MECHANISMS
 
 STREAMS, LENGTH, SEEDS, BUDGET = 1000, 10**6, 5, 300_000  # --quick: 200, 10⁵, 3
-PARTS = ("throughput", "type-one", "type-one-white-box", "power")
+PARTS = ("throughput", "type-one", "type-one-white-box", "power", "oracle")
 #: The white-box null streams' setting (the white-box tests' idealised DP-SGD run).
 WHITE_BOX = {"canaries": 2000, "steps": 200, "sampling_rate": 0.068, "noise_multiplier": 1.411}
 BETA = 0.05
@@ -318,6 +328,239 @@ def _seconds(x: float) -> str:
     return "—" if not math.isfinite(x) else f"{x:.3f}" if x < 10 else f"{x:.1f}"
 
 
+# ------------------------------------------------------------------ oracle (issue 41)
+# How many pairs a sequential test needs at least, on the exact output distributions of the
+# subtle broken mechanisms (their noise as defined in dpaudit.systems.dp_mechanisms._suite
+# and ._statdp; each checked against the real sampler by total variation on 200,000 draws).
+ORACLE = ("report-noisy-max3", "report-noisy-max4", "statdp-isvt3", "statdp-isvt4", "svt6",
+          "svt4", "svt3")  # fmt: skip
+_RHO = np.linspace(-3000.0, 3000.0, 300_001)  # threshold-noise grid (scales ≤ 40)
+
+
+def _lap_cdf(x, b):
+    return np.where(
+        x < 0, 0.5 * np.exp(np.minimum(x, 0) / b), 1 - 0.5 * np.exp(-np.maximum(x, 0) / b)
+    )
+
+
+def _lap_pdf(x, b):
+    return np.exp(-np.abs(x) / b) / (2 * b)
+
+
+def _first_above(db, rho_b: float, nu_b: float, t: float, grid=None) -> np.ndarray:
+    """Sparse vector with c = 1 (threshold noise Lap(rho_b), query noise Lap(nu_b)): the
+    probabilities of "query k is the first above" (k < d) and of "none" (last); with ``grid``,
+    of (k, the noisy value's bin): ``f_ν(v − q_k)·P(ρ ≤ v − t, the queries before below)``."""
+    w = _lap_pdf(_RHO, rho_b)
+    w /= w.sum()
+    out, run = [], np.ones_like(_RHO)
+    for q in db:
+        below = _lap_cdf(_RHO + t - q, nu_b)
+        if grid is None:
+            out.append([np.sum(w * run * (1 - below))])
+        else:
+            g = np.interp(grid - t, _RHO, np.cumsum(w * run))
+            out.append(_lap_pdf(grid - q, nu_b) * g * (grid[1] - grid[0]))
+        run = run * below
+    return np.concatenate([*out, [np.sum(w * run)]])
+
+
+def _svt6_bits(db, eps: float = 0.1, t: float = 1.0) -> np.ndarray:
+    """SVT6 (no cut-off): P(bits) for all 2^d answer vectors, in binary order (bit 0 first)."""
+    rho = np.linspace(-600.0, 600.0, 12_001)  # Lap(20): tails below e^−30
+    w = _lap_pdf(rho, 2 / eps)
+    w /= w.sum()
+    above = np.array([1 - _lap_cdf(rho + t - q, 2 / eps) for q in db])
+    bits = (np.arange(2 ** len(db))[:, None] >> np.arange(len(db))) & 1
+    return np.exp(bits @ np.log(above) + (1 - bits) @ np.log1p(-above)) @ w
+
+
+def _noisy_max_value(db, laplace: bool, grid) -> np.ndarray:
+    """Report noisy max releasing the value (scale 20): bins of ``grid`` from the CDF
+    ``Π_i F(x − q_i)``, plus the two tails."""
+    if laplace:
+        cdf = np.prod([_lap_cdf(grid - q, 20.0) for q in db], axis=0)
+    else:
+        cdf = np.prod([np.where(grid > q, -np.expm1(-np.maximum(grid - q, 0) / 20.0), 0.0)
+                       for q in db], axis=0)  # fmt: skip
+    return np.diff(np.r_[0.0, cdf, 1.0])
+
+
+def _isvt3_hamming(db, eps: float = 0.7, t: float = 1.0) -> np.ndarray:
+    p, d = _first_above(db, 4 / eps, 4 / (3 * eps), t), len(db)
+    out = np.zeros(d + 1)
+    for k in range(d + 1):  # StatDP's Hamming distance to the pattern (first half above)
+        answered, answers = np.arange(d) <= k, np.arange(d) == k
+        out[np.where(answered, answers != (np.arange(d) < d // 2), True).sum()] += p[k]
+    return out
+
+
+def _isvt4_answers(out):
+    """iSVT4's (below count k, value) as SVT3's answer vector: k "below" flags, then the value."""
+    d = 10
+    k = out[:, 0].astype(int)
+    ans = np.full((out.shape[0], d), -1000.0)
+    hit = k < d
+    ans[np.flatnonzero(hit), k[hit]] = out[hit, 1]
+    return ans
+
+
+_V3, _V4 = np.arange(-400.0, 400.0, 0.25), np.arange(-60.0, 60.0, 0.02)
+_RNM3, _RNM4 = np.arange(-400.0, 400.0, 0.1), np.arange(-20.0, 600.0, 0.1)
+
+
+def _oracle_mechanism(name: str):
+    """(exact distribution of an input, its bin of each sampled output row)."""
+
+    def k_of(out, below):  # index of the first query above (d: none)
+        hit = ~np.isin(out, below)
+        return np.where(hit.any(axis=1), hit.argmax(axis=1), out.shape[1])
+
+    def value_bin(out, grid, below):
+        k = k_of(out, below)
+        v = out[np.arange(out.shape[0]), np.minimum(k, out.shape[1] - 1)]
+        i = np.clip(np.searchsorted(grid, v, side="right") - 1, 0, grid.size - 1)
+        return np.where(k < out.shape[1], k * grid.size + i, out.shape[1] * grid.size)
+
+    table = {
+        "report-noisy-max3": (lambda db: _noisy_max_value(db, True, _RNM3),
+                              lambda o: np.searchsorted(_RNM3, o[:, 0])),
+        "report-noisy-max4": (lambda db: _noisy_max_value(db, False, _RNM4),
+                              lambda o: np.searchsorted(_RNM4, o[:, 0])),
+        "statdp-isvt3": (_isvt3_hamming, lambda o: o[:, 0].astype(int)),
+        "statdp-isvt4": (lambda db: _first_above(db, 2 / 0.7, 2 / 0.7, 1.0, _V4),
+                         lambda o: value_bin(_isvt4_answers(o), _V4, (-1000.0,))),
+        "svt6": (_svt6_bits, lambda o: (o.astype(int) << np.arange(o.shape[1])).sum(axis=1)),
+        "svt4": (lambda db: _first_above(db, 40.0, 1 / 0.075, 1.0),
+                 lambda o: k_of(o, (0.0, -1.0))),
+        "svt3": (lambda db: _first_above(db, 20.0, 20.0, 1.0, _V3),
+                 lambda o: value_bin(o, _V3, (-1000.0, -2000.0))),
+    }  # fmt: skip
+    return table[name]
+
+
+def _kl_inf(pa: np.ndarray, pb: np.ndarray, eps: float) -> float:
+    """``min KL(P_a′‖P′) + KL(P_a‖Q′)`` over the pairs ``(P′, Q′)`` the claim allows on this
+    pair (pure ε-DP: ``e^−ε ≤ P′(o)/Q′(o) ≤ e^ε`` for every output ``o``), by its concave dual
+    in the two normalisation multipliers (per output the minimiser is closed-form: the
+    unconstrained ``(p/λ, q/μ)`` or, where its ratio leaves ``[e^−ε, e^ε]``, the boundary
+    point). A sequential test at level β needs, in expectation, at least ``log(1/β)`` over
+    this many pairs to reject with probability → 1 (Wald's change of measure; Garivier &
+    Kaufmann 2016, "Optimal Best Arm Identification with Fixed Confidence", COLT,
+    arXiv:1602.04589, Lemma 1)."""
+    p, q, f = pb, pa, math.exp(eps)
+
+    def neg_dual(v):
+        lam, mu = np.exp(v)
+        x, y = p / lam, q / mu
+        hi, lo = x > f * y, y > f * x
+        y = np.where(hi, (p + q) / (lam * f + mu), y)
+        x = np.where(hi, f * y, np.where(lo, (p + q) / (lam + mu * f), x))
+        y = np.where(lo, f * x, y)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            kl = np.where(p > 0, p * np.log(p / x), 0.0) + np.where(q > 0, q * np.log(q / y), 0.0)
+        return -(kl.sum() + lam * (x.sum() - 1) + mu * (y.sum() - 1))
+
+    from scipy import optimize
+
+    res = optimize.minimize(neg_dual, [0.0, 0.0], method="Nelder-Mead",
+                            options={"xatol": 1e-10, "fatol": 1e-15, "maxiter": 4000})  # fmt: skip
+    return float(-res.fun)
+
+
+def _kelly_growth(p_pos: float, p_neg: float, factor: float) -> float:
+    """``max_λ E log(1 + λZ)`` for ``Z = 1{X ∈ S} − e^ε 1{Y ∈ S}`` (δ = 0), X, Y independent:
+    the log-wealth per pair of the best constant bet on a known event (Kelly; Shafer 2021,
+    "Testing by betting", JRSS-A, arXiv:1909.12225): about ``log(1/β)`` over it pairs."""
+    from scipy import optimize
+
+    if p_pos - factor * p_neg <= 0:
+        return 0.0
+    z = np.array([1 - factor, 1.0, -factor, 0.0])
+    w = np.array([p_pos * p_neg, p_pos * (1 - p_neg), (1 - p_pos) * p_neg,
+                  (1 - p_pos) * (1 - p_neg)])  # fmt: skip
+    res = optimize.minimize_scalar(lambda lam: -np.sum(w * np.log1p(lam * z)),
+                                   bounds=(0.0, 0.9999 / factor), method="bounded")  # fmt: skip
+    return float(-res.fun)
+
+
+def _best_event_growth(pa: np.ndarray, pb: np.ndarray, eps: float) -> float:
+    """The largest Kelly growth over the events ``{LLR ≥ t}`` (and their complements with the
+    inputs' roles swapped), ``t`` among the 40 with the largest drift."""
+    f = math.exp(eps)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        order = np.argsort(-(np.log(pb) - np.log(pa)), kind="stable")
+    cb, ca = np.cumsum(pb[order]), np.cumsum(pa[order])
+    rest_a, rest_b = 1 - np.r_[0.0, ca[:-1]], 1 - np.r_[0.0, cb[:-1]]
+    drift = np.maximum(cb - f * ca, rest_a - f * rest_b)
+    return max(max(_kelly_growth(cb[k], ca[k], f), _kelly_growth(rest_a[k], rest_b[k], f))
+               for k in np.argsort(-drift)[:40])  # fmt: skip
+
+
+def _pair_epsilon(pa: np.ndarray, pb: np.ndarray) -> float:
+    """``max_o |log P_a′(o)/P_a(o)|`` (∞ when one input has outputs the other never gives)."""
+    both = (pa > 1e-300) & (pb > 1e-300)
+    if np.any((pa > 1e-300) != (pb > 1e-300)):
+        return math.inf
+    return float(np.max(np.abs(np.log(pb[both] / pa[both]))))
+
+
+def _oracle_row(name: str) -> dict:
+    spec = MECHANISMS.get(name)
+    dist, binned = _oracle_mechanism(name)
+    best, seen = None, set()
+    for a, b in _pairs(MechanismAuditSettings(mechanism=name), spec):
+        if frozenset((a.tobytes(), b.tobytes())) in seen:
+            continue
+        seen.add(frozenset((a.tobytes(), b.tobytes())))
+        pa, pb = dist(a), dist(b)
+        pa, pb = pa / pa.sum(), pb / pb.sum()
+        kl = _kl_inf(pa, pb, spec.claimed_epsilon)
+        if best is None or kl > best[0]:
+            best = (kl, a, b, pa, pb)
+    kl, a, b, pa, pb = best
+    rng, tv = np.random.default_rng(0), 0.0
+    for db, p in ((a, pa), (b, pb)):  # the exact law against the real sampler, on ≤ 64 bins
+        edges = np.searchsorted(np.cumsum(p), np.linspace(0, 1, 65)[1:-1])
+        group = np.searchsorted(edges, np.arange(p.size), side="right")
+        exact = np.bincount(group, weights=p)
+        drawn = np.bincount(group[binned(spec.sample(db.copy(), 200_000, rng))],
+                            minlength=exact.size) / 200_000  # fmt: skip
+        tv = max(tv, 0.5 * float(np.abs(drawn - exact).sum()))
+    growth = max(_best_event_growth(pa, pb, spec.claimed_epsilon),
+                 _best_event_growth(pb, pa, spec.claimed_epsilon))  # fmt: skip
+    level = math.log(1 / BETA)
+    return {"mechanism": name, "claim": spec.claimed_epsilon, "pair": [a.tolist(), b.tolist()],
+            "pair_epsilon": _pair_epsilon(pa, pb), "kl_per_pair": kl,
+            "min_pairs": level / kl, "event_growth": growth, "event_pairs": level / growth,
+            "sampler_tv": tv, "outputs": int(pa.size)}  # fmt: skip
+
+
+def oracle() -> list[dict]:
+    """One row per mechanism of :data:`ORACLE`: its best pair (largest ``KL_inf``), the ε of
+    that pair, and the pairs a sequential test needs at least (any test: ``log 20/KL_inf``;
+    a bet on one known event with the best constant bet: ``log 20`` over its growth)."""
+    return [_oracle_row(n) for n in ORACLE]
+
+
+def oracle_table(results: dict) -> str:
+    """The docs' Markdown table of the oracle rows next to the power rows."""
+    power = {r["mechanism"]: r for r in results.get("power", [])}
+    lines = ["| mechanism | claim | best pair's ε | any test: pairs at least | best event, "
+             "Kelly bet: pairs | 1/20 of the default audit's samples | sequential (median) |",
+             "|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for r in results["oracle"]:
+        p = power.get(r["mechanism"], {})
+        target = p.get("fixed_samples", math.inf) / 20
+        eps = "∞" if not math.isfinite(r["pair_epsilon"]) else f"{r['pair_epsilon']:.3f}"
+        seq = p.get("sequential_median_samples", math.nan)
+        lines.append(f"| {r['mechanism']} | {r['claim']:g} | {eps} | {r['min_pairs']:,.0f} | "
+                     f"{r['event_pairs']:,.0f} | {target:,.0f} | "
+                     + ("not within the budget" if not math.isfinite(seq) else f"{seq:,.0f}")
+                     + " |")  # fmt: skip
+    return "\n".join(lines)
+
+
 def main() -> None:
     global STREAMS, LENGTH, SEEDS, BUDGET
     from _cli import bench_parser, parse, quick
@@ -380,6 +623,9 @@ def main() -> None:
             + sum(r["sequential_cpu_s"] + r["fixed_cpu_s"] for r in results["power"])
             * (args.workers > 1)
         )
+    if "oracle" in args.parts:
+        results["oracle"] = oracle()
+        print(oracle_table(results), flush=True)
     for part in args.parts:
         parts[part] = {"quick": is_quick, "load": os.getloadavg()[0]}
     results["seconds"] = time.perf_counter() - t0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import numpy as np
 import pytest
 
 from dpaudit.experiments import WORKFLOWS, MechanismAuditSettings, audit_mechanism
@@ -134,6 +135,34 @@ def test_docs_power_table_is_the_benchmarks():
     bench, root = _bench("bench_sequential")
     results = json.loads((root / "benchmarks/results/sequential.json").read_text())
     assert bench.power_table(results) in (root / "docs/workflows/mechanism.md").read_text()
+
+
+def test_docs_oracle_table_is_the_benchmarks():
+    """The page's table of the fewest pairs a sequential test needs is the benchmark's."""
+    import json
+
+    bench, root = _bench("bench_sequential")
+    results = json.loads((root / "benchmarks/results/sequential.json").read_text())
+    assert bench.oracle_table(results) in (root / "docs/workflows/mechanism.md").read_text()
+    for row in results["oracle"]:  # the exact laws match the real samplers (64 bins, 200k)
+        assert row["sampler_tv"] < 0.02
+        assert row["min_pairs"] <= row["event_pairs"]  # no bet grows faster than KL_inf
+
+
+def test_oracle_kl_inf_and_kelly_growth_of_randomised_response():
+    """Randomised response, P(truth) = 3/4 (true ε = ln 3), against the claim ε = 0: the
+    closest pair the claim allows is (1/2, 1/2) for both inputs, KL_inf = 2·KL((3/4, 1/4) ‖
+    (1/2, 1/2)) = 0.2616; at the claim ε = ln 3 nothing is left to find; the best event's
+    Kelly growth stays below KL_inf."""
+    bench, _ = _bench("bench_sequential")
+    pa, pb = np.array([0.25, 0.75]), np.array([0.75, 0.25])
+    want = 2 * (0.75 * math.log(1.5) + 0.25 * math.log(0.5))
+    assert math.isclose(bench._kl_inf(pa, pb, 0.0), want, rel_tol=1e-6)
+    assert bench._kl_inf(pa, pb, math.log(3.0)) < 1e-9
+    growth = bench._best_event_growth(pa, pb, 0.0)  # S = {first outcome}: Z = X − Y
+    kelly = 0.5625 * math.log(1.8) + 0.0625 * math.log(0.2)  # Z = ±1 w.p. 9/16, 1/16: λ = 0.8
+    assert math.isclose(growth, kelly, rel_tol=1e-6)
+    assert growth < want and bench._pair_epsilon(pa, pb) == math.log(3.0)
 
 
 def test_docs_auto_sizing_table_is_the_benchmarks():
