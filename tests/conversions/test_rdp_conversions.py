@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dpaudit.conversions import dp_to_delta, rdp_to_dp
@@ -67,7 +67,9 @@ def _check_forward(lam, rho, delta, conversion):
     assert back.delta <= delta * (1 + 1e-9)
     if conv.epsilon > 0.0:  # the closed form, not the clip or the KL rule, gave ε
         assert back.delta == pytest.approx(delta, rel=1e-7)
-        assert back.order == conv.order
+        # the same order, or one a rounding error away that gives the same ε (orders such
+        # as 500 and 499.99999999999994 tie: either is the optimum)
+        assert back.order == pytest.approx(conv.order, rel=1e-12)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -89,6 +91,7 @@ def test_dp_to_delta_inverts_rdp_to_dp_on_random_curves(seed, conversion):
     epsilon=st.floats(0.0, 30.0),
     conversion=st.sampled_from(CONVERSIONS),
 )
+@example(orders=[500.0, 499.99999999999994], log_scale=0.0, epsilon=0.0, conversion="standard")
 def test_round_trip_property(orders, log_scale, epsilon, conversion):
     lam = np.sort(np.array(orders))
     rho = math.exp(log_scale) * (lam - 1) / lam  # Gaussian-like, tiny ρ included
