@@ -147,11 +147,14 @@ class StepClaimTest:
         self._max = max(self._max, now)
         if self._rejected_at is None and now >= self._threshold:
             self._rejected_at = self._steps
-        return self.result()
+        return self._result(now)
 
     def result(self) -> StepClaimTestResult:
         """The current :class:`StepClaimTestResult`."""
+        return self._result(self._mixture())
+
+    def _result(self, now: float) -> StepClaimTestResult:
         return StepClaimTestResult(
             self.sigma, self.q, self._rejected_at is not None, self._rejected_at, self._steps,
-            int(self._pos.size), self._mixture(), self._max, self.level,
+            int(self._pos.size), now, self._max, self.level,
         )  # fmt: skip
