@@ -74,6 +74,18 @@ def test_two_cut_boolean_mask_and_batch():
         np.testing.assert_allclose(batch.epsilons[i], one.epsilons, rtol=1e-12)
 
 
+def test_two_cut_batch_has_the_bits_of_one_call_per_query():
+    """A threshold chosen as the first best of a batched call (the group-privacy joint bound)
+    is the one chosen by one call per candidate: the batch gives the same bits."""
+    g = np.random.default_rng(5)
+    k1, k2 = g.integers(0, 2001, 60), g.integers(0, 2001, 60)
+    c1, c2 = np.stack([k1, 2000 - k1], axis=1), np.stack([k2, 2000 - k2], axis=1)
+    batch = rdp_two_cut(c1, c2, ORDERS, output_set=[0]).epsilons
+    for i in range(60):
+        np.testing.assert_array_equal(batch[i], rdp_two_cut(c1[i], c2[i], ORDERS,
+                                                            output_set=[0]).epsilons)  # fmt: skip
+
+
 def test_cut_bound_with_point_estimates_is_renyi_divergence():
     p = np.array([0.5, 0.3, 0.2, 0.0])
     q = np.array([0.25, 0.25, 0.25, 0.25])
