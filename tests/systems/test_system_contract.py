@@ -557,6 +557,10 @@ class TestDpmmAIM(SyntheticGeneratorContract):
         return GeneratorCell(self.name, 1.0, DELTA, options=(("rounds", 2),))
 
 
+class TestDpmmAIMOneWay(SyntheticGeneratorContract):
+    name = "dpmm-aim-one-way"
+
+
 class TestDpmmMSTQuietNoise(SyntheticGeneratorContract):
     name = "dpmm-mst-quiet-noise"
 

@@ -1,0 +1,74 @@
+"""dpmm 0.1.9 as installed (``make venv-dpmm``; skipped without it): the noise its MST and AIM
+actually add, read from the transcript the worker records, and the μ that noise leaves to an
+audit of the noisy marginals — the ceiling behind the page's dpmm rows — and the one-way AIM
+setting that comes closest, as installed, to the dpmm authors' own audit (Ganev, Annamalai &
+Kulynych 2026, "Tight auditing of differential privacy in MST and AIM", arXiv:2604.18352)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpaudit.attacks._synthetic import WORST_CASE_DATASETS, measurement_llr
+from dpaudit.systems import SYSTEMS
+from dpaudit.systems.synthetic import GENERATORS, LIBRARIES, GeneratorCell, SyntheticGenerator
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "docs" / "results" / "synthetic-data"
+needs_dpmm = pytest.mark.skipif(
+    not LIBRARIES["dpmm"].available(), reason="dpmm environment not built: make venv-dpmm"
+)
+
+
+def test_one_way_aim_is_registered_with_library_settings_only():
+    spec = GENERATORS.get("dpmm-aim-one-way")
+    assert (spec.library, spec.synth, spec.bug, spec.public_domain) == ("dpmm", "aim", None, True)
+    assert dict(spec.options) == {"degree": 1, "rounds": 3, "compress": False, "n_iters": 50}
+    assert "dpmm-aim-one-way" in SYSTEMS.names(tag="synthetic-data")
+
+
+@needs_dpmm
+def test_dpmm_mst_measures_every_marginal_with_sigma_root_3():
+    """MST (McKenna, Miklau & Sheldon 2021, arXiv:2108.04978, Alg. 1) puts σ = √(3/(2ρ)) on
+    unit-norm weights: σ√d on each of d one-way marginals and σ√(d − 1) on each of the d − 1
+    tree edges. dpmm 0.1.9 normalises the edges' weights over its one-way cliques too (its
+    ``measure`` takes ``weights = ones(len(self.cliques))`` before the edges join them), so on
+    3 columns all five marginals get σ√3 = 3/√(2ρ): Σ 1/σ² = 10ρ/9, and the noisy marginals'
+    μ is √(10ρ/9) = √(5/9) ≈ 0.745 of the implied √(2ρ), at every ε."""
+    pair = WORST_CASE_DATASETS.get("tree-flip")(rows=200)
+    g = SyntheticGenerator(GeneratorCell("dpmm-mst", 1.0, 1e-2))
+    r = g.fit_runs([pair.D_prime], [0], [7], domain=pair.domain)
+    (run,) = r.runs
+    ms = run["measurements"]
+    assert r.version == "0.1.9" and sorted(len(m["clique"]) for m in ms) == [1, 1, 1, 2, 2]
+    np.testing.assert_allclose([m["sigma"] for m in ms], 3 / math.sqrt(2 * r.rho), rtol=1e-9)
+    mu = math.sqrt(sum(1 / m["sigma"] ** 2 for m in ms))
+    assert mu == pytest.approx(math.sqrt(10 * r.rho / 9), rel=1e-9)
+    assert mu / SyntheticGenerator.implied_mu(r.rho) == pytest.approx(math.sqrt(5 / 9), rel=1e-9)
+    assert round(mu, 3) == 0.339
+
+
+@needs_dpmm
+def test_one_way_aim_puts_99_percent_of_rho_on_the_one_way_marginals():
+    """AIM (McKenna, Mullins, Sheldon & Miklau 2022, arXiv:2201.12677, Alg. 1) as dpmm
+    implements it, given the one-way workload (degree 1) and 3 rounds on 3 columns: σ =
+    √(rounds/(2 · 0.9ρ)) on each one-way marginal (0.9ρ for the three), then one last round on
+    the remaining 0.1ρ, 0.9 of it on one more one-way marginal. The noisy marginals carry
+    0.99ρ, so their μ is √(1.98ρ) = 0.995 of the implied √(2ρ); every one holds the target's
+    cell over the public domain (no compression), so the white-box statistic reads them all."""
+    pair = WORST_CASE_DATASETS.get("unique-record")(columns=3, rows=10)
+    g = SyntheticGenerator(GeneratorCell("dpmm-aim-one-way", 1.0, 1e-2))
+    r = g.fit_runs([pair.D, pair.D_prime], [0, 1], [3, 4], domain=pair.domain)
+    for run in r.runs:
+        ms = run["measurements"]
+        assert [len(m["clique"]) for m in ms] == [1, 1, 1, 1]
+        assert all(len(m["y"]) == 2 for m in ms)
+        np.testing.assert_allclose([m["sigma"] for m in ms[:3]], math.sqrt(3 / (1.8 * r.rho)),
+                                   rtol=1e-9)  # fmt: skip
+        assert ms[3]["sigma"] == pytest.approx(math.sqrt(1 / (0.18 * r.rho)), rel=1e-9)
+        assert sum(0.5 / m["sigma"] ** 2 for m in ms) == pytest.approx(0.99 * r.rho, rel=1e-9)
+        assert math.isfinite(measurement_llr(ms, pair.D, pair.target, pair.domain))
+    assert round(math.sqrt(1.98 * r.rho), 4) == 0.4525
