@@ -72,3 +72,43 @@ def test_one_way_aim_puts_99_percent_of_rho_on_the_one_way_marginals():
         assert sum(0.5 / m["sigma"] ** 2 for m in ms) == pytest.approx(0.99 * r.rho, rel=1e-9)
         assert math.isfinite(measurement_llr(ms, pair.D, pair.target, pair.domain))
     assert round(math.sqrt(1.98 * r.rho), 4) == 0.4525
+
+
+def _gdp_posterior_mass(mu: float, tp: int, fn: int, fp: int, tn: int, *, swap: bool) -> float:
+    """Posterior mass of the μ-GDP region {FNR ≥ Φ(Φ⁻¹(1 − FPR) − μ)} (Dong, Roth & Su 2022,
+    arXiv:1905.02383, Eq. 6) under independent Jeffreys posteriors FPR ~ Beta(½ + fp, ½ + tn),
+    FNR ~ Beta(½ + fn, ½ + tp) (the joint-Beta model of Zanella-Béguelin et al. 2023,
+    arXiv:2206.05199). ``swap``: the trade-off curve evaluated with FPR and μ exchanged, as
+    the dpmm authors' ``audit_utils.JointBetaMu`` passes them to riskcal's
+    ``get_beta_from_gdp(mu, alpha)``."""
+    from scipy import integrate
+    from scipy.stats import beta, norm
+
+    fpr, fnr = beta(0.5 + fp, 0.5 + tn), beta(0.5 + fn, 0.5 + tp)
+
+    def curve(a):
+        return norm.cdf(-norm.ppf(mu) - a) if swap else norm.cdf(norm.ppf(1 - a) - mu)
+
+    return integrate.quad(lambda a: fpr.pdf(a) * fnr.sf(curve(a)), 0, 1, epsabs=1e-7)[0]
+
+
+def test_the_authors_mu_emp_is_the_swapped_trade_off_curve():
+    """The dpmm authors' default audit (arXiv:2604.18352; their ``run_audit`` on their
+    ``features.pkl``: gradient boosting, threshold of largest TPR − FPR on the validation
+    runs) ends at TP = 1257, FN = 743, FP = 949, TN = 1051 on 2,000 + 2,000 test runs (our
+    re-run of their code). The μ whose GDP region holds 10 % posterior mass is 0.3405 with
+    riskcal's argument order, and 0.426 — their notebook's 0.42617713 — with FPR and μ
+    exchanged: the reported μ_emp ≈ 0.43 is not a lower bound of the curve it names."""
+    from scipy.optimize import brentq
+
+    counts = {"tp": 1257, "fn": 743, "fp": 949, "tn": 1051}
+    right = brentq(lambda m: _gdp_posterior_mass(m, **counts, swap=False) - 0.1, 1e-6, 2.0,
+                   xtol=1e-6)  # fmt: skip
+    swapped = brentq(lambda m: _gdp_posterior_mass(m, **counts, swap=True) - 0.1, 1e-6,
+                     1 - 1e-6, xtol=1e-6)  # fmt: skip
+    assert right == pytest.approx(0.3405, abs=2e-4)
+    assert swapped == pytest.approx(0.42618, abs=2e-4)
+    from scipy.stats import norm
+
+    point = norm.ppf(1 - 949 / 2000) - norm.ppf(743 / 2000)  # μ at the test point itself
+    assert right < round(point, 3) == 0.392 < swapped
