@@ -8,7 +8,8 @@ datasets sent as ``data0``, ``data1``, …, each run recording:
 * ``measurements`` (white-box): every noisy marginal dpmm measured, with the standard
   deviation of the noise it actually added (MST adds σ / w and states σ in its measurement
   log; the weights w normalise to unit norm);
-* ``selections``: none recorded for dpmm (its edge scores are computed in worker pools);
+* ``selections``: none recorded for dpmm (not implemented; with ``n_jobs=1`` its edge scores
+  are computed in this process, so they could be);
 * ``synthetic`` (black-box): ``sample_rows`` generated rows;
 * ``domain`` alone: the one-way measurements only (the run stops after them).
 
