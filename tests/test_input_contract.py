@@ -183,6 +183,20 @@ EXEMPT: dict[str, str] = {
         "draw_llm_canaries; tests/llm/test_llm_canaries.py"
     ),
     "attacks.LLMCanaries": "a record built by draw_llm_canaries from checked inputs",
+    "attacks.sample_synthetic_text": (
+        "samples from a torch model with a CausalLM (a tokenizer); its count, length, "
+        "temperature and batch_size are refused by name in tests/llm/test_llm_synthetic_text.py"
+    ),
+    "attacks.train_auxiliary_model": (
+        "fine-tunes a copy of a CausalLM's torch model through DPFineTuning (its cell checked "
+        "by FineTuningCell); tests/llm/test_llm_synthetic_text.py"
+    ),
+    "attacks.synthetic_text_release": (
+        "post-processes a FineTunedLM (a DP run's torch model) with SyntheticTextOptions (in "
+        "the catalogue); tests/llm/test_llm_synthetic_text.py"
+    ),
+    "attacks.AuditedLM": "a record built by an LLM_THREAT_MODELS entry from a fine-tuning run",
+    "attacks.LLMThreatModel": "a registry record of LLM_THREAT_MODELS (fixed plug-ins)",
     "attacks.LLMCanaryKind": "a registry record of LLM_CANARY_KINDS (fixed plug-ins)",
     "attacks.EventCounts": (
         "an engine block function the mechanism workflow builds from a checked mechanism and "
@@ -523,6 +537,16 @@ BASELINES: dict[str, dict[str, Any]] = {
         "secret_length": 2,
     },
     "attacks.membership_metrics": {"scores": [3.0, 2.0, 1.5, 0.0], "included": [1, 0, 1, 0]},
+    "attacks.SyntheticTextOptions": {
+        "samples": 10,
+        "length": 8,
+        "temperature": 1.0,
+        "steps": 5,
+        "batch_size": 5,
+        "learning_rate": 0.01,
+        "optimizer": "adam",
+        "sample_batch": 4,
+    },
     "attacks.two_gaussian_delta": dict(mean0=0.0, sd0=1.0, mean1=1.0, sd1=1.2, epsilon=1.0),
     "attacks.two_gaussian_epsilon": dict(mean0=0.0, sd0=1.0, mean1=1.0, sd1=1.2, delta=1e-5),
     "attacks.per_step_llr": {

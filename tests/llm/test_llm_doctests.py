@@ -13,6 +13,7 @@ MODULES = [
     "dpaudit.systems.llm._finetune",
     "dpaudit.systems.llm._accounting",
     "dpaudit.attacks._llm",
+    "dpaudit.attacks._llm_synthetic",
     "dpaudit.experiments.llm_fine_tuning.settings",
     "dpaudit.experiments.llm_fine_tuning.pipeline",
 ]

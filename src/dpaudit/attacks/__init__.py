@@ -29,7 +29,9 @@
   ε *estimate* (two Gaussians' hockey-stick divergence).
 * **Fine-tuned language models** (Panda et al. 2025, arXiv:2503.06808): random-token,
   rare-token, new-token and model-generated canaries, loss / loss-ratio / zlib scores, TPR at
-  low FPR and greedy extraction of a secret.
+  low FPR and greedy extraction of a secret; the release of synthetic text sampled from the
+  fine-tuned model, audited through an auxiliary model fine-tuned on it (Mitchell et al.
+  2026, arXiv:2606.10481; :data:`LLM_THREAT_MODELS`).
 * **DP synthetic data** (Annamalai, Ganev & De Cristofaro 2024, arXiv:2405.10994): worst-case
   datasets (D, D ∪ {t}), the white-box log-likelihood ratio of a generator's noisy marginals
   and exponential-mechanism choices (:func:`measurement_llr`, :func:`selection_llr`),
@@ -113,6 +115,16 @@ from dpaudit.attacks._llm import (
     greedy_extraction,
     membership_metrics,
     secret_losses,
+)
+from dpaudit.attacks._llm_synthetic import (
+    LLM_THREAT_MODELS,
+    AuditedLM,
+    LLMThreatModel,
+    SyntheticTextOptions,
+    SyntheticTextRun,
+    sample_synthetic_text,
+    synthetic_text_release,
+    train_auxiliary_model,
 )
 from dpaudit.attacks._mechanism import (
     ATTACK_KINDS,
@@ -255,6 +267,15 @@ __all__ = [  # noqa: RUF022 - grouped by concept
     "greedy_extraction",
     "membership_metrics",
     "secret_losses",
+    # the synthetic-text release audited through an auxiliary model (Mitchell et al. 2026)
+    "LLM_THREAT_MODELS",
+    "AuditedLM",
+    "LLMThreatModel",
+    "SyntheticTextOptions",
+    "SyntheticTextRun",
+    "sample_synthetic_text",
+    "synthetic_text_release",
+    "train_auxiliary_model",
     # canary clients in federated learning (Andrew et al. 2024)
     "FL_STATISTICS",
     "AndrewEstimate",

@@ -32,7 +32,16 @@
      (:meth:`dpaudit.systems.DPFineTuning.group_claim`, the primary claim of the entry; the
      example-level claim beside it): a bound above the example-level ε but below the group's
      does not refute anything;
-   * greedy extraction of every secret (members and non-members counted apart).
+   * greedy extraction of every secret (members and non-members counted apart);
+
+5. per run and **threat model** (``[audit] threat_models``,
+   :data:`dpaudit.attacks.LLM_THREAT_MODELS`) the model the scores above are read from:
+   ``model`` — the fine-tuned model (the default); ``synthetic-text`` — only N sequences
+   sampled from the fine-tuned model are released, and the scores are read from an
+   auxiliary model, the pre-trained model fine-tuned non-privately on them (Mitchell,
+   Andrew, Ganesh, McMahan & Kairouz 2026, arXiv:2606.10481). By post-processing its
+   one-run bound is a valid lower bound for the release of the synthetic text, tested against
+   the DP model's claim; beside it how many canaries appear verbatim in the synthetic text.
 
 Each entry's bound is valid on its own at its confidence; the largest over the entries (kinds
 × scores) is not, unless paid for (Bonferroni over the entries: confidence 1 − β·entries).
@@ -51,6 +60,8 @@ from dpaudit._results import AuditEntry, AuditResult, LowerBound, ResultMixin, p
 from dpaudit._rng import as_generator, child_seed
 from dpaudit.attacks import (
     LLM_SCORES,
+    LLM_THREAT_MODELS,
+    AuditedLM,
     MembershipMetrics,
     canary_scores,
     draw_llm_canaries,
@@ -58,6 +69,7 @@ from dpaudit.attacks import (
     membership_metrics,
     secret_losses,
 )
+from dpaudit.attacks._llm_synthetic import SyntheticTextRun
 from dpaudit.bounds import OneRunBounds, one_run_bounds
 from dpaudit.experiments.llm_fine_tuning.settings import (
     LLMDataSettings,
@@ -66,8 +78,8 @@ from dpaudit.experiments.llm_fine_tuning.settings import (
 )
 from dpaudit.systems import SYSTEMS, CausalLM
 
-__all__ = ["WORKFLOW", "LLMDetail", "LLMRunSummary", "audit_llm_fine_tuning", "load_model",
-           "load_texts"]  # fmt: skip
+__all__ = ["WORKFLOW", "LLMDetail", "LLMReleaseDetail", "LLMRunSummary",
+           "audit_llm_fine_tuning", "load_model", "load_texts"]  # fmt: skip
 
 WORKFLOW = "llm-fine-tuning"
 
@@ -123,15 +135,41 @@ class LLMRunSummary(ResultMixin):
 
 
 @dataclasses.dataclass(frozen=True)
+class LLMReleaseDetail(ResultMixin):
+    """One kind's canaries under the ``synthetic-text`` release (Mitchell et al. 2026,
+    arXiv:2606.10481): read from the auxiliary model (descriptive).
+
+    Attributes:
+        release: what the release did (samples, temperature, the auxiliary training).
+        verbatim_members, verbatim_non_members: canaries whose prefix and secret appear
+            verbatim (contiguous) in the synthetic text.
+        extracted_members, extracted_non_members: secrets the auxiliary model's greedy
+            decoding reproduces (None: not tried).
+        mean_loss_members, mean_loss_non_members: mean secret loss under the auxiliary
+            model (nats per token).
+    """
+
+    release: SyntheticTextRun
+    verbatim_members: int
+    verbatim_non_members: int
+    extracted_members: int | None
+    extracted_non_members: int | None
+    mean_loss_members: float
+    mean_loss_non_members: float
+
+
+@dataclasses.dataclass(frozen=True)
 class LLMDetail(ResultMixin):
-    """One (kind, score) entry's statistics.
+    """One (kind, score, threat model) entry's statistics.
 
     Attributes:
         kind: the canary kind; ``score``: the membership score.
         score: the score.
         bounds: the one-run bounds (Steinke et al., f-DP, their paid-for maximum).
         metrics: TPR at 1 % / 0.1 % FPR and AUC (descriptive).
-        run: the run behind it.
+        run: the DP fine-tuning run behind it.
+        threat_model: what was released (:data:`dpaudit.attacks.LLM_THREAT_MODELS`).
+        release: under ``synthetic-text``, the release and the auxiliary model's reading.
     """
 
     kind: str
@@ -139,6 +177,8 @@ class LLMDetail(ResultMixin):
     bounds: OneRunBounds
     metrics: MembershipMetrics
     run: LLMRunSummary
+    threat_model: str = "model"
+    release: LLMReleaseDetail | None = None
 
 
 def load_texts(settings: LLMDataSettings, *, rng: Any = None) -> tuple[list[str], list[str]]:
@@ -215,8 +255,9 @@ def _train(system, s: LLMFineTuningSettings, texts, cans, rng):
     return run, [sampled[a:b] for a, b in itertools.pairwise(bounds)]
 
 
-def _summary(system, s, lm, texts, can, run, sampled, loss, kinds) -> LLMRunSummary:
+def _summary(system, s, lm, texts, can, run, sampled, kinds) -> LLMRunSummary:
     inc, r = can.included, s.canaries.repetitions
+    loss = secret_losses(run.model, can)
     extracted = greedy_extraction(run.model, can) if s.audit.extraction else None
     return LLMRunSummary(
         can.kind, lm.name, len(texts), can.count, int(inc.sum()), can.lm.new_tokens,
@@ -231,22 +272,48 @@ def _summary(system, s, lm, texts, can, run, sampled, loss, kinds) -> LLMRunSumm
     )  # fmt: skip
 
 
-def _kind_entries(system, s: LLMFineTuningSettings, lm, texts, can, i, run, sampled, kinds):
-    """One kind's entries (one per score) from a run that held its canaries (and, when
-    joint, the other kinds': ordinary training data for this kind's game)."""
+def _verbatim(ids: np.ndarray, can) -> np.ndarray:
+    """``(k,)`` whether each canary's prefix and secret appear contiguously in ``ids``."""
+    w = can.prefix.shape[1] + can.secret.shape[1]
+    seen = {tuple(row[j : j + w]) for row in ids.tolist() for j in range(len(row) - w + 1)}
+    seqs = np.concatenate([can.prefix, can.secret], axis=1).tolist()
+    return np.array([tuple(q) in seen for q in seqs], dtype=bool)
+
+
+def _release_detail(s, can, obs: AuditedLM, loss) -> LLMReleaseDetail | None:
+    if obs.run is None or obs.synthetic is None:
+        return None
+    inc = can.included
+    verb = _verbatim(obs.synthetic[0], can)
+    ext = greedy_extraction(obs.model, can) if s.audit.extraction else None
+    return LLMReleaseDetail(
+        obs.run, int(verb[inc].sum()), int(verb[~inc].sum()),
+        None if ext is None else int(ext[inc].sum()),
+        None if ext is None else int(ext[~inc].sum()),
+        float(loss[inc].mean()) if inc.any() else float("nan"),
+        float(loss[~inc].mean()) if (~inc).any() else float("nan"),
+    )  # fmt: skip
+
+
+def _kind_entries(system, s: LLMFineTuningSettings, can, i, obs: AuditedLM, t, summary):
+    """One kind's entries (one per score) read from ``obs``, the model of the ``t``-th
+    threat model, after a run that held its canaries (and, when joint, the other kinds':
+    ordinary training data for this kind's game)."""
     c, a = s.canaries, s.audit
     r, kind, inc = c.repetitions, can.kind, can.included
-    loss = secret_losses(run.model, can)
-    ref = secret_losses(run.reference, can)
+    tm = LLM_THREAT_MODELS.get(obs.threat_model)
+    loss = secret_losses(obs.model, can)
+    ref = secret_losses(obs.reference, can)
     scores = canary_scores(loss, ref, can.texts(), c.secret_length)
-    summary = _summary(system, s, lm, texts, can, run, sampled, loss, kinds)
+    release = _release_detail(s, can, obs, loss)
     claims = (system.claim(delta=a.delta),)
     if r > 1:  # the game's unit is the canary: r examples
         claims = (system.group_claim(r, delta=a.delta), *claims)
     entries = []
     for j, score in enumerate(LLM_SCORES):
+        key = (4, i, j) if t == 0 else (4, i, j, t)  # the first threat model: seeds as before
         b = one_run_bounds(scores[score], inc, delta=a.delta, confidence_level=a.confidence_level,
-                           selection=a.selection, rng=child_seed(s.seed, 4, i, j))  # fmt: skip
+                           selection=a.selection, rng=child_seed(s.seed, *key))  # fmt: skip
         metrics = membership_metrics(scores[score], inc)
         lower = LowerBound(
             "one-run games with canary sequences: max of Steinke et al. 2023 and f-DP "
@@ -258,28 +325,39 @@ def _kind_entries(system, s: LLMFineTuningSettings, lm, texts, can, i, run, samp
         times = f" x{r}" if r > 1 else ""
         entries.append(AuditEntry(
             f"{system.name} ({system.variant.name})",
-            f"{can.count} {kind} canaries{times}, {score}",
+            f"{can.count} {kind} canaries{times}, {score}{tm.label}",
             lower, claims, selections=(b.steinke.selection, b.max_selection),
-            detail=LLMDetail(kind, score, b, metrics, summary),
+            detail=LLMDetail(kind, score, b, metrics, summary, tm.name, release),
         ))  # fmt: skip
-    return entries, summary
+    return entries
 
 
 def _audit_runs(system, s: LLMFineTuningSettings, lm, texts, corpus):
-    """Every kind's entries and run summaries: one joint run (seeded as the first kind's run
-    would be alone), or one run per kind."""
+    """Every kind's entries, run summaries and releases' timings: one joint run (seeded as
+    the first kind's run would be alone), or one run per kind; per run every threat model's
+    release (seeds of its own, independent of the inclusions)."""
     cans = _draw(s, lm, corpus)
     groups = [list(range(len(cans)))] if s.canaries.joint else [[i] for i in range(len(cans))]
-    entries, runs = [], []
+    entries, runs, timings = [], [], {}
     for group in groups:
         rng = child_seed(s.seed, 3, group[0])
         run, sampled = _train(system, s, texts, [cans[i] for i in group], rng)
         kinds = [cans[i].kind for i in group]
+        observed = [
+            LLM_THREAT_MODELS.get(name).observe(run, system.cell, s.synthetic.options(),
+                                                child_seed(s.seed, 6, group[0], t))
+            for t, name in enumerate(s.audit.threat_models)
+        ]  # fmt: skip
+        for obs in observed:
+            if obs.run is not None:
+                seconds = obs.run.sampling_seconds + obs.run.auxiliary_seconds
+                timings[f"{obs.threat_model}[{'+'.join(kinds)}]"] = seconds
         for i, smp in zip(group, sampled, strict=True):
-            e, summary = _kind_entries(system, s, lm, texts, cans[i], i, run, smp, kinds)
-            entries.extend(e)
+            summary = _summary(system, s, lm, texts, cans[i], run, smp, kinds)
+            for t, obs in enumerate(observed):
+                entries.extend(_kind_entries(system, s, cans[i], i, obs, t, summary))
             runs.append(summary)
-    return entries, runs
+    return entries, runs, timings
 
 
 def audit_llm_fine_tuning(
@@ -302,7 +380,7 @@ def audit_llm_fine_tuning(
 
     Returns:
         :class:`~dpaudit.AuditResult` (workflow ``"llm-fine-tuning"``): one entry per
-        (canary kind, score).
+        (canary kind, threat model, score).
     """
     s = settings if settings is not None else LLMFineTuningSettings()
     if not isinstance(s, LLMFineTuningSettings):
@@ -327,10 +405,9 @@ def audit_llm_fine_tuning(
         )
     corpus = encode_texts(lm, texts, min(s.data.length, lm.context))[0]
     t1 = time.perf_counter()
-    entries, runs = _audit_runs(system, s, lm, texts, corpus)
+    entries, runs, released = _audit_runs(system, s, lm, texts, corpus)
     timings = {"setup": t1 - t0, "runs": time.perf_counter() - t1}
-    for r in runs:
-        timings[f"training[{'+'.join(r.kinds_trained)}]"] = r.seconds
+    timings |= {f"training[{'+'.join(r.kinds_trained)}]": r.seconds for r in runs} | released
     return AuditResult(
         WORKFLOW, tuple(entries), s, s.seed, timings,
         package_versions("torch", "transformers", "peft", "opacus", "dp-accounting"),

@@ -16,8 +16,13 @@ Sections:
   inclusions shared) and ``repetitions`` r: an inserted canary is r examples (each
   Poisson-sampled on its own), so its bounds are tested against the claim for a group of r
   (:meth:`dpaudit.systems.DPFineTuning.group_claim`);
-* ``[audit]`` — δ, confidence, how the one-run bounds pay for the number of guesses, and
-  whether to try greedy extraction;
+* ``[audit]`` — δ, confidence, how the one-run bounds pay for the number of guesses,
+  whether to try greedy extraction, and the ``threat_models``
+  (:data:`dpaudit.attacks.LLM_THREAT_MODELS`): what is released and read — ``model`` (the
+  fine-tuned model, the default) and/or ``synthetic-text`` (only text sampled from it);
+* ``[synthetic]`` — the ``synthetic-text`` release (Mitchell et al. 2026, arXiv:2606.10481):
+  how many sequences are sampled from the fine-tuned model, of what length, at what
+  temperature, and how the auxiliary model is fine-tuned on them (non-privately);
 * ``name``, ``seed`` and ``system`` (the registered system, ``dp-fine-tuning``) at the top.
 
 The system's cell is derived from these (:meth:`LLMFineTuningSettings.cell`): its
@@ -45,7 +50,7 @@ from dpaudit._validate import (
     check_positive,
     check_positive_int,
 )
-from dpaudit.attacks import LLM_CANARY_KINDS
+from dpaudit.attacks import LLM_CANARY_KINDS, LLM_THREAT_MODELS, SyntheticTextOptions
 from dpaudit.bounds import SELECTION_NAMES
 from dpaudit.systems import FINE_TUNING_VARIANTS, SYSTEMS, FineTuningCell
 from dpaudit.systems.llm import CLIPPING, OPTIMIZERS, TRAINABLE
@@ -58,6 +63,7 @@ __all__ = [
     "LLMDataSettings",
     "LLMFineTuningSettings",
     "LLMModelSettings",
+    "LLMSyntheticSettings",
     "LLMTrainingSettings",
 ]
 
@@ -196,6 +202,9 @@ class LLMAuditSettings:
     confidence_level: float = option(0.95, help="confidence 1 − β of each bound")
     selection: str = option("split", help=f"guess-count choice: {' | '.join(SELECTION_NAMES)}")
     extraction: bool = option(True, help="try greedy extraction of every secret")
+    threat_models: tuple[str, ...] = option(
+        ("model",), help=f"what is released: {', '.join(LLM_THREAT_MODELS.names())}"
+    )
 
     def __post_init__(self) -> None:
         check_delta(self.delta, allow_zero=False)
@@ -203,6 +212,52 @@ class LLMAuditSettings:
         check_choice("selection", self.selection, SELECTION_NAMES)
         if not isinstance(self.extraction, bool):
             raise TypeError(f"extraction must be a bool, got {self.extraction!r}")
+        if not self.threat_models:
+            raise ValueError("threat_models must name at least one threat model")
+        for t in self.threat_models:
+            LLM_THREAT_MODELS.get(t)
+        if len(set(self.threat_models)) != len(self.threat_models):
+            raise ValueError(f"threat_models must be distinct, got {self.threat_models}")
+
+
+@dataclasses.dataclass(frozen=True)
+class LLMSyntheticSettings:
+    """The synthetic-text release: sampling from the fine-tuned model and the auxiliary
+    model fine-tuned (non-privately) on the samples (Mitchell et al. 2026,
+    arXiv:2606.10481; :class:`dpaudit.attacks.SyntheticTextOptions`)."""
+
+    samples: int = option(500, help="synthetic sequences N", flag="--synthetic-samples")
+    sample_length: int = option(16, help="tokens per synthetic sequence (BOS included)",
+                                flag="--synthetic-length")  # fmt: skip
+    sample_temperature: float = option(1.0, help="sampling temperature",
+                                       flag="--synthetic-temperature")  # fmt: skip
+    auxiliary_steps: int = option(100, help="auxiliary model: steps")
+    auxiliary_batch_size: int = option(50, help="auxiliary model: expected batch (≤ N)")
+    auxiliary_learning_rate: float = option(0.01, help="auxiliary model: learning rate")
+    auxiliary_optimizer: str = option("adam", help=f"auxiliary: {' | '.join(OPTIMIZERS)}")
+
+    def __post_init__(self) -> None:
+        # named as the settings name them; the rest checked by SyntheticTextOptions
+        check_positive_int("samples", self.samples)
+        if check_positive_int("sample_length", self.sample_length) < 2:
+            raise ValueError(f"sample_length must be at least 2 tokens, got {self.sample_length}")
+        check_positive("sample_temperature", self.sample_temperature)
+        check_positive_int("auxiliary_steps", self.auxiliary_steps)
+        if check_positive_int("auxiliary_batch_size", self.auxiliary_batch_size) > self.samples:
+            raise ValueError(f"auxiliary_batch_size={self.auxiliary_batch_size} exceeds "
+                             f"samples={self.samples} (q = B/N ≤ 1)")  # fmt: skip
+        check_positive("auxiliary_learning_rate", self.auxiliary_learning_rate)
+        check_choice("auxiliary_optimizer", self.auxiliary_optimizer, OPTIMIZERS)
+        self.options()
+
+    def options(self) -> SyntheticTextOptions:
+        """The release's options."""
+        return SyntheticTextOptions(
+            samples=self.samples, length=self.sample_length,
+            temperature=self.sample_temperature, steps=self.auxiliary_steps,
+            batch_size=self.auxiliary_batch_size, learning_rate=self.auxiliary_learning_rate,
+            optimizer=self.auxiliary_optimizer,
+        )  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -217,6 +272,7 @@ class LLMFineTuningSettings:
     training: LLMTrainingSettings = option(default_factory=LLMTrainingSettings)
     canaries: LLMCanarySettings = option(default_factory=LLMCanarySettings)
     audit: LLMAuditSettings = option(default_factory=LLMAuditSettings)
+    synthetic: LLMSyntheticSettings = option(default_factory=LLMSyntheticSettings)
 
     def __post_init__(self) -> None:
         if _SYSTEM_TAG not in SYSTEMS.tags(self.system):
@@ -232,6 +288,11 @@ class LLMFineTuningSettings:
             )
         if self.data.length > ctx:
             raise ValueError(f"data.length={self.data.length} exceeds the context of {ctx}")
+        if self.synthetic.sample_length > ctx:
+            raise ValueError(
+                f"synthetic.sample_length={self.synthetic.sample_length} exceeds the context "
+                f"of {ctx}"
+            )
         self.cell()  # a batch larger than the slots fails here
 
     @property
