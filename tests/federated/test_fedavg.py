@@ -190,6 +190,13 @@ def test_training_refuses_bad_input_before_any_round():
     for name, call in bad:
         with pytest.raises((ValueError, TypeError), match=name):
             call()
+    nan, inf = good.directions.copy(), good.directions.copy()
+    nan[0, 1], inf[1, 0] = np.nan, np.inf
+    for broken in (nan, inf):  # one pass over the rows still names what failed
+        with pytest.raises(ValueError, match="canaries must be finite"):
+            fl.train(data, broken, rng=0)
+    with pytest.raises(ValueError, match="canaries must be unit vectors"):
+        fl.train(data, 2 * good.directions, rng=0)
     with pytest.raises(TypeError, match="settings"):
         DPFedAvg({"rounds": 2})
 
