@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
+import pathlib
 
 import numpy as np
 import pytest
@@ -261,3 +263,29 @@ def test_the_threat_model_is_a_setting_and_a_command_line_option():
 
     cfg = load_config("llm-tiny-gpt-synthetic", LLMFineTuningSettings)
     assert cfg.audit.threat_models == BOTH and cfg.synthetic.samples == 500
+
+
+def _compact():
+    import importlib.util
+
+    path = pathlib.Path(__file__).resolve().parents[2] / "docs/results/llm-synthetic-text"
+    spec = importlib.util.spec_from_file_location("llm_synthetic_compact", path / "compact.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module, json.loads((path / "tiny-gpt.json").read_text())
+
+
+def test_docs_table_is_the_record():
+    """The page's table of the measured runs is exactly what ``compact.py`` makes of the
+    stored record; every run is the shipped config's, and the model's own entries do not
+    depend on the synthetic release asked for beside them (the same seeds)."""
+    module, records = _compact()
+    assert all(r["settings"]["name"] == "llm-tiny-gpt-synthetic" for r in records.values())
+    for variant in ("honest", "noise-tenth"):
+        runs = [r for k, r in records.items() if k.startswith(variant + "-")]
+        model = [[e for e in r["entries"] if e["threat_model"] == "model"] for r in runs]
+        assert len(runs) == 3 and all(m == model[0] for m in model)
+    root = pathlib.Path(__file__).resolve().parents[2]
+    page = (root / "docs/workflows/llm-fine-tuning.md").read_text(encoding="utf-8")
+    assert module.table(records) in page
+    assert module.bonferroni_sentence(records) in " ".join(page.split())
