@@ -6,6 +6,7 @@ Kulynych 2026, "Tight auditing of differential privacy in MST and AIM", arXiv:26
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -112,3 +113,36 @@ def test_the_authors_mu_emp_is_the_swapped_trade_off_curve():
 
     point = norm.ppf(1 - 949 / 2000) - norm.ppf(743 / 2000)  # μ at the test point itself
     assert right < round(point, 3) == 0.392 < swapped
+
+
+def test_docs_one_way_aim_row_comes_from_the_recorded_run():
+    """The page's ``dpmm-aim-one-way`` row and its √(mean shift) figure state what
+    ``docs/results/synthetic-data/dpmm-aim-one-way-eps1.json`` holds."""
+    page = " ".join((ROOT / "docs" / "workflows" / "synthetic-data.md").read_text().split())
+    d = json.loads((RESULTS / "dpmm-aim-one-way-eps1.json").read_text())
+    s = d["settings"]
+    assert s["generators"] == ["dpmm-aim-one-way"] and s["dataset"] == "unique-record"
+    (e,) = d["entries"]
+    x = e["detail"]
+    lo, hi = x["mu_estimate_interval"]["low"], x["mu_estimate_interval"]["high"]
+    row = (f"| dpmm-aim-one-way | {x['epsilon']:g} | {x['threat_model']} ({x['dataset']}, "
+           f"{x['columns']} × {x['rows']}) | {s['runs']:,} ({s['pilot_runs']}) | "
+           f"{e['lower_bound']['epsilon']:.3f} | "
+           f"{'yes' if e['gap']['refutes_claim'] else 'no'} | {x['mu_lower']:.3f} | "
+           f"{x['mu_estimate']:.3f} ± {(hi - lo) / 2:.3f} | {x['implied_mu']:.3f} | "
+           f"{x['mu_ratio']:.2f} | {x['seconds_per_run']:.2f} |")  # fmt: skip
+    assert row in page, row
+    llr = x["llr_mu_interval"]
+    fig = (f"√(mean shift) {x['llr_mu_estimate']:.3f} ({llr['low']:.3f}–{llr['high']:.3f}, "
+           f"{x['llr_mu_estimate'] / x['implied_mu']:.2f}×)")  # fmt: skip
+    assert fig in page, fig
+
+
+def test_a_cell_cannot_override_what_the_entry_fixes():
+    """The workflow's default config sets AIM's ``rounds = 8``; on ``dpmm-aim-one-way``, whose
+    entry fixes 3 rounds, that is refused naming the option, while the same value passes."""
+    with pytest.raises(ValueError, match=r"options sets rounds=8, but dpmm-aim-one-way fixes "
+                                         r"rounds=3"):  # fmt: skip
+        GeneratorCell("dpmm-aim-one-way", 1.0, 1e-2, options=(("rounds", 8),))
+    GeneratorCell("dpmm-aim-one-way", 1.0, 1e-2, options=(("rounds", 3),))
+    GeneratorCell("dpmm-aim", 1.0, 1e-2, options=(("rounds", 8),))

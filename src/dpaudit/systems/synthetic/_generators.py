@@ -189,7 +189,8 @@ class GeneratorCell:
         epsilon: ε of the claim the library is configured with.
         delta: δ of the claim.
         options: the library's own settings beside the spec's (e.g. ``(("rounds", 8),)``
-            for AIM), a tuple of ``(name, value)`` pairs.
+            for AIM), a tuple of ``(name, value)`` pairs; one the spec fixes to another
+            value is refused.
     """
 
     generator: str
@@ -198,10 +199,15 @@ class GeneratorCell:
     options: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
-        GENERATORS.get(self.generator)
+        spec = GENERATORS.get(self.generator)
         check_positive("epsilon", self.epsilon)
         check_delta(self.delta, allow_zero=False)
         object.__setattr__(self, "options", tuple((str(k), v) for k, v in self.options))
+        fixed = dict(spec.options)
+        for k, v in self.options:
+            if k in fixed and fixed[k] != v:
+                raise ValueError(f"options sets {k}={v!r}, but {self.generator} fixes "
+                                 f"{k}={fixed[k]!r} (its registry entry)")  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
