@@ -108,6 +108,24 @@ def bonferroni_sentence(records: dict) -> str:
             f"{_fmt(es['loss']['claim'])}")  # fmt: skip
 
 
+def smollm2_sentence(records: dict) -> str:
+    """The page's sentence on SmolLM2 without DP (record ``smollm2-non-private``)."""
+    rec = records["smollm2-non-private"]
+
+    def bounds(tm: str) -> tuple[str, dict]:
+        es = {e["score"]: e for e in rec["entries"]
+              if e["kind"] == "new-token" and e["threat_model"] == tm}  # fmt: skip
+        text = " / ".join(_fmt(es[s]["lower_bound"]) for s in ("loss", "loss-ratio", "zlib"))
+        return text, es["loss"]
+
+    model, m = bounds("model")
+    synth, e = bounds("synthetic-text")
+    rate = e["release"]["release"]["new_token_rate"]
+    return (f"the new-token bounds are {model} through the model (AUC {m['metrics']['auc']:.3f}) "
+            f"and {synth} through the synthetic text (AUC {e['metrics']['auc']:.3f}); new "
+            f"entries are {rate:.4f} of the sampled tokens")  # fmt: skip
+
+
 if __name__ == "__main__":
     out = {}
     for arg in sys.argv[2:]:
@@ -115,6 +133,9 @@ if __name__ == "__main__":
         run_dir, _, time_file = rest.partition(":")
         out[label] = compact(run_dir, time_file or None)
     Path(sys.argv[1]).write_text(json.dumps(out, indent=1, sort_keys=False) + "\n")
-    print(table(out))
+    if any(k.startswith(("honest-", "noise-tenth-")) for k in out):
+        print(table(out))
     if "bonferroni-noise-tenth-8000" in out:
         print(bonferroni_sentence(out))
+    if "smollm2-non-private" in out:
+        print(smollm2_sentence(out))
