@@ -181,6 +181,7 @@ def test_non_private_fine_tuning_is_detected_through_the_synthetic_text():
     assert rel.mean_loss_members < rel.mean_loss_non_members - 1.0
     assert rel.release.samples == 300 and rel.release.new_token_rate > 0.01
     assert "synthetic-text[new-token]" in r.timings
+    assert "synthetic-text: only synthetic text sampled from it is released" in r.note
 
 
 def test_an_honest_dp_run_is_not_refuted_through_the_synthetic_text():

@@ -411,11 +411,17 @@ def audit_llm_fine_tuning(
     return AuditResult(
         WORKFLOW, tuple(entries), s, s.seed, timings,
         package_versions("torch", "transformers", "peft", "opacus", "dp-accounting"),
-        detail=tuple(runs),
-        note=("One fine-tuning run for every canary kind (each kind's own game). " if
-              s.canaries.joint else "One fine-tuning run per canary kind. ")
-        + "Each lower bound is valid at its confidence "
-        "on its own (the canaries' inclusion is randomised); the largest over the entries is "
-        "not (Bonferroni over the entries would pay for it). TPR at low FPR and AUC are "
-        "descriptive.",
+        detail=tuple(runs), note=_note(s),
     )  # fmt: skip
+
+
+def _note(s: LLMFineTuningSettings) -> str:
+    runs = ("One fine-tuning run for every canary kind (each kind's own game). " if
+            s.canaries.joint else "One fine-tuning run per canary kind. ")  # fmt: skip
+    released = "; ".join(f"{t}: {LLM_THREAT_MODELS.get(t).title}" for t in s.audit.threat_models)
+    return (
+        runs + f"What is released, per entry: {released}. Each lower bound is valid "
+        "at its confidence on its own (the canaries' inclusion is randomised); the largest over "
+        "the entries is not (Bonferroni over the entries would pay for it). TPR at low FPR and "
+        "AUC are descriptive."
+    )
