@@ -19,6 +19,17 @@ canary does, so nothing about the canaries is given to the sampler (prompts draw
 training texts would be a function of the private data). The torch generator is seeded from
 ``rng``; one seed gives the same text for the same batch size and device.
 
+**Key-value cache** (:func:`_decoder`): a model built by the system
+(:func:`~dpaudit.systems.llm.new_token_lm`: ``embed``, a Hugging Face body ``base.base_model``
+and ``head``) is sampled with the body's key-value cache (its ``cache`` argument, called
+``past_key_values`` in older transformers, with ``use_cache=True``: the attention keys and
+values of the earlier positions are kept; Pope et al. 2022, "Efficiently Scaling Transformer
+Inference", arXiv:2211.05102, §2): each step feeds only the newest token, so a sequence of L
+tokens costs L − 1 one-token passes instead of L(L−1)/2 recomputed positions. The logits are
+those of the full forward to float rounding (tested), so the samples follow the same
+distribution. Any other module ``(ids, mask) -> logits``, or a body that returns no cache,
+is sampled by recomputing the whole prefix each step (``cache=False`` asks for that path).
+
 **The auxiliary model** (:func:`train_auxiliary_model`): a fresh copy of the pre-trained
 model — the base weights, the new entries' rows initialised as the system initialises them
 (:func:`dpaudit.systems.llm.new_token_lm`: input rows at the base rows' mean plus small noise,
@@ -200,6 +211,7 @@ def sample_synthetic_text(
     temperature: float = 1.0,
     batch_size: int = 64,
     rng: RngLike = None,
+    cache: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``count`` sequences sampled from ``model`` after BOS (module docstring; Mitchell et al.
     2026, arXiv:2606.10481): ancestral sampling at ``temperature`` over all
@@ -215,12 +227,15 @@ def sample_synthetic_text(
         temperature: τ > 0.
         batch_size: sequences sampled together.
         rng: seed (keyword-only).
+        cache: use the model's key-value cache where it has one (module docstring; the
+            same distribution, the logits equal to float rounding); False recomputes every
+            prefix.
 
     Returns:
         ``(ids (N, length), lengths (N,))``, as :func:`~dpaudit.systems.llm.encode_texts`.
 
     Raises:
-        TypeError: ``lm`` is not a CausalLM.
+        TypeError: ``lm`` is not a CausalLM; ``cache`` not a bool.
         ValueError: an argument out of range (named), or logits over a different vocabulary.
     """
     if not isinstance(lm, CausalLM):
@@ -231,23 +246,60 @@ def sample_synthetic_text(
         raise ValueError(f"length must be in [2, {lm.context}] (the context), got {length}")
     tau = check_positive("temperature", temperature)
     b = check_positive_int("batch_size", batch_size)
+    if not isinstance(cache, bool):
+        raise TypeError(f"cache must be a bool, got {cache!r}")
     torch = require("torch", "torch")
     device = model_device(model)
     seed = int(as_seed_sequence(rng).generate_state(1, dtype=np.uint64)[0] % 2**63)
     gen = torch.Generator(device=device).manual_seed(seed)
+    step = _decoder(model) if cache else None
     out = []
     with torch.no_grad():
         for start in range(0, n, b):
             x = torch.full((min(b, n - start), 1), lm.bos_id, dtype=torch.long, device=device)
+            past = None
             for _ in range(L - 1):
-                logits = model(x, torch.ones_like(x))[:, -1].double()
+                if step is None:
+                    logits = model(x, torch.ones_like(x))[:, -1]
+                else:
+                    logits, past = step(x, past)
                 if logits.shape[-1] != lm.vocab_size:
                     raise ValueError(f"model predicts {logits.shape[-1]} ids, lm has "
                                      f"{lm.vocab_size} (new entries included)")  # fmt: skip
-                probs = torch.softmax(logits / tau, dim=-1)
+                probs = torch.softmax(logits.double() / tau, dim=-1)
                 x = torch.cat([x, torch.multinomial(probs, 1, generator=gen)], dim=1)
             out.append(x.cpu().numpy())
     return np.concatenate(out).astype(np.int64), np.full(n, L, dtype=np.int64)
+
+
+def _decoder(model: Any) -> Callable[[Any, Any], tuple[Any, Any]] | None:
+    """``step(x, past) -> (last logits, cache)`` of a :func:`~dpaudit.systems.llm.new_token_lm`
+    module through its body's key-value cache (module docstring; Pope et al. 2022,
+    arXiv:2211.05102): the newest token of the prefix ``x`` (b, t) fed with the cache
+    ``past`` of the earlier ones, or the whole prefix when there is none (the first step, or
+    a body that returns no cache). None for a module without ``embed``, ``head`` and a
+    Hugging Face body that takes ``inputs_embeds``, ``use_cache`` and ``cache`` (or
+    ``past_key_values``)."""
+    import inspect
+
+    embed, head = getattr(model, "embed", None), getattr(model, "head", None)
+    body = getattr(getattr(model, "base", None), "base_model", None)
+    if not (callable(embed) and callable(head) and callable(body)):
+        return None
+    params = inspect.signature(body.forward).parameters
+    # the cache argument is ``cache`` in recent transformers, ``past_key_values`` in older ones
+    name = next((k for k in ("cache", "past_key_values") if k in params), None)
+    if name is None or not {"inputs_embeds", "use_cache"} <= params.keys():
+        return None
+
+    def step(x: Any, past: Any) -> tuple[Any, Any]:
+        feed = x if past is None else x[:, -1:]
+        out = body(inputs_embeds=embed(feed), use_cache=True, **{name: past})
+        kept = getattr(out, "cache", None)
+        kept = getattr(out, "past_key_values", None) if kept is None else kept
+        return head(out.last_hidden_state[:, -1]), kept
+
+    return step
 
 
 def train_auxiliary_model(

@@ -303,16 +303,23 @@ def _new_token_module() -> type:
                 p.requires_grad_(new_tokens > 0)
 
         def forward(self, input_ids: Any, attention_mask: Any = None) -> Any:
+            out = self.base.base_model(inputs_embeds=self.embed(input_ids),
+                                       attention_mask=attention_mask)  # fmt: skip
+            return self.head(out.last_hidden_state)
+
+        def embed(self, input_ids: Any) -> Any:
+            """The input embeddings of ``input_ids`` (new entries from ``new_in``)."""
             emb = self.base.get_input_embeddings()
-            if self.new_tokens:
-                is_new = input_ids >= self.base_vocab
-                e = emb(torch.where(is_new, 0, input_ids))
-                e_new = self.new_in(torch.where(is_new, input_ids - self.base_vocab, 0))
-                e = torch.where(is_new.unsqueeze(-1), e_new, e)
-            else:
-                e = emb(input_ids)
-            out = self.base.base_model(inputs_embeds=e, attention_mask=attention_mask)
-            h = out.last_hidden_state
+            if not self.new_tokens:
+                return emb(input_ids)
+            is_new = input_ids >= self.base_vocab
+            e = emb(torch.where(is_new, 0, input_ids))
+            e_new = self.new_in(torch.where(is_new, input_ids - self.base_vocab, 0))
+            return torch.where(is_new.unsqueeze(-1), e_new, e)
+
+        def head(self, h: Any) -> Any:
+            """The logits over all ids of the body's hidden states ``h`` (the base head's,
+            then ``new_out``'s for the new entries)."""
             logits = self.base.get_output_embeddings()(h)
             if self.new_tokens:
                 logits = torch.cat([logits, self.new_out(h)], dim=-1)
