@@ -172,6 +172,8 @@ SUMMARY = [
      ("dpmm-worst-case-eps1.json", "white-box")),
     ("dpmm-mst", 10, None, ("dpmm-black-box-eps10.json", "black-box"),
      ("dpmm-worst-case-eps10.json", "white-box")),
+    ("dpmm-aim-one-way", 1, None, None,
+     ("dpmm-aim-one-way-eps1.json", "white-box-measurements")),
     ("datasynthesizer-privbayes", 1, None, ("privbayes-tree-flip-eps1.json", "black-box"),
      ("privbayes-tree-flip-eps1.json", "white-box-laplace")),
     ("datasynthesizer-privbayes", 10, None, ("privbayes-tree-flip-eps10.json", "black-box"),
