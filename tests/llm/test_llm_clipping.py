@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
+from tiny_llm import TEXTS, tiny_lm
 
 from dpaudit.systems.llm import (
     CLIPPING,
@@ -20,7 +21,6 @@ from dpaudit.systems.llm import (
     new_token_lm,
     resolve_fine_tuning_device,
     sequence_losses,
-    tiny_gpt,
     with_new_tokens,
 )
 
@@ -30,22 +30,12 @@ pytest.importorskip("peft")
 pytest.importorskip("opacus")
 pytest.importorskip("dp_accounting")
 
-TEXTS = [
-    "a quiet film about a loud family",
-    "the plot wanders but the actors hold it together",
-    "funny, sharp and far too short",
-    "a dull remake of a dull original",
-    "the music is the best thing in it",
-    "every scene feels like a rehearsal",
-] * 10
 SIGMA, SEED, B = 0.05, 3, 4
 
 
 @functools.lru_cache(maxsize=1)
 def _lm():
-    lm = tiny_gpt(TEXTS, vocab_size=300, layers=1, hidden=16, heads=2, context=16,
-                  pretrain_steps=5, batch_size=8, rng=0)  # fmt: skip
-    return with_new_tokens(lm, 4)
+    return with_new_tokens(tiny_lm(), 4)
 
 
 def _batch():

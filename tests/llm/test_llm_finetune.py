@@ -5,7 +5,6 @@ training."""
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 import numpy as np
 import pytest
@@ -16,9 +15,10 @@ pytest.importorskip("peft")
 pytest.importorskip("opacus")
 pytest.importorskip("dp_accounting")
 
+from tiny_llm import TEXTS, tiny_lm
+
 from dpaudit.systems import SYSTEMS
 from dpaudit.systems.llm import (
-    CausalLM,
     DPFineTuning,
     FineTuningCell,
     calibrate_noise_multiplier,
@@ -31,20 +31,7 @@ from dpaudit.systems.llm import (
     with_new_tokens,
 )
 
-TEXTS = [
-    "a quiet film about a loud family",
-    "the plot wanders but the actors hold it together",
-    "funny, sharp and far too short",
-    "a dull remake of a dull original",
-    "the music is the best thing in it",
-    "every scene feels like a rehearsal",
-] * 10
-
-
-@functools.lru_cache(maxsize=1)
-def _lm() -> CausalLM:
-    return tiny_gpt(TEXTS, vocab_size=300, layers=1, hidden=16, heads=2, context=16,
-                    pretrain_steps=5, batch_size=8, rng=0)  # fmt: skip
+_lm = tiny_lm
 
 
 def _cell(**kw) -> FineTuningCell:

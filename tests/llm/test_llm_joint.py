@@ -20,6 +20,8 @@ pytest.importorskip("peft")
 pytest.importorskip("opacus")
 pytest.importorskip("dp_accounting")
 
+from tiny_llm import TEXTS, tiny_lm
+
 from dpaudit.experiments.llm_fine_tuning import (
     LLMAuditSettings,
     LLMCanarySettings,
@@ -28,24 +30,13 @@ from dpaudit.experiments.llm_fine_tuning import (
     LLMTrainingSettings,
     audit_llm_fine_tuning,
 )
-from dpaudit.systems.llm import encode_texts, tiny_gpt
+from dpaudit.systems.llm import encode_texts
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-TEXTS = [
-    "a quiet film about a loud family",
-    "the plot wanders but the actors hold it together",
-    "funny, sharp and far too short",
-    "a dull remake of a dull original",
-    "the music is the best thing in it",
-    "every scene feels like a rehearsal",
-] * 10
 KINDS = ("random-token", "new-token")
 
 
-@functools.lru_cache(maxsize=1)
-def _lm():
-    return tiny_gpt(TEXTS, vocab_size=300, layers=1, hidden=16, heads=2, context=16,
-                    pretrain_steps=5, batch_size=8, rng=0)  # fmt: skip
+_lm = tiny_lm
 
 
 def _settings(*, joint=True, kinds=KINDS, seed=0, variant="correct", count=60, steps=8,

@@ -22,6 +22,8 @@ pytest.importorskip("peft")
 pytest.importorskip("opacus")
 pytest.importorskip("dp_accounting")
 
+from tiny_llm import TEXTS, tiny_lm
+
 from dpaudit._settings import apply_overrides, fields
 from dpaudit.attacks import (
     LLM_THREAT_MODELS,
@@ -45,26 +47,14 @@ from dpaudit.systems.llm import (
     FineTuningCell,
     encode_texts,
     new_token_lm,
-    tiny_gpt,
     with_new_tokens,
 )
 from dpaudit.systems.llm._finetune import NEW_TOKEN_LOGIT_BIAS
 
-TEXTS = [
-    "a quiet film about a loud family",
-    "the plot wanders but the actors hold it together",
-    "funny, sharp and far too short",
-    "a dull remake of a dull original",
-    "the music is the best thing in it",
-    "every scene feels like a rehearsal",
-] * 10
 BOTH = ("model", "synthetic-text")
 
 
-@functools.lru_cache(maxsize=1)
-def _lm():
-    return tiny_gpt(TEXTS, vocab_size=300, layers=1, hidden=16, heads=2, context=16,
-                    pretrain_steps=5, batch_size=8, rng=0)  # fmt: skip
+_lm = tiny_lm
 
 
 def _settings(*, private=True, threat_models=BOTH, seed=0) -> LLMFineTuningSettings:
