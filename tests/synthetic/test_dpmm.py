@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from page_rows import mean_shift_figure, white_box_row
 
 from dpaudit.attacks._synthetic import WORST_CASE_DATASETS, measurement_llr
 from dpaudit.systems import SYSTEMS
@@ -124,17 +125,9 @@ def test_docs_one_way_aim_row_comes_from_the_recorded_run():
     assert s["generators"] == ["dpmm-aim-one-way"] and s["dataset"] == "unique-record"
     (e,) = d["entries"]
     x = e["detail"]
-    lo, hi = x["mu_estimate_interval"]["low"], x["mu_estimate_interval"]["high"]
-    row = (f"| dpmm-aim-one-way | {x['epsilon']:g} | {x['threat_model']} ({x['dataset']}, "
-           f"{x['columns']} × {x['rows']}) | {s['runs']:,} ({s['pilot_runs']}) | "
-           f"{e['lower_bound']['epsilon']:.3f} | "
-           f"{'yes' if e['gap']['refutes_claim'] else 'no'} | {x['mu_lower']:.3f} | "
-           f"{x['mu_estimate']:.3f} ± {(hi - lo) / 2:.3f} | {x['implied_mu']:.3f} | "
-           f"{x['mu_ratio']:.2f} | {x['seconds_per_run']:.2f} |")  # fmt: skip
+    row = white_box_row("dpmm-aim-one-way", e, s, f"{x['dataset']}, {x['columns']} × {x['rows']}")
     assert row in page, row
-    llr = x["llr_mu_interval"]
-    fig = (f"√(mean shift) {x['llr_mu_estimate']:.3f} ({llr['low']:.3f}–{llr['high']:.3f}, "
-           f"{x['llr_mu_estimate'] / x['implied_mu']:.2f}×)")  # fmt: skip
+    fig = mean_shift_figure(x)
     assert fig in page, fig
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from page_rows import mean_shift_figure, white_box_row
 
 from dpaudit.attacks._synthetic import WORST_CASE_DATASETS
 from dpaudit.errors import MissingDependencyError
@@ -238,15 +239,7 @@ def test_docs_mst_rows_come_from_the_recorded_run(recorded, generator):
     s = d["settings"]
     assert s["generators"] == [generator] and s["dataset"] == "tree-flip"
     for e in d["entries"]:
-        x = e["detail"]
-        lo, hi = x["mu_estimate_interval"]["low"], x["mu_estimate_interval"]["high"]
-        row = (f"| {generator} | {x['epsilon']:g} | {x['threat_model']} ({x['dataset']}) | "
-               f"{s['runs']:,} ({s['pilot_runs']}) | {e['lower_bound']['epsilon']:.3f} | "
-               f"{'yes' if e['gap']['refutes_claim'] else 'no'} | {x['mu_lower']:.3f} | "
-               f"{x['mu_estimate']:.3f} ± {(hi - lo) / 2:.3f} | {x['implied_mu']:.3f} | "
-               f"{x['mu_ratio']:.2f} | {x['seconds_per_run']:.2f} |")  # fmt: skip
+        row = white_box_row(generator, e, s, e["detail"]["dataset"])
         assert row in page, row
-        llr = x["llr_mu_interval"]
-        fig = (f"√(mean shift) {x['llr_mu_estimate']:.3f} ({llr['low']:.3f}–{llr['high']:.3f}, "
-               f"{x['llr_mu_estimate'] / x['implied_mu']:.2f}×)")  # fmt: skip
+        fig = mean_shift_figure(e["detail"])
         assert fig in page, fig
