@@ -143,6 +143,7 @@ def _black_box_row(e: dict, s: dict) -> str:
      ("aim-adult-black-box-eps10.json", "adult-categorical", "smartnoise-aim"),
      ("dpmm-black-box-eps1.json", "unique-record", "dpmm-mst"),
      ("dpmm-black-box-eps10.json", "unique-record", "dpmm-mst"),
+     ("dpmm-adult-black-box-eps10.json", "adult-categorical", "dpmm-mst"),
      ("privbayes-adult-black-box-eps1.json", "adult-categorical", "datasynthesizer-privbayes"),
      ("privbayes-adult-black-box-eps10.json", "adult-categorical", "datasynthesizer-privbayes")],
 )  # fmt: skip
@@ -172,7 +173,7 @@ SUMMARY = [
      ("worst-case-eps10.json", "white-box")),
     ("dpmm-mst", 1, None, ("dpmm-black-box-eps1.json", "black-box"),
      ("dpmm-worst-case-eps1.json", "white-box")),
-    ("dpmm-mst", 10, None, ("dpmm-black-box-eps10.json", "black-box"),
+    ("dpmm-mst", 10, "dpmm-adult-black-box-eps10.json", ("dpmm-black-box-eps10.json", "black-box"),
      ("dpmm-worst-case-eps10.json", "white-box")),
     ("dpmm-aim-one-way", 1, None, None,
      ("dpmm-aim-one-way-eps1.json", "white-box-measurements")),
