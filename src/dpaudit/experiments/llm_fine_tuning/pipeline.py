@@ -255,9 +255,10 @@ def _train(system, s: LLMFineTuningSettings, texts, cans, rng):
     return run, [sampled[a:b] for a, b in itertools.pairwise(bounds)]
 
 
-def _summary(system, s, lm, texts, can, run, sampled, kinds) -> LLMRunSummary:
+def _summary(system, s, lm, texts, can, run, sampled, kinds, loss) -> LLMRunSummary:
+    """The run's summary for one kind; ``loss``: its canaries' secret losses under the run's
+    model (computed once, shared with the ``model`` threat model's entries)."""
     inc, r = can.included, s.canaries.repetitions
-    loss = secret_losses(run.model, can)
     extracted = greedy_extraction(run.model, can) if s.audit.extraction else None
     return LLMRunSummary(
         can.kind, lm.name, len(texts), can.count, int(inc.sum()), can.lm.new_tokens,
@@ -295,14 +296,16 @@ def _release_detail(s, can, obs: AuditedLM, loss) -> LLMReleaseDetail | None:
     )  # fmt: skip
 
 
-def _kind_entries(system, s: LLMFineTuningSettings, can, i, obs: AuditedLM, t, summary):
+def _kind_entries(system, s: LLMFineTuningSettings, can, i, obs: AuditedLM, t, summary, run,
+                  run_loss):  # fmt: skip
     """One kind's entries (one per score) read from ``obs``, the model of the ``t``-th
     threat model, after a run that held its canaries (and, when joint, the other kinds':
-    ordinary training data for this kind's game)."""
+    ordinary training data for this kind's game); ``run_loss``: the secret losses under the
+    run's own model, reused when ``obs`` reads that model."""
     c, a = s.canaries, s.audit
     r, kind, inc = c.repetitions, can.kind, can.included
     tm = LLM_THREAT_MODELS.get(obs.threat_model)
-    loss = secret_losses(obs.model, can)
+    loss = run_loss if obs.model is run.model else secret_losses(obs.model, can)
     ref = secret_losses(obs.reference, can)
     scores = canary_scores(loss, ref, can.texts(), c.secret_length)
     release = _release_detail(s, can, obs, loss)
@@ -353,9 +356,10 @@ def _audit_runs(system, s: LLMFineTuningSettings, lm, texts, corpus):
                 seconds = obs.run.sampling_seconds + obs.run.auxiliary_seconds
                 timings[f"{obs.threat_model}[{'+'.join(kinds)}]"] = seconds
         for i, smp in zip(group, sampled, strict=True):
-            summary = _summary(system, s, lm, texts, cans[i], run, smp, kinds)
+            loss = secret_losses(run.model, cans[i])
+            summary = _summary(system, s, lm, texts, cans[i], run, smp, kinds, loss)
             for t, obs in enumerate(observed):
-                entries.extend(_kind_entries(system, s, cans[i], i, obs, t, summary))
+                entries.extend(_kind_entries(system, s, cans[i], i, obs, t, summary, run, loss))
             runs.append(summary)
     return entries, runs, timings
 
