@@ -14,6 +14,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
+try:
+    import fcntl
+except ImportError:  # not POSIX: no lock, the atomic rename still keeps one copy
+    fcntl = None
+
 from dpaudit.errors import require
 
 __all__ = ["dequantise_gguf"]
@@ -22,18 +27,42 @@ __all__ = ["dequantise_gguf"]
 def dequantise_gguf(gguf: Path, target: Path) -> None:
     """Load ``gguf`` with transformers (dequantised to float32) and save model and tokenizer to
     ``target`` atomically: a temporary directory renamed into place, so a process that loses a
-    race keeps the winner's copy.
+    race keeps the winner's copy. Processes that start at once on a machine without the copy
+    (the workers of a parallel test run, the engine's workers) dequantise it once: the others
+    wait on a lock file beside ``target`` and find the copy made (~15 CPU-s each saved).
+    Nothing is done when ``target`` already holds a copy.
 
     Raises:
         MissingDependencyError: torch, transformers, gguf or accelerate is not installed.
     """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(target.parent / f".{target.name}.lock"):
+        if not (target / "config.json").is_file():
+            _dequantise(gguf, target)
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    """An exclusive advisory lock on ``path`` (``flock``; released when the block ends or the
+    process dies), or nothing where ``fcntl`` does not exist."""
+    if fcntl is None:
+        yield
+        return
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _dequantise(gguf: Path, target: Path) -> None:
     torch = require("torch", "torch")
     tf = require("transformers", "llm")
     require("gguf", "llm")
     require("accelerate", "llm")
     tf.utils.logging.set_verbosity_error()
     tf.utils.logging.disable_progress_bar()
-    target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
     try:
         # transformers' GGUF reader draws a tqdm bar of its own: keep the one-off step quiet.
