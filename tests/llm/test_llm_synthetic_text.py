@@ -337,6 +337,7 @@ def test_docs_table_is_the_record():
     assert module.table(records) in page
     flat = " ".join(page.split())
     assert module.bonferroni_sentence(records) in flat
+    assert module.heldout_sentence(records) in flat
     path = root / "docs/results/llm-synthetic-text/smollm2-cpu.json"
     smollm2 = json.loads(path.read_text())
     for label, n in (("smollm2-non-private", 256), ("smollm2-non-private-1024", 1024)):
