@@ -114,16 +114,19 @@ def heldout_sentence(records: dict) -> str:
     (record ``heldout-noise-tenth-8000-seed1``: new-token only, seed 1, the zlib score and
     8,000 sequences fixed beforehand on seed 0's runs; record ``pilot-noise-tenth-8000-aux400``:
     a pilot on seed 0 with 400 auxiliary steps, which did worse and was not taken)."""
+
     def bounds(label: str) -> dict:
         return {e["score"]: e for e in records[label]["entries"]
                 if e["kind"] == "new-token" and e["threat_model"] == "synthetic-text"}  # fmt: skip
 
     ev, pilot = bounds("heldout-noise-tenth-8000-seed1"), bounds("pilot-noise-tenth-8000-aux400")
-    return (f"the pre-registered zlib bound is {_fmt(ev['zlib']['lower_bound'])} against the "
-            f"claim ε = {_fmt(ev['zlib']['claim'])} (loss and loss-ratio, not part of the test: "
-            f"{_fmt(ev['loss']['lower_bound'])} and {_fmt(ev['loss-ratio']['lower_bound'])}); "
-            f"the pilot with 400 auxiliary steps gave "
-            + " / ".join(_fmt(pilot[s]["lower_bound"]) for s in ("loss", "loss-ratio", "zlib")))
+    return (
+        f"the pre-registered zlib bound is {_fmt(ev['zlib']['lower_bound'])} against the "
+        f"claim ε = {_fmt(ev['zlib']['claim'])} (loss and loss-ratio, not part of the test: "
+        f"{_fmt(ev['loss']['lower_bound'])} and {_fmt(ev['loss-ratio']['lower_bound'])}); "
+        f"the pilot with 400 auxiliary steps gave "
+        + " / ".join(_fmt(pilot[s]["lower_bound"]) for s in ("loss", "loss-ratio", "zlib"))
+    )
 
 
 def smollm2_sentence(records: dict, label: str = "smollm2-non-private") -> str:
