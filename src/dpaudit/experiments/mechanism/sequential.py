@@ -23,7 +23,9 @@ two values, where they would repeat the columns —, exact counts, or the closed
 log-likelihood ratio; :func:`~dpaudit.experiments.mechanism.pipeline._attacks`), the
 threshold and the side are chosen from the pools alone — all drawn before the epoch: the
 pilot and the earlier epochs' streamed outputs, which join their inputs' pools — the first
-half of each pool (at most its first :data:`FIT_ROWS` outputs) fitting the scores, refitted
+half of each pool (at most its first :data:`FIT_ROWS` outputs, and at most
+:data:`FIT_PER_COLUMN` per output column: a score on few columns needs few rows, and the rest
+then choose and estimate the event) fitting the scores, refitted
 only once those rows have grown :data:`REFIT` times, the first half of the rest choosing
 among them the one whose bet grows fastest (:func:`growth_event`), the second half,
 untouched by that choice, estimating the chosen event's drift afresh: the epoch bets only if
@@ -39,7 +41,9 @@ smaller side (for similar ``v``, the whole larger pool would cut it by at most a
 + e^{2ε}/BALANCE``); the rest would only cost time. The test bets only on the epoch's new
 pairs, its aGRAPA bets restarted for the new event (the wealth kept;
 :meth:`DPClaimEProcess.restart_bets`), seeded with the event's fresh rates as
-:data:`SEED_WEIGHT` × as many pseudo-observations as they were estimated on; under the claim
+:data:`SEED_WEIGHT` × as many pseudo-observations as they were estimated on, the drift they
+imply lowered by :data:`SEED_PENALTY` standard errors (an event that barely beat its noise
+starts from a cautious bet); under the claim
 each of its observations has conditional mean ≤ 0 whatever was chosen from the past, so the
 product of the bets is a test supermartingale (Ville's inequality: the rejection and the
 confidence sequence hold at any stopping time, with no correction for the choices). While a
@@ -87,6 +91,7 @@ PILOT = 200  # outputs per input of the pilot (half fit the scores, half choose)
 FIRST_EPOCH = 128  # fewest pairs of an epoch (otherwise the chosen pair's smaller pool)
 LOOK = 32  # pairs between two looks (the test may look after each)
 FIT_ROWS = 20_000  # most outputs per input a logistic fit trains on (the first drawn)
+FIT_PER_COLUMN = 4_000  # ... and at most this many per output column
 EXPLORE = 0.25  # runner-up inputs' pools are kept to ≥ this fraction of the chosen pair's
 RUNNERS_UP = 2  # pairs besides the chosen one whose inputs get exploration draws
 MIN_EVENTS = 4  # outputs needed in (and out of) an event for its rates to be judged
@@ -94,6 +99,7 @@ PENALTY = 1.0  # standard errors taken off an estimated drift (growth_event)
 BALANCE = 8  # a pair is judged on at most this many times its smaller pool from the larger
 SEED_WEIGHT = 0.25  # an epoch's bets start from its event's fresh estimate, weighted this
 # fraction of the outputs it was estimated on (pseudo-observations: DPClaimEProcess.restart_bets)
+SEED_PENALTY = 1.0  # standard errors taken off the drift of the rates an epoch's bets start from
 REFIT = 2.0  # a pair's scores are refitted once its training rows have grown this much
 
 
@@ -239,7 +245,7 @@ def _choose(spec, s, inputs, upairs, pools, penalty: float, cache=None):
         c = cache.setdefault(k, _Fitted())
         if c.rows != rows:  # new outputs: new events; new scores once REFIT× the rows
             c.rows, c.events = rows, {}
-            if sum(_fit_rows(r) for r in rows) >= REFIT * c.fit:
+            if sum(_fit_rows(r, _width(pools[i])) for r in rows) >= REFIT * c.fit:
                 c.attacks = None
         if penalty not in c.events:
             for d in (i, j):
@@ -261,7 +267,7 @@ def _pair_events(spec, s, inputs, pair, whole, c: _Fitted, penalty: float) -> li
     """:func:`growth_event` of each of a pair's scores on its current rows, fitting the
     scores first if ``c`` has none, and scoring only the outputs not scored before."""
     (i, j), rows = pair, c.rows
-    ha, hb = _fit_rows(rows[0]), _fit_rows(rows[1])
+    ha, hb = _fit_rows(rows[0], whole[i].shape[1]), _fit_rows(rows[1], whole[i].shape[1])
     if c.attacks is None:
         c.attacks = _scores(spec, s, inputs[i], inputs[j], whole[i][:ha], whole[j][:hb])
         c.fit, c.start = ha + hb, (ha, hb)
@@ -290,10 +296,18 @@ def _scores(spec, s, a, b, train_a, train_b):
     return [_fit(spec, train_a, train_b, s, indicators=False)]
 
 
-def _fit_rows(n: int) -> int:
-    """The outputs of a pool of ``n`` that fit the scores: the first half, at most
-    :data:`FIT_ROWS`; the rest choose the event and estimate it afresh."""
-    return min(n // 2, FIT_ROWS)
+def _fit_rows(n: int, width: int) -> int:
+    """The outputs of a pool of ``n`` (of ``width`` columns) that fit the scores: the first
+    half, at most :data:`FIT_ROWS` and :data:`FIT_PER_COLUMN` per column; the rest choose the
+    event and estimate it afresh. A score fitted on one or two columns (report noisy max's
+    value; iSVT4's flag and value) is about as good on a few thousand outputs as on 20,000,
+    and the rest then pin its threshold down (docs/workflows/mechanism.md: samples to
+    rejection)."""
+    return min(n // 2, FIT_ROWS, FIT_PER_COLUMN * width)
+
+
+def _width(pool) -> int:
+    return pool[0].shape[1]
 
 
 def _balanced(na: int, nb: int) -> tuple[int, int]:
@@ -380,14 +394,30 @@ def _bet(process: DPClaimEProcess, choice: _Choice, out_a, out_b):
     """Bet on one epoch's pairs, looking every :data:`LOOK`, until the claim's rejection. The
     bets restart (the wealth kept) seeded with :data:`SEED_WEIGHT` × the outputs the event's
     rates were estimated on, at those rates (``_Choice.fresh``: outputs of the pools the
-    choice did not use, all drawn before the epoch, so the bets stay predictable): aGRAPA
-    then starts near the bet the estimate calls for instead of learning it afresh, at a cost
-    each time the event changes."""
+    choice did not use, all drawn before the epoch, so the bets stay predictable), their
+    drift lowered by :data:`SEED_PENALTY` standard errors (:func:`_cautious`): aGRAPA then
+    starts near the bet the estimate calls for instead of learning it afresh, at a cost each
+    time the event changes."""
     in_a, in_b = choice.attack.contains(out_a), choice.attack.contains(out_b)
     pos, neg = (in_b, in_a) if choice.forward else (~in_a, ~in_b)
     p_pos, p_neg, n_pos, n_neg = choice.fresh  # a new event: its bets restart from its rates
+    p_pos = _cautious(p_pos, p_neg, n_pos, n_neg, process.claimed_epsilon, process.delta)
     process.restart_bets(p_pos, p_neg, SEED_WEIGHT * min(n_pos, n_neg))  # on the pools
     return process.update_until_rejected(pos, neg, look=LOOK)
+
+
+def _cautious(p_pos: float, p_neg: float, n_pos: float, n_neg: float, epsilon: float,
+              delta: float) -> float:  # fmt: skip
+    """``p⁺`` lowered so that the drift ``p⁺ − e^ε p⁻ − δ`` of the rates a restart seeds the
+    bets with is the estimate's less :data:`SEED_PENALTY` standard errors (not below 0):
+    aGRAPA's first bets are then sized for what the estimate shows beyond its noise. A
+    function of the pools only, so the bets stay predictable."""
+    if min(n_pos, n_neg) <= 0:
+        return p_pos
+    f = math.exp(epsilon)
+    se = math.sqrt(p_pos * (1 - p_pos) / n_pos + f * f * p_neg * (1 - p_neg) / n_neg)
+    drift = max(p_pos - f * p_neg - delta - SEED_PENALTY * se, 0.0)
+    return min(f * p_neg + delta + drift, 1.0)
 
 
 def _result(spec, settings, state, pilot, used, history, t0) -> AuditResult:
