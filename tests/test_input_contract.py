@@ -207,6 +207,10 @@ EXEMPT: dict[str, str] = {
         "a record built by the WORST_CASE_DATASETS designs from checked sizes; the statistics "
         "that read it (marginal_counts, measurement_llr, selection_llr) are in the catalogue"
     ),
+    "attacks.CanaryTable": (
+        "a record built by canary_table from checked sizes (in the catalogue); its table() "
+        "checks its mask (tests/synthetic/test_synthetic_one_run.py)"
+    ),
 }
 
 
@@ -893,6 +897,7 @@ BASELINES: dict[str, dict[str, Any]] = {
         "domain": Lazy(lambda: _tabular_domain()),
     },
     "attacks.target_count": {"synthetic": [[1, 1], [0, 1], [1, 1]], "target": [1, 1]},
+    "attacks.canary_table": {"canaries": 4, "rows": 3, "columns": 3},
     "attacks.measured_cells": {"measurements": [{"y": [1.0, 2.0]}, {"y": [0.5, 0.1, 3.0]}]},
     "attacks.synthetic_rows": {"synthetic": [[1, 1], [0, 1], [1, 1]]},
     "attacks.kernel_log_density": {

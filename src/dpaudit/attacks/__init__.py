@@ -173,6 +173,7 @@ from dpaudit.attacks._synthetic import (
     target_count,
 )
 from dpaudit.attacks._synthetic_density import density_ratio_score, kernel_log_density
+from dpaudit.attacks._synthetic_one_run import CanaryTable, canary_table
 from dpaudit.attacks._whitebox import (
     GRADIENT_STATISTICS,
     INVERTIBLE_OPTIMIZERS,
@@ -450,5 +451,7 @@ __all__ = [  # noqa: RUF022 - grouped by concept
     "synthetic_rows",
     "target_count",
     "density_ratio_score",
+    "CanaryTable",
+    "canary_table",
     "kernel_log_density",
 ]

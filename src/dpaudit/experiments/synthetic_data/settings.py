@@ -75,8 +75,11 @@ class SyntheticDataSettings:
         "fixed",
         help="fixed: every evaluation run pair, then Clopper-Pearson | sequential (one threat "
         "model): stream the evaluation run pairs through an anytime-valid test of the claim "
-        "and stop at its rejection",
+        "and stop at its rejection | one-run: `releases` fits on the base table plus "
+        "`canaries` canary records each inserted with probability 1/2, one-run bounds",
     )
+    canaries: int = option(1000, help="one-run: canary records per release")
+    releases: int = option(1, help="one-run: independent fits, each with canaries of its own")
     executor: str = option("serial", help="engine executor (serial | processes | joblib | ray)")
     workers: int = option(1, help="workers of the executor")
     seed: int = option(0, help="root seed")
@@ -111,7 +114,16 @@ class SyntheticDataSettings:
             check_positive_int("sample_rows", self.sample_rows)
         check_positive_int("group_size", self.group_size)
         check_confidence_level(self.confidence_level)
-        check_choice("mode", self.mode, ("fixed", "sequential"))
+        check_choice("mode", self.mode, ("fixed", "sequential", "one-run"))
+        check_positive_int("releases", self.releases)
+        if check_positive_int("canaries", self.canaries) < 2:
+            raise ValueError(f"canaries must be at least 2, got {self.canaries}")
+        tuned = [t for t in self.threat_models if SYNTHETIC_THREAT_MODELS.get(t).tuned]
+        if self.mode == "one-run" and tuned:
+            raise ValueError(
+                f"mode='one-run' has no pilot runs to tune {tuned} on: give threat models "
+                "without a tuning parameter"
+            )
         if self.mode == "sequential" and len(self.threat_models) != 1:
             raise ValueError(
                 f"mode='sequential' tests the claim with one statistic: give one threat model, "
