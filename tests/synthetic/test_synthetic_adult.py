@@ -145,11 +145,15 @@ def _black_box_row(e: dict, s: dict) -> str:
      ("dpmm-black-box-eps10.json", "unique-record", "dpmm-mst"),
      ("dpmm-adult-black-box-eps10.json", "adult-categorical", "dpmm-mst"),
      ("privbayes-adult-black-box-eps1.json", "adult-categorical", "datasynthesizer-privbayes"),
-     ("privbayes-adult-black-box-eps10.json", "adult-categorical", "datasynthesizer-privbayes")],
+     ("privbayes-adult-black-box-eps10.json", "adult-categorical", "datasynthesizer-privbayes"),
+     ("unique-record-black-box-eps1.json", "unique-record", "smartnoise-mst"),
+     ("unique-record-black-box-eps10.json", "unique-record", "smartnoise-mst"),
+     ("aim-unique-record-black-box-eps1.json", "unique-record", "smartnoise-aim"),
+     ("aim-unique-record-black-box-eps10.json", "unique-record", "smartnoise-aim")],
 )  # fmt: skip
 def test_docs_black_box_rows_come_from_the_recorded_runs(recorded, dataset, generator):
-    """The page's black-box rows (Adult's, dpmm's) state what
-    ``docs/results/synthetic-data/<recorded>`` holds."""
+    """The page's black-box rows (Adult's, dpmm's, smartnoise's three statistics on
+    unique-record) state what ``docs/results/synthetic-data/<recorded>`` holds."""
     page = " ".join((ROOT / "docs" / "workflows" / "synthetic-data.md").read_text().split())
     d = json.loads((ROOT / "docs/results/synthetic-data" / recorded).read_text())
     s = d["settings"]
@@ -159,58 +163,83 @@ def test_docs_black_box_rows_come_from_the_recorded_runs(recorded, dataset, gene
         assert row in page, row
 
 
+@pytest.mark.parametrize(
+    ("three", "count_only", "generator"),
+    [("unique-record-black-box-eps1.json", "black-box-mst-eps1.json", "smartnoise-mst"),
+     ("unique-record-black-box-eps10.json", "black-box-eps10.json", "smartnoise-mst"),
+     ("aim-unique-record-black-box-eps1.json", "black-box-aim-eps1.json", "smartnoise-aim"),
+     ("aim-unique-record-black-box-eps10.json", "black-box-eps10.json", "smartnoise-aim")],
+)  # fmt: skip
+def test_worst_case_three_statistics_repeat_the_count_runs(three, count_only, generator):
+    """The worst-case column's count / DCR / density come from one audit per generator and ε
+    (the three statistics on the same runs), set as the earlier count-only audit was."""
+    d, c = (json.loads((ROOT / "docs/results/synthetic-data" / f).read_text())["settings"]
+            for f in (three, count_only))  # fmt: skip
+    assert d["generators"] == [generator] and generator in c["generators"]
+    assert d["threat_models"] == list(BLACK_BOX) and c["threat_models"] == ["black-box"]
+    keys = ["epsilon", "delta", "dataset", "rows", "columns", "runs", "pilot_runs", "seed",
+            "confidence_level", "mode"] + (["rounds"] if "aim" in generator else [])  # fmt: skip
+    assert {k: d[k] for k in keys} == {k: c[k] for k in keys}
+    assert set(_entries(three, generator)) == set(BLACK_BOX)
+
+
 #: The page's summary table (synth-audit's layout): per generator and ε, the recorded run
 #: behind each column — black-box on Adult (average case), black-box on a worst-case pair,
-#: white-box on a worst-case pair — as (file, threat model); None: not run.
+#: white-box on a worst-case pair — as a file (both black-box columns: count / DCR / density,
+#: "—" for a statistic the file does not hold) or (file, threat model); None: not run.
 SUMMARY = [
-    ("smartnoise-mst", 1, "adult-black-box-eps1.json", ("black-box-mst-eps1.json", "black-box"),
+    ("smartnoise-mst", 1, "adult-black-box-eps1.json", "unique-record-black-box-eps1.json",
      ("mst-worst-case-eps1.json", "white-box")),
-    ("smartnoise-mst", 10, "adult-black-box-eps10.json", ("black-box-eps10.json", "black-box"),
+    ("smartnoise-mst", 10, "adult-black-box-eps10.json", "unique-record-black-box-eps10.json",
      ("worst-case-eps10.json", "white-box")),
-    ("smartnoise-aim", 1, "aim-adult-black-box-eps1.json", ("black-box-aim-eps1.json", "black-box"),
+    ("smartnoise-aim", 1, "aim-adult-black-box-eps1.json", "aim-unique-record-black-box-eps1.json",
      ("aim-worst-case-eps1.json", "white-box")),
-    ("smartnoise-aim", 10, "aim-adult-black-box-eps10.json", ("black-box-eps10.json", "black-box"),
-     ("worst-case-eps10.json", "white-box")),
-    ("dpmm-mst", 1, None, ("dpmm-black-box-eps1.json", "black-box"),
-     ("dpmm-worst-case-eps1.json", "white-box")),
-    ("dpmm-mst", 10, "dpmm-adult-black-box-eps10.json", ("dpmm-black-box-eps10.json", "black-box"),
+    ("smartnoise-aim", 10, "aim-adult-black-box-eps10.json",
+     "aim-unique-record-black-box-eps10.json", ("worst-case-eps10.json", "white-box")),
+    ("dpmm-mst", 1, None, "dpmm-black-box-eps1.json", ("dpmm-worst-case-eps1.json", "white-box")),
+    ("dpmm-mst", 10, "dpmm-adult-black-box-eps10.json", "dpmm-black-box-eps10.json",
      ("dpmm-worst-case-eps10.json", "white-box")),
     ("dpmm-aim-one-way", 1, None, None,
      ("dpmm-aim-one-way-eps1.json", "white-box-measurements")),
     ("datasynthesizer-privbayes", 1, "privbayes-adult-black-box-eps1.json",
-     ("privbayes-tree-flip-eps1.json", "black-box"),
-     ("privbayes-tree-flip-eps1.json", "white-box-laplace")),
+     "privbayes-tree-flip-eps1.json", ("privbayes-tree-flip-eps1.json", "white-box-laplace")),
     ("datasynthesizer-privbayes", 10, "privbayes-adult-black-box-eps10.json",
-     ("privbayes-tree-flip-eps10.json", "black-box"),
-     ("privbayes-tree-flip-eps10.json", "white-box-laplace")),
+     "privbayes-tree-flip-eps10.json", ("privbayes-tree-flip-eps10.json", "white-box-laplace")),
 ]  # fmt: skip
+
+#: The black-box statistics of both black-box columns, in the page's order.
+BLACK_BOX = ("black-box", "black-box-dcr", "black-box-density")
+
+
+def _entries(file: str, generator: str) -> dict:
+    """The recorded entries of ``generator`` in ``file``, by threat model."""
+    d = json.loads((ROOT / "docs/results/synthetic-data" / file).read_text())
+    return {e["detail"]["threat_model"]: e for e in d["entries"]
+            if e["detail"]["generator"] == generator}  # fmt: skip
 
 
 def _recorded(file: str, generator: str, threat_model: str) -> dict:
-    d = json.loads((ROOT / "docs/results/synthetic-data" / file).read_text())
-    (e,) = [e for e in d["entries"] if e["detail"]["generator"] == generator
-            and e["detail"]["threat_model"] == threat_model]  # fmt: skip
-    return e
+    return _entries(file, generator)[threat_model]
+
+
+def _black_box_cell(file: str | None, generator: str) -> str:
+    """count / DCR / density of one recorded run ("—" where a statistic was not run), with
+    the dataset where it is not unique-record or Adult."""
+    if file is None:
+        return "—"
+    es = _entries(file, generator)
+    cell = " / ".join(f"{es[t]['lower_bound']['epsilon']:.3f}" if t in es else "—"
+                      for t in BLACK_BOX)  # fmt: skip
+    ds = es["black-box"]["detail"]["dataset"]
+    return cell + ("" if ds in ("unique-record", "adult-categorical") else f" ({ds})")
 
 
 def summary_row(generator: str, eps: float, adult, black, white) -> str:
     """One row of the page's summary table, from the recorded runs (``SUMMARY``)."""
     wb = _recorded(white[0], generator, white[1])
     x = wb["detail"]
-    cells = [generator, f"{eps:g}", f"{x['implied_mu']:.3f}"]
-    if adult is None:
-        cells.append("—")
-    else:
-        a = [_recorded(adult, generator, t)["lower_bound"]["epsilon"]
-             for t in ("black-box", "black-box-dcr", "black-box-density")]  # fmt: skip
-        cells.append(" / ".join(f"{v:.3f}" for v in a))
-    if black is None:
-        cells.append("—")
-    else:
-        b = _recorded(black[0], generator, black[1])
-        ds = b["detail"]["dataset"]
-        cells.append(f"{b['lower_bound']['epsilon']:.3f}"
-                     + ("" if ds == "unique-record" else f" ({ds})"))  # fmt: skip
+    cells = [generator, f"{eps:g}", f"{x['implied_mu']:.3f}",
+             _black_box_cell(adult, generator), _black_box_cell(black, generator)]  # fmt: skip
     cells += [f"{wb['lower_bound']['epsilon']:.3f}" + (f" ({white[1]})" if white[1] != "white-box"
                                                        else ""),
               f"{x['mu_estimate']:.3f} ({x['mu_ratio']:.2f}×)"]  # fmt: skip
