@@ -111,6 +111,9 @@ def test_the_workflow_runs_the_mode_as_installed():
     assert e.lower_bound.epsilon >= 0.0 and not e.gap.refutes_claim
     assert "one-run" in res.note.lower() or "One-run" in res.note
     assert one_run_design(s).domain.cardinalities == (301, 2, 2)
+    wb = dataclasses.replace(s, threat_models=("white-box-laplace",), canaries=1000)
+    with pytest.raises(ValueError, match=r"white-box-laplace cannot read release 0.*support"):
+        audit_synthetic_data(wb)  # as installed: noisy counts over the data's support
     assert not SYNTHETIC_THREAT_MODELS.get("black-box").tuned
 
 

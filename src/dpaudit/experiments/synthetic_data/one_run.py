@@ -124,7 +124,17 @@ def _scores(tm: Any, runs: Any, design: CanaryTable) -> np.ndarray:
     out = []
     for j, run in enumerate(runs.runs):
         syn = None if runs.synthetic is None else runs.synthetic[j]
-        out += [tm.statistic(run, syn, design.pair(i), None) for i in range(len(design.canaries))]
+        try:
+            out += [tm.statistic(run, syn, design.pair(i), None)
+                    for i in range(len(design.canaries))]  # fmt: skip
+        except ValueError as exc:
+            raise ValueError(
+                f"threat_models: {tm.name} cannot read release {j}: {exc}. The generator "
+                "measured over a domain other than the public one (read from the private data "
+                "— PrivBayes's support as installed — or compressed, as MST's): its black-box "
+                "statistics still apply, and PrivBayes's public-support fix measures over the "
+                "public domain"
+            ) from exc
     return np.asarray(out, dtype=np.float64)
 
 
