@@ -19,14 +19,14 @@ from dpaudit.systems.synthetic import LIBRARIES, GeneratorCell
 pytest.importorskip("DataSynthesizer", reason="the extra 'datasynthesizer' is not installed")
 
 #: PrivBayes with its noise over the public domain (the fix of its support violation), so the
-#: white-box reading of every canary's cell is defined; ``k`` its degree.
-PUBLIC = (("k", 1), ("public_rows", 1000), ("support", "public"))
+#: white-box reading of every canary's cell is defined: the cell options of its registry entry.
+PUBLIC = (("k", 1), ("public_rows", 1000))
 
 
 def _one_run(generator, seed, **kw):
     s = SyntheticDataSettings(generators=(generator,), mode="one-run", seed=seed,
                               threat_models=("white-box-laplace", "black-box"), **kw)  # fmt: skip
-    return audit_one_run(generator, s, GeneratorCell(generator, 1.0, 1e-2, options=PUBLIC), 0)
+    return audit_synthetic_data(s).entries
 
 
 def test_the_design_puts_each_canary_alone_in_its_first_column_cell():
@@ -63,7 +63,7 @@ def test_a_tenth_of_the_noise_is_refuted_in_one_release():
     """Planted bug: PrivBayes's Laplace noise at 0.1× its stated scale; 1,000 canaries in one
     fit. The white-box reading of each canary's noisy count refutes ε = 1 (bounds 1.9–3.3 on
     seeds 0–2, ~2 CPU-s each); the black-box count of its copies does not (0.5–0.8)."""
-    wb, bb = _one_run("datasynthesizer-privbayes-quiet-noise", 0)
+    wb, bb = _one_run("datasynthesizer-privbayes-public-support-quiet-noise", 0)
     assert wb.gap.refutes_claim and wb.lower_bound.epsilon > 1.5
     assert wb.detail.metrics.auc > 0.9 and wb.detail.mean_in > wb.detail.mean_out
     assert bb.detail.mean_in > bb.detail.mean_out and bb.lower_bound.epsilon < 10.0
@@ -76,7 +76,7 @@ def test_the_honest_generator_is_never_refuted_over_six_seeds():
     white-box one is positive on some seeds (a non-trivial valid bound from one release)."""
     bounds = []
     for seed in range(6):
-        for e in _one_run("datasynthesizer-privbayes", seed):
+        for e in _one_run("datasynthesizer-privbayes-public-support", seed):
             assert not e.gap.refutes_claim, (seed, e.adversary, e.lower_bound.epsilon)
             bounds.append(e.lower_bound.epsilon)
     assert max(bounds) > 0.0
@@ -86,13 +86,13 @@ def test_releases_are_seeded_one_by_one_and_pooled_into_one_game():
     """Release r's inclusions and library seed come from its own child seed: the first
     release of a two-release audit is the one-release audit's release, and the game holds
     both releases' canaries."""
-    s = SyntheticDataSettings(generators=("datasynthesizer-privbayes",), mode="one-run",
-                              threat_models=("black-box",), canaries=200, seed=3)  # fmt: skip
-    cell = GeneratorCell("datasynthesizer-privbayes", 1.0, 1e-2, options=PUBLIC)
-    one = audit_one_run("datasynthesizer-privbayes", s, cell, 0)[0].detail
-    two = audit_one_run("datasynthesizer-privbayes", dataclasses.replace(s, releases=2), cell,
-                        0)[0].detail  # fmt: skip
-    again = audit_one_run("datasynthesizer-privbayes", s, cell, 0)[0].detail
+    g = "datasynthesizer-privbayes-public-support"
+    s = SyntheticDataSettings(generators=(g,), mode="one-run", threat_models=("black-box",),
+                              canaries=200, seed=3)  # fmt: skip
+    cell = GeneratorCell(g, 1.0, 1e-2, options=PUBLIC)
+    one = audit_one_run(g, s, cell, 0)[0].detail
+    two = audit_one_run(g, dataclasses.replace(s, releases=2), cell, 0)[0].detail
+    again = audit_one_run(g, s, cell, 0)[0].detail
     assert (one.included, one.mean_in, one.mean_out) == (again.included, again.mean_in,
                                                          again.mean_out)  # fmt: skip
     assert two.canaries * two.releases == 400 and two.included > one.included

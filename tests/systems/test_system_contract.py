@@ -605,6 +605,10 @@ class TestDataSynthesizerPrivBayesPublicSupport(PrivBayesContract):
     name = "datasynthesizer-privbayes-public-support"
 
 
+class TestDataSynthesizerPrivBayesPublicSupportQuietNoise(PrivBayesContract):
+    name = "datasynthesizer-privbayes-public-support-quiet-noise"
+
+
 class TestDataSynthesizerPrivBayesPublicSensitivity(PrivBayesContract):
     name = "datasynthesizer-privbayes-public-sensitivity"
 

@@ -124,6 +124,12 @@ PRIVBAYES_GENERATORS: tuple[GeneratorSpec, ...] = (
                   "privbayes", "PrivBayes with the network's sensitivity from public values "
                   "(the fix; control)", _SOURCE,
                   options=(("k", 1), ("sensitivity", "public")), white_box=_WB),
+    GeneratorSpec("datasynthesizer-privbayes-public-support-quiet-noise", "datasynthesizer",
+                  "privbayes", "PrivBayes with the noisy counts over the public domain and "
+                  "its noise scaled down 10× (planted bug of the fixed generator: every noisy "
+                  "count is defined, so white-box statistics read each record's cell)", _SOURCE,
+                  bug=_QUIET, noise_scale=0.1, options=(("k", 1), ("support", "public")),
+                  white_box=_WB),
 )  # fmt: skip
 
 for _spec in PRIVBAYES_GENERATORS:
