@@ -191,3 +191,24 @@ def test_seeded_bets_start_from_the_drift_less_its_noise():
     assert sequential._cautious(0.18, p_neg, 100, 100, 0.5, 0.0) == f * p_neg  # drift 0
     assert sequential._cautious(0.05, p_neg, n, n, 0.5, 0.0) == f * p_neg  # negative: 0
     assert sequential._cautious(p_pos, p_neg, 0, n, 0.5, 0.0) == p_pos  # nothing estimated
+
+
+def test_a_column_of_few_values_also_gets_a_one_hot_score():
+    """An output column of 3 to LEVELS values (a count) gets one more logistic score, one
+    indicator per value: it singles out a middle value, which a score linear in the column
+    cannot. Two-valued and continuous columns do not."""
+    from dpaudit.experiments.mechanism.pipeline import resolve_mechanism
+
+    s = MechanismAuditSettings(mechanism="statdp-isvt4", mode="sequential")
+    spec = resolve_mechanism(s)
+    rng = np.random.default_rng(0)
+    a = np.column_stack([rng.integers(0, 5, 2000), rng.normal(size=2000)]).astype(float)
+    b = a.copy()
+    b[:400, 0] = 2.0  # a′ gives the middle count more often
+    attacks = sequential._scores(spec, s, np.ones(10), np.zeros(10), a, b)
+    assert len(attacks) == 3 and attacks[-1].features.levels == ((0, (0.0, 1.0, 2.0, 3.0, 4.0)),)
+    probe = np.array([[k, 0.0] for k in range(5)])
+    assert int(np.argmax(attacks[-1].scores(probe))) == 2
+    assert int(np.argmax(attacks[0].scores(probe))) in (0, 4)  # linear: an end
+    two = np.column_stack([rng.integers(0, 2, 2000), rng.normal(size=2000)]).astype(float)
+    assert len(sequential._scores(spec, s, np.ones(10), np.zeros(10), two, two[::-1])) == 2

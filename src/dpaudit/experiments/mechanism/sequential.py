@@ -19,8 +19,9 @@ least :data:`FIRST_EPOCH` pairs), so that it doubles that pool: an epoch that on
 costs what the pair has had so far, not a length doubling with every epoch whatever pair it
 explores. Before each epoch the pair, the score (the fixed audit's attacks: logistic
 regression with and without median indicators — without them when every output column takes
-two values, where they would repeat the columns —, exact counts, or the closed-form
-log-likelihood ratio; :func:`~dpaudit.experiments.mechanism.pipeline._attacks`), the
+two values, where they would repeat the columns —, and with one indicator per value of each
+column that takes few (:data:`LEVELS`), exact counts, or the closed-form log-likelihood
+ratio; :func:`~dpaudit.experiments.mechanism.pipeline._attacks`), the
 threshold and the side are chosen from the pools alone — all drawn before the epoch: the
 pilot and the earlier epochs' streamed outputs, which join their inputs' pools — the first
 half of each pool (at most its first :data:`FIT_ROWS` outputs, and at most
@@ -72,9 +73,10 @@ from dpaudit._results import (
     package_versions,
 )
 from dpaudit._rng import child_seed
-from dpaudit.attacks import MechanismAttack
+from dpaudit.attacks import MechanismAttack, fit_mechanism_attack, output_features
 from dpaudit.bounds import DPClaimEProcess
 from dpaudit.experiments.mechanism._inputs import (
+    _FIT_ENTRIES,
     WORKFLOW,
     _attacks,
     _draw,
@@ -100,6 +102,7 @@ BALANCE = 8  # a pair is judged on at most this many times its smaller pool from
 SEED_WEIGHT = 0.25  # an epoch's bets start from its event's fresh estimate, weighted this
 # fraction of the outputs it was estimated on (pseudo-observations: DPClaimEProcess.restart_bets)
 SEED_PENALTY = 1.0  # standard errors taken off the drift of the rates an epoch's bets start from
+LEVELS = 16  # an output column with 3 to this many distinct values is also one-hot encoded
 REFIT = 2.0  # a pair's scores are refitted once its training rows have grown this much
 
 
@@ -288,12 +291,41 @@ def _scores(spec, s, a, b, train_a, train_b):
     """The candidate scores of a pair (:func:`~dpaudit.experiments.mechanism._inputs._attacks`),
     without the median-indicator variant when every output column takes at most two values
     in training: its indicators ``1{x > median}`` are then constant or the columns themselves,
-    the same linear score fitted twice."""
+    the same linear score fitted twice. When the scores are logistic and an output column
+    takes 3 to :data:`LEVELS` distinct values in training (a count or an index: iSVT4's
+    number of "below" answers), one more logistic score with one indicator per value of each
+    such column (:class:`_OneHot`): a linear score is monotone in the column and cannot
+    single out a middle range of it (iSVT4's inputs differ most at 5 and 6 answers below,
+    not at 10); the median-indicator variant splits it only once."""
     both = np.vstack([train_a, train_b])
     two = np.all((both == both.min(axis=0)) | (both == both.max(axis=0)))
     if _uses_llr(spec, s) or spec.features is not None or not two:
-        return _attacks(spec, s, a, b, train_a, train_b)
-    return [_fit(spec, train_a, train_b, s, indicators=False)]
+        attacks = _attacks(spec, s, a, b, train_a, train_b)
+    else:
+        attacks = [_fit(spec, train_a, train_b, s, indicators=False)]
+    levels = tuple((c, tuple(v.tolist())) for c in range(both.shape[1])
+                   if 2 < (v := np.unique(both[:, c])).size <= LEVELS)  # fmt: skip
+    if levels and attacks[0].kind == "logistic" and spec.features is None:
+        hot = _OneHot(tuple(spec.flags), levels)
+        attacks.append(fit_mechanism_attack(train_a, train_b, kind="logistic", flags=spec.flags,
+                                            features=hot, max_outputs=s.max_outputs,
+                                            max_entries=_FIT_ENTRIES))  # fmt: skip
+    return attacks
+
+
+@dataclasses.dataclass(frozen=True)
+class _OneHot:
+    """DP-Sniper's features (:func:`~dpaudit.attacks.output_features`) followed by one
+    indicator per value of each listed column: ``levels = ((column, values), ...)``."""
+
+    flags: tuple
+    levels: tuple
+
+    def __call__(self, outputs):
+        fx = output_features(outputs, self.flags)
+        outputs = np.asarray(outputs, dtype=float)
+        hot = [(outputs[:, [c]] == np.asarray(v)[None, :]).astype(float) for c, v in self.levels]
+        return np.hstack([fx, *hot])
 
 
 def _fit_rows(n: int, width: int) -> int:
