@@ -22,3 +22,8 @@ def test_page_quotes_the_recorded_benchmark():
         <= bench["targets"]["minutes_1000_smartnoise_mst_two_cores"]
     )
     assert full["overhead_fraction"] <= bench["targets"]["overhead_fraction"]
+    measured = bench["smartnoise_mst_measured"]  # --measure 1000: the target itself, timed
+    assert measured["runs"] == 1000 and measured["workers"] == 2
+    assert f"1,000 smartnoise MST fits took {measured['minutes']:.2f} minutes" in page
+    assert f"{measured['seconds_per_run_in_worker']:.2f} s per fit inside a worker" in page
+    assert measured["minutes"] <= measured["target_minutes_1000_runs"]
