@@ -11,7 +11,9 @@ the base table and the canaries only, never of which canaries went in.
 
 1. **releases** — ``releases`` fits, all in one call of the library's worker: release ``r``
    draws its own inclusions and library seed from ``child_seed(seed, key, 3, r)`` and fits on
-   D₀ plus its inserted canaries. The canaries of different releases are different records of
+   D₀ plus its inserted canaries, its synthetic table ``sample_rows`` rows (default: the
+   largest table's size, one size for every release, so the size says nothing of which
+   canaries went in). The canaries of different releases are different records of
    independent fits, so together they are one game of ``releases × canaries`` canaries: a
    generator that is (ε, δ)-DP towards each record is so towards each canary of the
    composition (the other releases do not depend on it);
@@ -112,9 +114,9 @@ def _releases(system: Any, design: CanaryTable, s: SyntheticDataSettings, key: i
         masks.append(inc)
         tables.append(design.table(inc))
         seeds.append(int(seq.generate_state(1, dtype=np.uint32)[0]))
-    rows = [len(t) for t in tables]
+    rows = s.sample_rows or max(len(t) for t in tables)  # default: the largest table's size
     runs = system.fit_runs(tables, list(range(s.releases)), seeds, domain=design.domain,
-                           observe=observe, sample_rows=max(rows))  # fmt: skip
+                           observe=observe, sample_rows=rows)  # fmt: skip
     return masks, runs
 
 
