@@ -10,7 +10,8 @@ the pair (D₀, D₀ ∪ {c}) (:class:`dpaudit.attacks.CanaryTable`): a function
 the base table and the canaries only, never of which canaries went in.
 
 1. **releases** — ``releases`` fits, all in one call of the library's worker: release ``r``
-   draws its own inclusions and library seed from ``child_seed(seed, key, 3, r)`` and fits on
+   draws its inclusions and its library seed from two streams of its own
+   (``child_seed(seed, key, 3, r, 0)`` and ``(…, 1)``) and fits on
    D₀ plus its inserted canaries, its synthetic table ``sample_rows`` rows (default: the
    largest table's size, one size for every release, so the size says nothing of which
    canaries went in). The canaries of different releases are different records of
@@ -107,13 +108,12 @@ def one_run_design(s: SyntheticDataSettings) -> CanaryTable:
 def _releases(system: Any, design: CanaryTable, s: SyntheticDataSettings, key: int, observe):
     """Every release's inclusions and the worker's runs (one call): module notes, step 1."""
     masks, tables, seeds = [], [], []
-    for r in range(s.releases):
-        seq = child_seed(s.seed, key, 3, r)
-        rng = np.random.default_rng(seq)
-        inc = rng.random(s.canaries) < 0.5
+    for r in range(s.releases):  # the inclusions and the library's seed: separate streams
+        inc = np.random.default_rng(child_seed(s.seed, key, 3, r, 0)).random(s.canaries) < 0.5
         masks.append(inc)
         tables.append(design.table(inc))
-        seeds.append(int(seq.generate_state(1, dtype=np.uint32)[0]))
+        lib = child_seed(s.seed, key, 3, r, 1).generate_state(1, dtype=np.uint32)
+        seeds.append(int(lib[0]))
     rows = s.sample_rows or max(len(t) for t in tables)  # default: the largest table's size
     runs = system.fit_runs(tables, list(range(s.releases)), seeds, domain=design.domain,
                            observe=observe, sample_rows=rows)  # fmt: skip
