@@ -149,7 +149,8 @@ def _black_box_row(e: dict, s: dict) -> str:
      ("unique-record-black-box-eps1.json", "unique-record", "smartnoise-mst"),
      ("unique-record-black-box-eps10.json", "unique-record", "smartnoise-mst"),
      ("aim-unique-record-black-box-eps1.json", "unique-record", "smartnoise-aim"),
-     ("aim-unique-record-black-box-eps10.json", "unique-record", "smartnoise-aim")],
+     ("aim-unique-record-black-box-eps10.json", "unique-record", "smartnoise-aim"),
+     ("dpmm-unique-record-black-box-eps10.json", "unique-record", "dpmm-mst")],
 )  # fmt: skip
 def test_docs_black_box_rows_come_from_the_recorded_runs(recorded, dataset, generator):
     """The page's black-box rows (Adult's, dpmm's, smartnoise's three statistics on
@@ -168,7 +169,8 @@ def test_docs_black_box_rows_come_from_the_recorded_runs(recorded, dataset, gene
     [("unique-record-black-box-eps1.json", "black-box-mst-eps1.json", "smartnoise-mst"),
      ("unique-record-black-box-eps10.json", "black-box-eps10.json", "smartnoise-mst"),
      ("aim-unique-record-black-box-eps1.json", "black-box-aim-eps1.json", "smartnoise-aim"),
-     ("aim-unique-record-black-box-eps10.json", "black-box-eps10.json", "smartnoise-aim")],
+     ("aim-unique-record-black-box-eps10.json", "black-box-eps10.json", "smartnoise-aim"),
+     ("dpmm-unique-record-black-box-eps10.json", "dpmm-black-box-eps10.json", "dpmm-mst")],
 )  # fmt: skip
 def test_worst_case_three_statistics_repeat_the_count_runs(three, count_only, generator):
     """The worst-case column's count / DCR / density come from one audit per generator and ε
@@ -197,7 +199,7 @@ SUMMARY = [
     ("smartnoise-aim", 10, "aim-adult-black-box-eps10.json",
      "aim-unique-record-black-box-eps10.json", ("worst-case-eps10.json", "white-box")),
     ("dpmm-mst", 1, None, "dpmm-black-box-eps1.json", ("dpmm-worst-case-eps1.json", "white-box")),
-    ("dpmm-mst", 10, "dpmm-adult-black-box-eps10.json", "dpmm-black-box-eps10.json",
+    ("dpmm-mst", 10, "dpmm-adult-black-box-eps10.json", "dpmm-unique-record-black-box-eps10.json",
      ("dpmm-worst-case-eps10.json", "white-box")),
     ("dpmm-aim-one-way", 1, None, None,
      ("dpmm-aim-one-way-eps1.json", "white-box-measurements")),
