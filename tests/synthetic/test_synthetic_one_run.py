@@ -132,3 +132,19 @@ def test_mst_with_a_tenth_of_the_noise_is_refuted_by_the_copies():
                               mode="one-run", threat_models=("black-box",), releases=6)  # fmt: skip
     honest, bug = audit_synthetic_data(s).entries
     assert bug.gap.refutes_claim and not honest.gap.refutes_claim
+
+
+@pytest.mark.skipif(
+    not LIBRARIES["smartnoise"].available(),
+    reason="smartnoise-synth environment not built: make venv-smartnoise",
+)
+def test_aim_with_a_tenth_of_the_noise_is_refuted_by_its_measurements_in_one_release():
+    """smartnoise's AIM (rounds = 4) at (1, 10⁻²), 1,000 canaries in one fit: the white-box
+    reading of its noisy marginals refutes the planted bug (2.668 in one run; its noise cannot
+    be seeded) and not the generator as installed (0), whose copies show nothing either."""
+    s = SyntheticDataSettings(generators=("smartnoise-aim", "smartnoise-aim-quiet-noise"),
+                              mode="one-run", rounds=4,
+                              threat_models=("black-box", "white-box-measurements"))  # fmt: skip
+    honest_bb, honest_wb, _, bug_wb = audit_synthetic_data(s).entries
+    assert bug_wb.gap.refutes_claim and bug_wb.detail.threat_model == "white-box-measurements"
+    assert not honest_wb.gap.refutes_claim and not honest_bb.gap.refutes_claim
