@@ -248,7 +248,9 @@ def _choose(spec, s, inputs, upairs, pools, penalty: float, cache=None):
         c = cache.setdefault(k, _Fitted())
         if c.rows != rows:  # new outputs: new events; new scores once REFIT× the rows
             c.rows, c.events = rows, {}
-            if sum(_fit_rows(r, _width(pools[i])) for r in rows) >= REFIT * c.fit:
+            if _fit_rows(rows[0], _width(pools[i])) + _fit_rows(rows[1], _width(pools[j])) >= (
+                REFIT * c.fit
+            ):
                 c.attacks = None
         if penalty not in c.events:
             for d in (i, j):
@@ -270,7 +272,7 @@ def _pair_events(spec, s, inputs, pair, whole, c: _Fitted, penalty: float) -> li
     """:func:`growth_event` of each of a pair's scores on its current rows, fitting the
     scores first if ``c`` has none, and scoring only the outputs not scored before."""
     (i, j), rows = pair, c.rows
-    ha, hb = _fit_rows(rows[0], whole[i].shape[1]), _fit_rows(rows[1], whole[i].shape[1])
+    ha, hb = _fit_rows(rows[0], whole[i].shape[1]), _fit_rows(rows[1], whole[j].shape[1])
     if c.attacks is None:
         c.attacks = _scores(spec, s, inputs[i], inputs[j], whole[i][:ha], whole[j][:hb])
         c.fit, c.start = ha + hb, (ha, hb)
