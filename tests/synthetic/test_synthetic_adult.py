@@ -150,6 +150,7 @@ def _black_box_row(e: dict, s: dict) -> str:
      ("unique-record-black-box-eps10.json", "unique-record", "smartnoise-mst"),
      ("aim-unique-record-black-box-eps1.json", "unique-record", "smartnoise-aim"),
      ("aim-unique-record-black-box-eps10.json", "unique-record", "smartnoise-aim"),
+     ("dpmm-unique-record-black-box-eps1.json", "unique-record", "dpmm-mst"),
      ("dpmm-unique-record-black-box-eps10.json", "unique-record", "dpmm-mst")],
 )  # fmt: skip
 def test_docs_black_box_rows_come_from_the_recorded_runs(recorded, dataset, generator):
@@ -198,7 +199,8 @@ SUMMARY = [
      ("aim-worst-case-eps1.json", "white-box")),
     ("smartnoise-aim", 10, "aim-adult-black-box-eps10.json",
      "aim-unique-record-black-box-eps10.json", ("worst-case-eps10.json", "white-box")),
-    ("dpmm-mst", 1, None, "dpmm-black-box-eps1.json", ("dpmm-worst-case-eps1.json", "white-box")),
+    ("dpmm-mst", 1, None, "dpmm-unique-record-black-box-eps1.json",
+     ("dpmm-worst-case-eps1.json", "white-box")),
     ("dpmm-mst", 10, "dpmm-adult-black-box-eps10.json", "dpmm-unique-record-black-box-eps10.json",
      ("dpmm-worst-case-eps10.json", "white-box")),
     ("dpmm-aim-one-way", 1, None, None,
