@@ -27,9 +27,12 @@ pilot and the earlier epochs' streamed outputs, which join their inputs' pools �
 half of each pool (at most its first :data:`FIT_ROWS` outputs, and at most
 :data:`FIT_PER_COLUMN` per output column: a score on few columns needs few rows, and the rest
 then choose and estimate the event) fitting the scores, refitted
-only once those rows have grown :data:`REFIT` times, the first half of the rest choosing
-among them the one whose bet grows fastest (:func:`growth_event`), the second half,
-untouched by that choice, estimating the chosen event's drift afresh: the epoch bets only if
+only once those rows have grown :data:`REFIT` times; those rows and the first half of the
+rest choosing among them the one whose bet grows fastest (:func:`growth_event`; the score's
+own training rows may choose its threshold too — the choice's bias, theirs included, is what
+the fresh estimate corrects — so the choice sees three quarters of the pool, not one), the
+second half, untouched by the fit and the choice, estimating the chosen event's drift
+afresh: the epoch bets only if
 that estimate, less :data:`PENALTY` standard errors, is positive (``_Choice.credible``), and
 otherwise only adds to the pools; when no event beats its noise anywhere, the epoch explores
 the pair whose unpenalised growth is best (among pairs that tie — none shows any violation —
@@ -169,10 +172,19 @@ def growth_event(
 
 
 def _event(attack, score_a, score_b, claimed_epsilon: float, delta: float, penalty: float):
-    """:func:`growth_event` on the scores of its outputs."""
+    """:func:`growth_event` on the scores of its outputs: chosen on the first half of each,
+    estimated on the second."""
     ha, hb = score_a.size // 2, score_b.size // 2
-    sa, sb = np.sort(score_a[:ha]), np.sort(score_b[:hb])  # choose on these ...
-    ea, eb = np.sort(score_a[ha:]), np.sort(score_b[hb:])  # ... estimate on these
+    return _split_event(attack, score_a[:ha], score_b[:hb], score_a[ha:], score_b[hb:],
+                        claimed_epsilon, delta, penalty)  # fmt: skip
+
+
+def _split_event(attack, choose_a, choose_b, fresh_a, fresh_b, claimed_epsilon: float,
+                 delta: float, penalty: float):  # fmt: skip
+    """The event of :func:`growth_event` chosen on the scores ``choose_a``, ``choose_b`` and
+    its rates estimated on ``fresh_a``, ``fresh_b`` (scores the choice did not see)."""
+    sa, sb = np.sort(choose_a), np.sort(choose_b)
+    ea, eb = np.sort(fresh_a), np.sort(fresh_b)
     ts = np.unique(np.quantile(np.concatenate([sa, sb]), np.linspace(0.0, 1.0, 257)))
     f = math.exp(claimed_epsilon)
     best = None
@@ -213,13 +225,12 @@ def _growth(pos, neg, npos, nneg, f: float, delta: float, penalty: float):
 @dataclasses.dataclass
 class _Fitted:
     """What :func:`_choose` keeps of one pair across the epochs of an audit: its scores, the
-    training rows they were fitted on, their values on the pools' later rows (from
-    ``start``, extended as the pools grow) and the events of the current rows."""
+    training rows they were fitted on, their values on the pools' rows (from the first,
+    extended as the pools grow) and the events of the current rows."""
 
     rows: tuple[int, int] | None = None
     attacks: list | None = None
     fit: int = 0
-    start: tuple[int, int] = (0, 0)
     values: list = dataclasses.field(default_factory=list)
     events: dict = dataclasses.field(default_factory=dict)
 
@@ -227,9 +238,10 @@ class _Fitted:
 def _choose(spec, s, inputs, upairs, pools, penalty: float, cache=None):
     """The pair, score, threshold and side of the next epoch, from the pools only (drawn
     before it): each pair's scores fitted on the first half of its inputs' pools (at most
-    the first :data:`FIT_ROWS` outputs, :func:`_fit_rows`), the rest choosing by
-    :func:`growth_event`; whether to bet on the choice is judged on rates it did not choose
-    on (``_Choice.credible``). Returns the choice and every pair's best growth, best first.
+    the first :data:`FIT_ROWS` outputs, :func:`_fit_rows`), those rows and half the rest
+    choosing by :func:`growth_event`; whether to bet on the choice is judged on the other
+    half of the rest, which neither the fit nor the choice saw (``_Choice.credible``).
+    Returns the choice and every pair's best growth, best first.
 
     Each pair is judged on the outputs :func:`_balanced` gives it (the first ones of each
     pool). ``cache`` (a dict kept across the calls of one audit, :class:`_Fitted` per pair)
@@ -269,23 +281,27 @@ def _choose(spec, s, inputs, upairs, pools, penalty: float, cache=None):
 
 
 def _pair_events(spec, s, inputs, pair, whole, c: _Fitted, penalty: float) -> list:
-    """:func:`growth_event` of each of a pair's scores on its current rows, fitting the
-    scores first if ``c`` has none, and scoring only the outputs not scored before."""
+    """:func:`_split_event` of each of a pair's scores on its current rows, fitting the
+    scores first if ``c`` has none, and scoring only the outputs not scored before. Each
+    input's rows up to its fitting rows (:func:`_fit_rows`) and half of the rest choose the
+    event; the other half of the rest, which neither the fit nor the choice saw, estimates
+    its rates (``_Choice.fresh``)."""
     (i, j), rows = pair, c.rows
-    ha, hb = _fit_rows(rows[0], whole[i].shape[1]), _fit_rows(rows[1], whole[j].shape[1])
+    fit = (_fit_rows(rows[0], whole[i].shape[1]), _fit_rows(rows[1], whole[j].shape[1]))
     if c.attacks is None:
-        c.attacks = _scores(spec, s, inputs[i], inputs[j], whole[i][:ha], whole[j][:hb])
-        c.fit, c.start = ha + hb, (ha, hb)
+        c.attacks = _scores(spec, s, inputs[i], inputs[j], whole[i][: fit[0]], whole[j][: fit[1]])
+        c.fit = sum(fit)
         c.values = [[np.empty(0), np.empty(0)] for _ in c.attacks]
+    cut = [h + (n - h) // 2 for h, n in zip(fit, rows, strict=True)]
     events = []
     for attack, values in zip(c.attacks, c.values, strict=True):
         for side, d in enumerate(pair):
-            have = c.start[side] + values[side].size
-            if rows[side] > have:
-                new = attack.scores(whole[d][have : rows[side]])
+            if rows[side] > values[side].size:
+                new = attack.scores(whole[d][values[side].size : rows[side]])
                 values[side] = np.concatenate([values[side], new])
-        events.append(_event(attack, values[0][ha - c.start[0] :], values[1][hb - c.start[1] :],
-                             spec.claimed_epsilon, s.delta, penalty))  # fmt: skip
+        (va, vb), (ka, kb) = values, cut
+        events.append(_split_event(attack, va[:ka], vb[:kb], va[ka : rows[0]], vb[kb : rows[1]],
+                                   spec.claimed_epsilon, s.delta, penalty))  # fmt: skip
     return events
 
 
@@ -332,11 +348,11 @@ class _OneHot:
 
 def _fit_rows(n: int, width: int) -> int:
     """The outputs of a pool of ``n`` (of ``width`` columns) that fit the scores: the first
-    half, at most :data:`FIT_ROWS` and :data:`FIT_PER_COLUMN` per column; the rest choose the
-    event and estimate it afresh. A score fitted on one or two columns (report noisy max's
-    value; iSVT4's flag and value) is about as good on a few thousand outputs as on 20,000,
-    and the rest then pin its threshold down (docs/workflows/mechanism.md: samples to
-    rejection)."""
+    half, at most :data:`FIT_ROWS` and :data:`FIT_PER_COLUMN` per column; they and half the
+    rest choose the event, the other half estimates it afresh. A score fitted on one or two
+    columns (report noisy max's value; iSVT4's flag and value) is about as good on a few
+    thousand outputs as on 20,000, and the rest then pin its threshold down
+    (docs/workflows/mechanism.md: samples to rejection)."""
     return min(n // 2, FIT_ROWS, FIT_PER_COLUMN * width)
 
 
