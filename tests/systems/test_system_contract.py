@@ -544,6 +544,21 @@ class TestSmartnoiseAIMLibraryRows(TestSmartnoiseAIM):
     name = "smartnoise-aim-library-rows"
 
 
+class TestSmartnoiseMWEM(SyntheticGeneratorContract):
+    """MWEM: the seed fixes its query pool and its first choice (the run stops after the
+    first noisy cuboid, whose clique and stated noise are compared)."""
+
+    name = "smartnoise-mwem"
+
+
+class TestSmartnoiseMWEMPublicDomain(TestSmartnoiseMWEM):
+    name = "smartnoise-mwem-public-domain"
+
+
+class TestSmartnoiseMWEMQuietNoise(TestSmartnoiseMWEM):
+    name = "smartnoise-mwem-quiet-noise"
+
+
 class TestDpmmMST(SyntheticGeneratorContract):
     name = "dpmm-mst"
 

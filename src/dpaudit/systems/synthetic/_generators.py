@@ -8,8 +8,8 @@ it validates a table against the public :class:`TabularDomain` before anything r
 generator many times per worker process (:meth:`SyntheticGenerator.fit_runs`) and states the
 library's claim.
 
-The generators (all ρ-zCDP by their analyses, calibrated from (ε, δ) with the library's own
-conversion, ``cdp_rho``):
+The generators (ρ-zCDP by their analyses, calibrated from (ε, δ) with the library's own
+conversion, ``cdp_rho``; MWEM pure ε-DP):
 
 * ``smartnoise-mst`` — MST (McKenna, Miklau & Sheldon 2021, "Winning the NIST Contest: A
   scalable and general approach to differentially private synthetic data",
@@ -23,6 +23,16 @@ conversion, ``cdp_rho``):
 * planted bugs (in the worker, on the installed library): ``*-quiet-noise`` — the Gaussian
   noise's standard deviation scaled by 0.1 while the library states the original σ and
   claims the original (ε, δ);
+* ``smartnoise-mwem`` — MWEM (Hardt, Ligett & McSherry 2012, "A simple and practical
+  algorithm for differentially private data release", arXiv:1012.4763; :class:`MWEMGenerator`,
+  pure ε-DP): T rounds (default ⌈log₁₀ n⌉ · 10), each choosing a cuboid (a one- or two-way
+  marginal) from a pool of 2T by the exponential mechanism with ε/(2T) and measuring its cells
+  with Laplace noise of scale 2T/ε, then multiplicative weights; as installed, given the
+  public domain, each histogram axis still spans ``[min, max]`` of the *private* column and T
+  reads the private row count n (two violations); ``smartnoise-mwem-public-domain`` — the fix
+  (the control): the histogram over the public domain and T = 3 (a public setting);
+  ``smartnoise-mwem-quiet-noise`` — the fix with the Laplace scale 0.1× what it states (the
+  planted bug);
 * ``dpmm-mst``, ``dpmm-aim`` — the same two algorithms as dpmm 0.1.9 implements them
   (``MSTPipeline`` / ``AIMPipeline``, pre-processing disabled, the table as category codes);
 * ``dpmm-aim-one-way`` — dpmm's AIM with the one-way marginals as its workload (library
@@ -38,9 +48,10 @@ conversion, ``cdp_rho``):
   table's exact row count (smartnoise keeps ``len(data)`` as ``num_rows``), released without
   noise although the marginals' noise is calibrated to add/remove neighbours.
 
-The claim of every entry is the library's (ε, δ) and, beside it, the Gaussian-DP μ that its
-ρ implies (μ = √(2ρ): a ρ-zCDP mechanism built of Gaussians is μ-GDP with that μ; Bun &
-Steinke 2016, arXiv:1605.02065, Prop. 1.6; Dong, Roth & Su 2022, arXiv:1905.02383).
+The claim of every entry but MWEM's (pure ε: (ε, 0)) is the library's (ε, δ) and, beside it,
+the Gaussian-DP μ that its ρ implies (μ = √(2ρ): a ρ-zCDP mechanism built of Gaussians is μ-GDP
+with that μ; Bun & Steinke 2016, arXiv:1605.02065, Prop. 1.6; Dong, Roth & Su 2022,
+arXiv:1905.02383); MWEM's, the μ = 2Φ⁻¹(e^ε/(1 + e^ε)) pure ε-DP implies.
 """
 
 from __future__ import annotations
@@ -50,6 +61,7 @@ import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -69,6 +81,7 @@ __all__ = [
     "GeneratorCell",
     "GeneratorRuns",
     "GeneratorSpec",
+    "MWEMGenerator",
     "SyntheticGenerator",
     "TabularDomain",
 ]
@@ -369,6 +382,50 @@ class SyntheticGenerator:
                              time.perf_counter() - t0, startup)  # fmt: skip
 
 
+class MWEMGenerator(SyntheticGenerator):
+    """smartnoise-synth's MWEM: a pure ε-DP claim (the module docstring).
+
+    Example:
+        >>> g = MWEMGenerator(GeneratorCell("smartnoise-mwem", 1.0, 1e-2))
+        >>> c = g.claim()
+        >>> (c.epsilon, c.delta)
+        (1.0, 0.0)
+        >>> round(g.implied_mu(0.5), 4)  # 2 Φ⁻¹(e/(1 + e))
+        1.232
+    """
+
+    #: where the μ beside the claim comes from
+    IMPLIED_MU_SOURCE = (
+        "μ = 2Φ⁻¹(e^ε/(1 + e^ε)), the smallest μ with G_μ ≤ f_(ε,0), which pure ε-DP implies "
+        "(Dong, Roth & Su 2022, arXiv:1905.02383, trade-off functions of (ε, 0)-DP); ε at δ "
+        "of μ-GDP (ibid., Cor. 2.13)"
+    )
+
+    @property
+    def mechanism(self) -> str:
+        """The mechanism, in words."""
+        return f"MWEM ({self.library.distribution}), pure ε-DP (Laplace + exponential)"
+
+    def claim(self, orders: Any = None, *, delta: float | None = None, rho: float | None = None
+              ) -> Claim:  # fmt: skip
+        """The library's claim, pure ε-DP: (ε, 0), which holds at every δ.
+
+        Args:
+            orders: unused.
+            delta: unused (a pure-DP claim holds at every δ).
+            rho: unused (recorded by the run as ε²/2, the zCDP pure ε-DP implies).
+        """
+        return Claim("library ε (pure ε-DP)", f"{self.spec.source}; per iteration ε/(2T) on "
+                     "the exponential mechanism and ε/(2T) on the Laplace-noised cuboid",
+                     self.cell.epsilon, 0.0)  # fmt: skip
+
+    def implied_mu(self, rho: float) -> float:  # type: ignore[override]
+        """μ-GDP implied by the pure ε-DP claim: 2Φ⁻¹(e^ε/(1 + e^ε)) (Dong, Roth & Su 2022,
+        arXiv:1905.02383). ``rho`` is unused."""
+        e = self.cell.epsilon
+        return 2.0 * NormalDist().inv_cdf(1.0 / (1.0 + math.exp(-e)))
+
+
 GENERATORS: Registry[GeneratorSpec] = Registry("synthetic-data generator")
 
 _MST = ("McKenna, Miklau & Sheldon 2021, MST (arXiv:2108.04978), as smartnoise-synth 1.0.8 "
@@ -386,6 +443,15 @@ _DPMM_AIM = ("McKenna, Mullins, Sheldon & Miklau 2022, AIM (arXiv:2201.12677), a
 #: noisy marginals carry 0.99 of ρ — the closest the installed library comes to the one-way-only
 #: MST of Ganev, Annamalai & Kulynych 2026 (arXiv:2604.18352), which hard-codes σ = 1/√(2ρ).
 _ONE_WAY = (("degree", 1), ("rounds", 3), ("compress", False), ("n_iters", 50))
+_MWEM = ("Hardt, Ligett & McSherry 2012, MWEM (arXiv:1012.4763), as smartnoise-synth 1.0.8 "
+         "implements it")  # fmt: skip
+#: The fix of MWEM's two data-dependent settings: the histogram over the public domain (handler
+#: option ``histogram``) and a public iteration count (the library's ``iterations``; its
+#: default, ⌈log₁₀ n⌉ · 10, reads the private row count n). 3 rounds: with the default query
+#: pool of 2 × 3 cuboids, on 3 columns the 6 one- and two-way marginals, each chosen at most
+#: once; each round spends ε/6 (ε/6 · ½ choosing, ε/6 · ½ measuring, Laplace scale 6/ε).
+_MWEM_PUBLIC = (("histogram", "public"), ("iterations", 3))
+_QUIET_LAPLACE = "the Laplace noise's scale is 0.1× what the library states and accounts"
 _QUIET = "the Gaussian noise's standard deviation is 0.1× what the library states and accounts"
 _ROWS = ("sample() with no argument returns the private table's exact row count (len(data), "
          "kept as num_rows) without noise, while the noise is calibrated to add/remove "
@@ -411,6 +477,16 @@ for _spec in (
     GeneratorSpec("smartnoise-aim-library-rows", "smartnoise", "aim",
                   "AIM sampled at the library's default size (known violation)", _AIM,
                   bug=_ROWS, library_rows=True),
+    GeneratorSpec("smartnoise-mwem", "smartnoise", "mwem", "MWEM (smartnoise-synth)", _MWEM,
+                  white_box=("measurements",)),
+    GeneratorSpec("smartnoise-mwem-public-domain", "smartnoise", "mwem",
+                  "MWEM with its histogram over the public domain and a public iteration count "
+                  "(the fix; control)", _MWEM, options=_MWEM_PUBLIC,
+                  white_box=("measurements",)),
+    GeneratorSpec("smartnoise-mwem-quiet-noise", "smartnoise", "mwem",
+                  "MWEM (the fix) with its noise scaled down 10× (planted bug)", _MWEM,
+                  bug=_QUIET_LAPLACE, noise_scale=0.1, options=_MWEM_PUBLIC,
+                  white_box=("measurements",)),
     GeneratorSpec("dpmm-mst", "dpmm", "mst", "MST (dpmm)", _DPMM_MST, white_box=("measurements",)),
     GeneratorSpec("dpmm-aim", "dpmm", "aim", "AIM (dpmm)", _DPMM_AIM, white_box=("measurements",)),
     GeneratorSpec("dpmm-aim-one-way", "dpmm", "aim",
@@ -426,5 +502,6 @@ for _spec in (
                   white_box=("measurements",)),
 ):  # fmt: skip
     GENERATORS.register(_spec.name, _spec)
-    SYSTEMS.register(_spec.name, SystemFactory(GeneratorCell, SyntheticGenerator),
+    factory = MWEMGenerator if _spec.synth == "mwem" else SyntheticGenerator
+    SYSTEMS.register(_spec.name, SystemFactory(GeneratorCell, factory),
                      tags=(SYSTEM_TAG,))  # fmt: skip

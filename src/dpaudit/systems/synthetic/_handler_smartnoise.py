@@ -16,6 +16,15 @@ as integer arrays (``data0``, ``data1``, …), each run recording what the threa
 * ``domain`` alone: the one-way measurements only (the run stops after them: they show the
   domain the generator measured over).
 
+MWEM (``synth == "mwem"``; pure ε-DP, so no δ is passed) records, as ``measurements``, every
+noisy cuboid it measured — the clique, the Laplace scale ``1/ε`` the library states
+(``scale``; ``sigma`` its standard deviation), the noisy cells in C order — and no selections;
+``domain`` stops it after its first noisy cuboid (its cells show the histogram it measures
+over). Its option ``histogram`` (the worker's, not the library's) is ``"data"`` (as installed:
+each histogram axis spans ``[min, max]`` of the private column, even with the public
+transformer) or ``"public"`` (the fix: ``0 … k − 1``); ``noise_scale`` multiplies the scale of
+its Laplace noise. Its exponential mechanism draws from ``random``, seeded with ``seed`` too.
+
 The public domain is given as cardinalities: a ``LabelTransformer`` per column fitted on the
 values ``0 … k-1`` (not on the private data). ``public_domain=False`` lets smartnoise infer
 each column's categories from the private data, as it does when no transformer is given.
@@ -28,6 +37,7 @@ mechanism and the sampler use.
 from __future__ import annotations
 
 import contextlib
+import random
 import sys
 import time
 
@@ -159,6 +169,84 @@ def _stop_aim_after_oneway():
     return lambda: setattr(aim_mod, "estimation", orig_mod)
 
 
+def _cuboid_clique(cuboid, split, ndim):
+    """The columns of one of MWEM's cuboids (its queries index ``hist.T``: position ``k`` of
+    a query is axis ``ndim − 1 − k``; an integer there fixes that axis) and the permutation
+    of its cells to C order over those columns (MWEM enumerates them last column first)."""
+    from snsynth.mwem import Cuboid
+
+    if not isinstance(cuboid, Cuboid):
+        raise ValueError("MWEM measured a range query (add_ranges=True): only cuboids (marginals) "
+                         "are recorded")  # fmt: skip
+    query = cuboid.queries[0].query
+    axes = sorted(ndim - 1 - k for k, v in enumerate(query) if not isinstance(v, slice))
+    return [int(split[a]) for a in axes], axes
+
+
+def _patch_mwem(record, noise_scale, cards, histogram, stop_after_first):
+    """Instrument MWEM (undone by the returned fn): every noisy cuboid it measured is recorded
+    as ``{"clique", "scale", "sigma", "y"}`` (the Laplace scale ``1/ε`` the library states, its
+    standard deviation √2·scale, the noisy cells in C order over the clique); ``noise_scale``
+    multiplies the scale of the Laplace noise ``snsynth.utils.laplace_noise`` draws (the
+    planted bug); ``histogram == "public"`` builds each histogram over the public domain
+    (columns ``0 … k − 1``) instead of ``[min, max]`` of the private column; ``stop_after_first``
+    stops after the first measurement."""
+    import snsynth.mwem as mwem_mod
+
+    syn = mwem_mod.MWEMSynthesizer
+    saved = [(mwem_mod, "laplace_noise", mwem_mod.laplace_noise)]
+    for name in ("_exponential_mechanism", "_multiplicative_weights",
+                 "_histogram_from_data_attributes"):  # fmt: skip
+        saved.append((syn, name, getattr(syn, name)))
+    if noise_scale != 1.0:
+
+        def quiet(scale, size=None, _f=mwem_mod.laplace_noise):
+            return _f(scale * noise_scale, size)
+
+        mwem_mod.laplace_noise = quiet
+    chosen = []
+    orig_em, orig_mw = syn._exponential_mechanism, syn._multiplicative_weights
+
+    def em(self, hist, synth_hist, queries, eps, measurements, iteration):
+        qi = orig_em(self, hist, synth_hist, queries, eps, measurements, iteration)
+        chosen.append((qi, eps))
+        return qi
+
+    def mw(self, synth_hist, queries, m, hist, iterate):
+        qi, eps = chosen[-1]
+        h = next(h for h in self.histograms if h.data is hist)
+        clique, axes = _cuboid_clique(queries[qi], h.split, hist.ndim)
+        y = np.asarray(m[qi], dtype=np.float64)  # the cells, last column slowest
+        y = y.reshape([hist.shape[a] for a in reversed(axes)]).T.ravel()
+        b = 1.0 / eps  # the scale mwem() draws with (eps: doubled by measure_only)
+        record["measurements"].append({"clique": clique, "scale": b, "sigma": b * np.sqrt(2.0),
+                                       "y": [float(v) for v in y]})  # fmt: skip
+        if stop_after_first:
+            raise _StopAfterMeasuring
+        return orig_mw(self, synth_hist, queries, m, hist, iterate)
+
+    def public(self, data, splits=()):
+        out = []
+        for split in splits:
+            dims = [cards[int(j)] for j in split]
+            for j, k in zip(split, dims, strict=True):
+                self.mins_maxes[str(j)], self.scale[str(j)] = (0, k - 1), 1
+            hist, bins = np.histogramdd(np.asarray(data)[:, split], bins=dims,
+                                        range=[(-0.5, k - 0.5) for k in dims])  # fmt: skip
+            out.append(mwem_mod.Histogram(hist, dims, bins, split))
+        return out
+
+    syn._exponential_mechanism, syn._multiplicative_weights = em, mw
+    if histogram == "public":
+        syn._histogram_from_data_attributes = public
+
+    def undo():
+        for obj, name, value in reversed(saved):
+            setattr(obj, name, value)
+
+    return undo
+
+
 def _transformer(cards, public_domain):
     from snsynth.transform import TableTransformer
     from snsynth.transform.label import LabelTransformer
@@ -187,20 +275,34 @@ def op_fit(body, arrays):
     white_box_only = "synthetic" not in observe
     cols = [f"c{i}" for i in range(len(cards))]
     tables = {k: pd.DataFrame(v.astype(np.int64), columns=cols) for k, v in arrays.items()}
+    mwem = synth == "mwem"
+    histogram = options.pop("histogram", "data") if mwem else None
+    if mwem and histogram not in ("data", "public"):
+        raise ValueError(f"MWEM's histogram option is 'data' or 'public', got {histogram!r}")
+    if mwem and "selections" in observe:
+        raise ValueError("the MWEM worker records no selections: observe measurements, domain "
+                         "or synthetic")  # fmt: skip
     out = []
     for run in body["runs"]:
         data = tables[f"data{int(run['dataset'])}"]
         record = {"measurements": [], "selections": []}
         np.random.seed(int(run["seed"]))  # noqa: NPY002 (the library draws from it)
-        undo = _patch(record, float(body.get("noise_scale", 1.0)),
-                      stop_after_last=white_box_only and synth == "aim")  # fmt: skip
-        if domain_only:  # the one-way marginals show the domain measured over
-            undo_stop = _stop_after(1) if synth == "mst" else _stop_aim_after_oneway()
+        random.seed(int(run["seed"]))  # MWEM's exponential mechanism draws random.random()
+        noise_scale = float(body.get("noise_scale", 1.0))
+        if mwem:  # domain: its first noisy cuboid shows the histogram it measures over
+            undo = _patch_mwem(record, noise_scale, cards, histogram, domain_only)
+            undo_stop = lambda: None  # noqa: E731
         else:
-            undo_stop = _stop_after(2) if white_box_only and synth == "mst" else (lambda: None)
+            undo = _patch(record, noise_scale, stop_after_last=white_box_only and synth == "aim")
+            if domain_only:  # the one-way marginals show the domain measured over
+                undo_stop = _stop_after(1) if synth == "mst" else _stop_aim_after_oneway()
+            else:
+                undo_stop = (_stop_after(2) if white_box_only and synth == "mst"
+                             else (lambda: None))  # fmt: skip
         t0 = time.perf_counter()
         try:
-            s = Synthesizer.create(synth, epsilon=eps, delta=delta, **options)
+            dp = {} if mwem else {"delta": delta}  # MWEM is pure ε-DP: no δ parameter
+            s = Synthesizer.create(synth, epsilon=eps, **dp, **options)
             tt = _transformer(cards, bool(body.get("public_domain", True)))
             kw = {"transformer": tt} if tt is not None else {"categorical_columns": cols}
             with contextlib.suppress(_StopAfterMeasuring):
@@ -217,6 +319,6 @@ def op_fit(body, arrays):
         if "selections" in observe:
             result["selections"] = record["selections"]
         out.append(result)
-    rho = cdp_rho(eps, delta)
+    rho = eps * eps / 2 if mwem else cdp_rho(eps, delta)  # pure ε-DP is ε²/2-zCDP
     syn = {f"synthetic{i}": r.pop("synthetic") for i, r in enumerate(out) if "synthetic" in r}
     return {"runs": out, "rho": float(rho)}, syn
