@@ -17,9 +17,13 @@ inputs' pools.
 pools. Then the stream runs in epochs, each as long as the chosen pair's smaller pool (at
 least :data:`FIRST_EPOCH` pairs), so that it doubles that pool: an epoch that only explores
 costs what the pair has had so far, not a length doubling with every epoch whatever pair it
-explores. Before each epoch the pair, the score (the fixed audit's attacks: logistic
-regression with and without median indicators — without them when every output column takes
-two values, where they would repeat the columns —, and with one indicator per value of each
+explores — and only :data:`EXPLORE_EPOCH` of it when the epoch does not bet (no event is
+credible yet), so that the choice is revisited after every quarter-growth of the pool: a
+pool stops growing soon after its event turns credible (by a quarter, not a doubling, past
+that point), and a pair that loses later has cost less. Before each epoch the pair, the
+score (the fixed audit's attacks: logistic regression with and without median indicators —
+without them when every output column takes two values, where they would repeat the
+columns —, and with one indicator per value of each
 column that takes few (:data:`LEVELS`), exact counts, or the closed-form log-likelihood
 ratio; :func:`~dpaudit.experiments.mechanism.pipeline._attacks`), the
 threshold and the side are chosen from the pools alone — all drawn before the epoch: the
@@ -90,10 +94,18 @@ from dpaudit.experiments.mechanism._inputs import (
 )
 from dpaudit.experiments.mechanism.settings import SEQUENTIAL_BUDGET
 
-__all__ = ["FIRST_EPOCH", "PILOT", "audit_sequential", "growth_event", "input_pools"]
+__all__ = [
+    "EXPLORE_EPOCH",
+    "FIRST_EPOCH",
+    "PILOT",
+    "audit_sequential",
+    "growth_event",
+    "input_pools",
+]
 
 PILOT = 200  # outputs per input of the pilot (half fit the scores, half choose)
 FIRST_EPOCH = 128  # fewest pairs of an epoch (otherwise the chosen pair's smaller pool)
+EXPLORE_EPOCH = 0.25  # an epoch that does not bet: this fraction of the pair's smaller pool
 LOOK = 32  # pairs between two looks (the test may look after each)
 FIT_ROWS = 20_000  # most outputs per input a logistic fit trains on (the first drawn)
 FIT_PER_COLUMN = 4_000  # ... and at most this many per output column
@@ -413,7 +425,8 @@ def audit_sequential(spec, settings) -> AuditResult:
             choice, ranking = _choose(spec, settings, inputs, upairs, pools, 0.0, fitted)
         bet = choice.credible  # if not, the epoch only explores the most promising pair
         i, j = upairs[choice.pair]
-        size = min(max(FIRST_EPOCH, min(_size(pools[i]), _size(pools[j]))), left)  # doubles it
+        grow = 1.0 if bet else EXPLORE_EPOCH  # a betting epoch doubles the pair's pool
+        size = min(max(FIRST_EPOCH, int(grow * min(_size(pools[i]), _size(pools[j])))), left)
         out_a = _draw(spec, inputs[i], size, child_seed(root, 6, epoch, 0))
         out_b = _draw(spec, inputs[j], size, child_seed(root, 6, epoch, 1))
         seen = state.observations
