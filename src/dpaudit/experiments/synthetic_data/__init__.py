@@ -51,8 +51,9 @@ WORKFLOWS.register(
         name=WORKFLOW,
         settings=SyntheticDataSettings,
         run=audit_synthetic_data,
-        summary="DP synthetic-data generators (smartnoise-synth and dpmm MST, AIM out of "
-        "process; DataSynthesizer PrivBayes in-process) run as installed on worst-case datasets: "
+        summary="DP synthetic-data generators (smartnoise-synth MST, AIM, MWEM and dpmm MST, AIM "
+        "out of process; DataSynthesizer PrivBayes in-process) run as installed on worst-case "
+        "datasets: "
         "multi-run Clopper-Pearson ε bounds and Gaussian-DP μ (valid bound and estimate) against "
         "the library's claim.",
         config="synthetic-data-worst-case",

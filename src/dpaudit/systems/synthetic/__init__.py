@@ -3,9 +3,10 @@
 * :mod:`._generators` — :class:`SyntheticGenerator` (the system), its settings cell
   :class:`GeneratorCell`, the public :class:`TabularDomain` every table is checked against,
   and :data:`GENERATORS` (each also a system in :data:`dpaudit.systems.SYSTEMS`, tag
-  ``"synthetic-data"``): smartnoise-synth's MST and AIM, their planted bugs and known
-  violations. The libraries run out of process in environments of their own
-  (:mod:`dpaudit.systems._external`; ``make venv-smartnoise``).
+  ``"synthetic-data"``): smartnoise-synth's MST, AIM and MWEM (:class:`MWEMGenerator`, a
+  pure ε-DP claim) and dpmm's MST and AIM, their planted bugs and known violations. The
+  libraries run out of process in environments of their own (:mod:`dpaudit.systems._external`;
+  ``make venv-smartnoise``, ``make venv-dpmm``).
 * :mod:`._privbayes` — DataSynthesizer 0.1.13's PrivBayes (:class:`PrivBayesGenerator`, a
   pure ε-DP claim), imported into dpaudit's own environment as an extra
   (:mod:`._inprocess`; ``pip install 'dpaudit[datasynthesizer]'``), its planted bug and the
@@ -21,6 +22,7 @@ from dpaudit.systems.synthetic._generators import (
     GeneratorCell,
     GeneratorRuns,
     GeneratorSpec,
+    MWEMGenerator,
     SyntheticGenerator,
     TabularDomain,
 )
@@ -34,6 +36,7 @@ __all__ = [
     "GeneratorCell",
     "GeneratorRuns",
     "GeneratorSpec",
+    "MWEMGenerator",
     "PrivBayesGenerator",
     "SyntheticGenerator",
     "TabularDomain",
