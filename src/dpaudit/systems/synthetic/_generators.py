@@ -82,6 +82,7 @@ __all__ = [
     "GeneratorRuns",
     "GeneratorSpec",
     "MWEMGenerator",
+    "PureEpsilonGenerator",
     "SyntheticGenerator",
     "TabularDomain",
 ]
@@ -382,7 +383,48 @@ class SyntheticGenerator:
                              time.perf_counter() - t0, startup)  # fmt: skip
 
 
-class MWEMGenerator(SyntheticGenerator):
+class PureEpsilonGenerator(SyntheticGenerator):
+    """A generator whose library claims pure ε-DP, (ε, 0): the μ beside the claim is the
+    Gaussian-DP that pure ε-DP implies. Subclasses name the mechanism (``MECHANISM``) and how
+    the library splits ε (``BUDGET``)."""
+
+    #: the mechanism's name in :attr:`mechanism`
+    MECHANISM = ""
+    #: how the library spends ε, for the claim's source
+    BUDGET = ""
+    #: where the μ beside the claim comes from
+    IMPLIED_MU_SOURCE = (
+        "μ = 2Φ⁻¹(e^ε/(1 + e^ε)), the smallest μ with G_μ ≤ f_(ε,0), which pure ε-DP implies "
+        "(Dong, Roth & Su 2022, arXiv:1905.02383, trade-off functions of (ε, 0)-DP); ε at δ "
+        "of μ-GDP (ibid., Cor. 2.13)"
+    )
+
+    @property
+    def mechanism(self) -> str:
+        """The mechanism, in words."""
+        return f"{self.MECHANISM} ({self.library.distribution}), pure ε-DP (Laplace + exponential)"
+
+    def claim(self, orders: Any = None, *, delta: float | None = None, rho: float | None = None
+              ) -> Claim:  # fmt: skip
+        """The library's claim, pure ε-DP: (ε, 0), which holds at every δ.
+
+        Args:
+            orders: unused.
+            delta: unused (a pure-DP claim holds at every δ).
+            rho: unused (recorded by the run as ε²/2, the zCDP pure ε-DP implies).
+        """
+        return Claim("library ε (pure ε-DP)", f"{self.spec.source}; {self.BUDGET}",
+                     self.cell.epsilon, 0.0)  # fmt: skip
+
+    def implied_mu(self, rho: float) -> float:  # type: ignore[override]
+        """μ-GDP implied by the pure ε-DP claim: 2Φ⁻¹(e^ε/(1 + e^ε)) (the trade-off function
+        of (ε, 0)-DP lies above G_μ iff it does at its kink α = 1/(1 + e^ε); Dong, Roth & Su
+        2022, arXiv:1905.02383). ``rho`` is unused."""
+        e = self.cell.epsilon
+        return 2.0 * NormalDist().inv_cdf(1.0 / (1.0 + math.exp(-e)))
+
+
+class MWEMGenerator(PureEpsilonGenerator):
     """smartnoise-synth's MWEM: a pure ε-DP claim (the module docstring).
 
     Example:
@@ -394,36 +436,9 @@ class MWEMGenerator(SyntheticGenerator):
         1.232
     """
 
-    #: where the μ beside the claim comes from
-    IMPLIED_MU_SOURCE = (
-        "μ = 2Φ⁻¹(e^ε/(1 + e^ε)), the smallest μ with G_μ ≤ f_(ε,0), which pure ε-DP implies "
-        "(Dong, Roth & Su 2022, arXiv:1905.02383, trade-off functions of (ε, 0)-DP); ε at δ "
-        "of μ-GDP (ibid., Cor. 2.13)"
-    )
-
-    @property
-    def mechanism(self) -> str:
-        """The mechanism, in words."""
-        return f"MWEM ({self.library.distribution}), pure ε-DP (Laplace + exponential)"
-
-    def claim(self, orders: Any = None, *, delta: float | None = None, rho: float | None = None
-              ) -> Claim:  # fmt: skip
-        """The library's claim, pure ε-DP: (ε, 0), which holds at every δ.
-
-        Args:
-            orders: unused.
-            delta: unused (a pure-DP claim holds at every δ).
-            rho: unused (recorded by the run as ε²/2, the zCDP pure ε-DP implies).
-        """
-        return Claim("library ε (pure ε-DP)", f"{self.spec.source}; per iteration ε/(2T) on "
-                     "the exponential mechanism and ε/(2T) on the Laplace-noised cuboid",
-                     self.cell.epsilon, 0.0)  # fmt: skip
-
-    def implied_mu(self, rho: float) -> float:  # type: ignore[override]
-        """μ-GDP implied by the pure ε-DP claim: 2Φ⁻¹(e^ε/(1 + e^ε)) (Dong, Roth & Su 2022,
-        arXiv:1905.02383). ``rho`` is unused."""
-        e = self.cell.epsilon
-        return 2.0 * NormalDist().inv_cdf(1.0 / (1.0 + math.exp(-e)))
+    MECHANISM = "MWEM"
+    BUDGET = ("per iteration ε/(2T) on the exponential mechanism and ε/(2T) on the "
+              "Laplace-noised cuboid")  # fmt: skip
 
 
 GENERATORS: Registry[GeneratorSpec] = Registry("synthetic-data generator")

@@ -45,11 +45,6 @@ Example:
 
 from __future__ import annotations
 
-import math
-from statistics import NormalDist
-from typing import Any
-
-from dpaudit._results import Claim
 from dpaudit.systems._protocols import SYSTEMS, SystemFactory
 from dpaudit.systems.synthetic._generators import (
     GENERATORS,
@@ -57,7 +52,7 @@ from dpaudit.systems.synthetic._generators import (
     SYSTEM_TAG,
     GeneratorCell,
     GeneratorSpec,
-    SyntheticGenerator,
+    PureEpsilonGenerator,
 )
 from dpaudit.systems.synthetic._inprocess import InProcessLibrary
 
@@ -69,39 +64,11 @@ LIBRARIES["datasynthesizer"] = InProcessLibrary(
 )  # fmt: skip
 
 
-class PrivBayesGenerator(SyntheticGenerator):
+class PrivBayesGenerator(PureEpsilonGenerator):
     """DataSynthesizer's PrivBayes: a pure ε-DP claim (the module docstring)."""
 
-    #: where the μ beside the claim comes from
-    IMPLIED_MU_SOURCE = (
-        "μ = 2Φ⁻¹(e^ε/(1 + e^ε)), the smallest μ with G_μ ≤ f_(ε,0), which pure ε-DP implies "
-        "(Dong, Roth & Su 2022, arXiv:1905.02383, trade-off functions of (ε, 0)-DP); ε at δ "
-        "of μ-GDP (ibid., Cor. 2.13)"
-    )
-
-    @property
-    def mechanism(self) -> str:
-        """The mechanism, in words."""
-        return f"PrivBayes ({self.library.distribution}), pure ε-DP (Laplace + exponential)"
-
-    def claim(self, orders: Any = None, *, delta: float | None = None, rho: float | None = None
-              ) -> Claim:  # fmt: skip
-        """The library's claim, pure ε-DP: (ε, 0), which holds at every δ.
-
-        Args:
-            orders: unused.
-            delta: unused (a pure-DP claim holds at every δ).
-            rho: unused (recorded by the run as ε²/2, the zCDP pure ε-DP implies).
-        """
-        return Claim("library ε (pure ε-DP)", f"{self.spec.source}; ε/2 on the network, ε/2 "
-                     "on the noisy counts", self.cell.epsilon, 0.0)  # fmt: skip
-
-    def implied_mu(self, rho: float) -> float:  # type: ignore[override]
-        """μ-GDP implied by the pure ε-DP claim: 2Φ⁻¹(e^ε/(1 + e^ε)) (the trade-off function
-        of (ε, 0)-DP lies above G_μ iff it does at its kink α = 1/(1 + e^ε); Dong, Roth & Su
-        2022, arXiv:1905.02383). ``rho`` is unused."""
-        e = self.cell.epsilon
-        return 2.0 * NormalDist().inv_cdf(1.0 / (1.0 + math.exp(-e)))
+    MECHANISM = "PrivBayes"
+    BUDGET = "ε/2 on the network, ε/2 on the noisy counts"
 
 
 _SOURCE = ("Zhang, Cormode, Procopiuc, Srivastava & Xiao 2017, PrivBayes (ACM TODS 42(4)), as "
