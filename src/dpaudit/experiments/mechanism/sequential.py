@@ -260,7 +260,7 @@ def _choose(spec, s, inputs, upairs, pools, penalty: float, cache=None):
     keeps each pair's events while those outputs are the same (pools only grow, at their
     end), and its fitted scores until a refit would train on :data:`REFIT` times as many
     rows (the rows they were fitted on stay in the first part of the pools, so the events
-    are still judged on outputs they were not fitted on; once both inputs have
+    are still estimated on outputs they were not fitted on; once both inputs have
     :data:`FIT_ROWS` they are never refitted), with their values on every output scored
     so far: the same numbers, not computed again. The ranking puts ties (pairs with no
     growth) least explored first; the choice is its head."""
