@@ -248,3 +248,32 @@ def test_the_sensitivity_fix_needs_a_public_row_count():
     import DataSynthesizer.lib.PrivBayes as pb
 
     assert pb.Pool.__module__ == "multiprocessing.pool"  # nothing left patched
+
+
+@needs_ds
+def test_a_resumed_audit_takes_its_pilot_and_evaluation_from_the_checkpoint(tmp_path, monkeypatch):
+    """Both stages are journalled: with every run pair finished, a rerun from the checkpoint
+    fits nothing and gives the same entry (the pilot, hence the threshold, included)."""
+    from dpaudit.experiments.synthetic_data import pipeline
+
+    s = SyntheticDataSettings(generators=("datasynthesizer-privbayes",), dataset="unique-record",
+                              columns=2, rows=4, threat_models=("white-box-domain",), runs=5,
+                              pilot_runs=3, seed=4)  # fmt: skip
+    (first,) = audit_synthetic_data(s, checkpoint=tmp_path).entries
+    assert {p.name for p in tmp_path.iterdir()} >= {
+        "datasynthesizer-privbayes.pilot.tasks",
+        "datasynthesizer-privbayes.tasks",
+    }
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("a finished run pair was fitted again")
+
+    monkeypatch.setattr(pipeline.SyntheticRunPairs, "__call__", no_fit)
+    monkeypatch.setattr(pipeline.SyntheticRunPairs, "run_group", no_fit)
+    (again,) = audit_synthetic_data(s, checkpoint=tmp_path).entries
+    assert again.lower_bound.epsilon == first.lower_bound.epsilon
+    assert (again.detail.threshold, again.detail.tp, again.detail.fp) == (
+        first.detail.threshold,
+        first.detail.tp,
+        first.detail.fp,
+    )

@@ -302,11 +302,22 @@ def _runs(task, n, seed, s, checkpoint, progress, label):
     return run.stacked()
 
 
+def _pilot(task: SyntheticRunPairs, s: SyntheticDataSettings, key: int, checkpoint: Any,
+           progress: Any) -> np.ndarray:  # fmt: skip
+    """The pilot run pairs (their own seeds, ``child_seed(seed, key, 0)``), journalled beside
+    the evaluation's: a resumed audit takes the finished ones from the checkpoint instead of
+    fitting them again — the same pilot, so the same threshold, where the library's noise is
+    not seedable (smartnoise's) and a rerun pilot would differ."""
+    journal = journal_in(checkpoint, f"{task.cell.generator}.pilot.tasks")
+    return _runs(task, s.pilot_runs, child_seed(s.seed, key, 0), s, journal, progress, "pilot")
+
+
 def _stages(task: SyntheticRunPairs, s: SyntheticDataSettings, key: int, checkpoint: Any,
             progress: Any) -> tuple[np.ndarray, np.ndarray, float]:  # fmt: skip
-    """The pilot and the (journalled) evaluation run pairs → (pilot, evaluation, wall s)."""
+    """The pilot and the evaluation run pairs, both journalled (:func:`_pilot`) → (pilot,
+    evaluation, wall s)."""
     t0 = time.perf_counter()
-    pilot = _runs(task, s.pilot_runs, child_seed(s.seed, key, 0), s, None, progress, "pilot")
+    pilot = _pilot(task, s, key, checkpoint, progress)
     journal = journal_in(checkpoint, f"{task.cell.generator}.tasks")
     ev = _runs(task, s.runs, child_seed(s.seed, key, 1), s, journal, progress, "evaluation")
     return pilot, ev, time.perf_counter() - t0
@@ -354,7 +365,7 @@ def _sequential_entry(task: SyntheticRunPairs, system: Any, s: SyntheticDataSett
     claim (:mod:`dpaudit.experiments._sequential_runs`), until it is rejected or ``runs`` pairs
     are spent. The bound is the ε confidence sequence at that stopping time."""
     t0 = time.perf_counter()
-    pilot = _runs(task, s.pilot_runs, child_seed(s.seed, key, 0), s, None, progress, "pilot")
+    pilot = _pilot(task, s, key, checkpoint, progress)
     rho = float(pilot[0, -1])
     claim = system.claim(rho=rho)
     g, t, projected = pilot_choice(pilot[:, spans(task)[0]], s.delta, s.confidence_level)
@@ -492,8 +503,8 @@ def audit_synthetic_data(
             (ε, δ) = (1, 10⁻²), white-box, the tree-flip worst-case dataset).
         data: unused (the worst-case datasets are generated).
         progress: truthy for progress bars over the run pairs.
-        checkpoint: a directory; finished evaluation run pairs are kept there and a rerun
-            with the same settings resumes from them.
+        checkpoint: a directory; finished pilot and evaluation run pairs are kept there and
+            a rerun with the same settings resumes from them.
 
     Returns:
         :class:`~dpaudit.AuditResult` (workflow ``"synthetic-data"``): one entry per
