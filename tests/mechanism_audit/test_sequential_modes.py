@@ -147,6 +147,7 @@ def test_docs_oracle_table_is_the_benchmarks():
     for row in results["oracle"]:  # the exact laws match the real samplers (64 bins, 200k)
         assert row["sampler_tv"] < 0.02
         assert row["min_pairs"] <= row["event_pairs"]  # no bet grows faster than KL_inf
+        assert row["min_pairs"] <= row["ramp_pairs"] <= row["event_pairs"]
 
 
 def test_oracle_kl_inf_and_kelly_growth_of_randomised_response():
@@ -163,6 +164,34 @@ def test_oracle_kl_inf_and_kelly_growth_of_randomised_response():
     kelly = 0.5625 * math.log(1.8) + 0.0625 * math.log(0.2)  # Z = ±1 w.p. 9/16, 1/16: λ = 0.8
     assert math.isclose(growth, kelly, rel_tol=1e-6)
     assert growth < want and bench._pair_epsilon(pa, pb) == math.log(3.0)
+
+
+def test_oracle_witness_growth_against_events_and_a_naive_sum():
+    """A witness with values 0 and 1 is an event: its growth is the event's Kelly growth. A
+    ramp's growth is ``max_λ Σ_o Σ_o′ P(o) Q(o′) log(1 + λ(g(o) − e^ε g(o′)))``, summed over
+    every pair of outputs (the slow form), on a law of 7 outputs with g on the 101-level grid;
+    on Laplace outputs (whose log-likelihood ratio is linear between the two means) a ramp
+    grows faster than every event, and no faster than ``KL_inf``."""
+    from scipy import optimize
+
+    bench, _ = _bench("bench_sequential")
+    pa, pb = np.array([0.25, 0.75]), np.array([0.75, 0.25])
+    event = bench._witness_growth(np.array([0.0, 1.0]), pa, pb, 1.0)  # S = {second outcome}
+    assert math.isclose(event, bench._kelly_growth(0.75, 0.25, 1.0), rel_tol=1e-6)
+    rng = np.random.default_rng(3)
+    pos, neg = rng.dirichlet(np.ones(7)), rng.dirichlet(np.ones(7))
+    g, f = np.round(rng.uniform(size=7), 2), math.exp(0.1)
+    z = (g[:, None] - f * g[None, :]).ravel()
+    w = (pos[:, None] * neg[None, :]).ravel()
+    naive = -optimize.minimize_scalar(lambda lam: -np.sum(w * np.log1p(lam * z)),
+                                      bounds=(0.0, 0.9999 / f), method="bounded").fun  # fmt: skip
+    assert math.isclose(bench._witness_growth(g, pos, neg, f), max(naive, 0.0), rel_tol=1e-6)
+    x = np.linspace(-4, 4, 161)  # Laplace(±0.5, 1) on a grid, claim ε = 0.1 (true 1.0)
+    pa, pb = np.exp(-np.abs(x + 0.5)), np.exp(-np.abs(x - 0.5))
+    pa, pb = pa / pa.sum(), pb / pb.sum()
+    ramp, _ = bench._best_ramp_growth(pa, pb, 0.1)
+    events = max(bench._best_event_growth(pa, pb, 0.1), bench._best_event_growth(pb, pa, 0.1))
+    assert bench._kl_inf(pa, pb, 0.1) >= ramp > 1.05 * events > 0  # 0.139, 0.122, 0.114
 
 
 def test_docs_auto_sizing_table_is_the_benchmarks():
