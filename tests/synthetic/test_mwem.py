@@ -6,12 +6,18 @@ refuted by the Laplace log-likelihood ratio of its noisy cuboids while the fix i
 
 from __future__ import annotations
 
+import copy
+import math
+
+import numpy as np
 import pytest
 
+from doctest_support import module_examples
 from dpaudit.attacks._synthetic import WORST_CASE_DATASETS
+from dpaudit.attacks._synthetic_mwem import _choice_logp, mwem_choice_llr, mwem_histograms
 from dpaudit.experiments.synthetic_data import SyntheticDataSettings, audit_synthetic_data
 from dpaudit.systems import SYSTEMS
-from dpaudit.systems.synthetic import LIBRARIES, GeneratorCell
+from dpaudit.systems.synthetic import LIBRARIES, GeneratorCell, TabularDomain
 
 needs_smartnoise = pytest.mark.skipif(
     not LIBRARIES["smartnoise"].available(),
@@ -111,3 +117,141 @@ def test_mwem_cuboids_are_recorded_as_marginals_in_c_order():
     r = subprocess.run([str(LIBRARIES["smartnoise"].python()), "-W", "ignore", "-c", _CHECK,
                         str(handler)], capture_output=True, text=True, timeout=120)  # fmt: skip
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
+
+
+# --- MWEM's exponential-mechanism choices (white-box-mwem) ---------------------------------
+
+
+def test_choice_probability_is_the_redraw_loop_s():
+    """P(k) with redraws of measured cuboids (11 draws, then uniform among the unmeasured)
+    against 200,000 simulated runs of the library's loop (seeded), within 5 binomial sd."""
+    q = np.array([30.0, 10.0, 28.0, 25.0, 12.0, 29.0])
+    eps, measured, draws = 0.5, [0, 2, 5], 11
+    logits = eps * q / 2
+    p = np.exp(logits - logits.max())
+    p /= p.sum()
+    g = np.random.default_rng(46)
+    n = 200_000
+    d = g.choice(q.size, size=(n, draws), p=p)
+    ok = ~np.isin(d, measured)
+    first = np.where(ok.any(axis=1), d[np.arange(n), ok.argmax(axis=1)], -1)
+    unmeasured = np.array([1, 3, 4])
+    first[first < 0] = unmeasured[g.integers(0, 3, size=int((first < 0).sum()))]
+    for k in unmeasured:
+        want = math.exp(_choice_logp(q, eps, int(k), measured, draws))
+        got = float(np.mean(first == k))
+        assert abs(got - want) < 5 * math.sqrt(want * (1 - want) / n), (k, got, want)
+    assert math.exp(_choice_logp(q, eps, 3, [], draws)) == pytest.approx(p[3])
+
+
+def _rounds():
+    """Three hand-made rounds on the 2 × 3 domain (the worker's record format)."""
+    sels = [{"candidates": [[0], [1], [0, 1]], "epsilon": 0.4, "chosen": k, "measured": m,
+             "draws": 11, "iterations": 20, "columns": [0, 1]}
+            for k, m in ((2, []), (0, [2]), (1, [2, 0]))]  # fmt: skip
+    ms = [{"clique": [0, 1], "scale": 2.5, "y": [3.0, 1.0, 0.5, 0.0, 1.5, 2.0]},
+          {"clique": [0], "scale": 2.5, "y": [4.0, 3.0]},
+          {"clique": [1], "scale": 2.5, "y": [3.0, 2.5, 2.0]}]  # fmt: skip
+    return sels, ms
+
+
+def test_replayed_histograms_are_a_naive_multiplicative_weights_loop():
+    """The replay against MWEM's update written out cell by cell over the 2-D histogram (the
+    library's order: first clique column fastest), and the choice LLR against the explicit
+    softmax of the scores under each dataset."""
+    sels, ms = _rounds()
+    dom = TabularDomain((2, 3))
+    D = np.array([[0, 0], [0, 1], [1, 2], [1, 2], [0, 0]])
+    t = np.array([1, 0])
+    hists = mwem_histograms(sels, ms, len(D), dom)
+    A = np.full((2, 3), len(D) / 6.0)
+    cells = {(0, 1): [(a, b) for b in range(3) for a in range(2)], (0,): [(0,), (1,)],
+             (1,): [(0,), (1,), (2,)]}  # fmt: skip
+    done = []
+    for r, m in enumerate(ms):
+        np.testing.assert_allclose(hists[r], A.ravel(), rtol=1e-12)
+        done.append(m)
+        total = A.sum()
+        for _ in range(20):
+            for mm in done:
+                clique = tuple(mm["clique"])
+                y = np.asarray(mm["y"]).reshape([(2, 3)[c] for c in clique])
+                for cell in cells[clique]:
+                    sl = [slice(None), slice(None)]
+                    for c, v in zip(clique, cell, strict=True):
+                        sl[c] = v
+                    A[tuple(sl)] *= math.exp((y[cell] - A[tuple(sl)].sum()) / (2 * total))
+                    A *= total / A.sum()
+    llr = 0.0
+    for r, s in enumerate(sels):
+        lp = []
+        for data, h in ((D, mwem_histograms(sels, ms, 5, dom)[r]),
+                        (np.vstack([D, t]), mwem_histograms(sels, ms, 6, dom)[r])):  # fmt: skip
+            H = h.reshape(2, 3)
+            xs = [np.bincount(data[:, 0], minlength=2), np.bincount(data[:, 1], minlength=3),
+                  np.bincount(data[:, 0] * 3 + data[:, 1], minlength=6)]  # fmt: skip
+            xh = [H.sum(axis=1), H.sum(axis=0), H.ravel()]
+            q = np.array([np.abs(x - e).mean() for x, e in zip(xs, xh, strict=True)])
+            lp.append(_choice_logp(q, s["epsilon"], s["chosen"], s["measured"], 11))
+        llr += lp[1] - lp[0]
+    assert mwem_choice_llr(sels, ms, D, t, dom) == pytest.approx(llr, rel=1e-12)
+
+
+def test_choice_llr_refuses_records_it_cannot_replay():
+    sels, ms = _rounds()
+    dom, D, t = TabularDomain((2, 3)), np.zeros((4, 2), dtype=int), np.array([1, 0])
+    cases = [(lambda s, m: s[1].update(measured=[1]), "the earlier choices are"),
+             (lambda s, m: s[0].update(columns=[0]), "no splits"),
+             (lambda s, m: s[2].update(chosen=0), "already measured"),
+             (lambda s, m: m[1].update(clique=[1], y=[1.0, 1.0, 1.0]), "the choice of round 1"),
+             (lambda s, m: s[0].update(chosen=7), "not one of its 3 candidates"),
+             (lambda s, m: m.pop(), "3 choices but 2 noisy cuboids"),
+             (lambda s, m: m[0].update(y=[1.0]), "has 1 cells")]  # fmt: skip
+    for change, match in cases:
+        s, m = (copy.deepcopy(x) for x in _rounds())
+        change(s, m)
+        with pytest.raises(ValueError, match=match):
+            mwem_choice_llr(s, m, D, t, dom)
+    with pytest.raises(ValueError, match="differ from the library's"):  # scores not the library's
+        mwem_choice_llr([dict(sels[0], q=[0.0, 0.0, 0.0])], ms, D, t, dom, check_observed=D)
+
+
+def test_mwem_module_examples_run():
+    assert module_examples("dpaudit.attacks._synthetic_mwem").failed == 0
+
+
+@needs_smartnoise
+def test_mwem_choices_replay_the_library_s_histograms_and_scores():
+    """MWEM as installed at T = 8 on a 2 × 3 × 4 table holding every value (its histogram then
+    spans the public domain; its pool of 16 cuboids repeats some, so redraws happen) and the
+    fix at T = 3 on unique-record: every round's replayed histogram and scores equal the
+    library's (``check_observed``); a changed score or histogram is refused."""
+    g = np.random.default_rng(0)
+    dom = TabularDomain((2, 3, 4))
+    X = np.stack([g.permutation(np.arange(60) % k) for k in dom.cardinalities], axis=1)
+    pair = WORST_CASE_DATASETS.get("unique-record")(rows=50)
+    for name, opts, tables, d in (
+        (MWEM[0], (("iterations", 8),), [X], dom),
+        (MWEM[1], (), [pair.D, pair.D_prime], pair.domain),
+    ):  # fmt: skip
+        gen = SYSTEMS.get(name)(GeneratorCell(name, 1.0, 1e-2, options=opts))
+        which = [i % len(tables) for i in range(6)]
+        r = gen.fit_runs(tables, which, list(range(6)), domain=d,
+                         observe=("measurements", "selections"))  # fmt: skip
+        T = dict(opts).get("iterations", 3)
+        for run, w in zip(r.runs, which, strict=True):
+            sels, ms = run["selections"], run["measurements"]
+            assert len(sels) == len(ms) == T
+            assert [s["measured"] for s in sels] == [[s["chosen"] for s in sels[:i]]
+                                                     for i in range(T)]  # fmt: skip
+            llr = mwem_choice_llr(sels, ms, tables[0], np.ones(3, dtype=int), d,
+                                  check_observed=tables[w])  # fmt: skip
+            assert math.isfinite(llr)
+    bad = copy.deepcopy(sels)
+    bad[1]["q"][0] += 1e-3
+    with pytest.raises(ValueError, match="differ from the library's"):
+        mwem_choice_llr(bad, ms, pair.D, pair.target, pair.domain, check_observed=tables[w])
+    bad = copy.deepcopy(sels)
+    bad[2]["xhat"][0] *= 1.01
+    with pytest.raises(ValueError, match="replayed histogram"):
+        mwem_choice_llr(bad, ms, pair.D, pair.target, pair.domain, check_observed=tables[w])

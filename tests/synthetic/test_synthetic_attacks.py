@@ -203,7 +203,8 @@ def test_black_box_and_domain_statistics():
     assert set(SYNTHETIC_THREAT_MODELS.names()) == {
         "white-box", "white-box-measurements", "white-box-domain", "black-box",
         "black-box-rows", "white-box-laplace", "white-box-network", "black-box-unseen",
-        "white-box-selections", "black-box-dcr", "black-box-density"}  # fmt: skip
+        "white-box-selections", "black-box-dcr", "black-box-density", "white-box-mwem",
+        "white-box-mwem-choices"}  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -48,7 +48,7 @@ class SyntheticDataSettings:
         ("white-box",),
         help="white-box | white-box-measurements | white-box-selections | white-box-domain | "
         "black-box | black-box-rows | white-box-laplace | white-box-network | black-box-unseen | "
-        "black-box-dcr | black-box-density",
+        "black-box-dcr | black-box-density | white-box-mwem | white-box-mwem-choices",
     )
     dataset: str = option(
         "tree-flip",

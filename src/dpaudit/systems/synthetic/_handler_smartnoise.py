@@ -18,7 +18,9 @@ as integer arrays (``data0``, ``data1``, …), each run recording what the threa
 
 MWEM (``synth == "mwem"``; pure ε-DP, so no δ is passed) records, as ``measurements``, every
 noisy cuboid it measured — the clique, the Laplace scale ``1/ε`` the library states
-(``scale``; ``sigma`` its standard deviation), the noisy cells in C order — and no selections;
+(``scale``; ``sigma`` its standard deviation), the noisy cells in C order — and, as
+``selections``, every exponential-mechanism choice with the candidates' scores and the
+synthetic histogram they were computed from (``_mwem_choice``);
 ``domain`` stops it after its first noisy cuboid (its cells show the histogram it measures
 over). Its option ``histogram`` (the worker's, not the library's) is ``"data"`` (as installed:
 each histogram axis spans ``[min, max]`` of the private column, even with the public
@@ -183,14 +185,15 @@ def _cuboid_clique(cuboid, split, ndim):
     return [int(split[a]) for a in axes], axes
 
 
-def _patch_mwem(record, noise_scale, cards, histogram, stop_after_first):
+def _patch_mwem(record, noise_scale, cards, histogram, stop_after_first, selections=False):
     """Instrument MWEM (undone by the returned fn): every noisy cuboid it measured is recorded
     as ``{"clique", "scale", "sigma", "y"}`` (the Laplace scale ``1/ε`` the library states, its
     standard deviation √2·scale, the noisy cells in C order over the clique); ``noise_scale``
     multiplies the scale of the Laplace noise ``snsynth.utils.laplace_noise`` draws (the
     planted bug); ``histogram == "public"`` builds each histogram over the public domain
     (columns ``0 … k − 1``) instead of ``[min, max]`` of the private column; ``stop_after_first``
-    stops after the first measurement."""
+    stops after the first measurement. With ``selections`` every exponential-mechanism choice
+    is recorded too (:func:`_mwem_choice`)."""
     import snsynth.mwem as mwem_mod
 
     syn = mwem_mod.MWEMSynthesizer
@@ -208,8 +211,12 @@ def _patch_mwem(record, noise_scale, cards, histogram, stop_after_first):
     orig_em, orig_mw = syn._exponential_mechanism, syn._multiplicative_weights
 
     def em(self, hist, synth_hist, queries, eps, measurements, iteration):
+        measured = [int(i) for i in measurements]  # before this choice, in measurement order
         qi = orig_em(self, hist, synth_hist, queries, eps, measurements, iteration)
         chosen.append((qi, eps))
+        if selections:
+            record["selections"].append(_mwem_choice(self, hist, synth_hist, queries, eps,
+                                                     measured, qi))  # fmt: skip
         return qi
 
     def mw(self, synth_hist, queries, m, hist, iterate):
@@ -247,6 +254,26 @@ def _patch_mwem(record, noise_scale, cards, histogram, stop_after_first):
     return undo
 
 
+def _mwem_choice(syn, hist, synth_hist, queries, eps, measured, qi):
+    """One of MWEM's exponential-mechanism choices, as the library made it: the candidate
+    cuboids' cliques, their scores ``q`` (``Cuboid.error``: the mean absolute difference of
+    the private and the synthetic histogram over the cuboid's cells; the library draws with
+    probabilities ∝ exp(ε q / 2)), ε, the choice, the cuboids measured before it (a draw
+    among them is redrawn, ``draws`` draws at most, then a uniform choice among the others),
+    the passes of multiplicative weights after each measurement, the histogram's columns and
+    the synthetic histogram the scores were computed from (C order over those columns)."""
+    if syn.measure_only:
+        raise ValueError("MWEM with measure_only=True chooses uniformly: no selections to record")
+    h = next(h for h in syn.histograms if h.data is hist)
+    cliques = [_cuboid_clique(q, h.split, hist.ndim)[0] for q in queries]
+    return {"candidates": cliques, "q": [float(q.error(hist, synth_hist)) for q in queries],
+            "epsilon": float(eps), "chosen": int(qi), "measured": measured,
+            "draws": int(syn.max_retries_exp_mechanism) + 1,
+            "iterations": int(syn.mult_weights_iterations),
+            "columns": [int(c) for c in h.split],
+            "xhat": [float(v) for v in np.asarray(synth_hist, float).ravel()]}  # fmt: skip
+
+
 def _transformer(cards, public_domain):
     from snsynth.transform import TableTransformer
     from snsynth.transform.label import LabelTransformer
@@ -279,9 +306,6 @@ def op_fit(body, arrays):
     histogram = options.pop("histogram", "data") if mwem else None
     if mwem and histogram not in ("data", "public"):
         raise ValueError(f"MWEM's histogram option is 'data' or 'public', got {histogram!r}")
-    if mwem and "selections" in observe:
-        raise ValueError("the MWEM worker records no selections: observe measurements, domain "
-                         "or synthetic")  # fmt: skip
     out = []
     for run in body["runs"]:
         data = tables[f"data{int(run['dataset'])}"]
@@ -290,7 +314,8 @@ def op_fit(body, arrays):
         random.seed(int(run["seed"]))  # MWEM's exponential mechanism draws random.random()
         noise_scale = float(body.get("noise_scale", 1.0))
         if mwem:  # domain: its first noisy cuboid shows the histogram it measures over
-            undo = _patch_mwem(record, noise_scale, cards, histogram, domain_only)
+            sel = "selections" in observe
+            undo = _patch_mwem(record, noise_scale, cards, histogram, domain_only, sel)
             undo_stop = lambda: None  # noqa: E731
         else:
             undo = _patch(record, noise_scale, stop_after_last=white_box_only and synth == "aim")
