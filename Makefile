@@ -81,7 +81,7 @@ bench: $(STAMP)
 VENVS   := .venvs
 VENV_PY ?= $(shell command -v python3.11 || echo $(PY))
 
-venvs: venv-smartnoise venv-dpmm venv-diffprivlib venv-flower
+venvs: venv-smartnoise venv-smartnoise-gan venv-dpmm venv-diffprivlib venv-flower
 
 # smartnoise-synth 1.0.8 without its GAN dependencies (opacus<0.15 needs an old torch): MST,
 # AIM and MWEM run without them.
@@ -90,6 +90,16 @@ $(VENVS)/smartnoise/.installed:
 	rm -rf $(VENVS)/smartnoise && $(VENV_PY) -m venv $(VENVS)/smartnoise
 	$(VENVS)/smartnoise/bin/pip install -q --no-deps smartnoise-synth==1.0.8
 	$(VENVS)/smartnoise/bin/pip install -q "mbi==1.1.0" "smartnoise-sql==1.0.10" "Faker>=17" "disjoint-set>=0.9,<0.10" "opendp==0.14.2"
+	touch $@
+
+# smartnoise-synth 1.0.8 with its GAN dependency, opacus 0.14.0 (it asks only torch >= 1.3), on
+# torch 2.13.0 (CPU), beside venv-smartnoise's pins (and packaging, which their CTGAN code imports
+# and --no-deps leaves out): DPCTGAN and PATECTGAN.
+venv-smartnoise-gan: $(VENVS)/smartnoise-gan/.installed
+$(VENVS)/smartnoise-gan/.installed:
+	rm -rf $(VENVS)/smartnoise-gan && $(VENV_PY) -m venv $(VENVS)/smartnoise-gan
+	$(VENVS)/smartnoise-gan/bin/pip install -q --no-deps smartnoise-synth==1.0.8
+	$(VENVS)/smartnoise-gan/bin/pip install -q "mbi==1.1.0" "smartnoise-sql==1.0.10" "Faker>=17" "disjoint-set>=0.9,<0.10" "opendp==0.14.2" "packaging>=20" "torch==2.13.0" "opacus==0.14.0"
 	touch $@
 
 # dpmm 0.1.9 pins numpy 1.26.4, pandas 2.1.0, scikit-learn 1.5.0, opendp 0.12.1 (Python < 3.12).

@@ -47,6 +47,10 @@ conversion, ``cdp_rho``; MWEM pure ε-DP):
   sampled at the library's default size, ``sample()`` with no argument, which is the private
   table's exact row count (smartnoise keeps ``len(data)`` as ``num_rows``), released without
   noise although the marginals' noise is calibrated to add/remove neighbours.
+* ``smartnoise-dpctgan``, ``smartnoise-patectgan`` — smartnoise-synth's GANs
+  (:class:`GANGenerator`, an (ε, δ) claim from the library's own accountant; library
+  ``smartnoise-gan``, ``make venv-smartnoise-gan``: opacus 0.14 on torch), and their planted
+  bugs ``*-quiet-noise`` (the noise drawn 0.1× what the accountant is given).
 
 The claim of every entry but MWEM's (pure ε: (ε, 0)) is the library's (ε, δ) and, beside it,
 the Gaussian-DP μ that its ρ implies (μ = √(2ρ): a ρ-zCDP mechanism built of Gaussians is μ-GDP
@@ -62,7 +66,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from statistics import NormalDist
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -74,10 +78,12 @@ from dpaudit.systems._protocols import SYSTEMS, SystemFactory
 from dpaudit.systems.synthetic._inprocess import InProcessLibrary
 
 __all__ = [
+    "GAN_GENERATORS",
     "GENERATORS",
     "LIBRARIES",
     "OBSERVABLES",
     "SYSTEM_TAG",
+    "GANGenerator",
     "GeneratorCell",
     "GeneratorRuns",
     "GeneratorSpec",
@@ -520,3 +526,103 @@ for _spec in (
     factory = MWEMGenerator if _spec.synth == "mwem" else SyntheticGenerator
     SYSTEMS.register(_spec.name, SystemFactory(GeneratorCell, factory),
                      tags=(SYSTEM_TAG,))  # fmt: skip
+
+
+# ------------------------------------------------------------------ smartnoise-synth's GANs
+# (an environment of their own: opacus 0.14 and torch beside smartnoise-synth 1.0.8)
+
+LIBRARIES["smartnoise-gan"] = ExternalLibrary(
+    "smartnoise-gan", "smartnoise-synth", str(_HERE / "_handler_smartnoise_gan.py"),
+    "venv-smartnoise-gan")  # fmt: skip
+
+
+class GANGenerator(SyntheticGenerator):
+    """smartnoise-synth 1.0.8's DPCTGAN and PATECTGAN: the (ε, δ) the library's own
+    accountant trains to.
+
+    * DPCTGAN (Rosenblatt, Liu, Pouyanfar, de Leon, Desai & Allen 2020, "Differentially
+      Private Synthetic Data: Applied Evaluations and Enhancements", arXiv:2011.05537; the
+      CTGAN of Xu, Skoularidou, Cuesta-Infante & Veeramachaneni 2019, arXiv:1907.00503):
+      DP-SGD (Abadi et al. 2016, arXiv:1607.00133) on the discriminator through opacus 0.14
+      (noise multiplier ``sigma`` = 5, per-layer clipping at 1, sampling rate batch/n), its
+      RDP accountant (Mironov 2017, arXiv:1702.07476) read at δ before each epoch; it stops
+      at the first reading above ε, so the last epoch it trains is paid for after the fact;
+    * PATECTGAN (ibid.; PATE-GAN of Jordon, Yoon & van der Schaar 2019, ICLR): Laplace noise
+      of scale 1/``noise_multiplier`` (1000) on the teachers' votes, PATE's data-dependent
+      moments accountant (Papernot, Abadi, Erlingsson, Goodfellow & Talwar 2017,
+      arXiv:1610.05755; orders 1 … 100) read before each iteration; it stops at the first
+      reading above ε, so it too ends past ε by one iteration's queries.
+
+    The claim is the library's ε at the δ it is given; μ beside it is the μ-GDP whose ε at δ
+    is that ε (:func:`~dpaudit.conversions.gdp_mu`), a description of the claim's scale (an
+    (ε, δ) claim implies no μ-GDP). The library states no ρ (the runs record NaN).
+
+    Example:
+        >>> g = GANGenerator(GeneratorCell("smartnoise-dpctgan", 1.0, 1e-2))
+        >>> (g.claim().epsilon, g.claim().delta)
+        (1.0, 0.01)
+        >>> round(g.implied_mu(float("nan")), 4)
+        0.5325
+    """
+
+    ACCOUNTANTS: ClassVar[dict[str, str]] = {
+        "dpctgan": "DP-SGD on the discriminator, opacus 0.14's RDP accountant at δ (read "
+        "before each epoch)",
+        "patectgan": "PATE's data-dependent moments accountant on the noisy votes (read before "
+        "each iteration)",
+    }
+    IMPLIED_MU_SOURCE = ("μ whose μ-GDP ε at δ equals the claimed ε (a description: an (ε, δ) "
+                         "claim implies no μ-GDP; Dong, Roth & Su 2022, arXiv:1905.02383, "
+                         "Cor. 2.13)")  # fmt: skip
+
+    @property
+    def mechanism(self) -> str:
+        """The mechanism, in words."""
+        return (f"{self.spec.synth.upper()} ({self.library.distribution}), "
+                f"{self.ACCOUNTANTS[self.spec.synth]}")  # fmt: skip
+
+    def claim(self, orders: Any = None, *, delta: float | None = None, rho: float | None = None
+              ) -> Claim:  # fmt: skip
+        """The library's claim, (ε, δ) as configured (``delta`` must be the cell's if given).
+
+        Args:
+            orders: unused.
+            delta: δ of the claim (default the cell's).
+            rho: unused (the library states no ρ).
+        """
+        if delta is not None and not math.isclose(delta, self.cell.delta):
+            raise ValueError(f"delta={delta} is not the δ the generator claims ({self.cell.delta})")
+        return Claim("library (ε, δ)", f"{self.spec.source}; {self.ACCOUNTANTS[self.spec.synth]}",
+                     self.cell.epsilon, self.cell.delta)  # fmt: skip
+
+    def implied_mu(self, rho: float) -> float:  # type: ignore[override]
+        """The μ whose μ-GDP ε at the cell's δ is the cell's ε; ``rho`` is unused."""
+        from dpaudit.conversions import gdp_mu
+
+        return gdp_mu(self.cell.epsilon, self.cell.delta)
+
+
+_DPCTGAN = ("Rosenblatt et al. 2020, DP-CTGAN (arXiv:2011.05537), as smartnoise-synth 1.0.8 "
+            "implements it on opacus 0.14")  # fmt: skip
+_PATECTGAN = ("Rosenblatt et al. 2020, PATE-CTGAN (arXiv:2011.05537), as smartnoise-synth 1.0.8 "
+              "implements it")  # fmt: skip
+_QUIET_SGD = ("the Gaussian noise on the discriminator's gradients is 0.1× what opacus states "
+              "and accounts")  # fmt: skip
+_QUIET_VOTES = ("the Laplace noise on the teachers' votes is 0.1× what the library states and "
+                "accounts")  # fmt: skip
+
+GAN_GENERATORS: tuple[GeneratorSpec, ...] = (
+    GeneratorSpec("smartnoise-dpctgan", "smartnoise-gan", "dpctgan", "DPCTGAN (smartnoise-synth)",
+                  _DPCTGAN, white_box=()),
+    GeneratorSpec("smartnoise-dpctgan-quiet-noise", "smartnoise-gan", "dpctgan",
+                  "DPCTGAN with its noise scaled down 10× (planted bug)", _DPCTGAN, bug=_QUIET_SGD,
+                  noise_scale=0.1, white_box=()),
+    GeneratorSpec("smartnoise-patectgan", "smartnoise-gan", "patectgan",
+                  "PATECTGAN (smartnoise-synth)", _PATECTGAN, white_box=()),
+    GeneratorSpec("smartnoise-patectgan-quiet-noise", "smartnoise-gan", "patectgan",
+                  "PATECTGAN with its noise scaled down 10× (planted bug)", _PATECTGAN,
+                  bug=_QUIET_VOTES, noise_scale=0.1, white_box=()),
+)  # fmt: skip
+for _spec in GAN_GENERATORS:
+    GENERATORS.register(_spec.name, _spec)
+    SYSTEMS.register(_spec.name, SystemFactory(GeneratorCell, GANGenerator), tags=(SYSTEM_TAG,))

@@ -1,0 +1,193 @@
+"""Handler of smartnoise-synth's GANs (runs in ``.venvs/smartnoise-gan``, not in dpaudit).
+
+Loaded by :mod:`dpaudit.systems._external_worker`; imports only the standard library, numpy,
+pandas, torch, opacus 0.14 and smartnoise-synth 1.0.8. One operation, ``fit``: many runs of
+DPCTGAN (``synth == "dpctgan"``) or PATECTGAN (``"patectgan"``) on the datasets sent as
+integer arrays (``data0``, ``data1``, …), each run recording
+
+* ``synthetic`` (black-box): the synthetic table (``sample_rows`` rows);
+* ``accounting``: what the library's own accountant spent — for DPCTGAN the ε opacus's RDP
+  accountant reports before each epoch (``reported``: the library stops when one exceeds the
+  target), the optimizer steps it counted and the ε after the last of them (``spent``); for
+  PATECTGAN the student queries its moments accountant counted and the ε after the last
+  (``spent``), with the last ε the library checked before training an iteration
+  (``reported``).
+
+The public domain is given as cardinalities: a ``LabelTransformer`` followed by a
+``OneHotEncoder`` per column (the library's own ``gan`` style), fitted on the values
+``0 … k − 1``, not on the private data.
+
+``noise_scale`` ≠ 1 is the planted bug: it multiplies the noise drawn — DPCTGAN's Gaussian
+noise on the discriminator's clipped gradients (opacus's ``PrivacyEngine._generate_noise``),
+PATECTGAN's Laplace noise on the teachers' votes (its ``pate``) — while the accountants are
+given the noise the library states. The option ``condvec`` (the worker's, not the
+library's) of PATECTGAN is ``"data"`` (as installed: each synthetic row's conditional vector
+copies a category of a uniformly drawn *private* row, ``sample_original_condvec``) or
+``"public"`` (the control: a uniformly drawn column and category of the public domain).
+
+Seeding: ``seed`` seeds numpy's and Python's global generators (batch and conditional-vector
+sampling, PATECTGAN's Laplace noise) and torch's (the generator's initial weights); the
+library then reseeds torch with 0 when it builds its discriminator (``torch.manual_seed(0)``
+in ``Discriminator.__init__``), so every later torch draw — the latent noise, dropout and,
+with opacus 0.14 not in secure mode, the DP-SGD noise — is the same sequence in every run.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+
+import numpy as np
+
+DISTRIBUTION = "smartnoise-synth"
+_SYNTHS = ("dpctgan", "patectgan")
+
+
+def _transformer(cards):
+    from snsynth.transform import (
+        ChainTransformer,
+        LabelTransformer,
+        OneHotEncoder,
+        TableTransformer,
+    )
+
+    tt = TableTransformer([ChainTransformer([LabelTransformer(nullable=False), OneHotEncoder()])
+                           for _ in cards])  # fmt: skip
+    tt.fit([tuple(min(i, k - 1) for k in cards) for i in range(max(cards))])
+    return tt
+
+
+def _patch_dpctgan(noise_scale, engines):
+    """Record each opacus ``PrivacyEngine`` DPCTGAN builds; scale the noise it draws."""
+    import opacus
+
+    orig = opacus.PrivacyEngine
+
+    class Recorded(orig):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            engines.append(self)
+
+        def _generate_noise(self, *a, **k):
+            return super()._generate_noise(*a, **k) * noise_scale
+
+    opacus.PrivacyEngine = Recorded
+    return lambda: setattr(opacus, "PrivacyEngine", orig)
+
+
+def _patch_patectgan(noise_scale, queries, condvec, cards):
+    """Count PATECTGAN's moments-accountant updates (and sum them as the library does);
+    scale the Laplace noise of its votes; draw generation's conditional vectors from the
+    public domain with ``condvec == "public"``."""
+    import snsynth.pytorch.nn.patectgan as mod
+    from snsynth.pytorch.nn.ctgan.data_sampler import DataSampler
+
+    orig_condvec = DataSampler.sample_original_condvec
+    saved = [(mod, "pate", mod.pate), (mod, "moments_acc", mod.moments_acc),
+             (DataSampler, "sample_original_condvec", orig_condvec)]  # fmt: skip
+
+    def pate(data, teachers, lap_scale, device="cpu", _f=mod.pate):
+        return _f(data, teachers, lap_scale / noise_scale, device=device)  # scale 1/lap_scale
+
+    def moments_acc(num_teachers, votes, lap_scale, l_list, device="cpu", _f=mod.moments_acc):
+        a = _f(num_teachers, votes, lap_scale, l_list, device=device)
+        queries.append((int(votes.shape[0]), a.numpy().copy(), l_list.numpy().copy()))
+        return a
+
+    def public(self, batch):
+        cond = np.zeros((batch, sum(cards)), dtype="float32")
+        starts = np.cumsum([0, *cards[:-1]])
+        for i in range(batch):
+            j = np.random.randint(0, len(cards))  # noqa: NPY002 (the library's generator)
+            cond[i, starts[j] + np.random.randint(0, cards[j])] = 1  # noqa: NPY002
+        return cond
+
+    if noise_scale != 1.0:
+        mod.pate = pate
+    mod.moments_acc = moments_acc
+    if condvec == "public":
+        DataSampler.sample_original_condvec = public
+
+    def undo():
+        for obj, name, value in reversed(saved):
+            setattr(obj, name, value)
+
+    return undo
+
+
+def _dpctgan_accounting(s, engines, delta):
+    engine = engines[-1]
+    spent, _ = engine.get_privacy_spent(delta)
+    return {"reported": [float(e) for e in s.epsilon_list], "steps": int(engine.steps),
+            "epochs": len(s.loss_d_list), "spent": float(spent)}  # fmt: skip
+
+
+def _patectgan_accounting(s, queries, delta):
+    """The library's ε after its last moments-accountant update (``spent``) and the one it
+    checked before training its last iteration (``reported``: at most ε; the next check, the
+    one that stops it, is ``spent``)."""
+    if not queries:
+        return {"reported": [], "queries": 0, "student_steps": 0, "spent": 0.0}
+    orders = queries[0][2]
+    alphas = np.cumsum([a for _, a, _ in queries], axis=0)
+    k = int(s.student_iters)
+    last = len(queries) - k
+    before = alphas[last - 1] if last > 0 else np.zeros_like(orders, dtype=np.float64)
+    return {"reported": [float(np.min((before - math.log(delta)) / orders))],
+            "queries": int(sum(n for n, _, _ in queries)), "student_steps": len(queries),
+            "spent": float(np.min((alphas[-1] - math.log(delta)) / orders))}  # fmt: skip
+
+
+def op_fit(body, arrays):
+    """Run the generator ``len(body["runs"])`` times; see the module docstring."""
+    import pandas as pd
+    import torch
+    from snsynth import Synthesizer
+
+    synth, eps, delta = body["synth"], float(body["epsilon"]), float(body["delta"])
+    if synth not in _SYNTHS:
+        raise ValueError(f"the GAN worker runs {' or '.join(_SYNTHS)}, got synth={synth!r}")
+    cards = [int(c) for c in body["cardinalities"]]
+    observe = set(body.get("observe", ["synthetic"]))
+    if observe - {"synthetic", "accounting"}:
+        raise ValueError(f"the GAN worker records the synthetic table and the accounting only, "
+                         f"not {sorted(observe - {'synthetic', 'accounting'})}")  # fmt: skip
+    options = dict(body.get("options", {}))
+    condvec = options.pop("condvec", "data")
+    if condvec not in ("data", "public") or (condvec == "public" and synth != "patectgan"):
+        raise ValueError(f"condvec is PATECTGAN's 'data' or 'public', got {condvec!r}")
+    for k in ("generator_dim", "discriminator_dim"):
+        if k in options:
+            options[k] = tuple(int(v) for v in options[k])
+    sample_rows = int(body.get("sample_rows", 0))
+    noise_scale = float(body.get("noise_scale", 1.0))
+    cols = [f"c{i}" for i in range(len(cards))]
+    tables = {k: pd.DataFrame(v.astype(np.int64), columns=cols) for k, v in arrays.items()}
+    torch.set_num_threads(1)
+    out, syn = [], {}
+    for i, run in enumerate(body["runs"]):
+        data = tables[f"data{int(run['dataset'])}"]
+        seed = int(run["seed"])
+        np.random.seed(seed)  # noqa: NPY002 (the library draws from it)
+        random.seed(seed)
+        torch.manual_seed(seed)
+        engines, queries = [], []
+        undo = (_patch_dpctgan(noise_scale, engines) if synth == "dpctgan"
+                else _patch_patectgan(noise_scale, queries, condvec, cards))  # fmt: skip
+        t0 = time.process_time()
+        try:
+            s = Synthesizer.create(synth, epsilon=eps, delta=delta, verbose=False, cuda=False,
+                                   **options)  # fmt: skip
+            s.fit(data, transformer=_transformer(cards))
+            result = {"seconds": time.process_time() - t0}
+            result["accounting"] = (_dpctgan_accounting(s, engines, delta) if synth == "dpctgan"
+                                    else _patectgan_accounting(s, queries, delta))  # fmt: skip
+            if "synthetic" in observe and sample_rows:
+                t = s.sample(sample_rows)
+                syn[f"synthetic{i}"] = np.asarray(t, dtype=np.int64).reshape(len(t), -1)
+            result["cpu_seconds"] = time.process_time() - t0
+        finally:
+            undo()
+        out.append(result)
+    return {"runs": out, "rho": float("nan")}, syn
