@@ -217,3 +217,31 @@ def test_a_column_of_few_values_also_gets_a_one_hot_score():
     assert int(np.argmax(attacks[0].scores(probe))) in (0, 4)  # linear: an end
     two = np.column_stack([rng.integers(0, 2, 2000), rng.normal(size=2000)]).astype(float)
     assert len(sequential._scores(spec, s, np.ones(10), np.zeros(10), two, two[::-1])) == 2
+
+
+def test_claim_bets_give_the_full_process_state():
+    """The audit streams only the claim's e-process and computes the ε confidence sequence
+    at the end from the recorded bets: the same state, bit for bit, as the full grid's
+    process fed the same restarts and pairs — with the bound inside the first prefix of
+    the grid (a mild violation) and past it (a gross one: the prefix is doubled)."""
+    from dpaudit.bounds import DPClaimEProcess
+
+    rng = np.random.default_rng(5)
+    for p_pos, p_neg in ((0.40, 0.30), (0.9, 0.1)):
+        bets, full = sequential._ClaimBets(0.1, 1e-6, 0.95), DPClaimEProcess(0.1, 1e-6)
+        for epoch in range(4):
+            seed = (p_pos, p_neg, 50.0 * epoch)
+            pos, neg = rng.random(700) < p_pos, rng.random(700) < p_neg
+            bets.restart_bets(*seed)
+            full.restart_bets(*seed)
+            before = full.observations
+            streamed = bets.update_until_rejected(pos, neg, look=32)
+            fed = streamed.observations - before
+            full.update(pos[:fed], neg[:fed])
+            assert streamed.log_e_value == full.result().log_e_value
+            if streamed.rejects_claim:
+                break
+        got, want = bets.confidence_sequence(), full.result()
+        assert got == want and got.rejects_claim
+        first = bets.grid[2 * (int(np.searchsorted(bets.grid, 0.1)) + 2) - 1]  # ≈ 0.22
+        assert (got.epsilon > first) == (p_pos > 0.5)  # the gross one: prefix doubled
