@@ -245,3 +245,16 @@ def test_claim_bets_give_the_full_process_state():
         assert got == want and got.rejects_claim
         first = bets.grid[2 * (int(np.searchsorted(bets.grid, 0.1)) + 2) - 1]  # ≈ 0.22
         assert (got.epsilon > first) == (p_pos > 0.5)  # the gross one: prefix doubled
+
+
+def test_sorted_quantiles_are_numpys_to_the_bit():
+    """The event search's thresholds: ``np.quantile`` of the merged sorted scores, without
+    its partial sort, on scores with ties (counts), without, a single value and a NaN."""
+    rng = np.random.default_rng(2)
+    q = sequential._LEVELS
+    cases = [rng.normal(size=n) for n in (1, 2, 3, 256, 257, 1_000, 20_001)]
+    cases += [rng.integers(0, 5, size=n).astype(float) for n in (7, 300, 4_097)]
+    cases += [np.array([1.0, np.nan, 0.5])]
+    for x in cases:
+        v = np.sort(x, kind="stable")
+        np.testing.assert_array_equal(sequential._sorted_quantiles(v, q), np.quantile(x, q))
