@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
+from dpaudit.attacks._synthetic import WORST_CASE_DATASETS
 from dpaudit.systems import SYSTEMS
 from dpaudit.systems.synthetic import LIBRARIES, GeneratorCell
 
@@ -36,3 +38,86 @@ def test_the_mu_beside_the_claim_is_tight_at_the_claimed_epsilon_delta():
 
     g = SYSTEMS.get(GANS[2])(GeneratorCell(GANS[2], 1.0, 1e-2))
     assert gdp_epsilon(g.implied_mu(math.nan), 1e-2) == pytest.approx(1.0, rel=1e-9)
+
+
+def _fit(name: str, epsilon: float, options: tuple, **kw):
+    pair = WORST_CASE_DATASETS.get("unique-record")(columns=2, rows=20)
+    g = SYSTEMS.get(name)(GeneratorCell(name, epsilon, 1e-2, options=options))
+    return g.fit_runs([pair.D, pair.D_prime], [1, 0], [3, 4], domain=pair.domain, **kw)
+
+
+@needs_gan
+def test_dpctgan_fits_samples_and_ends_past_its_epsilon_by_its_own_accountant():
+    """DPCTGAN reads opacus's ε before each epoch and stops at the first reading above ε:
+    the epoch before it was trained on a reading ≤ ε and paid for after (2 optimizer steps
+    an epoch here: 21 rows, batch 16; a fake-data step and a real-data step)."""
+    r = _fit("smartnoise-dpctgan", 1.0, (("epochs", 50), ("batch_size", 16)),
+             observe=("synthetic",), sample_rows=30)  # fmt: skip
+    assert r.version == "1.0.8" and math.isnan(r.rho)
+    for run, table in zip(r.runs, r.synthetic, strict=True):
+        a = run["accounting"]
+        assert table.shape == (30, 2) and set(np.unique(table)) <= {0, 1}
+        assert a["steps"] == 2 * a["epochs"] and a["epochs"] < 50
+        assert max(a["reported"][:-1]) <= 1.0 < a["reported"][-1] == pytest.approx(a["spent"])
+
+
+@needs_gan
+def test_patectgan_fits_samples_and_ends_past_its_epsilon_by_its_own_accountant():
+    """PATECTGAN reads its moments accountant before each iteration and stops at the first
+    reading above ε: its last iteration was trained on a reading ≤ ε."""
+    opts = (("batch_size", 16), ("student_iters", 2), ("teacher_iters", 1),
+            ("noise_multiplier", 0.01))  # fmt: skip
+    r = _fit("smartnoise-patectgan", 1.0, opts, observe=("synthetic",), sample_rows=30)
+    for run, table in zip(r.runs, r.synthetic, strict=True):
+        a = run["accounting"]
+        assert table.shape == (30, 2) and a["queries"] == 16 * a["student_steps"]
+        assert a["reported"][-1] <= 1.0 < a["spent"]
+
+
+_NOISE = """
+import sys, warnings, numpy as np, torch
+warnings.filterwarnings("ignore")
+sys.path.insert(0, sys.argv[1])
+import _handler_smartnoise_gan as H
+import opacus
+import snsynth.pytorch.nn.patectgan as P
+out = []
+for scale in (1.0, 0.1):
+    engines = []
+    undo = H._patch_dpctgan(scale, engines)
+    m = torch.nn.Linear(4, 1)
+    e = opacus.PrivacyEngine(m, batch_size=10, sample_size=100, noise_multiplier=5.0,
+                             max_grad_norm=1.0)
+    m.weight.grad = torch.zeros_like(m.weight)
+    z = torch.stack([e._generate_noise(1.0, m.weight) for _ in range(5000)])
+    undo()
+    undo = H._patch_patectgan(scale, [], "data", [2, 2])
+    np.random.seed(0)
+    teacher = lambda x: torch.ones(x.shape[0], 1)
+    labels, _ = P.pate(torch.zeros(20000, 3), [teacher], 0.1)
+    undo()
+    out.append((float(z.std()), float(labels.mean()), len(engines), e.noise_multiplier))
+print(out)
+"""
+
+
+@needs_gan
+def test_the_planted_bugs_draw_a_tenth_of_the_noise_the_accountants_are_given():
+    """With ``noise_scale`` 0.1 the worker's opacus engine draws Gaussian noise of standard
+    deviation 0.5 (0.1 × 5 × 1) while keeping noise multiplier 5 for its accountant, and
+    PATECTGAN's votes get Laplace noise of scale 1 instead of 1/0.1 = 10: one teacher
+    voting "real" passes the 1/2 threshold with probability 1 − e^{−λ/2}/2, 0.524 at
+    λ = 0.1 and 0.697 at λ = 1."""
+    import ast
+    import subprocess
+    from pathlib import Path
+
+    lib = LIBRARIES["smartnoise-gan"]
+    r = subprocess.run([str(lib.python()), "-c", _NOISE, str(Path(lib.handler).parent)],
+                       capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    (sd1, p1, n1, nm1), (sd01, p01, n01, nm01) = ast.literal_eval(r.stdout.strip())
+    assert n1 == n01 == 1 and nm1 == nm01 == 5.0
+    assert sd1 == pytest.approx(5.0, rel=0.05) and sd01 == pytest.approx(0.5, rel=0.05)
+    assert p1 == pytest.approx(1 - math.exp(-0.05) / 2, abs=0.01)
+    assert p01 == pytest.approx(1 - math.exp(-0.5) / 2, abs=0.01)
