@@ -7,7 +7,9 @@ refuted by the Laplace log-likelihood ratio of its noisy cuboids while the fix i
 from __future__ import annotations
 
 import copy
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -255,3 +257,34 @@ def test_mwem_choices_replay_the_library_s_histograms_and_scores():
     bad[2]["xhat"][0] *= 1.01
     with pytest.raises(ValueError, match="replayed histogram"):
         mwem_choice_llr(bad, ms, pair.D, pair.target, pair.domain, check_observed=tables[w])
+
+
+def test_docs_mwem_white_box_figures_come_from_the_recorded_runs():
+    """The MWEM section's and the summary paragraph's white-box figures (with and without the
+    choices, on the same runs) state what ``docs/results/synthetic-data/mwem-worst-case-eps*``
+    holds."""
+    root = Path(__file__).resolve().parents[2]
+    page = " ".join((root / "docs/workflows/synthetic-data.md").read_text().split())
+    for eps, with_ in ((1, "with the choices"), (10, "with them")):
+        d = json.loads((root / f"docs/results/synthetic-data/mwem-worst-case-eps{eps}.json")
+                       .read_text())  # fmt: skip
+        assert d["settings"]["dataset"] == "tree-flip" and d["settings"]["runs"] == 1600
+        es = {e["detail"]["threat_model"]: e for e in d["entries"]}
+        full, lap, ch = (es[t] for t in ("white-box-mwem", "white-box-laplace",
+                                         "white-box-mwem-choices"))  # fmt: skip
+        x, y, c = full["detail"], lap["detail"], ch["detail"]
+        digits = 4 if eps == 1 else 3
+        lo, hi = (c["mean_shift_interval"][k] for k in ("low", "high"))
+        shift = f"by {c['mean_shift']:.{digits}f} ({lo:.{digits}f}–{hi:.{digits}f})"
+        shift = shift.replace("-", "−")
+        mi = x["mu_estimate_interval"]
+        figures = [
+            f"is {x['mu_estimate']:.3f} {with_} and {y['mu_estimate']:.3f} without",
+            f"ε ≥ {full['lower_bound']['epsilon']:.3f} and {lap['lower_bound']['epsilon']:.3f}",
+            shift, f"{x['mu_estimate']:.3f} ({mi['low']:.2f}–{mi['high']:.2f})",
+            (f"(μ ≥ {x['mu_lower']:.3f} and {y['mu_lower']:.3f}); the choices alone shift the "
+             f"log-likelihood ratio {shift} where the cuboids shift it by {y['mean_shift']:.3f}"
+             if eps == 1 else f"{shift} against {y['mean_shift']:.2f}"),
+        ]  # fmt: skip
+        for fig in figures:
+            assert fig in page, fig

@@ -210,6 +210,10 @@ SUMMARY = [
      "privbayes-tree-flip-eps1.json", ("privbayes-tree-flip-eps1.json", "white-box-laplace")),
     ("datasynthesizer-privbayes", 10, "privbayes-adult-black-box-eps10.json",
      "privbayes-tree-flip-eps10.json", ("privbayes-tree-flip-eps10.json", "white-box-laplace")),
+    ("smartnoise-mwem-public-domain", 1, "mwem-adult-black-box-eps1.json",
+     "mwem-unique-record-black-box-eps1.json", ("mwem-worst-case-eps1.json", "white-box-mwem")),
+    ("smartnoise-mwem-public-domain", 10, "mwem-adult-black-box-eps10.json",
+     "mwem-unique-record-black-box-eps10.json", ("mwem-worst-case-eps10.json", "white-box-mwem")),
 ]  # fmt: skip
 
 #: The black-box statistics of both black-box columns, in the page's order.
