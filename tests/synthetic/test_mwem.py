@@ -288,3 +288,11 @@ def test_docs_mwem_white_box_figures_come_from_the_recorded_runs():
         ]  # fmt: skip
         for fig in figures:
             assert fig in page, fig
+    ur = []
+    for eps in (1, 10):
+        d = json.loads((root / f"docs/results/synthetic-data/mwem-unique-record-black-box-eps{eps}"
+                        ".json").read_text())  # fmt: skip
+        es = {e["detail"]["threat_model"]: e["detail"] for e in d["entries"]}
+        assert all(es[t]["tp"] == es[t]["fp"] == 70 for t in ("black-box", "black-box-dcr"))
+        ur.append(-es["black-box"]["mean_shift"])
+    assert f"{ur[0]:.2f} and {ur[1]:.2f} fewer copies of it on D ∪ {{t}}" in page
