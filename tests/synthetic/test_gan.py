@@ -91,7 +91,7 @@ for scale in (1.0, 0.1):
     m.weight.grad = torch.zeros_like(m.weight)
     z = torch.stack([e._generate_noise(1.0, m.weight) for _ in range(5000)])
     undo()
-    undo = H._patch_patectgan(scale, [], "data", [2, 2])
+    undo = H._patch_patectgan(scale, [])
     np.random.seed(0)
     teacher = lambda x: torch.ones(x.shape[0], 1)
     labels, _ = P.pate(torch.zeros(20000, 3), [teacher], 0.1)

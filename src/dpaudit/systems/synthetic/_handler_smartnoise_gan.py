@@ -20,10 +20,7 @@ The public domain is given as cardinalities: a ``LabelTransformer`` followed by 
 ``noise_scale`` ≠ 1 is the planted bug: it multiplies the noise drawn — DPCTGAN's Gaussian
 noise on the discriminator's clipped gradients (opacus's ``PrivacyEngine._generate_noise``),
 PATECTGAN's Laplace noise on the teachers' votes (its ``pate``) — while the accountants are
-given the noise the library states. The option ``condvec`` (the worker's, not the
-library's) of PATECTGAN is ``"data"`` (as installed: each synthetic row's conditional vector
-copies a category of a uniformly drawn *private* row, ``sample_original_condvec``) or
-``"public"`` (the control: a uniformly drawn column and category of the public domain).
+given the noise the library states.
 
 Seeding: ``seed`` seeds numpy's and Python's global generators (batch and conditional-vector
 sampling, PATECTGAN's Laplace noise) and torch's (the generator's initial weights); the
@@ -76,16 +73,11 @@ def _patch_dpctgan(noise_scale, engines):
     return lambda: setattr(opacus, "PrivacyEngine", orig)
 
 
-def _patch_patectgan(noise_scale, queries, condvec, cards):
-    """Count PATECTGAN's moments-accountant updates (and sum them as the library does);
-    scale the Laplace noise of its votes; draw generation's conditional vectors from the
-    public domain with ``condvec == "public"``."""
+def _patch_patectgan(noise_scale, queries):
+    """Record PATECTGAN's moments-accountant updates; scale the Laplace noise of its votes."""
     import snsynth.pytorch.nn.patectgan as mod
-    from snsynth.pytorch.nn.ctgan.data_sampler import DataSampler
 
-    orig_condvec = DataSampler.sample_original_condvec
-    saved = [(mod, "pate", mod.pate), (mod, "moments_acc", mod.moments_acc),
-             (DataSampler, "sample_original_condvec", orig_condvec)]  # fmt: skip
+    saved = [(mod, "pate", mod.pate), (mod, "moments_acc", mod.moments_acc)]
 
     def pate(data, teachers, lap_scale, device="cpu", _f=mod.pate):
         return _f(data, teachers, lap_scale / noise_scale, device=device)  # scale 1/lap_scale
@@ -95,19 +87,9 @@ def _patch_patectgan(noise_scale, queries, condvec, cards):
         queries.append((int(votes.shape[0]), a.numpy().copy(), l_list.numpy().copy()))
         return a
 
-    def public(self, batch):
-        cond = np.zeros((batch, sum(cards)), dtype="float32")
-        starts = np.cumsum([0, *cards[:-1]])
-        for i in range(batch):
-            j = np.random.randint(0, len(cards))  # noqa: NPY002 (the library's generator)
-            cond[i, starts[j] + np.random.randint(0, cards[j])] = 1  # noqa: NPY002
-        return cond
-
     if noise_scale != 1.0:
         mod.pate = pate
     mod.moments_acc = moments_acc
-    if condvec == "public":
-        DataSampler.sample_original_condvec = public
 
     def undo():
         for obj, name, value in reversed(saved):
@@ -154,9 +136,6 @@ def op_fit(body, arrays):
         raise ValueError(f"the GAN worker records the synthetic table and the accounting only, "
                          f"not {sorted(observe - {'synthetic', 'accounting'})}")  # fmt: skip
     options = dict(body.get("options", {}))
-    condvec = options.pop("condvec", "data")
-    if condvec not in ("data", "public") or (condvec == "public" and synth != "patectgan"):
-        raise ValueError(f"condvec is PATECTGAN's 'data' or 'public', got {condvec!r}")
     for k in ("generator_dim", "discriminator_dim"):
         if k in options:
             options[k] = tuple(int(v) for v in options[k])
@@ -174,7 +153,7 @@ def op_fit(body, arrays):
         torch.manual_seed(seed)
         engines, queries = [], []
         undo = (_patch_dpctgan(noise_scale, engines) if synth == "dpctgan"
-                else _patch_patectgan(noise_scale, queries, condvec, cards))  # fmt: skip
+                else _patch_patectgan(noise_scale, queries))  # fmt: skip
         t0 = time.process_time()
         try:
             s = Synthesizer.create(synth, epsilon=eps, delta=delta, verbose=False, cuda=False,
