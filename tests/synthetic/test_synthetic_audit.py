@@ -248,3 +248,36 @@ def test_docs_mst_rows_come_from_the_recorded_run(recorded, generator):
         assert row in page, row
         fig = mean_shift_figure(e["detail"])
         assert fig in page, fig
+
+
+@pytest.mark.parametrize(
+    ("generator", "threat_model", "serves"),
+    [
+        ("dpmm-mst", "white-box", "white-box-measurements"),  # dpmm records no choices
+        ("smartnoise-mwem-public-domain", "white-box", "white-box-mwem"),
+        ("smartnoise-mst", "white-box-laplace", "white-box-selections"),
+        ("datasynthesizer-privbayes", "white-box-mwem", "white-box-network"),
+        ("smartnoise-dpctgan", "white-box-domain", "black-box-density"),  # no white-box view
+    ],
+)
+def test_a_threat_model_the_generator_cannot_serve_is_refused_before_any_run(
+    generator, threat_model, serves
+):
+    match = rf"{threat_model!r}, which generator {generator!r}.*cannot serve; its threat models: "
+    with pytest.raises(ValueError, match=match + rf".*{serves}"):
+        SyntheticDataSettings(generators=(generator,), threat_models=(threat_model,))
+
+
+def test_auto_is_each_generators_fullest_view():
+    """The default threat model, per generator; given beside others it is named once."""
+    s = SyntheticDataSettings(generators=("smartnoise-mst",))
+    assert s.threat_models == ("auto",)
+    want = {"smartnoise-mst": "white-box", "smartnoise-aim": "white-box",
+            "smartnoise-mwem": "white-box-mwem", "datasynthesizer-privbayes": "white-box-laplace",
+            "dpmm-mst": "white-box-measurements", "dpmm-aim": "white-box-measurements",
+            "smartnoise-dpctgan": "black-box", "smartnoise-patectgan": "black-box"}  # fmt: skip
+    for g, t in want.items():
+        assert s.threat_models_for(g) == (t,)
+    both = SyntheticDataSettings(generators=("smartnoise-mst",),
+                                 threat_models=("white-box", "auto", "black-box"))  # fmt: skip
+    assert both.threat_models_for("smartnoise-mst") == ("white-box", "black-box")

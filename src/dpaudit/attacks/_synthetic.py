@@ -393,6 +393,9 @@ class SyntheticThreatModel:
         tuned: whether the statistic has a tuning parameter (the density's bandwidth): then
             it takes the grid as a fifth argument and returns one value per grid point, and
             the audit chooses the grid point with the threshold on the pilot run pairs.
+        reads: the generators (their algorithm, ``GeneratorSpec.synth``: ``"mst"``, ...)
+            whose white-box records the statistic reads; empty: any generator that reports
+            what ``observe`` names.
     """
 
     name: str
@@ -401,6 +404,16 @@ class SyntheticThreatModel:
     title: str
     llr: bool = False
     tuned: bool = False
+    reads: tuple[str, ...] = ()
+
+    def serves(self, synth: str, white_box: tuple[str, ...]) -> bool:
+        """Whether a generator running ``synth`` and reporting ``white_box`` (its
+        ``GeneratorSpec``) gives this statistic what it reads: its algorithm among
+        :attr:`reads` (when given), and its white-box views among what it reports (the
+        domain is read off its measurements)."""
+        views = {"domain": "measurements"}
+        needs = {views.get(o, o) for o in self.observe} & {"measurements", "selections"}
+        return (not self.reads or synth in self.reads) and needs <= set(white_box)
 
 
 def _white_box(run, synthetic, pair, fitted_on):
@@ -430,17 +443,20 @@ def _black_box_rows(run, synthetic, pair, fitted_on):
     return synthetic_rows(synthetic)
 
 
+_MARGINALS = ("mst", "aim")  # Gaussian-noised marginals and exponential-mechanism choices
+
 #: Threat models of the synthetic-data audit, by name.
 SYNTHETIC_THREAT_MODELS: Registry[SyntheticThreatModel] = Registry("synthetic-data threat model")
 for _tm in (
     SyntheticThreatModel("white-box", ("measurements", "selections"), _white_box,
                          "log-likelihood ratio of every noisy marginal and every "
-                         "exponential-mechanism choice", llr=True),
+                         "exponential-mechanism choice", llr=True, reads=_MARGINALS),
     SyntheticThreatModel("white-box-measurements", ("measurements",), _white_box_measurements,
-                         "log-likelihood ratio of the noisy marginals only", llr=True),
+                         "log-likelihood ratio of the noisy marginals only", llr=True,
+                         reads=_MARGINALS),
     SyntheticThreatModel("white-box-selections", ("selections",), _white_box_selections,
                          "log-likelihood ratio of the exponential-mechanism choices only",
-                         llr=True),
+                         llr=True, reads=_MARGINALS),
     SyntheticThreatModel("white-box-domain", ("domain",), _white_box_domain,
                          "the number of cells of the one-way marginals the generator measured "
                          "(its domain)"),

@@ -237,10 +237,10 @@ def _white_box_mwem_choices(run, synthetic, pair, fitted_on):
 for _tm in (
     SyntheticThreatModel("white-box-mwem", ("measurements", "selections"), _white_box_mwem,
                          "log-likelihood ratio of MWEM's noisy cuboids and its "
-                         "exponential-mechanism choices", llr=True),
+                         "exponential-mechanism choices", llr=True, reads=("mwem",)),
     SyntheticThreatModel("white-box-mwem-choices", ("measurements", "selections"),
                          _white_box_mwem_choices,
                          "log-likelihood ratio of MWEM's exponential-mechanism choices only "
-                         "(their histograms replayed from the noisy cuboids)"),
+                         "(their histograms replayed from the noisy cuboids)", reads=("mwem",)),
 ):  # fmt: skip
     SYNTHETIC_THREAT_MODELS.register(_tm.name, _tm)

@@ -232,10 +232,11 @@ def _black_box_unseen(run, synthetic, pair, fitted_on):
 WORST_CASE_DATASETS.register("binary-flip", _binary_flip)
 for _tm in (
     SyntheticThreatModel("white-box-laplace", ("measurements",), _white_box_laplace,
-                         "log-likelihood ratio of the Laplace-noised counts (PrivBayes)"),
+                         "log-likelihood ratio of the Laplace-noised counts (PrivBayes)",
+                         reads=("privbayes", "mwem")),
     SyntheticThreatModel("white-box-network", ("selections",), _white_box_network,
                          "log-likelihood ratio of the network's exponential-mechanism steps "
-                         "(PrivBayes)"),
+                         "(PrivBayes)", reads=("privbayes",)),
     SyntheticThreatModel("black-box-unseen", ("synthetic",), _black_box_unseen,
                          "synthetic rows holding a value D never holds in that column"),
 ):  # fmt: skip

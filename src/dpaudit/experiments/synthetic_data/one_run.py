@@ -152,7 +152,7 @@ def audit_one_run(generator: str, s: SyntheticDataSettings, cell: Any, key: int)
     design = one_run_design(s)
     system = SYSTEMS.get(generator)(cell)
     system.check_inputs([design.table(np.ones(s.canaries, dtype=bool))], design.domain)
-    tms = [SYNTHETIC_THREAT_MODELS.get(t) for t in s.threat_models]
+    tms = [SYNTHETIC_THREAT_MODELS.get(t) for t in s.threat_models_for(generator)]
     observe = sorted({o for tm in tms for o in tm.observe})
     masks, runs = _releases(system, design, s, key, observe)
     included = np.concatenate(masks)

@@ -290,8 +290,8 @@ def _task(s: SyntheticDataSettings, generator: str) -> SyntheticRunPairs:
         opts = (("k", s.degree), ("public_rows", s.rows))
     cell = GeneratorCell(generator, s.epsilon, s.delta, options=opts)
     rows = s.sample_rows if s.sample_rows is not None else s.rows + 1
-    return SyntheticRunPairs(cell, s.dataset, s.rows, s.columns, tuple(s.threat_models), rows,
-                             s.group_size, tuple(s.bandwidths))  # fmt: skip
+    return SyntheticRunPairs(cell, s.dataset, s.rows, s.columns, s.threat_models_for(generator),
+                             rows, s.group_size, tuple(s.bandwidths))  # fmt: skip
 
 
 def _runs(task, n, seed, s, checkpoint, progress, label):
@@ -354,7 +354,7 @@ def audit_generator(
     version = system.library.version()
     run = (system, version, rho, implied, seconds, wall)
     return [_entry(s, generator, tm, pilot[:, c], ev[:, c], run)
-            for tm, c in zip(s.threat_models, spans(task), strict=True)]  # fmt: skip
+            for tm, c in zip(task.threat_models, spans(task), strict=True)]  # fmt: skip
 
 
 def _sequential_entry(task: SyntheticRunPairs, system: Any, s: SyntheticDataSettings, key: int,
@@ -387,7 +387,7 @@ def _sequential_entry(task: SyntheticRunPairs, system: Any, s: SyntheticDataSett
     st, both = streamed.state, np.concatenate([pilot[:, cols], *chunks])
     mu_est, mu_ci = _mu_estimate(both[:, 0], both[:, 1], s.delta)
     implied = system.implied_mu(rho)
-    tm = s.threat_models[0]
+    tm = task.threat_models[0]
     detail = SyntheticAuditDetail(
         task.cell.generator, system.bug, system.library.distribution, system.library.version(),
         tm, s.dataset, s.rows, s.columns, s.epsilon, s.delta, rho, implied, math.nan, mu_est,

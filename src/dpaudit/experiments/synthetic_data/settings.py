@@ -7,7 +7,9 @@ worst-case dataset (:data:`dpaudit.attacks.WORST_CASE_DATASETS`), with how many 
 Example:
     >>> s = SyntheticDataSettings(generators=("smartnoise-mst",), runs=40, pilot_runs=20)
     >>> s.generators, s.threat_models, s.dataset
-    (('smartnoise-mst',), ('white-box',), 'tree-flip')
+    (('smartnoise-mst',), ('auto',), 'tree-flip')
+    >>> s.threat_models_for("smartnoise-mst"), s.threat_models_for("datasynthesizer-privbayes")
+    (('white-box',), ('white-box-laplace',))
     >>> SyntheticDataSettings(generators=("nope",))
     Traceback (most recent call last):
     ...
@@ -31,7 +33,13 @@ from dpaudit.attacks._synthetic import SYNTHETIC_THREAT_MODELS, WORST_CASE_DATAS
 from dpaudit.systems import SYSTEMS
 from dpaudit.systems.synthetic import GENERATORS, SYSTEM_TAG
 
-__all__ = ["SyntheticDataSettings"]
+__all__ = ["AUTO", "SyntheticDataSettings"]
+
+#: The threat model that stands for each generator's fullest view: the first of
+#: :data:`FULLEST` that the generator serves (its white-box records, else its table).
+AUTO = "auto"
+FULLEST = ("white-box", "white-box-mwem", "white-box-laplace", "white-box-measurements",
+           "black-box")  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,8 +53,10 @@ class SyntheticDataSettings:
     epsilon: float = option(1.0, help="ε each generator is configured with (its claim)")
     delta: float = option(1e-2, help="δ of the claim and of the bounds")
     threat_models: tuple[str, ...] = option(
-        ("white-box",),
-        help="white-box | white-box-measurements | white-box-selections | white-box-domain | "
+        (AUTO,),
+        help="auto (each generator's fullest view: white-box for MST and AIM, white-box-mwem, "
+        "white-box-laplace for PrivBayes, white-box-measurements for dpmm, black-box for the "
+        "GANs) | white-box | white-box-measurements | white-box-selections | white-box-domain | "
         "black-box | black-box-rows | white-box-laplace | white-box-network | black-box-unseen | "
         "black-box-dcr | black-box-density | white-box-mwem | white-box-mwem-choices",
     )
@@ -96,7 +106,22 @@ class SyntheticDataSettings:
         if not self.threat_models:
             raise ValueError("threat_models must name at least one, got ()")
         for t in self.threat_models:
-            SYNTHETIC_THREAT_MODELS.get(t)
+            if t != AUTO:
+                SYNTHETIC_THREAT_MODELS.get(t)
+        for g in self.generators:
+            spec = GENERATORS.get(g)
+            for t in self.threat_models_for(g):
+                if not SYNTHETIC_THREAT_MODELS.get(t).serves(spec.synth, spec.white_box):
+                    fits = [
+                        n
+                        for n in SYNTHETIC_THREAT_MODELS.names()
+                        if SYNTHETIC_THREAT_MODELS.get(n).serves(spec.synth, spec.white_box)
+                    ]
+                    raise ValueError(
+                        f"threat_models holds {t!r}, which generator {g!r} ({spec.synth}, "
+                        f"white-box views: {list(spec.white_box)}) cannot serve; its threat "
+                        f"models: {' | '.join(fits)}"
+                    )  # fmt: skip
         pair = WORST_CASE_DATASETS.get(self.dataset)(columns=self.columns, rows=self.rows)
         if not self.bandwidths:
             raise ValueError("bandwidths must hold at least one bandwidth, got ()")
@@ -118,7 +143,8 @@ class SyntheticDataSettings:
         check_positive_int("releases", self.releases)
         if check_positive_int("canaries", self.canaries) < 2:
             raise ValueError(f"canaries must be at least 2, got {self.canaries}")
-        tuned = [t for t in self.threat_models if SYNTHETIC_THREAT_MODELS.get(t).tuned]
+        tuned = [t for t in self.threat_models
+                 if t != AUTO and SYNTHETIC_THREAT_MODELS.get(t).tuned]  # fmt: skip
         if self.mode == "one-run" and tuned:
             raise ValueError(
                 f"mode='one-run' has no pilot runs to tune {tuned} on: give threat models "
@@ -131,3 +157,17 @@ class SyntheticDataSettings:
             )
         check_positive_int("workers", self.workers)
         check_nonneg_int("seed", self.seed)
+
+    def threat_models_for(self, generator: str) -> tuple[str, ...]:
+        """The threat models ``generator`` is audited under: :attr:`threat_models` with
+        :data:`AUTO` replaced by the first of :data:`FULLEST` that the generator serves
+        (:meth:`~dpaudit.attacks.SyntheticThreatModel.serves`), each named once."""
+        spec = GENERATORS.get(generator)
+        out: list[str] = []
+        for t in self.threat_models:
+            if t == AUTO:
+                get = SYNTHETIC_THREAT_MODELS.get
+                t = next(n for n in FULLEST if get(n).serves(spec.synth, spec.white_box))
+            if t not in out:
+                out.append(t)
+        return tuple(out)
