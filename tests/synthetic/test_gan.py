@@ -121,3 +121,33 @@ def test_the_planted_bugs_draw_a_tenth_of_the_noise_the_accountants_are_given():
     assert sd1 == pytest.approx(5.0, rel=0.05) and sd01 == pytest.approx(0.5, rel=0.05)
     assert p1 == pytest.approx(1 - math.exp(-0.05) / 2, abs=0.01)
     assert p01 == pytest.approx(1 - math.exp(-0.5) / 2, abs=0.01)
+
+
+def test_the_pages_gan_figures_are_those_of_the_recorded_audit():
+    """The "DP GANs" section of the synthetic-data page states what
+    ``docs/results/synthetic-data/gan-unique-record-black-box-eps1.json`` holds."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    d = json.loads((root / "docs/results/synthetic-data/gan-unique-record-black-box-eps1.json")
+                   .read_text())  # fmt: skip
+    page = (root / "docs/workflows/synthetic-data.md").read_text()
+    section = " ".join(
+        page.split("## DP GANs (smartnoise-synth 1.0.8)")[1].split("\n## ")[0].split()
+    )
+    assert d["settings"]["runs"] == 20 and d["settings"]["pilot_runs"] == 10 and d["seed"] == 46
+    assert "--runs 20 --pilot-runs 10" in d["command"] and "--seed 46" in d["command"]
+    e = {(x["system"], x["detail"]["threat_model"]): x for x in d["entries"]}
+    assert len(e) == 12 and all(x["lower_bound"]["epsilon"] == 0.0 for x in e.values())
+    for name, tp, fp, count, unseen, sec in (
+        ("smartnoise-dpctgan", 7, 12, 70, 818, "3.8"),
+        ("smartnoise-patectgan", 11, 13, 37, 650, "4.6"),
+    ):
+        c, u = e[(name, "black-box")]["detail"], e[(name, "black-box-unseen")]["detail"]
+        assert (c["tp"], c["fp"], c["threshold"], u["threshold"]) == (tp, fp, count, unseen)
+        assert f"{c['seconds_per_run']:.1f}" == sec and f"{sec} " in section
+        assert f"{c['mu_estimate']:.2f}" in section
+        d_ = e[(name, "black-box-dcr")]["detail"]
+        assert d_["tp"] == d_["fp"] == 20
+    assert f"{d['timings']['total']:,.0f} s" in section
