@@ -151,3 +151,22 @@ def test_the_pages_gan_figures_are_those_of_the_recorded_audit():
         d_ = e[(name, "black-box-dcr")]["detail"]
         assert d_["tp"] == d_["fp"] == 20
     assert f"{d['timings']['total']:,.0f} s" in section
+
+
+def test_the_pages_eps10_figures_are_those_of_the_recorded_audit():
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    d = json.loads((root / "docs/results/synthetic-data/gan-unique-record-black-box-eps10.json")
+                   .read_text())  # fmt: skip
+    page = " ".join((root / "docs/workflows/synthetic-data.md").read_text().split())
+    assert (d["settings"]["runs"], d["settings"]["pilot_runs"], d["seed"]) == (5, 3, 46)
+    assert "--epsilon 10 --runs 5 --pilot-runs 3" in d["command"]
+    e = {x["detail"]["threat_model"]: x for x in d["entries"]}
+    assert all(x["lower_bound"]["epsilon"] == 0.0 for x in e.values())
+    count, unseen = e["black-box"]["detail"], e["black-box-unseen"]["detail"]
+    assert (count["threshold"], count["tp"], count["fp"]) == (0.0, 5, 5)
+    assert (unseen["threshold"], unseen["tp"], unseen["fp"]) == (1.0, 2, 2)
+    assert f"{count['seconds_per_run']:.0f} CPU-s a fit" in page
+    assert f"{d['timings']['total']:,.0f} s wall" in page
