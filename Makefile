@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test docs lint format bench data debs clean venvs venv-smartnoise venv-dpmm venv-diffprivlib venv-flower
+.PHONY: demo test docs lint format bench data debs clean venvs venv-smartnoise venv-smartnoise-gan venv-dpmm venv-diffprivlib venv-flower
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -83,8 +83,8 @@ VENV_PY ?= $(shell command -v python3.11 || echo $(PY))
 
 venvs: venv-smartnoise venv-smartnoise-gan venv-dpmm venv-diffprivlib venv-flower
 
-# smartnoise-synth 1.0.8 without its GAN dependencies (opacus<0.15 needs an old torch): MST,
-# AIM and MWEM run without them.
+# smartnoise-synth 1.0.8 without its GAN dependencies (opacus 0.14 and torch, in
+# venv-smartnoise-gan): MST, AIM and MWEM run without them.
 venv-smartnoise: $(VENVS)/smartnoise/.installed
 $(VENVS)/smartnoise/.installed:
 	rm -rf $(VENVS)/smartnoise && $(VENV_PY) -m venv $(VENVS)/smartnoise

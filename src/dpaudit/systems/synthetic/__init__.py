@@ -4,9 +4,11 @@
   :class:`GeneratorCell`, the public :class:`TabularDomain` every table is checked against,
   and :data:`GENERATORS` (each also a system in :data:`dpaudit.systems.SYSTEMS`, tag
   ``"synthetic-data"``): smartnoise-synth's MST, AIM and MWEM (:class:`MWEMGenerator`, a
-  pure ε-DP claim) and dpmm's MST and AIM, their planted bugs and known violations. The
-  libraries run out of process in environments of their own (:mod:`dpaudit.systems._external`;
-  ``make venv-smartnoise``, ``make venv-dpmm``).
+  pure ε-DP claim), its DPCTGAN and PATECTGAN (:class:`GANGenerator`, the (ε, δ) of the
+  library's own accountants) and dpmm's MST and AIM, their planted bugs and known violations.
+  The libraries run out of process in environments of their own
+  (:mod:`dpaudit.systems._external`; ``make venv-smartnoise``, ``make venv-smartnoise-gan``,
+  ``make venv-dpmm``).
 * :mod:`._privbayes` — DataSynthesizer 0.1.13's PrivBayes (:class:`PrivBayesGenerator`, a
   pure ε-DP claim), imported into dpaudit's own environment as an extra
   (:mod:`._inprocess`; ``pip install 'dpaudit[datasynthesizer]'``), its planted bug and the
@@ -19,6 +21,7 @@ from dpaudit.systems.synthetic._generators import (
     GENERATORS,
     LIBRARIES,
     SYSTEM_TAG,
+    GANGenerator,
     GeneratorCell,
     GeneratorRuns,
     GeneratorSpec,
@@ -33,6 +36,7 @@ __all__ = [
     "LIBRARIES",
     "PRIVBAYES_GENERATORS",
     "SYSTEM_TAG",
+    "GANGenerator",
     "GeneratorCell",
     "GeneratorRuns",
     "GeneratorSpec",
