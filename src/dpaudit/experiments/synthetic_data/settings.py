@@ -108,20 +108,7 @@ class SyntheticDataSettings:
         for t in self.threat_models:
             if t != AUTO:
                 SYNTHETIC_THREAT_MODELS.get(t)
-        for g in self.generators:
-            spec = GENERATORS.get(g)
-            for t in self.threat_models_for(g):
-                if not SYNTHETIC_THREAT_MODELS.get(t).serves(spec.synth, spec.white_box):
-                    fits = [
-                        n
-                        for n in SYNTHETIC_THREAT_MODELS.names()
-                        if SYNTHETIC_THREAT_MODELS.get(n).serves(spec.synth, spec.white_box)
-                    ]
-                    raise ValueError(
-                        f"threat_models holds {t!r}, which generator {g!r} ({spec.synth}, "
-                        f"white-box views: {list(spec.white_box)}) cannot serve; its threat "
-                        f"models: {' | '.join(fits)}"
-                    )  # fmt: skip
+        self._check_served()
         pair = WORST_CASE_DATASETS.get(self.dataset)(columns=self.columns, rows=self.rows)
         if not self.bandwidths:
             raise ValueError("bandwidths must hold at least one bandwidth, got ()")
@@ -171,3 +158,21 @@ class SyntheticDataSettings:
             if t not in out:
                 out.append(t)
         return tuple(out)
+
+    def _check_served(self) -> None:
+        """Each generator serves each of its threat models (what its algorithm records and
+        its worker reports: :meth:`~dpaudit.attacks.SyntheticThreatModel.serves`)."""
+        for g in self.generators:
+            spec = GENERATORS.get(g)
+            for t in self.threat_models_for(g):
+                if not SYNTHETIC_THREAT_MODELS.get(t).serves(spec.synth, spec.white_box):
+                    fits = [
+                        n
+                        for n in SYNTHETIC_THREAT_MODELS.names()
+                        if SYNTHETIC_THREAT_MODELS.get(n).serves(spec.synth, spec.white_box)
+                    ]
+                    raise ValueError(
+                        f"threat_models holds {t!r}, which generator {g!r} ({spec.synth}, "
+                        f"white-box views: {list(spec.white_box)}) cannot serve; its threat "
+                        f"models: {' | '.join(fits)}"
+                    )  # fmt: skip
