@@ -510,7 +510,7 @@ class _ClaimBets:
     is the same number whichever other columns are updated beside it: the stream's rejection
     and e-value are the full process's, and so is the bound, read off a prefix of the grid
     long enough to hold the first column not rejected (doubled until it does). Streaming
-    every column cost a third of an SVT6 audit's time; the prefix is usually the grid below
+    every column cost a quarter of an SVT6 audit's time; the prefix is usually the grid below
     the claim. Tested against the full process on the same bets."""
 
     def __init__(self, claimed_epsilon: float, delta: float, confidence_level: float):
