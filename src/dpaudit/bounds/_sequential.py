@@ -453,21 +453,40 @@ class DPClaimEProcess:
         return pos, neg
 
     def restart_bets(
-        self, p_pos: float | None = None, p_neg: float | None = None, weight: float = 0.0
+        self,
+        p_pos: float | None = None,
+        p_neg: float | None = None,
+        weight: float = 0.0,
+        q_pos: float | None = None,
+        q_neg: float | None = None,
     ) -> None:
-        """A new witness from now on (a new event, chosen from the past): the bets forget
-        the old one's statistics, optionally seeded with ``weight`` pseudo-observations of
-        the new one's estimated rates ``p_pos = E h(X)``, ``p_neg = E h(Y)`` (estimated on
-        outputs the test does not bet on). Predictable, so the test stays valid
-        (:meth:`BettingEProcess.restart_bets`)."""
+        """A new witness from now on (a new event or soft witness, chosen from the past): the
+        bets forget the old one's statistics, optionally seeded with ``weight``
+        pseudo-observations of the new one's estimated moments ``p_pos = E h(X)``,
+        ``p_neg = E h(Y)`` and ``q_pos = E h(X)²``, ``q_neg = E h(Y)²`` (estimated on outputs
+        the test does not bet on; an event's ``q`` is its ``p``, the default). Predictable,
+        so the test stays valid (:meth:`BettingEProcess.restart_bets`).
+
+        Example:
+            >>> e = DPClaimEProcess(0.5, epsilons=[0.5])
+            >>> e.restart_bets(0.5, 0.1, weight=40, q_pos=0.3, q_neg=0.02)  # a ramp's moments
+            >>> e.update(np.full(30, 0.6), np.full(30, 0.05)).rejects_claim
+            True
+        """
         if weight == 0.0:
             self._process.restart_bets()
             return
         pp = check_in_range("p_pos", p_pos, 0.0, 1.0, low_inclusive=True, high_inclusive=True)
         pn = check_in_range("p_neg", p_neg, 0.0, 1.0, low_inclusive=True, high_inclusive=True)
+        for name, q, p in (("q_pos", q_pos, pp), ("q_neg", q_neg, pn)):
+            if q is not None and not p * p - 1e-12 <= q <= p + 1e-12:
+                raise ValueError(f"{name} must lie in [p_{name[2:]}², p_{name[2:]}] (a second "
+                                 f"moment of values in [0, 1]), got {q!r}")  # fmt: skip
+        qp = pp if q_pos is None else float(q_pos)  # an event: h² = h
+        qn = pn if q_neg is None else float(q_neg)
         f, d = self._factor, self.delta
         mean = pp - f * pn - d  # E Z for independent X, Y
-        second = pp - 2 * f * pp * pn + f * f * pn - 2 * d * (pp - f * pn) + d * d  # E Z²
+        second = qp - 2 * f * pp * pn + f * f * qn - 2 * d * (pp - f * pn) + d * d  # E Z²
         self._process.restart_bets(mean, second, weight)
 
     def lower_bound(self) -> float:
