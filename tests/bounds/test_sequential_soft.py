@@ -86,7 +86,8 @@ def test_an_events_moments_are_the_default_second_moments():
 def test_soft_witness_restarts_keep_the_level_at_the_boundary():
     """1,000 null streams at the boundary of the claim for a soft witness: ``h(X)`` and
     ``h(Y)`` continuous in [0, 1] with ``E h(X) = e^ε E h(Y)`` exactly (Beta laws), the bets
-    restarted every 100 pairs seeded with the true moments of the statistic, looked at after every pair: the fraction that ever reaches 1/β stays ≤ β + 3 SE."""
+    restarted every 100 pairs seeded with the true moments of the statistic, looked at
+    after every pair: the fraction that ever reaches 1/β stays ≤ β + 3 SE."""
     rng = np.random.default_rng(41)
     eps, streams, beta, n = 0.5, 1000, 0.05, 2000
     f = math.exp(eps)
