@@ -41,22 +41,26 @@ that estimate, less :data:`PENALTY` standard errors, is positive (``_Choice.cred
 otherwise only adds to the pools; when no event beats its noise anywhere, the epoch explores
 the pair whose unpenalised growth is best (among pairs that tie — none shows any violation —
 the least explored: the one whose smaller pool is smallest, so that an exploring epoch is
-never stuck on the first pair listed). A pair is judged on all of its smaller pool and at
-most :data:`BALANCE` times as many outputs of its larger one (the first drawn): SVT's and
-report noisy max's base input is in 7 of their 8 pairs, and its pool grows with every epoch,
-while the variance of a drift estimate, ``v⁺/n⁺ + e^{2ε}v⁻/n⁻``, is set mostly by the
-smaller side (for similar ``v``, the whole larger pool would cut it by at most a factor ``1
-+ e^{2ε}/BALANCE``); the rest would only cost time. The test bets only on the epoch's new
-pairs, its aGRAPA bets restarted for the new event (the wealth kept;
-:meth:`DPClaimEProcess.restart_bets`), seeded with the event's fresh rates as
+never stuck on the first pair listed). The witness bet on is the event, or a *ramp*
+``clip((score − t)/w, 0, 1)`` between two of the event search's thresholds when its
+estimated growth is larger (:data:`RAMPS`; :mod:`._ramps`: any witness with values in
+[0, 1] is valid, and on the exact output laws the best ramp needs 1.04–1.79× fewer pairs
+than the best event), judged, estimated afresh and seeded the same way. A pair is judged on
+all of its smaller pool and at most :data:`BALANCE` times as many outputs of its larger one
+(the first drawn): SVT's and report noisy max's base input is in 7 of their 8 pairs, and its
+pool grows with every epoch, while the variance of a drift estimate, ``v⁺/n⁺ +
+e^{2ε}v⁻/n⁻``, is set mostly by the smaller side (for similar ``v``, the whole larger pool
+would cut it by at most a factor ``1 + e^{2ε}/BALANCE``); the rest would only cost time. The
+test bets only on the epoch's new pairs, its aGRAPA bets restarted for the new event (the
+wealth kept; :meth:`DPClaimEProcess.restart_bets`), seeded with the event's fresh rates as
 :data:`SEED_WEIGHT` × as many pseudo-observations as they were estimated on, the drift they
 imply lowered by :data:`SEED_PENALTY` standard errors (an event that barely beat its noise
-starts from a cautious bet); under the claim
-each of its observations has conditional mean ≤ 0 whatever was chosen from the past, so the
-product of the bets is a test supermartingale (Ville's inequality: the rejection and the
-confidence sequence hold at any stopping time, with no correction for the choices). While a
-pool is short of the chosen pair's, the inputs of the :data:`RUNNERS_UP` best other pairs
-get exploration draws (never bet on) so that a better pair can overtake.
+starts from a cautious bet); under the claim each of its observations has conditional mean ≤
+0 whatever was chosen from the past, so the product of the bets is a test supermartingale
+(Ville's inequality: the rejection and the confidence sequence hold at any stopping time,
+with no correction for the choices). While a pool is short of the chosen pair's, the inputs
+of the :data:`RUNNERS_UP` best other pairs get exploration draws (never bet on) so that a
+better pair can overtake.
 
 Samples are counted as the fixed audit counts them: output draws per input (all draws /2),
 the pilot and the exploration included.
@@ -92,6 +96,7 @@ from dpaudit.experiments.mechanism._inputs import (
     _probe,
     _uses_llr,
 )
+from dpaudit.experiments.mechanism._ramps import best_ramp, fresh_moments, ramp_growth, ramp_values
 from dpaudit.experiments.mechanism.settings import SEQUENTIAL_BUDGET
 
 __all__ = [
@@ -119,6 +124,7 @@ SEED_WEIGHT = 0.25  # an epoch's bets start from its event's fresh estimate, wei
 SEED_PENALTY = 1.0  # standard errors taken off the drift of the rates an epoch's bets start from
 LEVELS = 16  # an output column with 3 to this many distinct values is also one-hot encoded
 REFIT = 2.0  # a pair's scores are refitted once its training rows have grown this much
+RAMPS = True  # bet on ramps clip((score − t)/w, 0, 1) too, not only on events (_ramps)
 
 
 @dataclasses.dataclass
@@ -128,7 +134,8 @@ class _Choice:
     forward: bool
     growth: float
     credible: bool
-    fresh: tuple  # (p⁺, p⁻, n⁺, n⁻) of the event on outputs the choice did not use
+    fresh: tuple  # (p⁺, p⁻, n⁺, n⁻[, q⁺, q⁻]) of the witness on outputs the choice did not use
+    high: float | None = None  # a ramp from attack.threshold up to this score; None: an event
 
 
 def input_pools(pairs) -> tuple[list[np.ndarray], list[tuple[int, int]]]:
@@ -174,27 +181,26 @@ def growth_event(
     of a bet near Kelly's (Waudby-Smith & Ramdas 2023, arXiv:2010.09686, §B.3). Candidates:
     256 quantiles of the pooled scores; rates shrunk as :func:`_rates` does.
 
+    Events only; the audit also weighs ramps on the same thresholds (:func:`_split_event`).
+
     Returns:
         ``(attack with its threshold, forward, growth, fresh)``: ``growth`` judged on the
         first half, ``fresh = (p⁺, p⁻, n⁺, n⁻)`` on the second (unbiased for the event
         chosen).
     """
-    return _event(attack, attack.scores(out_a), attack.scores(out_b), claimed_epsilon, delta,
-                  penalty)  # fmt: skip
-
-
-def _event(attack, score_a, score_b, claimed_epsilon: float, delta: float, penalty: float):
-    """:func:`growth_event` on the scores of its outputs: chosen on the first half of each,
-    estimated on the second."""
+    score_a, score_b = attack.scores(out_a), attack.scores(out_b)
     ha, hb = score_a.size // 2, score_b.size // 2
     return _split_event(attack, score_a[:ha], score_b[:hb], score_a[ha:], score_b[hb:],
-                        claimed_epsilon, delta, penalty)  # fmt: skip
+                        claimed_epsilon, delta, penalty, ramps=False)[:4]  # fmt: skip
 
 
 def _split_event(attack, choose_a, choose_b, fresh_a, fresh_b, claimed_epsilon: float,
-                 delta: float, penalty: float):  # fmt: skip
+                 delta: float, penalty: float, ramps: bool = True):  # fmt: skip
     """The event of :func:`growth_event` chosen on the scores ``choose_a``, ``choose_b`` and
-    its rates estimated on ``fresh_a``, ``fresh_b`` (scores the choice did not see)."""
+    its rates estimated on ``fresh_a``, ``fresh_b`` (scores the choice did not see); with
+    ``ramps`` (and :data:`RAMPS`), the ramp of :func:`~._ramps.best_ramp` on the same
+    thresholds instead when its growth is larger. Returns :func:`growth_event`'s tuple and
+    the ramp's upper end (None: the event), ``fresh`` then ``(p⁺, p⁻, n⁺, n⁻, q⁺, q⁻)``."""
     sa, sb = np.sort(choose_a), np.sort(choose_b)
     both = np.sort(np.concatenate([sa, sb]), kind="stable")  # a merge of two sorted runs
     ts = np.unique(_sorted_quantiles(both, _LEVELS))
@@ -206,11 +212,16 @@ def _split_event(attack, choose_a, choose_b, fresh_a, fresh_b, claimed_epsilon: 
         if best is None or growth[i] > best[0]:
             best = (float(growth[i]), i, forward)
     growth, i, forward = best
+    ramp = best_ramp(sa, sb, ts, claimed_epsilon, delta, penalty) if ramps and RAMPS else None
+    if ramp is not None and ramp[0] > growth:
+        growth, low, high, forward = ramp
+        fresh = fresh_moments(fresh_a, fresh_b, low, high, forward)
+        return dataclasses.replace(attack, threshold=low), forward, growth, fresh, high
     t = ts[i]  # one threshold: the fresh outputs are counted, not sorted
     ka, kb = (np.array([x.size - np.count_nonzero(x < t)]) for x in (fresh_a, fresh_b))
     fresh = _shrunk(ka, fresh_a.size, kb, fresh_b.size, forward)
     fresh = tuple(float(np.atleast_1d(x)[0]) for x in fresh)
-    return dataclasses.replace(attack, threshold=float(t)), forward, growth, fresh
+    return dataclasses.replace(attack, threshold=float(t)), forward, growth, fresh, None
 
 
 _LEVELS = np.linspace(0.0, 1.0, 257)  # the quantiles whose scores are the candidate thresholds
@@ -266,6 +277,15 @@ def _growth(pos, neg, npos, nneg, f: float, delta: float, penalty: float):
     return np.where(drift > 0, drift * drift / (var_pos + var_neg + 1e-12), 0.0)
 
 
+def _fresh_growth(fresh: tuple, f: float, delta: float):
+    """:func:`_growth` of a choice's fresh estimate less :data:`PENALTY` standard errors
+    (an event's rates, or a ramp's means and second moments: :func:`~._ramps.ramp_growth`)."""
+    if len(fresh) == 4:
+        return _growth(*fresh, f, delta, PENALTY)
+    p_pos, p_neg, n_pos, n_neg, q_pos, q_neg = fresh
+    return ramp_growth(p_pos, p_neg, n_pos, n_neg, q_pos, q_neg, f, delta, PENALTY)
+
+
 @dataclasses.dataclass
 class _Fitted:
     """What :func:`_choose` keeps of one pair across the epochs of an audit: its scores, the
@@ -314,10 +334,10 @@ def _choose(spec, s, inputs, upairs, pools, penalty: float, cache=None):
                     whole[d] = np.concatenate(pools[d])
             c.events[penalty] = _pair_events(spec, s, inputs, (i, j), whole, c, penalty)
         pair_best = None
-        for att, forward, growth, fresh in c.events[penalty]:
+        for att, forward, growth, fresh, high in c.events[penalty]:
             if pair_best is None or growth > pair_best.growth:
-                credible = float(_growth(*fresh, f, s.delta, PENALTY)) > 0
-                pair_best = _Choice(k, att, forward, growth, credible, fresh)
+                credible = float(_fresh_growth(fresh, f, s.delta)) > 0
+                pair_best = _Choice(k, att, forward, growth, credible, fresh, high)
         ranking.append((pair_best.growth, min(rows), k))
         best.append(pair_best)
     ranking.sort(key=lambda r: (-r[0], r[1], r[2]))  # ties (no growth): least explored first
@@ -467,7 +487,7 @@ def audit_sequential(spec, settings) -> AuditResult:
         drawn += 2 * size
         history.append({"pair": [inputs[i].tolist(), inputs[j].tolist()], "pairs": size,
                         "event": choice.attack.describe(), "forward": choice.forward,
-                        "growth": choice.growth, "bet": bet,
+                        "growth": choice.growth, "bet": bet, "ramp_to": choice.high,
                         "log_e_value": state.log_e_value})  # fmt: skip
         pools[i].append(out_a)
         pools[j].append(out_b)
@@ -492,12 +512,31 @@ def _bet(process: _ClaimBets, choice: _Choice, out_a, out_b):
     choice did not use, all drawn before the epoch, so the bets stay predictable), their
     drift lowered by :data:`SEED_PENALTY` standard errors (:func:`_cautious`): aGRAPA then
     starts near the bet the estimate calls for instead of learning it afresh, at a cost each
-    time the event changes."""
+    time the event changes. A ramp (``choice.high``) bets on its values in [0, 1], its bets
+    seeded with its fresh means and second moments, the positive side's second moment
+    lowered in proportion to its mean."""
+    if choice.high is not None:
+        return _bet_ramp(process, choice, out_a, out_b)
     in_a, in_b = choice.attack.contains(out_a), choice.attack.contains(out_b)
     pos, neg = (in_b, in_a) if choice.forward else (~in_a, ~in_b)
     p_pos, p_neg, n_pos, n_neg = choice.fresh  # a new event: its bets restart from its rates
     p_pos = _cautious(p_pos, p_neg, n_pos, n_neg, process.claimed_epsilon, process.delta)
     process.restart_bets(p_pos, p_neg, SEED_WEIGHT * min(n_pos, n_neg))  # on the pools
+    return process.update_until_rejected(pos, neg, look=LOOK)
+
+
+def _bet_ramp(process: _ClaimBets, choice: _Choice, out_a, out_b):
+    """:func:`_bet` on a ramp witness: ``h`` of a′'s outputs against ``h`` of a's forward,
+    ``1 − h`` of a's against ``1 − h`` of a′'s backward (:func:`~._ramps.ramp_values`)."""
+    low, high, fwd = choice.attack.threshold, choice.high, choice.forward
+    h_a = ramp_values(choice.attack.scores(out_a), low, high, fwd)
+    h_b = ramp_values(choice.attack.scores(out_b), low, high, fwd)
+    pos, neg = (h_b, h_a) if fwd else (h_a, h_b)
+    p_pos, p_neg, n_pos, n_neg, q_pos, q_neg = choice.fresh
+    var = (max(q_pos - p_pos * p_pos, 0.0), max(q_neg - p_neg * p_neg, 0.0))
+    low_pos = _cautious(p_pos, p_neg, n_pos, n_neg, process.claimed_epsilon, process.delta, var)
+    q_pos = min(max(q_pos * low_pos / p_pos if p_pos > 0 else q_pos, low_pos**2), low_pos)
+    process.restart_bets(low_pos, p_neg, SEED_WEIGHT * min(n_pos, n_neg), q_pos, q_neg)
     return process.update_until_rejected(pos, neg, look=LOOK)
 
 
@@ -531,9 +570,11 @@ class _ClaimBets:
     def result(self):
         return self.claim.result()
 
-    def restart_bets(self, p_pos: float, p_neg: float, weight: float) -> None:
-        self.claim.restart_bets(p_pos, p_neg, weight)
-        self.record.append([(p_pos, p_neg, weight), [], []])
+    def restart_bets(self, p_pos: float, p_neg: float, weight: float,
+                     q_pos: float | None = None, q_neg: float | None = None) -> None:  # fmt: skip
+        seed = (p_pos, p_neg, weight) if q_pos is None else (p_pos, p_neg, weight, q_pos, q_neg)
+        self.claim.restart_bets(*seed)
+        self.record.append([seed, [], []])
 
     def update_until_rejected(self, pos, neg, *, look: int):
         seen = self.claim.observations
@@ -561,15 +602,19 @@ class _ClaimBets:
 
 
 def _cautious(p_pos: float, p_neg: float, n_pos: float, n_neg: float, epsilon: float,
-              delta: float) -> float:  # fmt: skip
+              delta: float, variances: tuple | None = None) -> float:  # fmt: skip
     """``p⁺`` lowered so that the drift ``p⁺ − e^ε p⁻ − δ`` of the rates a restart seeds the
     bets with is the estimate's less :data:`SEED_PENALTY` standard errors (not below 0):
     aGRAPA's first bets are then sized for what the estimate shows beyond its noise. A
-    function of the pools only, so the bets stay predictable."""
+    function of the pools only, so the bets stay predictable. ``variances``: those of the
+    witness on the two sides (a ramp's); default ``p(1 − p)`` (an event's)."""
     if min(n_pos, n_neg) <= 0:
         return p_pos
     f = math.exp(epsilon)
-    se = math.sqrt(p_pos * (1 - p_pos) / n_pos + f * f * p_neg * (1 - p_neg) / n_neg)
+    if variances is None:
+        se = math.sqrt(p_pos * (1 - p_pos) / n_pos + f * f * p_neg * (1 - p_neg) / n_neg)
+    else:
+        se = math.sqrt(variances[0] / n_pos + f * f * variances[1] / n_neg)
     drift = max(p_pos - f * p_neg - delta - SEED_PENALTY * se, 0.0)
     return min(f * p_neg + delta + drift, 1.0)
 
