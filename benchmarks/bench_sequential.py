@@ -45,7 +45,8 @@ after every observation, and samples to rejection against the fixed-sample audit
 Run: ``OPENBLAS_NUM_THREADS=1 python benchmarks/bench_sequential.py`` (``--quick``: fewer
 streams and seeds; ``--budget``: the samples per input a sequential audit may draw, 300,000;
 ``--parts``: run only some of throughput, type-one, type-one-white-box, power, oracle, the
-others kept from the stored results); writes ``benchmarks/results/sequential.json``. With
+others kept from the stored results; ``--mechanisms``: the power part on these only, the
+other rows kept); writes ``benchmarks/results/sequential.json``. With
 ``--workers 2`` and several BLAS threads per worker the threads spin against each other:
 the power part's CPU times then mean little.
 """
@@ -272,10 +273,16 @@ def _power_row(name: str) -> dict:
     }  # fmt: skip
 
 
-def power(workers: int = 1) -> list[dict]:
-    """One row per broken mechanism of the two suites (``workers`` processes)."""
-    names = [n for n in MECHANISMS.names() if not MECHANISMS.get(n).private
-             and not n.startswith(("opendp", "pydp", "diffprivlib"))]  # fmt: skip
+def power_names() -> list[str]:
+    """The broken mechanisms of the two suites, in the power table's order."""
+    return [n for n in MECHANISMS.names() if not MECHANISMS.get(n).private
+            and not n.startswith(("opendp", "pydp", "diffprivlib"))]  # fmt: skip
+
+
+def power(workers: int = 1, names: list[str] | None = None) -> list[dict]:
+    """One row per broken mechanism of the two suites, or per one of ``names``
+    (``workers`` processes)."""
+    names = power_names() if names is None else names
     if workers > 1:
         from multiprocessing import get_context
 
@@ -622,6 +629,13 @@ def main() -> None:
     )
     ap.add_argument("--workers", type=int, default=1, help="processes for the power part")
     ap.add_argument(
+        "--mechanisms",
+        nargs="+",
+        default=None,
+        help="power: audit only these mechanisms, the other rows kept from the stored results "
+        "(power_cpu_s then counts only these)",
+    )
+    ap.add_argument(
         "--keep-default",
         action="store_true",
         help="power: reuse the stored default audits (run only the sequential ones)",
@@ -634,6 +648,9 @@ def main() -> None:
         help="which parts to run (the others are kept from the stored results)",
     )
     args = parse(ap)
+    unknown = sorted(set(args.mechanisms or ()) - set(power_names()))
+    if unknown:
+        ap.error(f"--mechanisms: not a broken mechanism of the suites: {unknown}")
     is_quick = quick(args)
     if is_quick:
         STREAMS, LENGTH, SEEDS = 200, 10**5, 3
@@ -665,7 +682,13 @@ def main() -> None:
         if args.keep_default:
             KEPT.update({r["mechanism"]: r["default_audit"] for r in kept.get("power", [])
                          if "default_audit" in r})  # fmt: skip
-        results["power"] = power(args.workers)
+        if args.mechanisms:
+            new = {r["mechanism"]: r for r in power(args.workers, args.mechanisms)}
+            old = {r["mechanism"]: r for r in kept.get("power", [])}
+            results["power"] = [new.get(n, old.get(n)) for n in power_names()
+                                if n in new or n in old]  # fmt: skip
+        else:
+            results["power"] = power(args.workers)
         results["power_cpu_s"] = (
             time.process_time()
             - c0
