@@ -275,7 +275,8 @@ def test_auto_is_each_generators_fullest_view():
     want = {"smartnoise-mst": "white-box", "smartnoise-aim": "white-box",
             "smartnoise-mwem": "white-box-mwem", "datasynthesizer-privbayes": "white-box-laplace",
             "dpmm-mst": "white-box-measurements", "dpmm-aim": "white-box-measurements",
-            "smartnoise-dpctgan": "black-box", "smartnoise-patectgan": "black-box"}  # fmt: skip
+            "smartnoise-dpctgan": "white-box-dpsgd",
+            "smartnoise-patectgan": "black-box"}  # fmt: skip
     for g, t in want.items():
         assert s.threat_models_for(g) == (t,)
     both = SyntheticDataSettings(generators=("smartnoise-mst",),

@@ -143,8 +143,9 @@ class SyntheticRunPairs:
             which += [1, 0]
             lib_seeds += [a, b]
         tables = [pair.D, pair.D_prime]
+        target = pair.target if "gradients" in observe else None  # DPCTGAN's gradients
         r = gen.fit_runs(tables, which, lib_seeds, domain=pair.domain, observe=observe,
-                         sample_rows=self.sample_rows)  # fmt: skip
+                         sample_rows=self.sample_rows, target=target)  # fmt: skip
         syn = r.synthetic
         out = []
         for k in range(len(seeds)):
@@ -288,6 +289,8 @@ def _task(s: SyntheticDataSettings, generator: str) -> SyntheticRunPairs:
     if GENERATORS.get(generator).library == "datasynthesizer":  # PrivBayes's degree; the
         # public row count its sensitivity fix uses
         opts = (("k", s.degree), ("public_rows", s.rows))
+    if GENERATORS.get(generator).synth == "dpctgan":
+        opts = s.dpctgan_settings()
     cell = GeneratorCell(generator, s.epsilon, s.delta, options=opts)
     rows = s.sample_rows if s.sample_rows is not None else s.rows + 1
     return SyntheticRunPairs(cell, s.dataset, s.rows, s.columns, s.threat_models_for(generator),

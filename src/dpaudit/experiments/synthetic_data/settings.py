@@ -29,17 +29,23 @@ from dpaudit._validate import (
     check_positive,
     check_positive_int,
 )
+from dpaudit.attacks import _synthetic_gan  # noqa: F401  (DPCTGAN's white-box view registers)
 from dpaudit.attacks._synthetic import SYNTHETIC_THREAT_MODELS, WORST_CASE_DATASETS
 from dpaudit.systems import SYSTEMS
 from dpaudit.systems.synthetic import GENERATORS, SYSTEM_TAG
 
 __all__ = ["AUTO", "SyntheticDataSettings"]
 
+_DPCTGAN_OPTIONS = ("sigma", "max_per_sample_grad_norm", "batch_size", "epochs", "embedding_dim",
+                    "discriminator_lr", "generator_lr", "generator_dim",
+                    "discriminator_dim")  # fmt: skip
+
 #: The threat model that stands for each generator's fullest view: the first of
-#: :data:`FULLEST` that the generator serves (its white-box records, else its table).
+#: :data:`FULLEST` that the generator serves (its white-box records, else its table; in the
+#: one-run mode, which reads no per-target records, the first that reads no ``"gradients"``).
 AUTO = "auto"
 FULLEST = ("white-box", "white-box-mwem", "white-box-laplace", "white-box-measurements",
-           "black-box")  # fmt: skip
+           "white-box-dpsgd", "black-box")  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,10 +61,11 @@ class SyntheticDataSettings:
     threat_models: tuple[str, ...] = option(
         (AUTO,),
         help="auto (each generator's fullest view: white-box for MST and AIM, white-box-mwem, "
-        "white-box-laplace for PrivBayes, white-box-measurements for dpmm, black-box for the "
-        "GANs) | white-box | white-box-measurements | white-box-selections | white-box-domain | "
-        "black-box | black-box-rows | white-box-laplace | white-box-network | black-box-unseen | "
-        "black-box-dcr | black-box-density | white-box-mwem | white-box-mwem-choices",
+        "white-box-laplace for PrivBayes, white-box-measurements for dpmm, white-box-dpsgd for "
+        "DPCTGAN, black-box for PATECTGAN) | white-box | white-box-measurements | "
+        "white-box-selections | white-box-domain | black-box | black-box-rows | "
+        "white-box-laplace | white-box-network | black-box-unseen | black-box-dcr | "
+        "black-box-density | white-box-mwem | white-box-mwem-choices | white-box-dpsgd",
     )
     dataset: str = option(
         "tree-flip",
@@ -71,6 +78,12 @@ class SyntheticDataSettings:
     pilot_runs: int = option(100, help="held-out run pairs that choose each threshold")
     rounds: int | None = option(None, help="AIM's rounds (library setting; None: 16 × columns)")
     degree: int = option(1, help="PrivBayes's degree k (DataSynthesizer's setting)")
+    dpctgan_options: tuple[str, ...] = option(
+        (),
+        help="DPCTGAN's library settings, name=value: sigma, max_per_sample_grad_norm, "
+        "batch_size, epochs, embedding_dim, discriminator_lr, generator_lr (numbers), "
+        "generator_dim, discriminator_dim (layer widths joined by '/', empty: no hidden layer)",
+    )
     sample_rows: int | None = option(
         None, help="rows of each synthetic table (black-box; None: |D| + 1)"
     )
@@ -122,6 +135,7 @@ class SyntheticDataSettings:
         if self.rounds is not None:
             check_positive_int("rounds", self.rounds)
         check_positive_int("degree", self.degree)
+        self.dpctgan_settings()
         if self.sample_rows is not None:
             check_positive_int("sample_rows", self.sample_rows)
         check_positive_int("group_size", self.group_size)
@@ -137,6 +151,13 @@ class SyntheticDataSettings:
                 f"mode='one-run' has no pilot runs to tune {tuned} on: give threat models "
                 "without a tuning parameter"
             )
+        per_target = [t for t in self.threat_models if t != AUTO
+                      and "gradients" in SYNTHETIC_THREAT_MODELS.get(t).observe]  # fmt: skip
+        if self.mode == "one-run" and per_target:
+            raise ValueError(
+                f"mode='one-run' reads every canary from one release, but {per_target} reads "
+                "gradients recorded for one target per run: give another threat model"
+            )  # fmt: skip
         if self.mode == "sequential" and len(self.threat_models) != 1:
             raise ValueError(
                 f"mode='sequential' tests the claim with one statistic: give one threat model, "
@@ -144,6 +165,34 @@ class SyntheticDataSettings:
             )
         check_positive_int("workers", self.workers)
         check_nonneg_int("seed", self.seed)
+
+    def dpctgan_settings(self) -> tuple[tuple[str, object], ...]:
+        """:attr:`dpctgan_options` as ``(name, value)`` pairs for the library.
+
+        Example:
+            >>> SyntheticDataSettings(dpctgan_options=("sigma=2", "discriminator_dim=",
+            ...                       "generator_dim=8/8")).dpctgan_settings()
+            (('sigma', 2.0), ('discriminator_dim', ()), ('generator_dim', (8, 8)))
+        """
+        out: list[tuple[str, object]] = []
+        for item in self.dpctgan_options:
+            name, eq, value = str(item).partition("=")
+            if not eq or name not in _DPCTGAN_OPTIONS:
+                raise ValueError(f"dpctgan_options holds {item!r}: give name=value with name "
+                                 f"one of {' | '.join(_DPCTGAN_OPTIONS)}")  # fmt: skip
+            try:
+                if name in ("generator_dim", "discriminator_dim"):
+                    v: object = tuple(int(w) for w in value.split("/") if w)
+                elif name in ("batch_size", "epochs", "embedding_dim"):
+                    v = int(value)
+                else:
+                    v = float(value)
+            except ValueError as exc:
+                raise ValueError(f"dpctgan_options holds {item!r}, whose value is not "
+                                 f"{'widths joined by /' if name.endswith('r_dim') else 'a number'}"
+                                 ) from exc  # fmt: skip
+            out.append((name, v))
+        return tuple(out)
 
     def threat_models_for(self, generator: str) -> tuple[str, ...]:
         """The threat models ``generator`` is audited under: :attr:`threat_models` with
@@ -154,7 +203,9 @@ class SyntheticDataSettings:
         for t in self.threat_models:
             if t == AUTO:
                 get = SYNTHETIC_THREAT_MODELS.get
-                t = next(n for n in FULLEST if get(n).serves(spec.synth, spec.white_box))
+                t = next(n for n in FULLEST if get(n).serves(spec.synth, spec.white_box)
+                         and not (self.mode == "one-run"
+                                  and "gradients" in get(n).observe))  # fmt: skip
             if t not in out:
                 out.append(t)
         return tuple(out)

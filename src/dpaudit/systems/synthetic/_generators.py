@@ -94,8 +94,9 @@ __all__ = [
 ]
 
 #: What a run can report: noisy marginals, exponential-mechanism choices, the synthetic
-#: table, or (alone) the one-way marginals that show the domain measured over.
-OBSERVABLES: tuple[str, ...] = ("measurements", "selections", "synthetic", "domain")
+#: table, or (alone) the one-way marginals that show the domain measured over; DPCTGAN's
+#: released noisy gradients (``"gradients"``, given the adversary's target).
+OBSERVABLES: tuple[str, ...] = ("measurements", "selections", "synthetic", "domain", "gradients")
 #: The tag a generator's system entry carries (``SYSTEMS.names(tag=...)``).
 SYSTEM_TAG = "synthetic-data"
 _HERE = Path(__file__).resolve().parent
@@ -182,7 +183,8 @@ class GeneratorSpec:
         public_domain: whether the public domain is passed to the library (False: the
             library infers it from the private data — a known violation).
         options: the library's own settings, passed to its constructor.
-        white_box: what the worker reports (``"measurements"``, ``"selections"``).
+        white_box: what the worker reports (``"measurements"``, ``"selections"``; DPCTGAN's
+            ``"gradients"``).
         library_rows: the synthetic table is sampled at the library's default size (True)
             instead of the size the audit asks for.
     """
@@ -330,6 +332,7 @@ class SyntheticGenerator:
         observe: Sequence[str] = ("measurements", "selections"),
         sample_rows: int = 0,
         worker: ExternalWorker | None = None,
+        target: Sequence[int] | None = None,
     ) -> GeneratorRuns:
         """Run the generator once per entry of ``which`` (the index of the dataset it is
         fitted on) with library seed ``seeds[i]``, in one worker process.
@@ -346,6 +349,9 @@ class SyntheticGenerator:
                 stopped after them).
             sample_rows: rows of each synthetic table (with ``"synthetic"``).
             worker: a running worker of this library (default: one started for the batch).
+            target: the adversary's target row, for a white-box view that reads the runs
+                through it (DPCTGAN's ``"gradients"``: each run's ``"gradients"`` record then
+                holds the arrays ``noisy`` and ``direction``, :class:`GANGenerator`).
 
         Raises:
             ValueError: a table outside the domain, mismatched ``which``/``seeds``.
@@ -371,6 +377,8 @@ class SyntheticGenerator:
             "public_domain": self.spec.public_domain, "library_rows": self.spec.library_rows,
             "runs": [{"dataset": w, "seed": s} for w, s in zip(which, seeds, strict=True)],
         }  # fmt: skip
+        if target is not None:
+            body["target"] = domain.check([target], "target")[0].tolist()
         arrays = {f"data{i}": t for i, t in enumerate(tables)}
         t0 = time.perf_counter()
         own = worker is None
@@ -385,6 +393,10 @@ class SyntheticGenerator:
         syn = None
         if "synthetic" in observe and sample_rows:
             syn = tuple(out_arrays[f"synthetic{i}"] for i in range(len(which)))
+        for i, run in enumerate(out["runs"]):
+            if "gradients" in run:
+                run["gradients"].update(noisy=out_arrays[f"noisy{i}"],
+                                        direction=out_arrays[f"direction{i}"])  # fmt: skip
         return GeneratorRuns(tuple(out["runs"]), syn, float(out["rho"]), version,
                              time.perf_counter() - t0, startup)  # fmt: skip
 
@@ -550,6 +562,13 @@ class GANGenerator(SyntheticGenerator):
       arXiv:1610.05755; orders 1 … 100) read before each iteration; it stops at the first
       reading above ε, so it too ends past ε by one iteration's queries.
 
+    DPCTGAN's white-box view (``white_box = ("gradients",)``; threat model
+    ``white-box-dpsgd``, :mod:`dpaudit.attacks._synthetic_gan`): given the adversary's target,
+    the worker records on every real-row step the released noisy clipped gradient sum of the
+    discriminator's first layer on the columns of the target's one-hot coordinates, and the
+    target's clipped gradient at that step's parameters — what opacus's accountant covers,
+    not which rows were sampled.
+
     The claim is the library's ε at the δ it is given; μ beside it is the μ-GDP whose ε at δ
     is that ε (:func:`~dpaudit.conversions.gdp_mu`), a description of the claim's scale (an
     (ε, δ) claim implies no μ-GDP). The library states no ρ (the runs record NaN).
@@ -610,10 +629,10 @@ _QUIET_VOTES = ("the Laplace noise on the teachers' votes is 0.1× what the libr
 
 GAN_GENERATORS: tuple[GeneratorSpec, ...] = (
     GeneratorSpec("smartnoise-dpctgan", "smartnoise-gan", "dpctgan", "DPCTGAN (smartnoise-synth)",
-                  _DPCTGAN, white_box=()),
+                  _DPCTGAN, white_box=("gradients",)),
     GeneratorSpec("smartnoise-dpctgan-quiet-noise", "smartnoise-gan", "dpctgan",
                   "DPCTGAN with its noise scaled down 10× (planted bug)", _DPCTGAN, bug=_QUIET_SGD,
-                  noise_scale=0.1, white_box=()),
+                  noise_scale=0.1, white_box=("gradients",)),
     GeneratorSpec("smartnoise-patectgan", "smartnoise-gan", "patectgan",
                   "PATECTGAN (smartnoise-synth)", _PATECTGAN, white_box=()),
     GeneratorSpec("smartnoise-patectgan-quiet-noise", "smartnoise-gan", "patectgan",

@@ -6,6 +6,15 @@ DPCTGAN (``synth == "dpctgan"``) or PATECTGAN (``"patectgan"``) on the datasets 
 integer arrays (``data0``, ``data1``, …), each run recording
 
 * ``synthetic`` (black-box): the synthetic table (``sample_rows`` rows);
+* ``gradients`` (white-box, DPCTGAN only, given the adversary's ``target`` row): per
+  real-row step of the discriminator (opacus's step on the real rows, every second step),
+  the released noisy clipped gradient sum, ``batch_size × p.grad`` = Σ clip(g_i) + N(0,
+  σ²C²), of the first layer's weight restricted to the input columns of the target's one-hot
+  data coordinates (``noisy``, steps × hidden × columns), and the adversary's guess of the
+  target's clipped contribution there (``direction``): the target's per-sample gradient at
+  the parameters of that step (the released model before it), dropout off, clipped as
+  opacus clips (flat, at C), averaged over the conditional vectors the target is sampled
+  with; with ``sigma`` = σ·C, the noise the accountant is given;
 * ``accounting``: what the library's own accountant spent — for DPCTGAN the ε opacus's RDP
   accountant reports before each epoch (``reported``: the library stops when one exceeds the
   target), the optimizer steps it counted and the ε after the last of them (``spent``); for
@@ -55,8 +64,64 @@ def _transformer(cards):
     return tt
 
 
-def _patch_dpctgan(noise_scale, engines):
-    """Record each opacus ``PrivacyEngine`` DPCTGAN builds; scale the noise it draws."""
+def _target_inputs(tt, target):
+    """The discriminator's input coordinates the target's one-hot row sets (its data part)
+    and, per column, the coordinate of its conditional vector (after the data part)."""
+    row = np.asarray(tt.transform([tuple(int(v) for v in target)])[0], dtype=np.float64)
+    cols = np.flatnonzero(row == 1.0)
+    return cols, cols + len(row)
+
+
+def _eval_gradients(seq, x):
+    """Per-sample gradients of −log D(x) (the real step's loss) for the rows of ``x``, dropout
+    off, through ``torch.func`` on detached copies of the parameters (opacus's hooks on the
+    layers never fire, so its per-sample state is untouched): one tensor per parameter,
+    batch first."""
+    import torch
+    from torch.func import grad, vmap
+
+    layers = list(seq)
+    for layer in layers:
+        if type(layer).__name__ not in ("Linear", "LeakyReLU", "Dropout", "Sigmoid"):
+            raise ValueError(f"the gradient record does not know layer {type(layer).__name__}")
+
+    def loss(params, row):
+        h, it = row[None, :], iter(params)
+        for layer in layers:
+            name = type(layer).__name__
+            if name == "Linear":
+                h = torch.nn.functional.linear(h, next(it), next(it))
+            elif name == "LeakyReLU":
+                h = torch.nn.functional.leaky_relu(h, layer.negative_slope)
+            elif name == "Sigmoid":
+                h = torch.sigmoid(h)
+        return -torch.log(h.clamp_min(1e-12)).sum()
+
+    params = tuple(p.detach().clone() for p in seq.parameters())
+    return list(vmap(grad(loss), in_dims=(None, 0))(params, x))
+
+
+def _direction(seq, data_cols, cond_cols, clip):
+    """The adversary's guess of the target's clipped contribution to the first layer's weight
+    on ``data_cols``: mean over its conditional vectors of min(1, C/‖g‖) g (opacus's flat
+    clipping), dropout off."""
+    import torch
+
+    width = seq[0].weight.shape[1]
+    x = torch.zeros(len(cond_cols), width)
+    x[:, torch.as_tensor(data_cols)] = 1.0
+    x[torch.arange(len(cond_cols)), torch.as_tensor(cond_cols)] = 1.0
+    grads = _eval_gradients(seq, x)
+    norm = torch.sqrt(sum(g.reshape(len(x), -1).pow(2).sum(1) for g in grads))
+    factor = (clip / (norm + 1e-6)).clamp(max=1.0)
+    w = grads[0][:, :, torch.as_tensor(data_cols)] * factor[:, None, None]
+    return w.mean(0)
+
+
+def _patch_dpctgan(noise_scale, engines, record=None):
+    """Record each opacus ``PrivacyEngine`` DPCTGAN builds; scale the noise it draws; with
+    ``record`` (a dict with ``data_cols``, ``cond_cols``), append to its ``noisy`` and
+    ``direction`` lists on every real-row step (module docstring)."""
     import opacus
 
     orig = opacus.PrivacyEngine
@@ -68,6 +133,19 @@ def _patch_dpctgan(noise_scale, engines):
 
         def _generate_noise(self, *a, **k):
             return super()._generate_noise(*a, **k) * noise_scale
+
+        def step(self, is_empty=False):
+            super().step(is_empty)
+            if record is None or self.steps % 2 == 1:  # step 1, 3, …: the generated rows
+                return
+            seq = getattr(self.module, "_module", self.module).seq
+            cols = record["data_cols"]
+            noisy = seq[0].weight.grad.detach()[:, cols] * self.batch_size
+            record["noisy"].append(noisy.numpy().astype(np.float64))
+            d = _direction(seq, cols, record["cond_cols"], float(self.max_grad_norm))
+            record["direction"].append(d.numpy().astype(np.float64))
+            record["sigma"] = float(self.noise_multiplier * self.max_grad_norm)
+            record["batch_size"] = int(self.batch_size)
 
     opacus.PrivacyEngine = Recorded
     return lambda: setattr(opacus, "PrivacyEngine", orig)
@@ -132,9 +210,13 @@ def op_fit(body, arrays):
         raise ValueError(f"the GAN worker runs {' or '.join(_SYNTHS)}, got synth={synth!r}")
     cards = [int(c) for c in body["cardinalities"]]
     observe = set(body.get("observe", ["synthetic"]))
-    if observe - {"synthetic", "accounting"}:
-        raise ValueError(f"the GAN worker records the synthetic table and the accounting only, "
-                         f"not {sorted(observe - {'synthetic', 'accounting'})}")  # fmt: skip
+    known = {"synthetic", "accounting", "gradients"}
+    if observe - known:
+        raise ValueError(f"the GAN worker records the synthetic table, the accounting and "
+                         f"DPCTGAN's gradients only, not {sorted(observe - known)}")  # fmt: skip
+    if "gradients" in observe and (synth != "dpctgan" or body.get("target") is None):
+        raise ValueError("gradients are recorded for DPCTGAN given the adversary's target row, "
+                         f"got synth={synth!r}, target={body.get('target')!r}")  # fmt: skip
     options = dict(body.get("options", {}))
     for k in ("generator_dim", "discriminator_dim"):
         if k in options:
@@ -151,17 +233,28 @@ def op_fit(body, arrays):
         np.random.seed(seed)  # noqa: NPY002 (the library draws from it)
         random.seed(seed)
         torch.manual_seed(seed)
-        engines, queries = [], []
-        undo = (_patch_dpctgan(noise_scale, engines) if synth == "dpctgan"
+        engines, queries, record = [], [], None
+        tt = _transformer(cards)
+        if "gradients" in observe:
+            data_cols, cond_cols = _target_inputs(tt, body["target"])
+            record = {"data_cols": data_cols.tolist(), "cond_cols": cond_cols.tolist(),
+                      "noisy": [], "direction": []}  # fmt: skip
+        undo = (_patch_dpctgan(noise_scale, engines, record) if synth == "dpctgan"
                 else _patch_patectgan(noise_scale, queries))  # fmt: skip
         t0 = time.process_time()
         try:
             s = Synthesizer.create(synth, epsilon=eps, delta=delta, verbose=False, cuda=False,
                                    **options)  # fmt: skip
-            s.fit(data, transformer=_transformer(cards))
+            s.fit(data, transformer=tt)
             result = {"seconds": time.process_time() - t0}
             result["accounting"] = (_dpctgan_accounting(s, engines, delta) if synth == "dpctgan"
                                     else _patectgan_accounting(s, queries, delta))  # fmt: skip
+            if record is not None:
+                result["gradients"] = {"sigma": record["sigma"], "columns": record["data_cols"],
+                                       "batch_size": record["batch_size"],
+                                       "steps": len(record["noisy"])}  # fmt: skip
+                syn[f"noisy{i}"] = np.stack(record["noisy"])
+                syn[f"direction{i}"] = np.stack(record["direction"])
             if "synthetic" in observe and sample_rows:
                 t = s.sample(sample_rows)
                 syn[f"synthetic{i}"] = np.asarray(t, dtype=np.int64).reshape(len(t), -1)

@@ -1,0 +1,155 @@
+"""DPCTGAN's white-box view: the noisy clipped gradient sums DP-SGD releases.
+
+smartnoise-synth's DPCTGAN trains its discriminator with DP-SGD (Abadi et al. 2016, "Deep
+Learning with Differential Privacy", arXiv:1607.00133) through opacus 0.14: on each step on
+the real rows it releases ``Σ_i clip_C(g_i) + N(0, σ²C² I)`` (divided by the batch size), and
+opacus's accountant covers exactly that transcript. The white-box adversary sees it, step by
+step (the threat model of Nasr, Song, Thakurta, Papernot & Carlini 2021, "Adversary
+Instantiation: Lower Bounds for Differentially Private Machine Learning", arXiv:2101.04535,
+and of Nasr et al. 2023, arXiv:2302.07956); not which rows were sampled.
+
+On the worst-case pair ``unique-record`` (D = rows of zeros, t = a row of ones) the first
+layer's weight columns that read t's one-hot data coordinates get a zero gradient from every
+row of D (their inputs are 0 there; the conditional vector, which D's rows can set to t's
+categories, is left out). Restricted to those columns the step's noisy sum ``G_k`` is thus
+pure noise ``σC·Z`` under D and ``m_k·c_k + σC·Z`` under D ∪ {t}, with ``m_k`` the copies of
+t in the batch (DPCTGAN samples each of its ``B`` real rows through a conditional vector
+that picks t with probability ``p = 1/|D ∪ {t}|``, so ``m_k ~ Bin(B, p)``) and ``c_k`` t's
+clipped gradient there. The worker records ``G_k`` and the adversary's guess ``d_k`` of
+``c_k`` (t's clipped gradient at the step's released parameters, dropout off), and
+:func:`dpsgd_projections` splits ``G_k`` into ``x_k = ⟨G_k, u_k⟩`` (``u_k = d_k/‖d_k‖``) and
+the rest, which is pure noise in both worlds when ``d_k`` points where ``c_k`` does (a
+network without hidden layers: no dropout, ``c_k ∝ d_k`` exactly) and whose squared norm
+estimates the noise actually drawn, ``σ̂²``. The statistic (:func:`dpsgd_mixture_llr`) is
+the log-likelihood ratio of the ``x_k`` under D ∪ {t} against D at that noise level,
+
+    Σ_k log Σ_m Bin(m; B, p) exp((m a_k x_k − m² a_k²/2) / σ̂²),   a_k = ‖d_k‖,
+
+which is Neyman–Pearson's for the binomial mixture of mean shifts that the sampling makes
+(exact when ``c_k = d_k`` and ``σ̂`` is the noise drawn). Reading the noise level off the
+coordinates that carry no signal is what a planted bug that draws less noise than it accounts
+cannot hide: the steps where t was sampled then stand out one by one, where a sum of ``x_k``
+over every step (the statistic of Nasr et al. 2023) would drown them in the other steps'
+noise. Any statistic is valid for the audit (its threshold is chosen on held-out runs);
+this one decides only its power. The threat model caps it at :data:`LOSS_CAP` (a privacy loss
+of 5, e⁵ ≈ 148: more than an audit of fewer pairs can resolve): the pilot's threshold is a
+pilot score (the smallest on D ∪ {t} when the pilot separates perfectly), so an uncapped
+statistic whose value grows with the number of times t was sampled would put it at the
+pilot's luckiest-but-one draw, and a fifth of the evaluation runs below it; capped, every run
+whose loss passes the cap ties at it.
+
+Example:
+    >>> rng = np.random.default_rng(0)
+    >>> d = np.ones((50, 1, 4)) * 0.5
+    >>> x, a, ss, dof = dpsgd_projections(rng.normal(0, 2.0, (50, 1, 4)), d)
+    >>> x.shape, dof, bool(abs(ss / dof - 4.0) < 1.5)
+    ((50,), 150, True)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from scipy.special import logsumexp
+from scipy.stats import binom
+
+from dpaudit._validate import check_array, check_positive, check_positive_int, check_probability
+from dpaudit.attacks._synthetic import SYNTHETIC_THREAT_MODELS, SyntheticThreatModel
+
+__all__ = ["LOSS_CAP", "dpsgd_mixture_llr", "dpsgd_projections"]
+
+#: The cap on the white-box-dpsgd statistic (module docstring).
+LOSS_CAP = 5.0
+
+
+def dpsgd_projections(noisy: Any, direction: Any) -> tuple[np.ndarray, np.ndarray, float, int]:
+    """Each step's noisy restricted gradient sum split along the adversary's direction.
+
+    Args:
+        noisy: ``(steps, …)`` the released noisy clipped gradient sums ``G_k`` (restricted to
+            the coordinates no row of D moves).
+        direction: the same shape, the adversary's guess ``d_k`` of t's clipped contribution.
+
+    Returns:
+        ``(x, a, residual, dof)``: ``x_k = ⟨G_k, d_k⟩/‖d_k‖`` (0 where ``d_k = 0``),
+        ``a_k = ‖d_k‖``, the squared norm of what is left of every ``G_k`` and its degrees of
+        freedom ``Σ_k (size_k − 1)`` (``size_k`` where ``d_k = 0``). Under D, with the noise
+        ``σ·N(0, I)``, ``x_k/σ`` are independent standard normals and ``residual/σ²`` is
+        χ² with ``dof`` degrees of freedom, independent of them (each ``d_k`` depends on
+        earlier steps only).
+
+    Raises:
+        ValueError: shapes that differ or hold no step, or non-finite values.
+    """
+    g = check_array("noisy", noisy)
+    d = check_array("direction", direction)
+    if g.shape != d.shape or g.ndim < 2 or g.shape[0] < 1:
+        raise ValueError(f"noisy and direction must share a (steps, ...) shape with steps ≥ 1, "
+                         f"got {g.shape} and {d.shape}")  # fmt: skip
+    g = g.reshape(len(g), -1)
+    d = d.reshape(len(d), -1)
+    a = np.linalg.norm(d, axis=1)
+    u = np.divide(d, a[:, None], out=np.zeros_like(d), where=a[:, None] > 0)
+    x = np.sum(g * u, axis=1)
+    residual = float(np.sum(g * g) - np.sum(x * x))
+    dof = int(g.size - np.count_nonzero(a))
+    return x, a, max(residual, 0.0), dof
+
+
+def dpsgd_mixture_llr(
+    x: Any, a: Any, *, sigma: float, batch_size: int, rate: float
+) -> float:  # fmt: skip
+    """Log-likelihood ratio of the projections ``x_k ~ N(m_k a_k, σ²)`` with ``m_k ~ Bin(B,
+    p)`` (D ∪ {t}) against ``x_k ~ N(0, σ²)`` (D), summed over the steps (module docstring).
+
+    Args:
+        x, a: per step, the projection and the length of t's guessed contribution
+            (:func:`dpsgd_projections`).
+        sigma: the noise's standard deviation (the one drawn, estimated, or the one claimed).
+        batch_size: ``B``, rows sampled per step.
+        rate: ``p``, the probability that one sampled row is t.
+
+    Example:
+        >>> round(dpsgd_mixture_llr([1.0], [1.0], sigma=1.0, batch_size=1, rate=0.5), 6)
+        0.28093
+        >>> round(math.log((1 + math.exp(0.5)) / 2), 6)  # log(½ + ½ e^{1 − ½})
+        0.28093
+    """
+    xs = np.atleast_1d(check_array("x", x)).astype(np.float64)
+    av = np.atleast_1d(check_array("a", a)).astype(np.float64)
+    if xs.shape != av.shape or xs.ndim != 1:
+        raise ValueError(f"x and a must be vectors of one length, got {xs.shape}, {av.shape}")
+    s2 = check_positive("sigma", sigma) ** 2
+    b = check_positive_int("batch_size", batch_size)
+    p = check_probability("rate", rate)
+    m = np.arange(b + 1, dtype=np.float64)
+    logw = binom.logpmf(m, b, p)
+    terms = (np.outer(av * xs, m) - np.outer(av * av, m * m) / 2.0) / s2
+    return float(np.sum(logsumexp(terms + logw[None, :], axis=1)))
+
+
+def _white_box_dpsgd(run, synthetic, pair, fitted_on):
+    """The statistic of one DPCTGAN run (module docstring), the noise read off the rest."""
+    rec = run.get("gradients")
+    if rec is None or "noisy" not in rec:
+        raise ValueError("white-box-dpsgd reads DPCTGAN's recorded gradients: the run holds "
+                         "none (the worker records them given the pair's target)")  # fmt: skip
+    x, a, residual, dof = dpsgd_projections(rec["noisy"], rec["direction"])
+    sigma = math.sqrt(residual / dof) if dof > 0 and residual > 0 else float(rec["sigma"])
+    llr = dpsgd_mixture_llr(x, a, sigma=sigma, batch_size=int(rec["batch_size"]),
+                            rate=1.0 / len(pair.D_prime))  # fmt: skip
+    return min(llr, LOSS_CAP)
+
+
+SYNTHETIC_THREAT_MODELS.register(
+    "white-box-dpsgd",
+    SyntheticThreatModel(
+        "white-box-dpsgd", ("gradients",), _white_box_dpsgd,
+        "log-likelihood ratio of DPCTGAN's released noisy gradient sums on the real-row steps, "
+        "restricted to the first-layer columns only t's one-hot coordinates reach, at the "
+        "noise level read off the coordinates that carry no signal (capped at a loss of 5)",
+        reads=("dpctgan",),
+    ),
+)  # fmt: skip

@@ -1,0 +1,182 @@
+"""DPCTGAN's white-box view (``white-box-dpsgd``): the statistic on data generated here, the
+threat model's place among the others, and (with ``make venv-smartnoise-gan``) an audit that
+refutes the planted bug and not the library as installed."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpaudit.attacks._synthetic import SYNTHETIC_THREAT_MODELS, WORST_CASE_DATASETS
+from dpaudit.attacks._synthetic_gan import LOSS_CAP, dpsgd_mixture_llr, dpsgd_projections
+from dpaudit.experiments.synthetic_data import SyntheticDataSettings
+from dpaudit.systems.synthetic import GENERATORS, LIBRARIES, GeneratorCell
+
+needs_gan = pytest.mark.skipif(
+    not LIBRARIES["smartnoise-gan"].available(),
+    reason="smartnoise-synth's GAN environment not built: make venv-smartnoise-gan",
+)
+#: A discriminator without hidden layers (no dropout: t's clipped gradient on its columns is
+#: exactly the direction the adversary computes), σ = 2, 4 rows a step: 60 real-row steps on
+#: 50 rows, t sampled about 4.7 times.
+OPTIONS = ("sigma=2", "batch_size=4", "discriminator_dim=", "generator_dim=8", "embedding_dim=8")
+
+
+def _null_steps(rng, steps, shape, sigma):
+    noisy = sigma * rng.standard_normal((steps, *shape))
+    direction = rng.normal(0.0, 1.0, (steps, *shape))
+    return noisy, direction
+
+
+def test_under_D_the_projections_are_standard_normal_and_the_rest_chi_square():
+    """Under D the restricted noisy sum is σ·N(0, I) (Abadi et al. 2016, arXiv:1607.00133):
+    along any unit direction fixed before the step, N(0, σ²); the squared norm of the rest,
+    σ²·χ² with one degree of freedom fewer per step (checked against scipy's distributions)."""
+    rng = np.random.default_rng(0)
+    sigma, steps, shape = 0.5, 40, (2, 3)
+    xs, rests = [], []
+    for _ in range(300):
+        x, a, rest, dof = dpsgd_projections(*_null_steps(rng, steps, shape, sigma))
+        xs.append(x / sigma)
+        rests.append(rest / sigma**2)
+        assert dof == steps * (6 - 1) and a.shape == (steps,)
+    assert stats.kstest(np.concatenate(xs), "norm").pvalue > 1e-3
+    assert stats.kstest(rests, stats.chi2(steps * 5).cdf).pvalue > 1e-3
+
+
+def test_a_zero_direction_leaves_the_whole_step_to_the_rest():
+    noisy = np.array([[[3.0, 4.0]], [[1.0, 0.0]]])
+    direction = np.array([[[0.0, 0.0]], [[2.0, 0.0]]])
+    x, a, rest, dof = dpsgd_projections(noisy, direction)
+    np.testing.assert_allclose(x, [0.0, 1.0])
+    np.testing.assert_allclose(a, [0.0, 2.0])
+    assert (rest, dof) == (25.0, 3)
+
+
+def _naive_llr(x, a, sigma, b, p):
+    total = 0.0
+    for xk, ak in zip(x, a, strict=True):
+        lik = sum(math.comb(b, m) * p**m * (1 - p) ** (b - m)
+                  * math.exp((m * ak * xk - m * m * ak * ak / 2) / sigma**2)
+                  for m in range(b + 1))  # fmt: skip
+        total += math.log(lik)
+    return total
+
+
+def test_the_mixture_llr_is_the_naive_binomial_mixture_of_gaussian_shifts():
+    rng = np.random.default_rng(7)
+    x, a = rng.normal(0.0, 1.0, 12), rng.uniform(0.0, 1.0, 12)
+    for sigma, b, p in ((1.0, 1, 0.5), (0.3, 4, 1 / 51), (2.0, 16, 1 / 21)):
+        want = _naive_llr(x, a, sigma, b, p)
+        got = dpsgd_mixture_llr(x, a, sigma=sigma, batch_size=b, rate=p)
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+def test_the_mixture_llr_is_a_likelihood_ratio_its_exponential_has_mean_one_under_D():
+    """E_D[exp(ℓ)] = 1 for a log-likelihood ratio ℓ of D ∪ {t} against D (Monte Carlo, 4
+    standard errors)."""
+    rng = np.random.default_rng(11)
+    sigma, a, b, p = 1.0, 1.0, 4, 0.05
+    x = sigma * rng.standard_normal(200_000)
+    e = np.exp([dpsgd_mixture_llr([v], [a], sigma=sigma, batch_size=b, rate=p) for v in x[:20000]])
+    assert abs(e.mean() - 1.0) < 4 * e.std() / math.sqrt(e.size)
+
+
+def test_the_statistic_refuses_bad_inputs():
+    with pytest.raises(ValueError, match="share a"):
+        dpsgd_projections(np.zeros((3, 2)), np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="rate"):
+        dpsgd_mixture_llr([0.0], [1.0], sigma=1.0, batch_size=2, rate=1.5)
+    with pytest.raises(ValueError, match="sigma"):
+        dpsgd_mixture_llr([0.0], [1.0], sigma=0.0, batch_size=2, rate=0.5)
+    pair = WORST_CASE_DATASETS.get("unique-record")(columns=2, rows=4)
+    tm = SYNTHETIC_THREAT_MODELS.get("white-box-dpsgd")
+    with pytest.raises(ValueError, match="recorded gradients"):
+        tm.statistic({"seconds": 1.0}, None, pair, None)
+
+
+def test_the_threat_model_caps_a_loss_the_audit_cannot_resolve():
+    """Steps whose noise is far below the σC = 2 the record states, t standing out on two:
+    the statistic reads the noise off the rest of each step and caps the loss at LOSS_CAP."""
+    rng = np.random.default_rng(3)
+    pair = WORST_CASE_DATASETS.get("unique-record")(columns=4, rows=20)
+    tm = SYNTHETIC_THREAT_MODELS.get("white-box-dpsgd")
+    direction = np.full((30, 1, 4), 0.45)
+    noisy = 0.15 * rng.standard_normal((30, 1, 4))
+    rec = {"sigma": 2.0, "batch_size": 4, "direction": direction}
+    out = tm.statistic({"gradients": dict(rec, noisy=noisy)}, None, pair, None)
+    noisy[[3, 17]] += direction[[3, 17]]  # t sampled on two steps
+    inn = tm.statistic({"gradients": dict(rec, noisy=noisy)}, None, pair, None)
+    assert out < 0.0 and inn == LOSS_CAP
+
+
+def test_auto_audits_dpctgan_under_its_gradients_and_patectgan_under_its_table():
+    s = SyntheticDataSettings(generators=("smartnoise-dpctgan",), dpctgan_options=OPTIONS)
+    assert s.threat_models_for("smartnoise-dpctgan") == ("white-box-dpsgd",)
+    assert s.threat_models_for("smartnoise-patectgan") == ("black-box",)
+    tm = SYNTHETIC_THREAT_MODELS.get("white-box-dpsgd")
+    served = {g for g in GENERATORS.names()
+              if tm.serves(GENERATORS.get(g).synth, GENERATORS.get(g).white_box)}  # fmt: skip
+    assert served == {"smartnoise-dpctgan", "smartnoise-dpctgan-quiet-noise"}
+    with pytest.raises(ValueError, match="cannot serve"):
+        SyntheticDataSettings(generators=("smartnoise-mst",), threat_models=("white-box-dpsgd",))
+    one_run = SyntheticDataSettings(generators=("smartnoise-dpctgan",), mode="one-run")
+    assert one_run.threat_models_for("smartnoise-dpctgan") == ("black-box",)
+    with pytest.raises(ValueError, match="one target per run"):
+        SyntheticDataSettings(generators=("smartnoise-dpctgan",), mode="one-run",
+                              threat_models=("white-box-dpsgd",))  # fmt: skip
+
+
+def test_dpctgan_options_are_parsed_and_checked_at_the_boundary():
+    s = SyntheticDataSettings(generators=("smartnoise-dpctgan",), dpctgan_options=OPTIONS)
+    assert s.dpctgan_settings() == (("sigma", 2.0), ("batch_size", 4), ("discriminator_dim", ()),
+                                    ("generator_dim", (8,)), ("embedding_dim", 8))  # fmt: skip
+    GeneratorCell("smartnoise-dpctgan", 1.0, 1e-2, options=s.dpctgan_settings())
+    with pytest.raises(ValueError, match="name=value"):
+        SyntheticDataSettings(dpctgan_options=("pac=2",))
+    with pytest.raises(ValueError, match="not a number"):
+        SyntheticDataSettings(dpctgan_options=("sigma=x",))
+    with pytest.raises(ValueError, match="widths joined by /"):
+        SyntheticDataSettings(dpctgan_options=("generator_dim=8,8",))
+
+
+@needs_gan
+def test_the_worker_records_the_restricted_noisy_sums_and_the_noise_drawn_shows():
+    """One fit on D per generator: 60 real-row steps, the 16 columns of t's one-hot
+    coordinates, σC = 2 as the accountant is given; the noise read off the rest is 2 as
+    installed and 0.2 with the planted bug."""
+    from dpaudit.systems import SYSTEMS
+
+    pair = WORST_CASE_DATASETS.get("unique-record")(columns=16, rows=50)
+    s = SyntheticDataSettings(generators=("smartnoise-dpctgan",), dpctgan_options=OPTIONS)
+    for name, drawn in (("smartnoise-dpctgan", 2.0), ("smartnoise-dpctgan-quiet-noise", 0.2)):
+        g = SYSTEMS.get(name)(GeneratorCell(name, 1.0, 1e-2, options=s.dpctgan_settings()))
+        r = g.fit_runs([pair.D, pair.D_prime], [0], [5], domain=pair.domain,
+                       observe=("gradients",), target=pair.target)  # fmt: skip
+        rec = r.runs[0]["gradients"]
+        assert rec["noisy"].shape == rec["direction"].shape == (rec["steps"], 1, 16)
+        assert (rec["sigma"], rec["batch_size"], len(rec["columns"])) == (2.0, 4, 16)
+        _, a, rest, dof = dpsgd_projections(rec["noisy"], rec["direction"])
+        assert math.sqrt(rest / dof) == pytest.approx(drawn, rel=0.1)
+        np.testing.assert_allclose(a, 0.943, atol=0.01)  # clipped at C = 1: √(16/18)
+
+
+@needs_gan
+def test_the_white_box_audit_refutes_the_quiet_noise_dpctgan_and_not_the_library():
+    """DPCTGAN at ε = 1 (δ = 10⁻²) on unique-record (50 rows of zeros, t = 16 ones), 4
+    pilot and 16 evaluation run pairs: the planted bug's steps where t was sampled stand out
+    (ε lower bound > 1 at 95 %), the library's do not (seed 46)."""
+    from dpaudit.experiments.synthetic_data import audit_synthetic_data
+
+    s = SyntheticDataSettings(
+        generators=("smartnoise-dpctgan-quiet-noise", "smartnoise-dpctgan"),
+        threat_models=("white-box-dpsgd",), dataset="unique-record", rows=50, columns=16,
+        runs=16, pilot_runs=4, group_size=20, seed=46, dpctgan_options=OPTIONS,
+    )  # fmt: skip
+    bug, ok = audit_synthetic_data(s).entries
+    assert bug.detail.generator == "smartnoise-dpctgan-quiet-noise"
+    assert bug.lower_bound.epsilon > 1.0 and bug.detail.mu_lower > bug.detail.implied_mu
+    assert ok.lower_bound.epsilon < 1.0 and ok.detail.mu_lower < ok.detail.implied_mu
