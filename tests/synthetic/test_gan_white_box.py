@@ -11,7 +11,12 @@ import pytest
 from scipy import stats
 
 from dpaudit.attacks._synthetic import SYNTHETIC_THREAT_MODELS, WORST_CASE_DATASETS
-from dpaudit.attacks._synthetic_gan import LOSS_CAP, dpsgd_mixture_llr, dpsgd_projections
+from dpaudit.attacks._synthetic_gan import (
+    LOSS_CAP,
+    dpsgd_mixture_llr,
+    dpsgd_projections,
+    out_of_reach,
+)
 from dpaudit.experiments.synthetic_data import SyntheticDataSettings
 from dpaudit.systems.synthetic import GENERATORS, LIBRARIES, GeneratorCell
 
@@ -106,11 +111,29 @@ def test_the_threat_model_caps_a_loss_the_audit_cannot_resolve():
     tm = SYNTHETIC_THREAT_MODELS.get("white-box-dpsgd")
     direction = np.full((30, 1, 4), 0.45)
     noisy = 0.15 * rng.standard_normal((30, 1, 4))
-    rec = {"sigma": 2.0, "batch_size": 4, "direction": direction}
+    rec = {"sigma": 2.0, "batch_size": 4, "direction": direction, "columns": [1, 3, 5, 7]}
     out = tm.statistic({"gradients": dict(rec, noisy=noisy)}, None, pair, None)
     noisy[[3, 17]] += direction[[3, 17]]  # t sampled on two steps
     inn = tm.statistic({"gradients": dict(rec, noisy=noisy)}, None, pair, None)
     assert out < 0.0 and inn == LOSS_CAP
+
+
+def test_only_the_columns_no_row_of_D_sets_are_read_unless_D_sets_them_all():
+    """binary-flip's D lacks value 0 in column 0 only: t's coordinate there is read alone;
+    tree-flip's D sets every value: all of t's columns are read."""
+    tm = SYNTHETIC_THREAT_MODELS.get("white-box-dpsgd")
+    rng = np.random.default_rng(5)
+    for name, cols, keep in (("binary-flip", [0, 5, 7], [True, False, False]),
+                             ("tree-flip", [1, 2, 4], [False, False, False])):  # fmt: skip
+        pair = WORST_CASE_DATASETS.get(name)(columns=3, rows=20)
+        assert out_of_reach(cols, pair.D, pair.domain.cardinalities).tolist() == keep
+        rec = {"sigma": 1.0, "batch_size": 2, "columns": cols,
+               "noisy": rng.normal(0.0, 1.0, (20, 4, 3)),
+               "direction": np.ones((20, 4, 3))}  # fmt: skip
+        before = tm.statistic({"gradients": rec}, None, pair, None)
+        rec["noisy"][..., 1:] *= 10.0  # the columns D reaches
+        after = tm.statistic({"gradients": rec}, None, pair, None)
+        assert (before == after) == any(keep)
 
 
 def test_auto_audits_dpctgan_under_its_gradients_and_patectgan_under_its_table():

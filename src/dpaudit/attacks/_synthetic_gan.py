@@ -58,7 +58,7 @@ from scipy.stats import binom
 from dpaudit._validate import check_array, check_positive, check_positive_int, check_probability
 from dpaudit.attacks._synthetic import SYNTHETIC_THREAT_MODELS, SyntheticThreatModel
 
-__all__ = ["LOSS_CAP", "dpsgd_mixture_llr", "dpsgd_projections"]
+__all__ = ["LOSS_CAP", "dpsgd_mixture_llr", "dpsgd_projections", "out_of_reach"]
 
 #: The cap on the white-box-dpsgd statistic (module docstring).
 LOSS_CAP = 5.0
@@ -130,13 +130,35 @@ def dpsgd_mixture_llr(
     return float(np.sum(logsumexp(terms + logw[None, :], axis=1)))
 
 
+def out_of_reach(columns: Any, D: Any, cardinalities: Any) -> np.ndarray:
+    """Which of t's one-hot input coordinates ``columns`` no row of ``D`` sets (the worker's
+    one-hot layout: column ``j``'s value ``v`` at ``Σ_{i<j} k_i + v``).
+
+    Example:
+        >>> out_of_reach([1, 2, 4], [[0, 0, 1], [0, 1, 1]], (2, 2, 2)).tolist()
+        [True, False, True]
+    """
+    cols = np.asarray(columns, dtype=np.int64)
+    cards = np.asarray(cardinalities, dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(cards)[:-1]])
+    reached = np.unique(offsets[None, :] + np.asarray(D, dtype=np.int64))
+    return ~np.isin(cols, reached)
+
+
 def _white_box_dpsgd(run, synthetic, pair, fitted_on):
-    """The statistic of one DPCTGAN run (module docstring), the noise read off the rest."""
+    """The statistic of one DPCTGAN run (module docstring), the noise read off the rest, on
+    the recorded columns no row of D sets — or on all of them when D sets every one (as on
+    ``tree-flip``: D's rows then move them too; the statistic stays valid, its threshold is
+    chosen on held-out runs, but it is no longer pure noise under D)."""
     rec = run.get("gradients")
     if rec is None or "noisy" not in rec:
         raise ValueError("white-box-dpsgd reads DPCTGAN's recorded gradients: the run holds "
                          "none (the worker records them given the pair's target)")  # fmt: skip
-    x, a, residual, dof = dpsgd_projections(rec["noisy"], rec["direction"])
+    noisy, direction = np.asarray(rec["noisy"]), np.asarray(rec["direction"])
+    keep = out_of_reach(rec["columns"], pair.D, pair.domain.cardinalities)
+    if keep.any():
+        noisy, direction = noisy[..., keep], direction[..., keep]
+    x, a, residual, dof = dpsgd_projections(noisy, direction)
     sigma = math.sqrt(residual / dof) if dof > 0 and residual > 0 else float(rec["sigma"])
     llr = dpsgd_mixture_llr(x, a, sigma=sigma, batch_size=int(rec["batch_size"]),
                             rate=1.0 / len(pair.D_prime))  # fmt: skip
