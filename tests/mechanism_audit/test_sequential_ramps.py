@@ -60,10 +60,11 @@ def test_ramp_moments_of_both_sides_and_of_an_event():
                                sequential._growth(*event, f, 0.0, 1.0), rtol=1e-9)  # fmt: skip
 
 
-def test_a_graded_likelihood_ratio_prefers_a_ramp():
+def test_a_graded_likelihood_ratio_prefers_a_ramp(monkeypatch):
     """Scores whose log-likelihood ratio rises linearly over a long range (a′ = N(0.4, 1)
     against a = N(0, 1), claim ε = 0.05): the best witness found is a ramp, its estimated
     growth above the best event's, its fresh moments those of its values."""
+    monkeypatch.setattr(sequential, "RAMPS", True)
     rng = np.random.default_rng(0)
     sa, sb = rng.normal(0, 1, 40_000), rng.normal(0.4, 1, 40_000)
     from dpaudit.attacks import MechanismAttack
@@ -92,6 +93,7 @@ def test_ramps_are_bet_on_and_the_run_stays_predictable():
         return bet(process, choice, out_a, out_b)
 
     with pytest.MonkeyPatch.context() as m:
+        m.setattr(sequential, "RAMPS", True)
         m.setattr(sequential, "_bet_ramp", spy)
         res = audit_mechanism(MechanismAuditSettings(mechanism="statdp-isvt4", mode="sequential",
                                                      samples=200_000, seed=1))  # fmt: skip
@@ -100,11 +102,12 @@ def test_ramps_are_bet_on_and_the_run_stays_predictable():
 
 
 @pytest.mark.slow
-def test_honest_laplace_keeps_the_level_with_ramps():
+def test_honest_laplace_keeps_the_level_with_ramps(monkeypatch):
     """Laplace at exactly its claim (true ε = 0.1), 40 seeded audits of 20,000 samples per
     input with ramps in play (some epochs bet on one): the claim is rejected in at most 5
     of them (P(Bin(40, 0.05) ≥ 6) = 0.014), and no confidence sequence exceeds its true ε
     by more than that allows."""
+    monkeypatch.setattr(sequential, "RAMPS", True)
     rejected, ramp_bets, above = 0, 0, 0
     for seed in range(40):
         s = MechanismAuditSettings(mechanism="laplace", mode="sequential", samples=20_000,

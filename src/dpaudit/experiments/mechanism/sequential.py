@@ -43,9 +43,11 @@ the pair whose unpenalised growth is best (among pairs that tie — none shows a
 the least explored: the one whose smaller pool is smallest, so that an exploring epoch is
 never stuck on the first pair listed). The witness bet on is the event, or a *ramp*
 ``clip((score − t)/w, 0, 1)`` between two of the event search's thresholds when its
-estimated growth is larger (:data:`RAMPS`; :mod:`._ramps`: any witness with values in
-[0, 1] is valid, and on the exact output laws the best ramp needs 1.04–1.79× fewer pairs
-than the best event), judged, estimated afresh and seeded the same way. A pair is judged on
+estimated growth is larger, if :data:`RAMPS` is set (:mod:`._ramps`: any witness with
+values in [0, 1] is valid, and on the exact output laws the best ramp needs 1.04–1.79× fewer
+pairs than the best event; in the audit, where finding the pair and event and learning the
+bet cost 7–10× the oracle's pairs, ramps saved 5 ± 5 % of the samples for a fifth more CPU,
+so they are off), judged, estimated afresh and seeded the same way. A pair is judged on
 all of its smaller pool and at most :data:`BALANCE` times as many outputs of its larger one
 (the first drawn): SVT's and report noisy max's base input is in 7 of their 8 pairs, and its
 pool grows with every epoch, while the variance of a drift estimate, ``v⁺/n⁺ +
@@ -124,7 +126,10 @@ SEED_WEIGHT = 0.25  # an epoch's bets start from its event's fresh estimate, wei
 SEED_PENALTY = 1.0  # standard errors taken off the drift of the rates an epoch's bets start from
 LEVELS = 16  # an output column with 3 to this many distinct values is also one-hot encoded
 REFIT = 2.0  # a pair's scores are refitted once its training rows have grown this much
-RAMPS = True  # bet on ramps clip((score − t)/w, 0, 1) too, not only on events (_ramps)
+#: bet on ramps clip((score − t)/w, 0, 1) too, not only on events (_ramps). Off: over 300
+#: audits (the five closest mechanisms, seeds 0–59) they saved 5 ± 5 % of the samples and
+#: cost about a fifth more CPU (the ramp search), so the event alone stays the audit.
+RAMPS = False
 
 
 @dataclasses.dataclass
