@@ -124,6 +124,18 @@ def test_an_epoch_with_no_credible_event_explores_instead_of_sticking():
         assert not all(e["bet"] for e in res.timings["epochs"])  # some epochs only explored
 
 
+def _pinned_isvt3(samples: float, stop: tuple[int, int], epsilon: float, log_e: float):
+    """StatDP's iSVT3, seed 0, budget 500,000: its samples, rejection, bound and e-value."""
+    s = MechanismAuditSettings(mechanism="statdp-isvt3", mode="sequential", samples=500_000)
+    res = audit_mechanism(s)
+    state = res.entries[0].detail
+    assert res.timings["samples_per_input"] == samples
+    assert (state.rejected_at, state.observations) == stop
+    assert math.isclose(state.epsilon, epsilon, rel_tol=1e-12)
+    assert math.isclose(state.log_e_value, log_e, rel_tol=1e-9)
+    return res.timings["epochs"]
+
+
 def test_a_run_is_pinned():
     """StatDP's iSVT3, seed 0, pinned so that a change meant as pure speed (caching,
     blocks, compiled loops) shows if it changes the audit. The numbers of the rule with
@@ -136,14 +148,7 @@ def test_a_run_is_pinned():
     event chosen on half the rest only), 31,667 (no cap per column, the fresh rates as they
     are), 27,476 (balanced pools, ties explored least-explored first) and 36,178.5 samples.
     Thirteen epochs only explore (seven of the fewest pairs, FIRST_EPOCH), three bet."""
-    s = MechanismAuditSettings(mechanism="statdp-isvt3", mode="sequential", samples=500_000)
-    res = audit_mechanism(s)
-    state = res.entries[0].detail
-    assert res.timings["samples_per_input"] == 14_665.5
-    assert (state.rejected_at, state.observations) == (3_428, 3_452)
-    assert math.isclose(state.epsilon, 0.7000000017, rel_tol=1e-12)
-    assert math.isclose(state.log_e_value, 3.0075191978823668, rel_tol=1e-9)
-    epochs = res.timings["epochs"]
+    epochs = _pinned_isvt3(14_665.5, (3_428, 3_452), 0.7000000017, 3.0075191978823668)
     sizes = [128] * 7 + [456, 228, 1140, 570, 712, 890, 1113, 1391, 6956]
     assert [e["pairs"] for e in epochs] == sizes
     assert [k for k, e in enumerate(epochs) if e["bet"]] == [7, 9, 15]
@@ -158,14 +163,7 @@ def test_a_ramp_run_is_pinned(monkeypatch):
     clip((score − t)/w, 0, 1) replaces the event when its growth is larger; the first two
     betting epochs bet on ramps, and it rejects at 14,611.5 samples instead of 14,665.5."""
     monkeypatch.setattr(sequential, "RAMPS", True)
-    s = MechanismAuditSettings(mechanism="statdp-isvt3", mode="sequential", samples=500_000)
-    res = audit_mechanism(s)
-    state = res.entries[0].detail
-    assert res.timings["samples_per_input"] == 14_611.5
-    assert (state.rejected_at, state.observations) == (3_374, 3_388)
-    assert math.isclose(state.epsilon, 0.7236180904522613, rel_tol=1e-12)
-    assert math.isclose(state.log_e_value, 3.3078385503195573, rel_tol=1e-9)
-    epochs = res.timings["epochs"]
+    epochs = _pinned_isvt3(14_611.5, (3_374, 3_388), 0.7236180904522613, 3.3078385503195573)
     assert [k for k, e in enumerate(epochs) if e["bet"]] == [7, 9, 15]
     assert [k for k, e in enumerate(epochs) if e["bet"] and e["ramp_to"] is not None] == [7, 9]
 
