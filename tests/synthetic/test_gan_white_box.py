@@ -168,18 +168,20 @@ def test_dpctgan_options_are_parsed_and_checked_at_the_boundary():
 
 @needs_gan
 def test_the_worker_records_the_restricted_noisy_sums_and_the_noise_drawn_shows():
-    """One fit on D per generator: 60 real-row steps, the 16 columns of t's one-hot
+    """Fits on D per generator: 60 real-row steps, the 16 columns of t's one-hot
     coordinates, σC = 2 as the accountant is given; the noise read off the rest is 2 as
-    installed and 0.2 with the planted bug."""
+    installed and 0.2 with the planted bug; the same seed, the same noise (the worker seeds
+    opacus's generator, which would otherwise reseed torch from os.urandom)."""
     from dpaudit.systems import SYSTEMS
 
     pair = WORST_CASE_DATASETS.get("unique-record")(columns=16, rows=50)
     s = SyntheticDataSettings(generators=("smartnoise-dpctgan",), dpctgan_options=OPTIONS)
     for name, drawn in (("smartnoise-dpctgan", 2.0), ("smartnoise-dpctgan-quiet-noise", 0.2)):
         g = SYSTEMS.get(name)(GeneratorCell(name, 1.0, 1e-2, options=s.dpctgan_settings()))
-        r = g.fit_runs([pair.D, pair.D_prime], [0], [5], domain=pair.domain,
+        r = g.fit_runs([pair.D, pair.D_prime], [0, 0], [5, 5], domain=pair.domain,
                        observe=("gradients",), target=pair.target)  # fmt: skip
         rec = r.runs[0]["gradients"]
+        np.testing.assert_array_equal(rec["noisy"], r.runs[1]["gradients"]["noisy"])
         assert rec["noisy"].shape == rec["direction"].shape == (rec["steps"], 1, 16)
         assert (rec["sigma"], rec["batch_size"], len(rec["columns"])) == (2.0, 4, 16)
         _, a, rest, dof = dpsgd_projections(rec["noisy"], rec["direction"])

@@ -34,8 +34,13 @@ given the noise the library states.
 Seeding: ``seed`` seeds numpy's and Python's global generators (batch and conditional-vector
 sampling, PATECTGAN's Laplace noise) and torch's (the generator's initial weights); the
 library then reseeds torch with 0 when it builds its discriminator (``torch.manual_seed(0)``
-in ``Discriminator.__init__``), so every later torch draw — the latent noise, dropout and,
-with opacus 0.14 not in secure mode, the DP-SGD noise — is the same sequence in every run.
+in ``Discriminator.__init__``), and DPCTGAN's opacus 0.14 ``PrivacyEngine``, not in secure
+mode, reseeds torch's global generator from ``os.urandom`` when it is built (its
+``_set_seed``), so every later torch draw — the latent noise, dropout, the DP-SGD noise —
+would differ from run to run whatever the seed. The worker reseeds it there with the run's
+``seed`` instead (``_set_seed(seed)``, the engine's own way to fix its seed outside secure
+mode): a run is reproducible from its seed, and runs with different seeds draw independent
+noise as before.
 """
 
 from __future__ import annotations
@@ -118,10 +123,11 @@ def _direction(seq, data_cols, cond_cols, clip):
     return w.mean(0)
 
 
-def _patch_dpctgan(noise_scale, engines, record=None):
-    """Record each opacus ``PrivacyEngine`` DPCTGAN builds; scale the noise it draws; with
-    ``record`` (a dict with ``data_cols``, ``cond_cols``), append to its ``noisy`` and
-    ``direction`` lists on every real-row step (module docstring)."""
+def _patch_dpctgan(noise_scale, engines, record=None, seed=None):
+    """Record each opacus ``PrivacyEngine`` DPCTGAN builds; scale the noise it draws; seed it
+    with ``seed`` (module docstring, "Seeding"); with ``record`` (a dict with ``data_cols``,
+    ``cond_cols``), append to its ``noisy`` and ``direction`` lists on every real-row step.
+    """
     import opacus
 
     orig = opacus.PrivacyEngine
@@ -130,6 +136,8 @@ def _patch_dpctgan(noise_scale, engines, record=None):
         def __init__(self, *a, **k):
             super().__init__(*a, **k)
             engines.append(self)
+            if seed is not None and not self.secure_rng:
+                self.random_number_generator = self._set_seed(int(seed))
 
         def _generate_noise(self, *a, **k):
             return super()._generate_noise(*a, **k) * noise_scale
@@ -239,7 +247,7 @@ def op_fit(body, arrays):
             data_cols, cond_cols = _target_inputs(tt, body["target"])
             record = {"data_cols": data_cols.tolist(), "cond_cols": cond_cols.tolist(),
                       "noisy": [], "direction": []}  # fmt: skip
-        undo = (_patch_dpctgan(noise_scale, engines, record) if synth == "dpctgan"
+        undo = (_patch_dpctgan(noise_scale, engines, record, seed) if synth == "dpctgan"
                 else _patch_patectgan(noise_scale, queries))  # fmt: skip
         t0 = time.process_time()
         try:
