@@ -205,3 +205,29 @@ def test_the_white_box_audit_refutes_the_quiet_noise_dpctgan_and_not_the_library
     assert bug.detail.generator == "smartnoise-dpctgan-quiet-noise"
     assert bug.lower_bound.epsilon > 1.0 and bug.detail.mu_lower > bug.detail.implied_mu
     assert ok.lower_bound.epsilon < 1.0 and ok.detail.mu_lower < ok.detail.implied_mu
+
+
+def test_docs_dpctgan_white_box_figures_are_the_recorded_run():
+    """The synthetic-data page's DPCTGAN white-box figures are those of the recorded run, and
+    that run is the command the page gives (its settings)."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    rec = json.loads((root / "docs/results/synthetic-data/"
+                      "gan-unique-record-white-box-dpsgd-eps1.json").read_text())  # fmt: skip
+    st = rec["settings"]
+    assert (st["generators"], st["threat_models"]) == (
+        ["smartnoise-dpctgan-quiet-noise", "smartnoise-dpctgan"],
+        ["white-box-dpsgd"],
+    )
+    assert (st["dataset"], st["rows"], st["columns"], st["epsilon"], st["runs"],
+            st["pilot_runs"], st["seed"]) == ("unique-record", 50, 16, 1.0, 30, 10, 46)  # fmt: skip
+    assert tuple(st["dpctgan_options"]) == OPTIONS
+    bug, lib = (e["detail"] for e in rec["entries"])
+    page = (root / "docs/workflows/synthetic-data.md").read_text(encoding="utf-8")
+    bug_eps, lib_eps = (e["lower_bound"]["epsilon"] for e in rec["entries"])
+    assert f"ε ≥ {bug_eps:.3f} and μ ≥ {bug['mu_lower']:.2f}" in page
+    assert f"({bug['tp']} of 30 runs on D ∪ {{t}}" in page and f"{bug['fp']} of 30 on D)" in page
+    assert f"(ε ≥ {lib_eps:.3f},\n{lib['tp']} and {lib['fp']} of 30" in page
+    assert f"μ estimate {lib['mu_estimate']:.2f}" in page

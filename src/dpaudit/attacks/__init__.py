@@ -45,6 +45,7 @@
 from dpaudit.attacks import (
     _synthetic_adult,  # noqa: F401  (UCI Adult pair, DCR register)
     _synthetic_density,  # noqa: F401  (DOMIAS density ratio registers)
+    _synthetic_gan,  # noqa: F401  (DPCTGAN's white-box DP-SGD view registers)
     _synthetic_mwem,  # noqa: F401  (MWEM's white-box statistics register)
     _synthetic_privbayes,  # noqa: F401  (PrivBayes's statistics register)
 )

@@ -29,7 +29,6 @@ from dpaudit._validate import (
     check_positive,
     check_positive_int,
 )
-from dpaudit.attacks import _synthetic_gan  # noqa: F401  (DPCTGAN's white-box view registers)
 from dpaudit.attacks._synthetic import SYNTHETIC_THREAT_MODELS, WORST_CASE_DATASETS
 from dpaudit.systems import SYSTEMS
 from dpaudit.systems.synthetic import GENERATORS, SYSTEM_TAG
