@@ -50,3 +50,30 @@ def test_aim_measurements_llr_shift_is_the_analysed_sum_of_inverse_variances():
     shift = 3 / s1**2 + 1 / s2**2
     assert shift == pytest.approx(0.20010, abs=5e-6)  # μ = 0.4473, 0.98× √(2ρ) = 0.4548
     np.testing.assert_allclose(llr, [-shift / 2, shift / 2], atol=1e-6)
+
+
+def test_docs_aim_figures_are_the_recorded_run():
+    """The synthetic-data page's AIM bullet states what the 2,000-pair audit recorded, and
+    that run is the command the page gives."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    rec = json.loads((root / "docs/results/synthetic-data/aim-worst-case-eps1-2000.json")
+                     .read_text())  # fmt: skip
+    st = rec["settings"]
+    assert (st["generators"], st["rounds"], st["runs"], st["pilot_runs"], st["seed"],
+            st["dataset"], st["epsilon"]) == (["smartnoise-aim"], 4, 2000, 100, 46,
+                                             "tree-flip", 1.0)  # fmt: skip
+    wb, ms = ({**e["detail"], "eps": e["lower_bound"]["epsilon"]} for e in rec["entries"])
+    page = " ".join((root / "docs/workflows/synthetic-data.md").read_text().split())
+    iv = wb["llr_mu_interval"]
+    assert (f"√(mean shift) is **{wb['llr_mu_estimate']:.3f} (≈ 95 % interval "
+            f"{iv['low']:.3f}–{iv['high']:.3f}), {wb['llr_mu_estimate'] / wb['implied_mu']:.2f}×"
+            ) in page  # fmt: skip
+    assert f"fitted Gaussians' μ {wb['mu_estimate']:.3f}" in page
+    assert f"alone give {ms['llr_mu_estimate']:.3f}" in page
+    assert (f"ε ≥ {wb['eps']:.3f} and μ ≥ {wb['mu_lower']:.3f} (white-box), ε ≥ {ms['eps']:.3f} "
+            f"and μ ≥ {ms['mu_lower']:.3f}") in page  # fmt: skip
+    si = ms["mean_shift_interval"]
+    assert f"shift, {ms['mean_shift']:.3f} ({si['low']:.3f}–{si['high']:.3f})" in page
