@@ -55,6 +55,7 @@ from dpaudit._validate import (
 from dpaudit.systems.synthetic import TabularDomain
 
 __all__ = [
+    "PER_TARGET",
     "SYNTHETIC_THREAT_MODELS",
     "WORST_CASE_DATASETS",
     "SyntheticThreatModel",
@@ -372,6 +373,11 @@ def measured_cells(measurements: Sequence[dict[str, Any]]) -> float:
     ms = _check_records("measurements", measurements, ("y",))
     return float(sum(check_array(f"measurements[{i}]['y']", m["y"], ndim=1).size
                      for i, m in enumerate(ms)))  # fmt: skip
+
+
+#: The white-box views a worker records for one target row (the adversary's t, sent with the
+#: runs): DPCTGAN's released gradients and PATECTGAN's student updates.
+PER_TARGET: frozenset[str] = frozenset({"gradients", "student"})
 
 
 @dataclasses.dataclass(frozen=True)

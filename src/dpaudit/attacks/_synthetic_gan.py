@@ -38,6 +38,22 @@ statistic whose value grows with the number of times t was sampled would put it 
 pilot's luckiest-but-one draw, and a fifth of the evaluation runs below it; capped, every run
 whose loss passes the cap ties at it.
 
+PATECTGAN's white-box view (``white-box-student``). PATE-GAN (Jordon, Yoon & van der Schaar
+2019, ICLR) trains its student discriminator only on generated rows labelled by the teachers'
+noisy votes, so the student's whole training transcript — its parameters and the gradients
+applied to it — is covered by the claim, beside the data-independent randomness (latent
+noise, dropout) that the adversary is given. smartnoise-synth 1.0.8's PATECTGAN makes the
+student and every teacher one network (``student_disc = discriminator``, ``teacher_disc =
+[discriminator for i in range(num_teachers)]``), so each teacher step on real rows is also a
+step of the student. On a teacher step the first layer's gradient on t's one-hot data columns
+that no row of D sets is ``G_k = F_k + R_k``: ``F_k`` from the step's generated rows, which
+the adversary computes (:func:`student_residual_ratio`), and ``R_k`` from the real rows,
+exactly 0 under D (their inputs there are 0) and non-zero under D ∪ {t} on each step whose
+batch holds t. The statistic is the largest relative residual ``‖G_k − F_k‖/‖G_k‖`` on a
+log₁₀ scale, floored at :data:`RATIO_FLOOR` and capped at :data:`RATIO_CAP` (far above
+float32 rounding, far below one row's share of a step): a run on D scores the floor, a run
+on D ∪ {t} that sampled t the cap, whatever the votes' noise.
+
 Example:
     >>> rng = np.random.default_rng(0)
     >>> d = np.ones((50, 1, 4)) * 0.5
@@ -58,10 +74,23 @@ from scipy.stats import binom
 from dpaudit._validate import check_array, check_positive, check_positive_int, check_probability
 from dpaudit.attacks._synthetic import SYNTHETIC_THREAT_MODELS, SyntheticThreatModel
 
-__all__ = ["LOSS_CAP", "dpsgd_mixture_llr", "dpsgd_projections", "out_of_reach"]
+__all__ = [
+    "LOSS_CAP",
+    "RATIO_CAP",
+    "RATIO_FLOOR",
+    "dpsgd_mixture_llr",
+    "dpsgd_projections",
+    "out_of_reach",
+    "student_residual_ratio",
+]
 
 #: The cap on the white-box-dpsgd statistic (module docstring).
 LOSS_CAP = 5.0
+#: The white-box-student statistic's cap and floor, log₁₀ of a relative residual (module
+#: docstring): float32 rounding of a step's gradient is ~1e-7 of it, one real row's share of a
+#: step of 500 generated and 500 real rows ~1e-3.
+RATIO_CAP = -5.0
+RATIO_FLOOR = -12.0
 
 
 def dpsgd_projections(noisy: Any, direction: Any) -> tuple[np.ndarray, np.ndarray, float, int]:
@@ -165,6 +194,48 @@ def _white_box_dpsgd(run, synthetic, pair, fitted_on):
     return min(llr, LOSS_CAP)
 
 
+def student_residual_ratio(norm2: Any, residual2: Any) -> np.ndarray:
+    """Per teacher step, ``‖G_k − F_k‖/‖G_k‖`` from the per-column squared norms the worker
+    records (module docstring; 0 where ``G_k = 0``).
+
+    Args:
+        norm2: ``(steps, columns)``, ``Σ_h G_k[h, c]²`` per column.
+        residual2: the same for ``G_k − F_k``.
+
+    Example:
+        >>> student_residual_ratio([[3.0, 1.0], [4.0, 0.0]], [[0.0, 0.0], [1.0, 0.0]]).tolist()
+        [0.0, 0.5]
+    """
+    n2 = check_array("norm2", norm2)
+    r2 = check_array("residual2", residual2)
+    if n2.shape != r2.shape or n2.ndim != 2:
+        raise ValueError(f"norm2 and residual2 must share a (steps, columns) shape, got "
+                         f"{n2.shape} and {r2.shape}")  # fmt: skip
+    if (n2 < 0).any() or (r2 < 0).any():
+        raise ValueError("norm2 and residual2 are squared norms and must be ≥ 0")
+    tot, res = n2.sum(axis=1), r2.sum(axis=1)
+    return np.sqrt(np.divide(res, tot, out=np.zeros_like(res), where=tot > 0))
+
+
+def _white_box_student(run, synthetic, pair, fitted_on):
+    """log₁₀ of the largest relative residual over PATECTGAN's teacher steps, on the recorded
+    columns no row of D sets, between :data:`RATIO_FLOOR` and :data:`RATIO_CAP`."""
+    rec = run.get("student")
+    if rec is None or "norm2" not in rec:
+        raise ValueError(
+            "white-box-student reads PATECTGAN's recorded teacher steps: the "
+            "run holds none (the worker records them given the pair's target)"
+        )
+    keep = out_of_reach(rec["columns"], pair.D, pair.domain.cardinalities)
+    if not keep.any():
+        raise ValueError("white-box-student needs a column of t that no row of D sets: on this "
+                         "pair D's rows move every one of them")  # fmt: skip
+    n2, r2 = np.asarray(rec["norm2"]), np.asarray(rec["residual2"])
+    ratio = student_residual_ratio(n2[:, keep], r2[:, keep])
+    top = float(ratio.max()) if ratio.size else 0.0
+    return float(np.clip(math.log10(top) if top > 0 else RATIO_FLOOR, RATIO_FLOOR, RATIO_CAP))
+
+
 SYNTHETIC_THREAT_MODELS.register(
     "white-box-dpsgd",
     SyntheticThreatModel(
@@ -173,5 +244,15 @@ SYNTHETIC_THREAT_MODELS.register(
         "restricted to the first-layer columns only t's one-hot coordinates reach, at the "
         "noise level read off the coordinates that carry no signal (capped at a loss of 5)",
         reads=("dpctgan",),
+    ),
+)  # fmt: skip
+SYNTHETIC_THREAT_MODELS.register(
+    "white-box-student",
+    SyntheticThreatModel(
+        "white-box-student", ("student",), _white_box_student,
+        "the largest share of a PATECTGAN teacher step's gradient on the student (the same "
+        "network) that its generated rows do not explain, on the first-layer columns only t's "
+        "one-hot coordinates reach (log10, floored at 1e-12, capped at 1e-5)",
+        reads=("patectgan",),
     ),
 )  # fmt: skip

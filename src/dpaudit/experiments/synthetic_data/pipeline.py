@@ -51,6 +51,7 @@ from dpaudit._results import (
 )
 from dpaudit._rng import child_seed
 from dpaudit.attacks._synthetic import (
+    PER_TARGET,
     SYNTHETIC_THREAT_MODELS,
     WORST_CASE_DATASETS,
     WorstCaseDataset,
@@ -143,7 +144,7 @@ class SyntheticRunPairs:
             which += [1, 0]
             lib_seeds += [a, b]
         tables = [pair.D, pair.D_prime]
-        target = pair.target if "gradients" in observe else None  # DPCTGAN's gradients
+        target = pair.target if PER_TARGET & set(observe) else None  # read through t
         r = gen.fit_runs(tables, which, lib_seeds, domain=pair.domain, observe=observe,
                          sample_rows=self.sample_rows, target=target)  # fmt: skip
         syn = r.synthetic

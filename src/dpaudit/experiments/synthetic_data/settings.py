@@ -29,7 +29,7 @@ from dpaudit._validate import (
     check_positive,
     check_positive_int,
 )
-from dpaudit.attacks._synthetic import SYNTHETIC_THREAT_MODELS, WORST_CASE_DATASETS
+from dpaudit.attacks._synthetic import PER_TARGET, SYNTHETIC_THREAT_MODELS, WORST_CASE_DATASETS
 from dpaudit.systems import SYSTEMS
 from dpaudit.systems.synthetic import GENERATORS, SYSTEM_TAG
 
@@ -41,10 +41,11 @@ _DPCTGAN_OPTIONS = ("sigma", "max_per_sample_grad_norm", "batch_size", "epochs",
 
 #: The threat model that stands for each generator's fullest view: the first of
 #: :data:`FULLEST` that the generator serves (its white-box records, else its table; in the
-#: one-run mode, which reads no per-target records, the first that reads no ``"gradients"``).
+#: one-run mode, which reads no per-target records, the first that reads none of
+#: :data:`~dpaudit.attacks._synthetic.PER_TARGET`).
 AUTO = "auto"
 FULLEST = ("white-box", "white-box-mwem", "white-box-laplace", "white-box-measurements",
-           "white-box-dpsgd", "black-box")  # fmt: skip
+           "white-box-dpsgd", "white-box-student", "black-box")  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,10 +62,11 @@ class SyntheticDataSettings:
         (AUTO,),
         help="auto (each generator's fullest view: white-box for MST and AIM, white-box-mwem, "
         "white-box-laplace for PrivBayes, white-box-measurements for dpmm, white-box-dpsgd for "
-        "DPCTGAN, black-box for PATECTGAN) | white-box | white-box-measurements | "
+        "DPCTGAN, white-box-student for PATECTGAN) | white-box | white-box-measurements | "
         "white-box-selections | white-box-domain | black-box | black-box-rows | "
         "white-box-laplace | white-box-network | black-box-unseen | black-box-dcr | "
-        "black-box-density | white-box-mwem | white-box-mwem-choices | white-box-dpsgd",
+        "black-box-density | white-box-mwem | white-box-mwem-choices | white-box-dpsgd | "
+        "white-box-student",
     )
     dataset: str = option(
         "tree-flip",
@@ -151,11 +153,11 @@ class SyntheticDataSettings:
                 "without a tuning parameter"
             )
         per_target = [t for t in self.threat_models if t != AUTO
-                      and "gradients" in SYNTHETIC_THREAT_MODELS.get(t).observe]  # fmt: skip
+                      and PER_TARGET & set(SYNTHETIC_THREAT_MODELS.get(t).observe)]  # fmt: skip
         if self.mode == "one-run" and per_target:
             raise ValueError(
                 f"mode='one-run' reads every canary from one release, but {per_target} reads "
-                "gradients recorded for one target per run: give another threat model"
+                "what a run records for one target: give another threat model"
             )  # fmt: skip
         if self.mode == "sequential" and len(self.threat_models) != 1:
             raise ValueError(
@@ -204,7 +206,7 @@ class SyntheticDataSettings:
                 get = SYNTHETIC_THREAT_MODELS.get
                 t = next(n for n in FULLEST if get(n).serves(spec.synth, spec.white_box)
                          and not (self.mode == "one-run"
-                                  and "gradients" in get(n).observe))  # fmt: skip
+                                  and PER_TARGET & set(get(n).observe)))  # fmt: skip
             if t not in out:
                 out.append(t)
         return tuple(out)

@@ -95,8 +95,10 @@ __all__ = [
 
 #: What a run can report: noisy marginals, exponential-mechanism choices, the synthetic
 #: table, or (alone) the one-way marginals that show the domain measured over; DPCTGAN's
-#: released noisy gradients (``"gradients"``, given the adversary's target).
-OBSERVABLES: tuple[str, ...] = ("measurements", "selections", "synthetic", "domain", "gradients")
+#: released noisy gradients (``"gradients"``, given the adversary's target); PATECTGAN's student
+#: updates on its teachers' steps (``"student"``, given the adversary's target).
+OBSERVABLES: tuple[str, ...] = ("measurements", "selections", "synthetic", "domain", "gradients",
+                                 "student")  # fmt: skip
 #: The tag a generator's system entry carries (``SYSTEMS.names(tag=...)``).
 SYSTEM_TAG = "synthetic-data"
 _HERE = Path(__file__).resolve().parent
@@ -184,7 +186,7 @@ class GeneratorSpec:
             library infers it from the private data — a known violation).
         options: the library's own settings, passed to its constructor.
         white_box: what the worker reports (``"measurements"``, ``"selections"``; DPCTGAN's
-            ``"gradients"``).
+            ``"gradients"``; PATECTGAN's ``"student"``).
         library_rows: the synthetic table is sampled at the library's default size (True)
             instead of the size the audit asks for.
     """
@@ -351,7 +353,9 @@ class SyntheticGenerator:
             worker: a running worker of this library (default: one started for the batch).
             target: the adversary's target row, for a white-box view that reads the runs
                 through it (DPCTGAN's ``"gradients"``: each run's ``"gradients"`` record then
-                holds the arrays ``noisy`` and ``direction``, :class:`GANGenerator`).
+                holds the arrays ``noisy`` and ``direction``; PATECTGAN's ``"student"``: its
+                ``"student"`` record the arrays ``norm2`` and ``residual2``;
+                :class:`GANGenerator`).
 
         Raises:
             ValueError: a table outside the domain, mismatched ``which``/``seeds``.
@@ -397,6 +401,9 @@ class SyntheticGenerator:
             if "gradients" in run:
                 run["gradients"].update(noisy=out_arrays[f"noisy{i}"],
                                         direction=out_arrays[f"direction{i}"])  # fmt: skip
+            if "student" in run:
+                run["student"].update(norm2=out_arrays[f"norm2{i}"],
+                                      residual2=out_arrays[f"residual2{i}"])  # fmt: skip
         return GeneratorRuns(tuple(out["runs"]), syn, float(out["rho"]), version,
                              time.perf_counter() - t0, startup)  # fmt: skip
 
@@ -569,6 +576,14 @@ class GANGenerator(SyntheticGenerator):
     target's clipped gradient at that step's parameters — what opacus's accountant covers,
     not which rows were sampled.
 
+    PATECTGAN's white-box view (``white_box = ("student",)``; threat model
+    ``white-box-student``): the student discriminator's training transcript, which PATE-GAN's
+    analysis releases (the student learns only from the noisy votes on generated rows). The
+    library's student and teachers are one network, so every teacher step is also a step of
+    the student: the worker records, per teacher step, the gradient that step applies to the
+    student's first layer on the target's one-hot data columns and the part of it that the
+    step's generated rows make, which the adversary computes from what it sees.
+
     The claim is the library's ε at the δ it is given; μ beside it is the μ-GDP whose ε at δ
     is that ε (:func:`~dpaudit.conversions.gdp_mu`), a description of the claim's scale (an
     (ε, δ) claim implies no μ-GDP). The library states no ρ (the runs record NaN).
@@ -634,10 +649,10 @@ GAN_GENERATORS: tuple[GeneratorSpec, ...] = (
                   "DPCTGAN with its noise scaled down 10× (planted bug)", _DPCTGAN, bug=_QUIET_SGD,
                   noise_scale=0.1, white_box=("gradients",)),
     GeneratorSpec("smartnoise-patectgan", "smartnoise-gan", "patectgan",
-                  "PATECTGAN (smartnoise-synth)", _PATECTGAN, white_box=()),
+                  "PATECTGAN (smartnoise-synth)", _PATECTGAN, white_box=("student",)),
     GeneratorSpec("smartnoise-patectgan-quiet-noise", "smartnoise-gan", "patectgan",
                   "PATECTGAN with its noise scaled down 10× (planted bug)", _PATECTGAN,
-                  bug=_QUIET_VOTES, noise_scale=0.1, white_box=()),
+                  bug=_QUIET_VOTES, noise_scale=0.1, white_box=("student",)),
 )  # fmt: skip
 for _spec in GAN_GENERATORS:
     GENERATORS.register(_spec.name, _spec)

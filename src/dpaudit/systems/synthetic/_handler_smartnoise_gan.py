@@ -159,11 +159,68 @@ def _patch_dpctgan(noise_scale, engines, record=None, seed=None):
     return lambda: setattr(opacus, "PrivacyEngine", orig)
 
 
-def _patch_patectgan(noise_scale, queries):
-    """Record PATECTGAN's moments-accountant updates; scale the Laplace noise of its votes."""
+def _record_student(mod, record):
+    """Record, on every step of PATECTGAN's teacher optimizers, the first layer's gradient of
+    the one network the student and teachers share on ``record["data_cols"]`` (``G_k``, what
+    the step applies to the student) and the part of it that the step's generated rows make
+    (``F_k = δᵀx`` of the step's first forward call, on ``fake_cat``); per step and column
+    the squared norms over the hidden units of ``G_k`` (``norm2``) and of ``G_k − F_k``
+    (``residual2``). Returns what to restore."""
+    import torch
+
+    calls = []  # (input, δ) of the discriminator's forward calls since the last zero_grad
+    made = []  # optimizers in the order the library builds them: G, student, teachers
+    init = mod.Discriminator.__init__
+
+    def hook(layer, inputs, output):
+        if output.requires_grad:
+            entry = [inputs[0].detach(), None]
+            calls.append(entry)
+            output.register_hook(lambda g, e=entry: e.__setitem__(1, g.detach()))
+
+    def recorded_init(self, *a, **k):
+        init(self, *a, **k)
+        self.seq[0].register_forward_hook(hook)
+
+    class Adam(torch.optim.Adam):
+        def __init__(self, params, *a, **k):
+            params = list(params)
+            super().__init__(params, *a, **k)
+            self.first = params[0]
+            made.append(self)
+
+        def zero_grad(self, set_to_none=True):
+            calls.clear()
+            super().zero_grad(set_to_none)
+
+        def step(self, closure=None):
+            if made.index(self) >= 2:  # a teacher's step: the generated rows first, then the real
+                if len(calls) != 2 or calls[0][1] is None:
+                    raise RuntimeError(f"a teacher step made {len(calls)} forward calls, not 2")
+                cols = record["data_cols"]
+                g = self.first.grad.detach()
+                x, d = calls[0]
+                f = d.t().matmul(x)  # the full matrix, as autograd forms it, then the columns
+                record["norm2"].append((g[:, cols].double() ** 2).sum(0).numpy())
+                record["residual2"].append(((g - f)[:, cols].double() ** 2).sum(0).numpy())
+            return super().step(closure)
+
+    mod.Discriminator.__init__ = recorded_init
+    shim = type("optim", (), {"Adam": Adam})
+    return [(mod.Discriminator, "__init__", init), (mod, "optim", mod.optim)], shim
+
+
+def _patch_patectgan(noise_scale, queries, record=None):
+    """Record PATECTGAN's moments-accountant updates; scale the Laplace noise of its votes;
+    with ``record`` (a dict with ``data_cols``), record its teacher steps' gradients
+    (:func:`_record_student`)."""
     import snsynth.pytorch.nn.patectgan as mod
 
     saved = [(mod, "pate", mod.pate), (mod, "moments_acc", mod.moments_acc)]
+    if record is not None:
+        more, shim = _record_student(mod, record)
+        saved += more
+        mod.optim = shim
 
     def pate(data, teachers, lap_scale, device="cpu", _f=mod.pate):
         return _f(data, teachers, lap_scale / noise_scale, device=device)  # scale 1/lap_scale
@@ -218,13 +275,16 @@ def op_fit(body, arrays):
         raise ValueError(f"the GAN worker runs {' or '.join(_SYNTHS)}, got synth={synth!r}")
     cards = [int(c) for c in body["cardinalities"]]
     observe = set(body.get("observe", ["synthetic"]))
-    known = {"synthetic", "accounting", "gradients"}
+    known = {"synthetic", "accounting", "gradients", "student"}
     if observe - known:
-        raise ValueError(f"the GAN worker records the synthetic table, the accounting and "
-                         f"DPCTGAN's gradients only, not {sorted(observe - known)}")  # fmt: skip
-    if "gradients" in observe and (synth != "dpctgan" or body.get("target") is None):
-        raise ValueError("gradients are recorded for DPCTGAN given the adversary's target row, "
-                         f"got synth={synth!r}, target={body.get('target')!r}")  # fmt: skip
+        raise ValueError(f"the GAN worker records the synthetic table, the accounting, "
+                         f"DPCTGAN's gradients and PATECTGAN's student only, not "
+                         f"{sorted(observe - known)}")  # fmt: skip
+    for view, gan in (("gradients", "dpctgan"), ("student", "patectgan")):
+        if view in observe and (synth != gan or body.get("target") is None):
+            raise ValueError(f"{view} is recorded for {gan.upper()} given the adversary's "
+                             f"target row, got synth={synth!r}, "
+                             f"target={body.get('target')!r}")  # fmt: skip
     options = dict(body.get("options", {}))
     for k in ("generator_dim", "discriminator_dim"):
         if k in options:
@@ -243,12 +303,12 @@ def op_fit(body, arrays):
         torch.manual_seed(seed)
         engines, queries, record = [], [], None
         tt = _transformer(cards)
-        if "gradients" in observe:
+        if "gradients" in observe or "student" in observe:
             data_cols, cond_cols = _target_inputs(tt, body["target"])
             record = {"data_cols": data_cols.tolist(), "cond_cols": cond_cols.tolist(),
-                      "noisy": [], "direction": []}  # fmt: skip
+                      "noisy": [], "direction": [], "norm2": [], "residual2": []}  # fmt: skip
         undo = (_patch_dpctgan(noise_scale, engines, record, seed) if synth == "dpctgan"
-                else _patch_patectgan(noise_scale, queries))  # fmt: skip
+                else _patch_patectgan(noise_scale, queries, record))  # fmt: skip
         t0 = time.process_time()
         try:
             s = Synthesizer.create(synth, epsilon=eps, delta=delta, verbose=False, cuda=False,
@@ -257,7 +317,12 @@ def op_fit(body, arrays):
             result = {"seconds": time.process_time() - t0}
             result["accounting"] = (_dpctgan_accounting(s, engines, delta) if synth == "dpctgan"
                                     else _patectgan_accounting(s, queries, delta))  # fmt: skip
-            if record is not None:
+            if record is not None and synth == "patectgan":
+                result["student"] = {"columns": record["data_cols"],
+                                     "steps": len(record["norm2"])}  # fmt: skip
+                syn[f"norm2{i}"] = np.stack(record["norm2"])
+                syn[f"residual2{i}"] = np.stack(record["residual2"])
+            elif record is not None:
                 result["gradients"] = {"sigma": record["sigma"], "columns": record["data_cols"],
                                        "batch_size": record["batch_size"],
                                        "steps": len(record["noisy"])}  # fmt: skip

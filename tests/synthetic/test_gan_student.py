@@ -1,0 +1,105 @@
+"""PATECTGAN's white-box view (``white-box-student``): the relative residual on data made
+here, the threat model's place among the others, and (with ``make venv-smartnoise-gan``) the
+library's teacher steps recorded as they move the student: exactly what the generated rows
+explain on D, more on D ∪ {t}."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpaudit.attacks._synthetic import PER_TARGET, SYNTHETIC_THREAT_MODELS, WORST_CASE_DATASETS
+from dpaudit.attacks._synthetic_gan import RATIO_CAP, RATIO_FLOOR, student_residual_ratio
+from dpaudit.experiments.synthetic_data import SyntheticDataSettings
+from dpaudit.systems.synthetic import GENERATORS, LIBRARIES, GeneratorCell
+
+needs_gan = pytest.mark.skipif(
+    not LIBRARIES["smartnoise-gan"].available(),
+    reason="smartnoise-synth's GAN environment not built: make venv-smartnoise-gan",
+)
+
+
+def test_the_residual_ratio_is_the_naive_one_per_step():
+    rng = np.random.default_rng(0)
+    g = rng.normal(size=(7, 16, 3))  # steps × hidden × columns
+    f = g + rng.normal(scale=1e-3, size=g.shape) * (rng.random((7, 1, 1)) < 0.5)
+    got = student_residual_ratio((g**2).sum(1), ((g - f) ** 2).sum(1))
+    want = [np.linalg.norm(g[k] - f[k]) / np.linalg.norm(g[k]) for k in range(7)]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert student_residual_ratio([[0.0]], [[0.0]]).tolist() == [0.0]
+    with pytest.raises(ValueError, match="shape"):
+        student_residual_ratio([[1.0, 2.0]], [[1.0]])
+    with pytest.raises(ValueError, match="≥ 0"):
+        student_residual_ratio([[1.0]], [[-1.0]])
+
+
+def _record(residual_steps, columns=(1, 3, 5), steps=20, share=0.03):
+    n2 = np.ones((steps, len(columns)))
+    r2 = np.zeros_like(n2)
+    r2[list(residual_steps)] = share**2
+    return {"student": {"columns": list(columns), "steps": steps, "norm2": n2, "residual2": r2}}
+
+
+def test_a_run_on_D_scores_the_floor_and_one_that_sampled_t_the_cap():
+    pair = WORST_CASE_DATASETS.get("unique-record")(columns=3, rows=10)
+    tm = SYNTHETIC_THREAT_MODELS.get("white-box-student")
+    assert tm.statistic(_record([]), None, pair, pair.D) == RATIO_FLOOR
+    assert tm.statistic(_record([4, 9]), None, pair, pair.D_prime) == RATIO_CAP
+    assert tm.statistic(_record([4], share=1e-8), None, pair, pair.D_prime) == pytest.approx(-8.0)
+    with pytest.raises(ValueError, match="recorded teacher steps"):
+        tm.statistic({"seconds": 1.0}, None, pair, None)
+    tree = WORST_CASE_DATASETS.get("tree-flip")(columns=3, rows=10)
+    with pytest.raises(ValueError, match="no row of D sets"):
+        tm.statistic(_record([], columns=(1, 2, 4)), None, tree, tree.D)
+
+
+def test_auto_audits_patectgan_under_its_student_and_only_patectgan():
+    s = SyntheticDataSettings(generators=("smartnoise-patectgan",))
+    assert s.threat_models_for("smartnoise-patectgan") == ("white-box-student",)
+    assert s.threat_models_for("smartnoise-patectgan-quiet-noise") == ("white-box-student",)
+    tm = SYNTHETIC_THREAT_MODELS.get("white-box-student")
+    served = {g for g in GENERATORS.names()
+              if tm.serves(GENERATORS.get(g).synth, GENERATORS.get(g).white_box)}  # fmt: skip
+    assert served == {"smartnoise-patectgan", "smartnoise-patectgan-quiet-noise"}
+    assert "student" in PER_TARGET
+    one_run = SyntheticDataSettings(generators=("smartnoise-patectgan",), mode="one-run")
+    assert one_run.threat_models_for("smartnoise-patectgan") == ("black-box",)
+    with pytest.raises(ValueError, match="for one target"):
+        SyntheticDataSettings(generators=("smartnoise-patectgan",), mode="one-run",
+                              threat_models=("white-box-student",))  # fmt: skip
+
+
+@needs_gan
+def test_the_teacher_steps_move_the_student_by_exactly_the_generated_rows_on_D_only():
+    """PATECTGAN as installed at ε = 1 on unique-record (50 rows of zeros; one teacher, 5
+    teacher steps an iteration): on D every teacher step's gradient on t's columns is exactly
+    what the generated rows make (residual 0, bit for bit); on D ∪ {t} the steps whose batch
+    drew t (one row in 51: nearly every step) leave a residual of a few per cent, whatever the
+    votes' noise (the planted bug records the same)."""
+    from dpaudit.systems import SYSTEMS
+
+    pair = WORST_CASE_DATASETS.get("unique-record")(columns=3, rows=50)
+    tm = SYNTHETIC_THREAT_MODELS.get("white-box-student")
+    for name in ("smartnoise-patectgan", "smartnoise-patectgan-quiet-noise"):
+        g = SYSTEMS.get(name)(GeneratorCell(name, 1.0, 1e-2))
+        r = g.fit_runs([pair.D, pair.D_prime], [0, 1], [7, 8], domain=pair.domain,
+                       observe=("student",), target=pair.target)  # fmt: skip
+        on_d, on_dp = (run["student"] for run in r.runs)
+        assert on_d["columns"] == [1, 3, 5] and on_d["steps"] == on_d["norm2"].shape[0] > 0
+        assert on_d["norm2"].shape == on_d["residual2"].shape == (on_d["steps"], 3)
+        assert (on_d["norm2"] > 0).all() and (on_d["residual2"] == 0).all()
+        ratio = student_residual_ratio(on_dp["norm2"], on_dp["residual2"])
+        assert np.count_nonzero(ratio) > 0 and 1e-3 < ratio.max() < 1.0
+        scores = [tm.statistic(run, None, pair, None) for run in r.runs]
+        assert scores == [RATIO_FLOOR, RATIO_CAP]
+
+
+@needs_gan
+def test_the_worker_refuses_the_student_view_for_dpctgan_or_without_a_target():
+    from dpaudit.systems import SYSTEMS
+
+    pair = WORST_CASE_DATASETS.get("unique-record")(columns=2, rows=10)
+    g = SYSTEMS.get("smartnoise-dpctgan")(GeneratorCell("smartnoise-dpctgan", 1.0, 1e-2))
+    with pytest.raises(Exception, match="student is recorded for PATECTGAN"):
+        g.fit_runs([pair.D], [0], [1], domain=pair.domain, observe=("student",),
+                   target=pair.target)  # fmt: skip
