@@ -1,7 +1,8 @@
-"""PATECTGAN's white-box view (``white-box-student``): the relative residual on data made
-here, the threat model's place among the others, and (with ``make venv-smartnoise-gan``) the
+"""PATECTGAN's white-box views: ``white-box-student`` (the relative residual on data made
+here, the threat model's place among the others, and, with ``make venv-smartnoise-gan``, the
 library's teacher steps recorded as they move the student: exactly what the generated rows
-explain on D, more on D ∪ {t}."""
+explain on D, more on D ∪ {t}) and ``white-box-conditions`` (the conditions its sample()
+copies from private rows, and the fix that draws them from the public domain)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,13 @@ import numpy as np
 import pytest
 
 from dpaudit.attacks._synthetic import PER_TARGET, SYNTHETIC_THREAT_MODELS, WORST_CASE_DATASETS
-from dpaudit.attacks._synthetic_gan import RATIO_CAP, RATIO_FLOOR, student_residual_ratio
+from dpaudit.attacks._synthetic_gan import (
+    RATIO_CAP,
+    RATIO_FLOOR,
+    out_of_reach,
+    sample_conditions_out_of_reach,
+    student_residual_ratio,
+)
 from dpaudit.experiments.synthetic_data import SyntheticDataSettings
 from dpaudit.systems.synthetic import GENERATORS, LIBRARIES, GeneratorCell
 
@@ -60,7 +67,8 @@ def test_auto_audits_patectgan_under_its_student_and_only_patectgan():
     tm = SYNTHETIC_THREAT_MODELS.get("white-box-student")
     served = {g for g in GENERATORS.names()
               if tm.serves(GENERATORS.get(g).synth, GENERATORS.get(g).white_box)}  # fmt: skip
-    assert served == {"smartnoise-patectgan", "smartnoise-patectgan-quiet-noise"}
+    assert served == {"smartnoise-patectgan", "smartnoise-patectgan-quiet-noise",
+                      "smartnoise-patectgan-public-conditions"}  # fmt: skip
     assert "student" in PER_TARGET
     one_run = SyntheticDataSettings(generators=("smartnoise-patectgan",), mode="one-run")
     assert one_run.threat_models_for("smartnoise-patectgan") == ("black-box",)
@@ -103,3 +111,46 @@ def test_the_worker_refuses_the_student_view_for_dpctgan_or_without_a_target():
     with pytest.raises(Exception, match="student is recorded for PATECTGAN"):
         g.fit_runs([pair.D], [0], [1], domain=pair.domain, observe=("student",),
                    target=pair.target)  # fmt: skip
+
+
+def test_the_conditions_count_is_the_naive_count_of_categories_d_lacks():
+    rng = np.random.default_rng(2)
+    cards = (2, 3, 2)
+    D = rng.integers(0, 2, size=(6, 3))  # column 1 never takes 2: category 2 + 2 = 4 is lone
+    cats = rng.integers(0, 7, size=500)
+    held = {int(sum(cards[:j]) + v) for row in D for j, v in enumerate(row)}
+    assert sample_conditions_out_of_reach(cats, D, cards) == sum(int(c) not in held for c in cats)
+    assert out_of_reach(np.arange(7), D, cards).tolist() == [c not in held for c in range(7)]
+    with pytest.raises(ValueError, match="index the 7"):
+        sample_conditions_out_of_reach([7], D, cards)
+    tm = SYNTHETIC_THREAT_MODELS.get("white-box-conditions")
+    pair = WORST_CASE_DATASETS.get("unique-record")(columns=3, rows=10)
+    assert tm.statistic({"conditions": {"categories": [0, 1, 2, 5]}}, None, pair, None) == 2.0
+    with pytest.raises(ValueError, match="sample_rows > 0"):
+        tm.statistic({"seconds": 1.0}, None, pair, None)
+    served = {g for g in GENERATORS.names()
+              if tm.serves(GENERATORS.get(g).synth, GENERATORS.get(g).white_box)}  # fmt: skip
+    assert served == {"smartnoise-patectgan", "smartnoise-patectgan-quiet-noise",
+                      "smartnoise-patectgan-public-conditions"}  # fmt: skip
+
+
+@needs_gan
+def test_sample_copies_private_conditions_and_the_fix_draws_public_ones():
+    """PATECTGAN as installed, 1,000 synthetic rows after a fit on unique-record (50 rows of
+    zeros, t = 1 1 1): on D no row is conditioned on a category t alone holds; on D ∪ {t},
+    each row is with probability 1/51 (Binomial(1000, 1/51): mean 19.6). With the public
+    conditions (the fix) half the rows are, on either dataset (Binomial(1000, 1/2))."""
+    from dpaudit.systems import SYSTEMS
+
+    pair = WORST_CASE_DATASETS.get("unique-record")(columns=3, rows=50)
+    tm = SYNTHETIC_THREAT_MODELS.get("white-box-conditions")
+    got = {}
+    for name in ("smartnoise-patectgan", "smartnoise-patectgan-public-conditions"):
+        g = SYSTEMS.get(name)(GeneratorCell(name, 1.0, 1e-2))
+        r = g.fit_runs([pair.D, pair.D_prime], [0, 1], [7, 8], domain=pair.domain,
+                       observe=("conditions",), sample_rows=1000)  # fmt: skip
+        assert all(run["conditions"]["categories"].shape == (1000,) for run in r.runs)
+        got[name] = [tm.statistic(run, None, pair, None) for run in r.runs]
+    on_d, on_dp = got["smartnoise-patectgan"]
+    assert on_d == 0.0 and 5 <= on_dp <= 40
+    assert all(430 <= v <= 570 for v in got["smartnoise-patectgan-public-conditions"])

@@ -602,6 +602,10 @@ class TestSmartnoisePATECTGANQuietNoise(TestSmartnoisePATECTGAN):
     name = "smartnoise-patectgan-quiet-noise"
 
 
+class TestSmartnoisePATECTGANPublicConditions(TestSmartnoisePATECTGAN):
+    name = "smartnoise-patectgan-public-conditions"
+
+
 class TestDpmmMST(SyntheticGeneratorContract):
     name = "dpmm-mst"
 

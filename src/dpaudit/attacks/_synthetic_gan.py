@@ -81,6 +81,7 @@ __all__ = [
     "dpsgd_mixture_llr",
     "dpsgd_projections",
     "out_of_reach",
+    "sample_conditions_out_of_reach",
     "student_residual_ratio",
 ]
 
@@ -236,6 +237,38 @@ def _white_box_student(run, synthetic, pair, fitted_on):
     return float(np.clip(math.log10(top) if top > 0 else RATIO_FLOOR, RATIO_FLOOR, RATIO_CAP))
 
 
+def sample_conditions_out_of_reach(categories: Any, D: Any, cardinalities: Any) -> int:
+    """How many synthetic rows were generated from a conditional-vector category that no row
+    of ``D`` holds (the index layout of :func:`out_of_reach`).
+
+    PATECTGAN's ``sample()`` in smartnoise-synth 1.0.8 conditions each row on the category of
+    a uniformly drawn private row (CTGAN's ``sample_original_condvec``), without noise: on D
+    the count is 0 whatever the noise; on D ∪ {t}, with t holding a category no row of D
+    does, each row counts with probability ``1/|D ∪ {t}|``. With the conditions drawn from
+    the public domain (the fix) both worlds draw them alike.
+
+    Example:
+        >>> sample_conditions_out_of_reach([0, 3, 2, 1], [[0, 0], [0, 1]], (2, 2))
+        1
+    """
+    cats = np.asarray(check_array("categories", categories), dtype=np.int64).ravel()
+    width = int(np.sum(np.asarray(cardinalities, dtype=np.int64)))
+    if cats.size and (cats.min() < 0 or cats.max() >= width):
+        raise ValueError(f"categories must index the {width} one-hot categories, got values "
+                         f"in {cats.min()}..{cats.max()}")  # fmt: skip
+    lone = out_of_reach(np.arange(width), D, cardinalities)
+    return int(np.count_nonzero(lone[cats]))
+
+
+def _white_box_conditions(run, synthetic, pair, fitted_on):
+    rec = run.get("conditions")
+    if rec is None or "categories" not in rec:
+        raise ValueError("white-box-conditions reads the conditions PATECTGAN's sample() drew: "
+                         "the run holds none (give sample_rows > 0)")  # fmt: skip
+    return float(sample_conditions_out_of_reach(rec["categories"], pair.D,
+                                                pair.domain.cardinalities))  # fmt: skip
+
+
 SYNTHETIC_THREAT_MODELS.register(
     "white-box-dpsgd",
     SyntheticThreatModel(
@@ -253,6 +286,15 @@ SYNTHETIC_THREAT_MODELS.register(
         "the largest share of a PATECTGAN teacher step's gradient on the student (the same "
         "network) that its generated rows do not explain, on the first-layer columns only t's "
         "one-hot coordinates reach (log10, floored at 1e-12, capped at 1e-5)",
+        reads=("patectgan",),
+    ),
+)  # fmt: skip
+SYNTHETIC_THREAT_MODELS.register(
+    "white-box-conditions",
+    SyntheticThreatModel(
+        "white-box-conditions", ("conditions",), _white_box_conditions,
+        "rows of PATECTGAN's synthetic table generated from a conditional-vector category no "
+        "row of D holds (its sample() copies each row's condition from a private row)",
         reads=("patectgan",),
     ),
 )  # fmt: skip

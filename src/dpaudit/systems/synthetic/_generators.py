@@ -96,9 +96,11 @@ __all__ = [
 #: What a run can report: noisy marginals, exponential-mechanism choices, the synthetic
 #: table, or (alone) the one-way marginals that show the domain measured over; DPCTGAN's
 #: released noisy gradients (``"gradients"``, given the adversary's target); PATECTGAN's student
-#: updates on its teachers' steps (``"student"``, given the adversary's target).
+#: updates on its teachers' steps (``"student"``, given the adversary's target) and the
+#: conditional-vector category each row of its synthetic table was generated from
+#: (``"conditions"``).
 OBSERVABLES: tuple[str, ...] = ("measurements", "selections", "synthetic", "domain", "gradients",
-                                 "student")  # fmt: skip
+                                 "student", "conditions")  # fmt: skip
 #: The tag a generator's system entry carries (``SYSTEMS.names(tag=...)``).
 SYSTEM_TAG = "synthetic-data"
 _HERE = Path(__file__).resolve().parent
@@ -404,6 +406,8 @@ class SyntheticGenerator:
             if "student" in run:
                 run["student"].update(norm2=out_arrays[f"norm2{i}"],
                                       residual2=out_arrays[f"residual2{i}"])  # fmt: skip
+            if "conditions" in run:
+                run["conditions"]["categories"] = out_arrays[f"conditions{i}"]
         return GeneratorRuns(tuple(out["runs"]), syn, float(out["rho"]), version,
                              time.perf_counter() - t0, startup)  # fmt: skip
 
@@ -582,7 +586,10 @@ class GANGenerator(SyntheticGenerator):
     library's student and teachers are one network, so every teacher step is also a step of
     the student: the worker records, per teacher step, the gradient that step applies to the
     student's first layer on the target's one-hot data columns and the part of it that the
-    step's generated rows make, which the adversary computes from what it sees.
+    step's generated rows make, which the adversary computes from what it sees. Its
+    ``"conditions"`` view (threat model ``white-box-conditions``): the conditional-vector
+    category each row of the synthetic table was generated from, which its ``sample()``
+    copies from a uniformly drawn private row.
 
     The claim is the library's ε at the δ it is given; μ beside it is the μ-GDP whose ε at δ
     is that ε (:func:`~dpaudit.conversions.gdp_mu`), a description of the claim's scale (an
@@ -642,6 +649,11 @@ _QUIET_SGD = ("the Gaussian noise on the discriminator's gradients is 0.1× what
 _QUIET_VOTES = ("the Laplace noise on the teachers' votes is 0.1× what the library states and "
                 "accounts")  # fmt: skip
 
+#: The fix of PATECTGAN's ``sample()`` (worker option ``conditions``): each synthetic row's
+#: conditional vector drawn from the public domain (a column, then one of its categories,
+#: uniformly) instead of copied from a uniformly drawn private row.
+_PUBLIC_CONDITIONS = (("conditions", "public"),)
+
 GAN_GENERATORS: tuple[GeneratorSpec, ...] = (
     GeneratorSpec("smartnoise-dpctgan", "smartnoise-gan", "dpctgan", "DPCTGAN (smartnoise-synth)",
                   _DPCTGAN, white_box=("gradients",)),
@@ -649,10 +661,14 @@ GAN_GENERATORS: tuple[GeneratorSpec, ...] = (
                   "DPCTGAN with its noise scaled down 10× (planted bug)", _DPCTGAN, bug=_QUIET_SGD,
                   noise_scale=0.1, white_box=("gradients",)),
     GeneratorSpec("smartnoise-patectgan", "smartnoise-gan", "patectgan",
-                  "PATECTGAN (smartnoise-synth)", _PATECTGAN, white_box=("student",)),
+                  "PATECTGAN (smartnoise-synth)", _PATECTGAN, white_box=("student", "conditions")),
     GeneratorSpec("smartnoise-patectgan-quiet-noise", "smartnoise-gan", "patectgan",
                   "PATECTGAN with its noise scaled down 10× (planted bug)", _PATECTGAN,
-                  bug=_QUIET_VOTES, noise_scale=0.1, white_box=("student",)),
+                  bug=_QUIET_VOTES, noise_scale=0.1, white_box=("student", "conditions")),
+    GeneratorSpec("smartnoise-patectgan-public-conditions", "smartnoise-gan", "patectgan",
+                  "PATECTGAN whose sample() draws its conditions from the public domain (the "
+                  "fix of one violation; control)", _PATECTGAN, options=_PUBLIC_CONDITIONS,
+                  white_box=("student", "conditions")),
 )  # fmt: skip
 for _spec in GAN_GENERATORS:
     GENERATORS.register(_spec.name, _spec)

@@ -15,6 +15,11 @@ integer arrays (``data0``, ``data1``, …), each run recording
   the parameters of that step (the released model before it), dropout off, clipped as
   opacus clips (flat, at C), averaged over the conditional vectors the target is sampled
   with; with ``sigma`` = σ·C, the noise the accountant is given;
+* ``conditions`` (white-box, PATECTGAN only): the conditional-vector category (its index)
+  each row of the sampled table (``sample_rows``) was generated from — PATECTGAN's
+  ``sample()`` draws each row's condition from a uniformly drawn *private* row (CTGAN's
+  ``sample_original_condvec``), so a category only t holds is drawn only when t is
+  (DPCTGAN's ``sample()`` draws from the training sampler's category frequencies instead);
 * ``accounting``: what the library's own accountant spent — for DPCTGAN the ε opacus's RDP
   accountant reports before each epoch (``reported``: the library stops when one exceeds the
   target), the optimizer steps it counted and the ε after the last of them (``spent``); for
@@ -30,6 +35,10 @@ The public domain is given as cardinalities: a ``LabelTransformer`` followed by 
 noise on the discriminator's clipped gradients (opacus's ``PrivacyEngine._generate_noise``),
 PATECTGAN's Laplace noise on the teachers' votes (its ``pate``) — while the accountants are
 given the noise the library states.
+
+The worker's option ``conditions`` (not the library's) is ``"data"`` (as installed) or
+``"public"``, the fix: ``sample()`` draws each row's condition from the public domain (a
+column uniformly, then one of its categories uniformly) instead of from a private row.
 
 Seeding: ``seed`` seeds numpy's and Python's global generators (batch and conditional-vector
 sampling, PATECTGAN's Laplace noise) and torch's (the generator's initial weights); the
@@ -241,6 +250,34 @@ def _patch_patectgan(noise_scale, queries, record=None):
     return undo
 
 
+def _patch_conditions(conditions, record):
+    """``sample()``'s conditional vectors: drawn from the public domain (``conditions ==
+    "public"``, the fix) instead of from private rows; with ``record`` (a list), each batch's
+    category per row (its index in the conditional vector) appended to it."""
+    from snsynth.pytorch.nn.ctgan.data_sampler import DataSampler
+
+    orig = DataSampler.sample_original_condvec
+
+    def public(self, batch):
+        # the run's seeded global generator, from which the library's own draw comes
+        col = np.random.randint(0, self._n_discrete_columns, size=batch)  # noqa: NPY002
+        cat = np.floor(np.random.rand(batch) * self._discrete_column_n_category[col])  # noqa: NPY002
+        cond = np.zeros((batch, self._n_categories), dtype="float32")
+        cond[np.arange(batch), self._discrete_column_cond_st[col] + cat.astype(np.int64)] = 1
+        return cond
+
+    draw = public if conditions == "public" else orig
+
+    def sample_original_condvec(self, batch):
+        cond = draw(self, batch)
+        if record is not None and cond is not None:
+            record.append(cond.argmax(axis=1).astype(np.int64))
+        return cond
+
+    DataSampler.sample_original_condvec = sample_original_condvec
+    return lambda: setattr(DataSampler, "sample_original_condvec", orig)
+
+
 def _dpctgan_accounting(s, engines, delta):
     engine = engines[-1]
     spent, _ = engine.get_privacy_spent(delta)
@@ -275,17 +312,24 @@ def op_fit(body, arrays):
         raise ValueError(f"the GAN worker runs {' or '.join(_SYNTHS)}, got synth={synth!r}")
     cards = [int(c) for c in body["cardinalities"]]
     observe = set(body.get("observe", ["synthetic"]))
-    known = {"synthetic", "accounting", "gradients", "student"}
+    known = {"synthetic", "accounting", "gradients", "student", "conditions"}
     if observe - known:
-        raise ValueError(f"the GAN worker records the synthetic table, the accounting, "
-                         f"DPCTGAN's gradients and PATECTGAN's student only, not "
-                         f"{sorted(observe - known)}")  # fmt: skip
+        raise ValueError(f"the GAN worker records the synthetic table, the accounting, the "
+                         f"sample's conditions, DPCTGAN's gradients and PATECTGAN's student "
+                         f"only, not {sorted(observe - known)}")  # fmt: skip
     for view, gan in (("gradients", "dpctgan"), ("student", "patectgan")):
         if view in observe and (synth != gan or body.get("target") is None):
             raise ValueError(f"{view} is recorded for {gan.upper()} given the adversary's "
                              f"target row, got synth={synth!r}, "
                              f"target={body.get('target')!r}")  # fmt: skip
+    if "conditions" in observe and (synth != "patectgan" or not int(body.get("sample_rows", 0))):
+        raise ValueError(f"the sample's conditions are recorded for PATECTGAN's sample() of "
+                         f"sample_rows > 0 rows, got synth={synth!r}, "
+                         f"sample_rows={body.get('sample_rows')!r}")  # fmt: skip
     options = dict(body.get("options", {}))
+    conditions = options.pop("conditions", "data")
+    if conditions not in ("data", "public"):
+        raise ValueError(f"conditions must be 'data' or 'public', got {conditions!r}")
     for k in ("generator_dim", "discriminator_dim"):
         if k in options:
             options[k] = tuple(int(v) for v in options[k])
@@ -328,9 +372,18 @@ def op_fit(body, arrays):
                                        "steps": len(record["noisy"])}  # fmt: skip
                 syn[f"noisy{i}"] = np.stack(record["noisy"])
                 syn[f"direction{i}"] = np.stack(record["direction"])
-            if "synthetic" in observe and sample_rows:
-                t = s.sample(sample_rows)
-                syn[f"synthetic{i}"] = np.asarray(t, dtype=np.int64).reshape(len(t), -1)
+            if ("synthetic" in observe or "conditions" in observe) and sample_rows:
+                drawn = []
+                undo_c = _patch_conditions(conditions, drawn)
+                try:
+                    t = s.sample(sample_rows)
+                finally:
+                    undo_c()
+                if "synthetic" in observe:
+                    syn[f"synthetic{i}"] = np.asarray(t, dtype=np.int64).reshape(len(t), -1)
+                if "conditions" in observe:  # the rows kept: the first sample_rows drawn
+                    result["conditions"] = {"rows": sample_rows}
+                    syn[f"conditions{i}"] = np.concatenate(drawn)[:sample_rows]
             result["cpu_seconds"] = time.process_time() - t0
         finally:
             undo()
