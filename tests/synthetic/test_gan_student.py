@@ -154,3 +154,32 @@ def test_sample_copies_private_conditions_and_the_fix_draws_public_ones():
     on_d, on_dp = got["smartnoise-patectgan"]
     assert on_d == 0.0 and 5 <= on_dp <= 40
     assert all(430 <= v <= 570 for v in got["smartnoise-patectgan-public-conditions"])
+
+
+def test_docs_patectgan_white_box_figures_are_the_recorded_runs():
+    """The synthetic-data page's PATECTGAN white-box figures are those of the recorded run,
+    and that run is the command the page gives (its settings)."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    rec = json.loads((root / "docs/results/synthetic-data/"
+                      "gan-unique-record-white-box-student-eps1.json").read_text())  # fmt: skip
+    st = rec["settings"]
+    assert (st["generators"], st["threat_models"]) == (
+        ["smartnoise-patectgan-quiet-noise", "smartnoise-patectgan"],
+        ["white-box-student"],
+    )
+    keys = ("dataset", "rows", "columns", "epsilon", "delta", "runs", "pilot_runs", "seed")
+    assert tuple(st[k] for k in keys) == ("unique-record", 1000, 3, 1.0, 0.01, 30, 10, 46)
+    page = (root / "docs/workflows/synthetic-data.md").read_text(encoding="utf-8")
+    bug, lib = (e["detail"] for e in rec["entries"])
+    bounds = {round(e["lower_bound"]["epsilon"], 3) for e in rec["entries"]}
+    assert bounds == {2.022} and "ε ≥ 2.022 and μ ≥ 2.39**" in page
+    for d in (bug, lib):
+        assert (d["tp"], d["fp"], d["mean_shift"]) == (30, 0, RATIO_CAP - RATIO_FLOOR)
+        assert f"{d['mu_lower']:.2f}" == "2.39" and d["implied_mu"] == pytest.approx(
+            0.5325, abs=1e-4
+        )
+    assert "the mean shift is 7.0" in page and "30 of 30 runs on\nD ∪ {t} at the cap" in page
+    assert f"{rec['timings']['total']:.0f} s on one worker" in page
