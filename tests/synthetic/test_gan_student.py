@@ -13,13 +13,15 @@ from dpaudit.attacks._synthetic import PER_TARGET, SYNTHETIC_THREAT_MODELS, WORS
 from dpaudit.attacks._synthetic_gan import (
     RATIO_CAP,
     RATIO_FLOOR,
-    out_of_reach,
-    sample_conditions_out_of_reach,
     student_residual_ratio,
+    target_conditions,
 )
 from dpaudit.experiments.synthetic_data import SyntheticDataSettings
 from dpaudit.systems.synthetic import GENERATORS, LIBRARIES, GeneratorCell
 
+#: DPCTGAN's fast public settings of the white-box-dpsgd audit (no hidden layer, 4 rows a step).
+FAST_DPCTGAN = ("sigma=2", "batch_size=4", "discriminator_dim=", "generator_dim=8",
+                "embedding_dim=8")  # fmt: skip
 needs_gan = pytest.mark.skipif(
     not LIBRARIES["smartnoise-gan"].available(),
     reason="smartnoise-synth's GAN environment not built: make venv-smartnoise-gan",
@@ -69,7 +71,7 @@ def test_auto_audits_patectgan_under_its_student_and_only_patectgan():
               if tm.serves(GENERATORS.get(g).synth, GENERATORS.get(g).white_box)}  # fmt: skip
     assert served == {"smartnoise-patectgan", "smartnoise-patectgan-quiet-noise",
                       "smartnoise-patectgan-public-conditions"}  # fmt: skip
-    assert "student" in PER_TARGET
+    assert "student" in PER_TARGET and "conditions" not in PER_TARGET
     one_run = SyntheticDataSettings(generators=("smartnoise-patectgan",), mode="one-run")
     assert one_run.threat_models_for("smartnoise-patectgan") == ("black-box",)
     with pytest.raises(ValueError, match="for one target"):
@@ -113,16 +115,14 @@ def test_the_worker_refuses_the_student_view_for_dpctgan_or_without_a_target():
                    target=pair.target)  # fmt: skip
 
 
-def test_the_conditions_count_is_the_naive_count_of_categories_d_lacks():
+def test_the_conditions_count_is_the_naive_count_of_the_targets_categories():
     rng = np.random.default_rng(2)
     cards = (2, 3, 2)
-    D = rng.integers(0, 2, size=(6, 3))  # column 1 never takes 2: category 2 + 2 = 4 is lone
+    target = (1, 2, 0)  # categories 1, 2 + 2 = 4 and 5 + 0 = 5
     cats = rng.integers(0, 7, size=500)
-    held = {int(sum(cards[:j]) + v) for row in D for j, v in enumerate(row)}
-    assert sample_conditions_out_of_reach(cats, D, cards) == sum(int(c) not in held for c in cats)
-    assert out_of_reach(np.arange(7), D, cards).tolist() == [c not in held for c in range(7)]
+    assert target_conditions(cats, target, cards) == sum(int(c) in (1, 4, 5) for c in cats)
     with pytest.raises(ValueError, match="index the 7"):
-        sample_conditions_out_of_reach([7], D, cards)
+        target_conditions([7], target, cards)
     tm = SYNTHETIC_THREAT_MODELS.get("white-box-conditions")
     pair = WORST_CASE_DATASETS.get("unique-record")(columns=3, rows=10)
     assert tm.statistic({"conditions": {"categories": [0, 1, 2, 5]}}, None, pair, None) == 2.0
@@ -130,8 +130,16 @@ def test_the_conditions_count_is_the_naive_count_of_categories_d_lacks():
         tm.statistic({"seconds": 1.0}, None, pair, None)
     served = {g for g in GENERATORS.names()
               if tm.serves(GENERATORS.get(g).synth, GENERATORS.get(g).white_box)}  # fmt: skip
-    assert served == {"smartnoise-patectgan", "smartnoise-patectgan-quiet-noise",
-                      "smartnoise-patectgan-public-conditions"}  # fmt: skip
+    assert served == {f"smartnoise-{g}{v}" for g in ("patectgan", "dpctgan")
+                      for v in ("", "-quiet-noise", "-public-conditions")}  # fmt: skip
+
+
+def test_twin_record_gives_t_a_twin_in_d():
+    pair = WORST_CASE_DATASETS.get("twin-record")(columns=3, rows=5)
+    assert pair.D.tolist() == [[0, 0, 0]] * 4 + [[1, 1, 1]] and pair.target.tolist() == [1, 1, 1]
+    assert pair.domain.cardinalities == (2, 2, 2) and len(pair.D_prime) == 6
+    with pytest.raises(ValueError, match="columns ≥ 2"):
+        WORST_CASE_DATASETS.get("twin-record")(columns=1, rows=5)
 
 
 @needs_gan
@@ -183,3 +191,26 @@ def test_docs_patectgan_white_box_figures_are_the_recorded_runs():
         )
     assert "the mean shift is 7.0" in page and "30 of 30 runs on\nD ∪ {t} at the cap" in page
     assert f"{rec['timings']['total']:.0f} s on one worker" in page
+
+
+@needs_gan
+def test_dpctgan_samples_conditions_by_private_frequencies_and_the_fix_by_public_ones():
+    """DPCTGAN as installed (the fast network of the white-box audit), 3,000 synthetic rows
+    after a fit on twin-record (49 rows of zeros and one of ones, t = 1 1 1): a row is
+    conditioned on one of t's categories with probability 1/50 on D and 2/51 on D ∪ {t} (a
+    column uniformly, then its category by the private frequency): means 60 and 118. With
+    the public conditions (the fix), 1/2 on either (1,500)."""
+    from dpaudit.systems import SYSTEMS
+
+    pair = WORST_CASE_DATASETS.get("twin-record")(columns=3, rows=50)
+    tm = SYNTHETIC_THREAT_MODELS.get("white-box-conditions")
+    opts = SyntheticDataSettings(dpctgan_options=FAST_DPCTGAN).dpctgan_settings()
+    got = {}
+    for name in ("smartnoise-dpctgan", "smartnoise-dpctgan-public-conditions"):
+        g = SYSTEMS.get(name)(GeneratorCell(name, 1.0, 1e-2, options=opts))
+        r = g.fit_runs([pair.D, pair.D_prime], [0, 1], [7, 8], domain=pair.domain,
+                       observe=("conditions",), sample_rows=3000)  # fmt: skip
+        got[name] = [tm.statistic(run, None, pair, None) for run in r.runs]
+    on_d, on_dp = got["smartnoise-dpctgan"]
+    assert 30 <= on_d <= 90 and 85 <= on_dp <= 155
+    assert all(1380 <= v <= 1620 for v in got["smartnoise-dpctgan-public-conditions"])

@@ -592,6 +592,10 @@ class TestSmartnoiseDPCTGANQuietNoise(GANContract):
     name = "smartnoise-dpctgan-quiet-noise"
 
 
+class TestSmartnoiseDPCTGANPublicConditions(GANContract):
+    name = "smartnoise-dpctgan-public-conditions"
+
+
 class TestSmartnoisePATECTGAN(GANContract):
     name = "smartnoise-patectgan"
     OPTIONS = (("batch_size", 16), ("student_iters", 2), ("teacher_iters", 1),

@@ -72,7 +72,13 @@ from scipy.special import logsumexp
 from scipy.stats import binom
 
 from dpaudit._validate import check_array, check_positive, check_positive_int, check_probability
-from dpaudit.attacks._synthetic import SYNTHETIC_THREAT_MODELS, SyntheticThreatModel
+from dpaudit.attacks._synthetic import (
+    SYNTHETIC_THREAT_MODELS,
+    WORST_CASE_DATASETS,
+    SyntheticThreatModel,
+    WorstCaseDataset,
+)
+from dpaudit.systems.synthetic import TabularDomain
 
 __all__ = [
     "LOSS_CAP",
@@ -81,8 +87,8 @@ __all__ = [
     "dpsgd_mixture_llr",
     "dpsgd_projections",
     "out_of_reach",
-    "sample_conditions_out_of_reach",
     "student_residual_ratio",
+    "target_conditions",
 ]
 
 #: The cap on the white-box-dpsgd statistic (module docstring).
@@ -237,36 +243,60 @@ def _white_box_student(run, synthetic, pair, fitted_on):
     return float(np.clip(math.log10(top) if top > 0 else RATIO_FLOOR, RATIO_FLOOR, RATIO_CAP))
 
 
-def sample_conditions_out_of_reach(categories: Any, D: Any, cardinalities: Any) -> int:
-    """How many synthetic rows were generated from a conditional-vector category that no row
-    of ``D`` holds (the index layout of :func:`out_of_reach`).
+def target_conditions(categories: Any, target: Any, cardinalities: Any) -> int:
+    """How many synthetic rows were generated from a conditional-vector category that the
+    target holds (the one-hot index layout of :func:`out_of_reach`: column ``j``'s value
+    ``v`` at ``Σ_{i<j} k_i + v``).
 
-    PATECTGAN's ``sample()`` in smartnoise-synth 1.0.8 conditions each row on the category of
-    a uniformly drawn private row (CTGAN's ``sample_original_condvec``), without noise: on D
-    the count is 0 whatever the noise; on D ∪ {t}, with t holding a category no row of D
-    does, each row counts with probability ``1/|D ∪ {t}|``. With the conditions drawn from
-    the public domain (the fix) both worlds draw them alike.
+    smartnoise-synth 1.0.8's GANs condition each synthetic row on a category read from the
+    private data without noise: PATECTGAN's ``sample()`` copies the category of a uniformly
+    drawn private row (CTGAN's ``sample_original_condvec``), DPCTGAN's draws one by the
+    private category frequencies (``sample_condvec``; an absent category counted once). On
+    ``unique-record`` (t holds only categories no row of D does) PATECTGAN's count is 0 on D
+    whatever the noise, and Binomial(N, 1/|D ∪ {t}|) on D ∪ {t}; on ``twin-record`` (t's
+    categories held by one row of D) DPCTGAN's count doubles on D ∪ {t}. With the conditions
+    drawn from the public domain (the fix) both worlds draw them alike.
 
     Example:
-        >>> sample_conditions_out_of_reach([0, 3, 2, 1], [[0, 0], [0, 1]], (2, 2))
-        1
+        >>> target_conditions([0, 3, 2, 1, 3], [0, 1], (2, 2))
+        3
     """
     cats = np.asarray(check_array("categories", categories), dtype=np.int64).ravel()
-    width = int(np.sum(np.asarray(cardinalities, dtype=np.int64)))
+    cards = np.asarray(cardinalities, dtype=np.int64)
+    width = int(cards.sum())
     if cats.size and (cats.min() < 0 or cats.max() >= width):
         raise ValueError(f"categories must index the {width} one-hot categories, got values "
                          f"in {cats.min()}..{cats.max()}")  # fmt: skip
-    lone = out_of_reach(np.arange(width), D, cardinalities)
-    return int(np.count_nonzero(lone[cats]))
+    offsets = np.concatenate([[0], np.cumsum(cards)[:-1]])
+    held = offsets + np.asarray(target, dtype=np.int64)
+    return int(np.count_nonzero(np.isin(cats, held)))
 
 
 def _white_box_conditions(run, synthetic, pair, fitted_on):
     rec = run.get("conditions")
     if rec is None or "categories" not in rec:
-        raise ValueError("white-box-conditions reads the conditions PATECTGAN's sample() drew: "
+        raise ValueError("white-box-conditions reads the conditions a GAN's sample() drew: "
                          "the run holds none (give sample_rows > 0)")  # fmt: skip
-    return float(sample_conditions_out_of_reach(rec["categories"], pair.D,
-                                                pair.domain.cardinalities))  # fmt: skip
+    return float(target_conditions(rec["categories"], pair.target, pair.domain.cardinalities))
+
+
+def _twin_record(*, columns: int = 3, rows: int = 50) -> WorstCaseDataset:
+    d = check_positive_int("columns", columns)
+    n = check_positive_int("rows", rows)
+    if d < 2 or n < 2:
+        raise ValueError(f"twin-record needs columns ≥ 2 and rows ≥ 2, got {columns}, {rows}")
+    D = np.zeros((n, d), dtype=np.int64)
+    D[-1] = 1
+    return WorstCaseDataset(
+        "twin-record", D, np.ones(d, dtype=np.int64), TabularDomain((2,) * d),
+        "one row of D is 1…1 among rows of 0…0, and t is its twin: each of t's categories "
+        "has count 1 in D and 2 in D ∪ {t}, so a category frequency read from the private "
+        "data (as smartnoise's GANs' conditional samplers read them, an absent category "
+        "counted once) doubles where unique-record leaves it unchanged",
+    )  # fmt: skip
+
+
+WORST_CASE_DATASETS.register("twin-record", _twin_record)
 
 
 SYNTHETIC_THREAT_MODELS.register(
@@ -293,8 +323,8 @@ SYNTHETIC_THREAT_MODELS.register(
     "white-box-conditions",
     SyntheticThreatModel(
         "white-box-conditions", ("conditions",), _white_box_conditions,
-        "rows of PATECTGAN's synthetic table generated from a conditional-vector category no "
-        "row of D holds (its sample() copies each row's condition from a private row)",
-        reads=("patectgan",),
+        "rows of a GAN's synthetic table generated from a conditional-vector category the "
+        "target holds (its sample() reads each row's condition from the private data)",
+        reads=("patectgan", "dpctgan"),
     ),
 )  # fmt: skip

@@ -70,8 +70,9 @@ class SyntheticDataSettings:
     )
     dataset: str = option(
         "tree-flip",
-        help="worst-case dataset: tree-flip | unique-record | binary-flip; or the average-case "
-        "adult-categorical (UCI Adult, its first `columns` categorical columns, `rows` records)",
+        help="worst-case dataset: tree-flip | unique-record | binary-flip | twin-record; or the "
+        "average-case adult-categorical (UCI Adult, its first `columns` categorical columns, "
+        "`rows` records)",
     )
     rows: int = option(1000, help="rows of the worst-case D")
     columns: int = option(3, help="columns of D (binary in the worst-case designs)")

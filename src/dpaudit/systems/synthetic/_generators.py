@@ -586,10 +586,12 @@ class GANGenerator(SyntheticGenerator):
     library's student and teachers are one network, so every teacher step is also a step of
     the student: the worker records, per teacher step, the gradient that step applies to the
     student's first layer on the target's one-hot data columns and the part of it that the
-    step's generated rows make, which the adversary computes from what it sees. Its
-    ``"conditions"`` view (threat model ``white-box-conditions``): the conditional-vector
-    category each row of the synthetic table was generated from, which its ``sample()``
-    copies from a uniformly drawn private row.
+    step's generated rows make, which the adversary computes from what it sees.
+
+    Both GANs' ``"conditions"`` view (threat model ``white-box-conditions``): the
+    conditional-vector category each row of the synthetic table was generated from, which
+    their ``sample()`` reads from the private data (PATECTGAN: a uniformly drawn private
+    row's; DPCTGAN: by the private category frequencies).
 
     The claim is the library's ε at the δ it is given; μ beside it is the μ-GDP whose ε at δ
     is that ε (:func:`~dpaudit.conversions.gdp_mu`), a description of the claim's scale (an
@@ -649,17 +651,22 @@ _QUIET_SGD = ("the Gaussian noise on the discriminator's gradients is 0.1× what
 _QUIET_VOTES = ("the Laplace noise on the teachers' votes is 0.1× what the library states and "
                 "accounts")  # fmt: skip
 
-#: The fix of PATECTGAN's ``sample()`` (worker option ``conditions``): each synthetic row's
+#: The fix of the GANs' ``sample()`` (worker option ``conditions``): each synthetic row's
 #: conditional vector drawn from the public domain (a column, then one of its categories,
-#: uniformly) instead of copied from a uniformly drawn private row.
+#: uniformly) instead of read from the private data (PATECTGAN: copied from a uniformly drawn
+#: private row; DPCTGAN: drawn by the private category frequencies).
 _PUBLIC_CONDITIONS = (("conditions", "public"),)
 
 GAN_GENERATORS: tuple[GeneratorSpec, ...] = (
     GeneratorSpec("smartnoise-dpctgan", "smartnoise-gan", "dpctgan", "DPCTGAN (smartnoise-synth)",
-                  _DPCTGAN, white_box=("gradients",)),
+                  _DPCTGAN, white_box=("gradients", "conditions")),
     GeneratorSpec("smartnoise-dpctgan-quiet-noise", "smartnoise-gan", "dpctgan",
                   "DPCTGAN with its noise scaled down 10× (planted bug)", _DPCTGAN, bug=_QUIET_SGD,
-                  noise_scale=0.1, white_box=("gradients",)),
+                  noise_scale=0.1, white_box=("gradients", "conditions")),
+    GeneratorSpec("smartnoise-dpctgan-public-conditions", "smartnoise-gan", "dpctgan",
+                  "DPCTGAN whose sample() draws its conditions from the public domain (the fix "
+                  "of one violation; control)", _DPCTGAN, options=_PUBLIC_CONDITIONS,
+                  white_box=("gradients", "conditions")),
     GeneratorSpec("smartnoise-patectgan", "smartnoise-gan", "patectgan",
                   "PATECTGAN (smartnoise-synth)", _PATECTGAN, white_box=("student", "conditions")),
     GeneratorSpec("smartnoise-patectgan-quiet-noise", "smartnoise-gan", "patectgan",

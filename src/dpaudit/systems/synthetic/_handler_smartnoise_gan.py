@@ -15,11 +15,11 @@ integer arrays (``data0``, ``data1``, …), each run recording
   the parameters of that step (the released model before it), dropout off, clipped as
   opacus clips (flat, at C), averaged over the conditional vectors the target is sampled
   with; with ``sigma`` = σ·C, the noise the accountant is given;
-* ``conditions`` (white-box, PATECTGAN only): the conditional-vector category (its index)
-  each row of the sampled table (``sample_rows``) was generated from — PATECTGAN's
-  ``sample()`` draws each row's condition from a uniformly drawn *private* row (CTGAN's
-  ``sample_original_condvec``), so a category only t holds is drawn only when t is
-  (DPCTGAN's ``sample()`` draws from the training sampler's category frequencies instead);
+* ``conditions`` (white-box): the conditional-vector category (its index) each row of the
+  sampled table (``sample_rows``) was generated from — PATECTGAN's ``sample()`` copies each
+  row's condition from a uniformly drawn *private* row (CTGAN's ``sample_original_condvec``),
+  DPCTGAN's draws it by the *private* category frequencies (``sample_condvec``), neither
+  with noise;
 * ``accounting``: what the library's own accountant spent — for DPCTGAN the ε opacus's RDP
   accountant reports before each epoch (``reported``: the library stops when one exceeds the
   target), the optimizer steps it counted and the ε after the last of them (``spent``); for
@@ -38,7 +38,7 @@ given the noise the library states.
 
 The worker's option ``conditions`` (not the library's) is ``"data"`` (as installed) or
 ``"public"``, the fix: ``sample()`` draws each row's condition from the public domain (a
-column uniformly, then one of its categories uniformly) instead of from a private row.
+column uniformly, then one of its categories uniformly) instead of from the private data.
 
 Seeding: ``seed`` seeds numpy's and Python's global generators (batch and conditional-vector
 sampling, PATECTGAN's Laplace noise) and torch's (the generator's initial weights); the
@@ -250,32 +250,42 @@ def _patch_patectgan(noise_scale, queries, record=None):
     return undo
 
 
-def _patch_conditions(conditions, record):
-    """``sample()``'s conditional vectors: drawn from the public domain (``conditions ==
-    "public"``, the fix) instead of from private rows; with ``record`` (a list), each batch's
-    category per row (its index in the conditional vector) appended to it."""
+def _patch_conditions(synth, conditions, record):
+    """``sample()``'s conditional vectors — PATECTGAN's ``sample_original_condvec`` (the
+    category of a uniformly drawn private row), DPCTGAN's ``sample_condvec`` (a category drawn
+    by its private frequency, an absent one counted once) — drawn from the public domain
+    instead (``conditions == "public"``, the fix: a column, then one of its categories,
+    uniformly); with ``record`` (a list), each batch's category per row (its index in the
+    conditional vector) appended to it. Patched only around ``sample()``."""
     from snsynth.pytorch.nn.ctgan.data_sampler import DataSampler
 
-    orig = DataSampler.sample_original_condvec
+    name = "sample_original_condvec" if synth == "patectgan" else "sample_condvec"
+    orig = getattr(DataSampler, name)
 
     def public(self, batch):
         # the run's seeded global generator, from which the library's own draw comes
         col = np.random.randint(0, self._n_discrete_columns, size=batch)  # noqa: NPY002
-        cat = np.floor(np.random.rand(batch) * self._discrete_column_n_category[col])  # noqa: NPY002
+        u = np.random.rand(batch)  # noqa: NPY002
+        opt = np.floor(u * self._discrete_column_n_category[col]).astype(np.int64)
         cond = np.zeros((batch, self._n_categories), dtype="float32")
-        cond[np.arange(batch), self._discrete_column_cond_st[col] + cat.astype(np.int64)] = 1
-        return cond
+        cond[np.arange(batch), self._discrete_column_cond_st[col] + opt] = 1
+        if synth == "patectgan":
+            return cond
+        mask = np.zeros((batch, self._n_discrete_columns), dtype="float32")
+        mask[np.arange(batch), col] = 1
+        return cond, mask, col, opt
 
     draw = public if conditions == "public" else orig
 
-    def sample_original_condvec(self, batch):
-        cond = draw(self, batch)
+    def patched(self, batch):
+        out = draw(self, batch)
+        cond = out if synth == "patectgan" or out is None else out[0]
         if record is not None and cond is not None:
             record.append(cond.argmax(axis=1).astype(np.int64))
-        return cond
+        return out
 
-    DataSampler.sample_original_condvec = sample_original_condvec
-    return lambda: setattr(DataSampler, "sample_original_condvec", orig)
+    setattr(DataSampler, name, patched)
+    return lambda: setattr(DataSampler, name, orig)
 
 
 def _dpctgan_accounting(s, engines, delta):
@@ -322,10 +332,9 @@ def op_fit(body, arrays):
             raise ValueError(f"{view} is recorded for {gan.upper()} given the adversary's "
                              f"target row, got synth={synth!r}, "
                              f"target={body.get('target')!r}")  # fmt: skip
-    if "conditions" in observe and (synth != "patectgan" or not int(body.get("sample_rows", 0))):
-        raise ValueError(f"the sample's conditions are recorded for PATECTGAN's sample() of "
-                         f"sample_rows > 0 rows, got synth={synth!r}, "
-                         f"sample_rows={body.get('sample_rows')!r}")  # fmt: skip
+    if "conditions" in observe and not int(body.get("sample_rows", 0)):
+        raise ValueError(f"the sample's conditions are recorded for a sample() of sample_rows "
+                         f"> 0 rows, got sample_rows={body.get('sample_rows')!r}")  # fmt: skip
     options = dict(body.get("options", {}))
     conditions = options.pop("conditions", "data")
     if conditions not in ("data", "public"):
@@ -374,7 +383,7 @@ def op_fit(body, arrays):
                 syn[f"direction{i}"] = np.stack(record["direction"])
             if ("synthetic" in observe or "conditions" in observe) and sample_rows:
                 drawn = []
-                undo_c = _patch_conditions(conditions, drawn)
+                undo_c = _patch_conditions(synth, conditions, drawn)
                 try:
                     t = s.sample(sample_rows)
                 finally:
