@@ -2,8 +2,9 @@
 
 Loaded by :mod:`dpaudit.systems._external_worker`; imports only the standard library, numpy,
 pandas, torch, opacus 0.14 and smartnoise-synth 1.0.8. One operation, ``fit``: many runs of
-DPCTGAN (``synth == "dpctgan"``) or PATECTGAN (``"patectgan"``) on the datasets sent as
-integer arrays (``data0``, ``data1``, …), each run recording
+DPCTGAN (``synth == "dpctgan"``), PATECTGAN (``"patectgan"``), DPGAN (``"dpgan"``) or
+PATEGAN (``"pategan"``) on the datasets sent as integer arrays (``data0``, ``data1``, …),
+each run recording
 
 * ``synthetic`` (black-box): the synthetic table (``sample_rows`` rows);
 * ``gradients`` (white-box, DPCTGAN only, given the adversary's ``target`` row): per
@@ -15,7 +16,8 @@ integer arrays (``data0``, ``data1``, …), each run recording
   the parameters of that step (the released model before it), dropout off, clipped as
   opacus clips (flat, at C), averaged over the conditional vectors the target is sampled
   with; with ``sigma`` = σ·C, the noise the accountant is given;
-* ``conditions`` (white-box): the conditional-vector category (its index) each row of the
+* ``conditions`` (white-box, DPCTGAN and PATECTGAN: DPGAN and PATEGAN have no conditional
+  vectors): the conditional-vector category (its index) each row of the
   sampled table (``sample_rows``) was generated from — PATECTGAN's ``sample()`` copies each
   row's condition from a uniformly drawn *private* row (CTGAN's ``sample_original_condvec``),
   DPCTGAN's draws it by the *private* category frequencies (``sample_condvec``), neither
@@ -25,26 +27,31 @@ integer arrays (``data0``, ``data1``, …), each run recording
   target), the optimizer steps it counted and the ε after the last of them (``spent``); for
   PATECTGAN the student queries its moments accountant counted and the ε after the last
   (``spent``), with the last ε the library checked before training an iteration
-  (``reported``).
+  (``reported``); DPGAN's and PATEGAN's likewise (their own opacus engine and moments
+  accountant, each read before an epoch or iteration and stopping at the first reading
+  above ε).
 
 The public domain is given as cardinalities: a ``LabelTransformer`` followed by a
 ``OneHotEncoder`` per column (the library's own ``gan`` style), fitted on the values
 ``0 … k − 1``, not on the private data.
 
-``noise_scale`` ≠ 1 is the planted bug: it multiplies the noise drawn — DPCTGAN's Gaussian
-noise on the discriminator's clipped gradients (opacus's ``PrivacyEngine._generate_noise``),
-PATECTGAN's Laplace noise on the teachers' votes (its ``pate``) — while the accountants are
-given the noise the library states.
+``noise_scale`` ≠ 1 is the planted bug: it multiplies the noise drawn — DPCTGAN's and
+DPGAN's Gaussian noise on the discriminator's clipped gradients (opacus's
+``PrivacyEngine._generate_noise``), PATECTGAN's and PATEGAN's Laplace noise on the teachers'
+votes (their ``pate``) — while the accountants are given the noise the library states.
 
 The worker's option ``conditions`` (not the library's) is ``"data"`` (as installed) or
 ``"public"``, the fix: ``sample()`` draws each row's condition from the public domain (a
-column uniformly, then one of its categories uniformly) instead of from the private data.
+column uniformly, then one of its categories uniformly) instead of from the private data;
+DPGAN and PATEGAN refuse it (and the ``conditions`` view).
 
 Seeding: ``seed`` seeds numpy's and Python's global generators (batch and conditional-vector
-sampling, PATECTGAN's Laplace noise) and torch's (the generator's initial weights); the
-library then reseeds torch with 0 when it builds its discriminator (``torch.manual_seed(0)``
-in ``Discriminator.__init__``), and DPCTGAN's opacus 0.14 ``PrivacyEngine``, not in secure
-mode, reseeds torch's global generator from ``os.urandom`` when it is built (its
+sampling, PATECTGAN's and PATEGAN's Laplace noise) and torch's (the generator's initial
+weights; DPGAN's and PATEGAN's discriminators, the library's ``_discriminator.py``, which does
+not reseed, their shuffled data loaders and latent noise); the library then reseeds torch with
+0 when it builds CTGAN's discriminator (``torch.manual_seed(0)`` in ``Discriminator.__init__``,
+DPCTGAN and PATECTGAN), and DPCTGAN's and DPGAN's opacus 0.14 ``PrivacyEngine``, not in
+secure mode, reseeds torch's global generator from ``os.urandom`` when it is built (its
 ``_set_seed``), so every later torch draw — the latent noise, dropout, the DP-SGD noise —
 would differ from run to run whatever the seed. The worker reseeds it there with the run's
 ``seed`` instead (``_set_seed(seed)``, the engine's own way to fix its seed outside secure
@@ -61,7 +68,9 @@ import time
 import numpy as np
 
 DISTRIBUTION = "smartnoise-synth"
-_SYNTHS = ("dpctgan", "patectgan")
+_SYNTHS = ("dpctgan", "patectgan", "dpgan", "pategan")
+#: The GANs with CTGAN's conditional vectors (the ``conditions`` option and view).
+_CONDITIONAL = ("dpctgan", "patectgan")
 
 
 def _transformer(cards):
@@ -219,11 +228,15 @@ def _record_student(mod, record):
     return [(mod.Discriminator, "__init__", init), (mod, "optim", mod.optim)], shim
 
 
-def _patch_patectgan(noise_scale, queries, record=None):
-    """Record PATECTGAN's moments-accountant updates; scale the Laplace noise of its votes;
-    with ``record`` (a dict with ``data_cols``), record its teacher steps' gradients
-    (:func:`_record_student`)."""
-    import snsynth.pytorch.nn.patectgan as mod
+def _patch_patectgan(noise_scale, queries, record=None, module="patectgan"):
+    """Record PATECTGAN's (``module="pategan"``: PATEGAN's) moments-accountant updates; scale
+    the Laplace noise of its votes; with ``record`` (a dict with ``data_cols``; PATECTGAN
+    only), record its teacher steps' gradients (:func:`_record_student`). Both modules import
+    ``pate`` and ``moments_acc`` by name from ``privacy_utils``: the module's names are
+    patched."""
+    import importlib
+
+    mod = importlib.import_module(f"snsynth.pytorch.nn.{module}")
 
     saved = [(mod, "pate", mod.pate), (mod, "moments_acc", mod.moments_acc)]
     if record is not None:
@@ -248,6 +261,32 @@ def _patch_patectgan(noise_scale, queries, record=None):
             setattr(obj, name, value)
 
     return undo
+
+
+def _patch_dpgan(noise_scale, engines, reported, seed):
+    """DPGAN's opacus engine as DPCTGAN's (:func:`_patch_dpctgan`: recorded in ``engines``,
+    its noise scaled, seeded with ``seed``), under the name ``dpgan.py`` looks it up (``from
+    opacus import PrivacyEngine`` binds it at import); each ε the library reads before an
+    epoch (``get_privacy_spent``) appended to ``reported``."""
+    import opacus
+    import snsynth.pytorch.nn.dpgan as mod
+
+    undo = _patch_dpctgan(noise_scale, engines, None, seed)
+
+    class Read(opacus.PrivacyEngine):
+        def get_privacy_spent(self, target_delta=None):
+            out = super().get_privacy_spent(target_delta)
+            reported.append(float(out[0]))
+            return out
+
+    orig = mod.PrivacyEngine
+    mod.PrivacyEngine = Read
+
+    def restore():
+        mod.PrivacyEngine = orig
+        undo()
+
+    return restore
 
 
 def _patch_conditions(synth, conditions, record):
@@ -295,6 +334,18 @@ def _dpctgan_accounting(s, engines, delta):
             "epochs": len(s.loss_d_list), "spent": float(spent)}  # fmt: skip
 
 
+def _dpgan_accounting(s, engines, reported, delta):
+    """DPGAN's ε readings before each epoch (``reported``: it stops at the first above ε, or
+    after ``epochs``), the epochs it trained, opacus's step count and the ε after the last
+    step (``spent``)."""
+    reads = list(reported)
+    engine = engines[-1]
+    epochs = len(reads) - 1 if reads and reads[-1] > s.epsilon else len(reads)
+    spent, _ = engine.get_privacy_spent(delta)
+    return {"reported": reads, "steps": int(engine.steps), "epochs": epochs,
+            "spent": float(spent)}  # fmt: skip
+
+
 def _patectgan_accounting(s, queries, delta):
     """The library's ε after its last moments-accountant update (``spent``) and the one it
     checked before training its last iteration (``reported``: at most ε; the next check, the
@@ -336,6 +387,9 @@ def op_fit(body, arrays):
         raise ValueError(f"the sample's conditions are recorded for a sample() of sample_rows "
                          f"> 0 rows, got sample_rows={body.get('sample_rows')!r}")  # fmt: skip
     options = dict(body.get("options", {}))
+    if synth not in _CONDITIONAL and ("conditions" in options or "conditions" in observe):
+        raise ValueError(f"{synth.upper()} has no conditional vectors: the conditions option "
+                         f"and view apply to {' and '.join(_CONDITIONAL)} only")  # fmt: skip
     conditions = options.pop("conditions", "data")
     if conditions not in ("data", "public"):
         raise ValueError(f"conditions must be 'data' or 'public', got {conditions!r}")
@@ -354,22 +408,32 @@ def op_fit(body, arrays):
         np.random.seed(seed)  # noqa: NPY002 (the library draws from it)
         random.seed(seed)
         torch.manual_seed(seed)
-        engines, queries, record = [], [], None
+        engines, queries, reported, record = [], [], [], None
         tt = _transformer(cards)
         if "gradients" in observe or "student" in observe:
             data_cols, cond_cols = _target_inputs(tt, body["target"])
             record = {"data_cols": data_cols.tolist(), "cond_cols": cond_cols.tolist(),
                       "noisy": [], "direction": [], "norm2": [], "residual2": []}  # fmt: skip
-        undo = (_patch_dpctgan(noise_scale, engines, record, seed) if synth == "dpctgan"
-                else _patch_patectgan(noise_scale, queries, record))  # fmt: skip
+        if synth == "dpctgan":
+            undo = _patch_dpctgan(noise_scale, engines, record, seed)
+        elif synth == "patectgan":
+            undo = _patch_patectgan(noise_scale, queries, record)
+        elif synth == "dpgan":
+            undo = _patch_dpgan(noise_scale, engines, reported, seed)
+        else:
+            undo = _patch_patectgan(noise_scale, queries, module="pategan")
+        own = {"verbose": False, "cuda": False} if synth in _CONDITIONAL else {}
         t0 = time.process_time()
         try:
-            s = Synthesizer.create(synth, epsilon=eps, delta=delta, verbose=False, cuda=False,
-                                   **options)  # fmt: skip
+            s = Synthesizer.create(synth, epsilon=eps, delta=delta, **own, **options)
             s.fit(data, transformer=tt)
             result = {"seconds": time.process_time() - t0}
-            result["accounting"] = (_dpctgan_accounting(s, engines, delta) if synth == "dpctgan"
-                                    else _patectgan_accounting(s, queries, delta))  # fmt: skip
+            if synth == "dpctgan":
+                result["accounting"] = _dpctgan_accounting(s, engines, delta)
+            elif synth == "dpgan":
+                result["accounting"] = _dpgan_accounting(s, engines, reported, delta)
+            else:
+                result["accounting"] = _patectgan_accounting(s, queries, delta)
             if record is not None and synth == "patectgan":
                 result["student"] = {"columns": record["data_cols"],
                                      "steps": len(record["norm2"])}  # fmt: skip
@@ -383,7 +447,8 @@ def op_fit(body, arrays):
                 syn[f"direction{i}"] = np.stack(record["direction"])
             if ("synthetic" in observe or "conditions" in observe) and sample_rows:
                 drawn = []
-                undo_c = _patch_conditions(synth, conditions, drawn)
+                undo_c = (_patch_conditions(synth, conditions, drawn) if synth in _CONDITIONAL
+                          else lambda: None)  # fmt: skip
                 try:
                     t = s.sample(sample_rows)
                 finally:
