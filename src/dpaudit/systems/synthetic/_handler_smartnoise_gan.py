@@ -456,7 +456,8 @@ def op_fit(body, arrays):
                 if "synthetic" in observe:
                     syn[f"synthetic{i}"] = np.asarray(t, dtype=np.int64).reshape(len(t), -1)
                 if "conditions" in observe:  # the rows kept: the first sample_rows drawn
-                    result["conditions"] = {"rows": sample_rows}
+                    rule = "rows" if synth == "patectgan" else "frequencies"  # the library's
+                    result["conditions"] = {"rows": sample_rows, "rule": rule}
                     syn[f"conditions{i}"] = np.concatenate(drawn)[:sample_rows]
             result["cpu_seconds"] = time.process_time() - t0
         finally:
