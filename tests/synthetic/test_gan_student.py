@@ -11,8 +11,11 @@ import pytest
 
 from dpaudit.attacks._synthetic import PER_TARGET, SYNTHETIC_THREAT_MODELS, WORST_CASE_DATASETS
 from dpaudit.attacks._synthetic_gan import (
+    LOSS_CAP,
     RATIO_CAP,
     RATIO_FLOOR,
+    condition_rates,
+    conditions_llr,
     student_residual_ratio,
     target_conditions,
 )
@@ -125,13 +128,51 @@ def test_the_conditions_count_is_the_naive_count_of_the_targets_categories():
         target_conditions([7], target, cards)
     tm = SYNTHETIC_THREAT_MODELS.get("white-box-conditions")
     pair = WORST_CASE_DATASETS.get("unique-record")(columns=3, rows=10)
-    assert tm.statistic({"conditions": {"categories": [0, 1, 2, 5]}}, None, pair, None) == 2.0
+    rec = {"categories": [0, 1, 2, 5], "rule": "rows"}  # t's categories 1, 3, 5: two rows
+    assert tm.statistic({"conditions": rec}, None, pair, None) == LOSS_CAP  # impossible on D
+    rec = {"categories": [0, 2, 4, 0], "rule": "rows"}
+    assert tm.statistic({"conditions": rec}, None, pair, None) == pytest.approx(4 * np.log(10 / 11))
     with pytest.raises(ValueError, match="sample_rows > 0"):
         tm.statistic({"seconds": 1.0}, None, pair, None)
     served = {g for g in GENERATORS.names()
               if tm.serves(GENERATORS.get(g).synth, GENERATORS.get(g).white_box)}  # fmt: skip
     assert served == {f"smartnoise-{g}{v}" for g in ("patectgan", "dpctgan")
                       for v in ("", "-quiet-noise", "-public-conditions")}  # fmt: skip
+
+
+def _naive_rate(X, t, cards, rule):
+    """Per synthetic row, by enumeration: a column uniformly, then the category as the rule
+    draws it (a uniformly drawn row's; or by frequency, an absent category counted once)."""
+    total = 0.0
+    for j, k in enumerate(cards):
+        if rule == "rows":
+            total += np.mean([row[j] == t[j] for row in X])
+        else:
+            counts = [max(sum(row[j] == v for row in X), 1) for v in range(k)]
+            total += counts[t[j]] / sum(counts)
+    return total / len(cards)
+
+
+def test_the_condition_rates_and_llr_are_the_naive_ones():
+    from scipy.stats import binom
+
+    rng = np.random.default_rng(4)
+    cards = (2, 3, 4)
+    X = rng.integers(0, 2, size=(9, 3))
+    t = np.array([1, 2, 0])
+    for rule in ("rows", "frequencies"):
+        p0, p1 = condition_rates(X, t, cards, rule)
+        assert p0 == pytest.approx(_naive_rate(X, t, cards, rule), abs=1e-12)
+        assert p1 == pytest.approx(_naive_rate(np.vstack([X, t]), t, cards, rule), abs=1e-12)
+    for k, n, p0, p1 in ((3, 40, 0.05, 0.12), (0, 40, 0.05, 0.12), (40, 40, 0.3, 0.9)):
+        want = binom.logpmf(k, n, p1) - binom.logpmf(k, n, p0)
+        assert conditions_llr(k, n, p0, p1) == pytest.approx(want, rel=1e-10)
+    assert conditions_llr(0, 50, 0.0, 0.02) == pytest.approx(50 * np.log(0.98))
+    assert conditions_llr(2, 50, 0.0, 0.02) == np.inf
+    with pytest.raises(ValueError, match="rule"):
+        condition_rates(X, t, cards, "uniform")
+    with pytest.raises(ValueError, match="at most rows"):
+        conditions_llr(5, 4, 0.1, 0.2)
 
 
 def test_twin_record_gives_t_a_twin_in_d():
@@ -158,9 +199,13 @@ def test_sample_copies_private_conditions_and_the_fix_draws_public_ones():
         r = g.fit_runs([pair.D, pair.D_prime], [0, 1], [7, 8], domain=pair.domain,
                        observe=("conditions",), sample_rows=1000)  # fmt: skip
         assert all(run["conditions"]["categories"].shape == (1000,) for run in r.runs)
-        got[name] = [tm.statistic(run, None, pair, None) for run in r.runs]
+        assert all(run["conditions"]["rule"] == "rows" for run in r.runs)
+        got[name] = [target_conditions(run["conditions"]["categories"], pair.target,
+                                       pair.domain.cardinalities) for run in r.runs]  # fmt: skip
+        stats = [tm.statistic(run, None, pair, None) for run in r.runs]
+        assert stats[1] == LOSS_CAP
     on_d, on_dp = got["smartnoise-patectgan"]
-    assert on_d == 0.0 and 5 <= on_dp <= 40
+    assert on_d == 0 and 5 <= on_dp <= 40
     assert all(430 <= v <= 570 for v in got["smartnoise-patectgan-public-conditions"])
 
 
@@ -210,7 +255,11 @@ def test_dpctgan_samples_conditions_by_private_frequencies_and_the_fix_by_public
         g = SYSTEMS.get(name)(GeneratorCell(name, 1.0, 1e-2, options=opts))
         r = g.fit_runs([pair.D, pair.D_prime], [0, 1], [7, 8], domain=pair.domain,
                        observe=("conditions",), sample_rows=3000)  # fmt: skip
-        got[name] = [tm.statistic(run, None, pair, None) for run in r.runs]
+        assert all(run["conditions"]["rule"] == "frequencies" for run in r.runs)
+        got[name] = [target_conditions(run["conditions"]["categories"], pair.target,
+                                       pair.domain.cardinalities) for run in r.runs]  # fmt: skip
+        if name == "smartnoise-dpctgan":
+            assert [tm.statistic(run, None, pair, None) for run in r.runs][1] == LOSS_CAP
     on_d, on_dp = got["smartnoise-dpctgan"]
     assert 30 <= on_d <= 90 and 85 <= on_dp <= 155
     assert all(1380 <= v <= 1620 for v in got["smartnoise-dpctgan-public-conditions"])

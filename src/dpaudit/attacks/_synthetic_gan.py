@@ -71,7 +71,13 @@ import numpy as np
 from scipy.special import logsumexp
 from scipy.stats import binom
 
-from dpaudit._validate import check_array, check_positive, check_positive_int, check_probability
+from dpaudit._validate import (
+    check_array,
+    check_nonneg_int,
+    check_positive,
+    check_positive_int,
+    check_probability,
+)
 from dpaudit.attacks._synthetic import (
     SYNTHETIC_THREAT_MODELS,
     WORST_CASE_DATASETS,
@@ -81,9 +87,12 @@ from dpaudit.attacks._synthetic import (
 from dpaudit.systems.synthetic import TabularDomain
 
 __all__ = [
+    "CONDITION_RULES",
     "LOSS_CAP",
     "RATIO_CAP",
     "RATIO_FLOOR",
+    "condition_rates",
+    "conditions_llr",
     "dpsgd_mixture_llr",
     "dpsgd_projections",
     "out_of_reach",
@@ -272,12 +281,86 @@ def target_conditions(categories: Any, target: Any, cardinalities: Any) -> int:
     return int(np.count_nonzero(np.isin(cats, held)))
 
 
+#: How each GAN's ``sample()`` reads a row's condition from the private data (the worker
+#: records it beside the conditions): ``"rows"`` — PATECTGAN, the category of a uniformly drawn
+#: private row; ``"frequencies"`` — DPCTGAN, a category drawn by its private frequency, an
+#: absent one counted once. Either way a column is chosen uniformly first.
+CONDITION_RULES = ("rows", "frequencies")
+
+
+def condition_rates(D: Any, target: Any, cardinalities: Any, rule: str) -> tuple[float, float]:
+    """The probability that one synthetic row is conditioned on one of t's categories, when
+    the generator was fitted on D and on D ∪ {t}: ``(1/d) Σ_j q_j(t_j)`` over the d columns,
+    ``q_j(v)`` the share of rows holding ``v`` in column j (``"rows"``), or ``max(c_j(v),
+    1) / Σ_u max(c_j(u), 1)`` from the counts ``c_j`` (``"frequencies"``;
+    :data:`CONDITION_RULES`).
+
+    Example:
+        >>> condition_rates([[0, 0]] * 4, [1, 1], (2, 2), "rows")
+        (0.0, 0.2)
+        >>> condition_rates([[0, 0]] * 4, [1, 1], (2, 2), "frequencies")  # 1/5 on both
+        (0.2, 0.2)
+    """
+    if rule not in CONDITION_RULES:
+        raise ValueError(f"rule must be one of {CONDITION_RULES}, got {rule!r}")
+    X = np.asarray(D, dtype=np.int64)
+    t = np.asarray(target, dtype=np.int64)
+    cards = [int(k) for k in cardinalities]
+
+    def rate(rows: np.ndarray) -> float:
+        out = 0.0
+        for j, k in enumerate(cards):
+            c = np.bincount(rows[:, j], minlength=k).astype(np.float64)
+            if rule == "frequencies":
+                c = np.maximum(c, 1.0)
+            out += float(c[t[j]] / c.sum())
+        return out / len(cards)
+
+    return rate(X), rate(np.vstack([X, t[None, :]]))
+
+
+def conditions_llr(count: int, rows: int, p0: float, p1: float) -> float:
+    """Log-likelihood ratio of ``count`` of ``rows`` synthetic rows conditioned on t's
+    categories, Binomial(rows, p1) (fitted on D ∪ {t}) against Binomial(rows, p0) (on D):
+    each row's condition is drawn independently (:func:`condition_rates`). ``+inf`` where
+    only D ∪ {t} can give ``count``.
+
+    Example:
+        >>> from scipy.stats import binom
+        >>> v = conditions_llr(7, 100, 0.05, 0.1)
+        >>> bool(abs(v - (binom.logpmf(7, 100, 0.1) - binom.logpmf(7, 100, 0.05))) < 1e-9)
+        True
+        >>> conditions_llr(1, 100, 0.0, 0.1)
+        inf
+    """
+    k, n = check_nonneg_int("count", count), check_positive_int("rows", rows)
+    if k > n:
+        raise ValueError(f"count must be at most rows={n}, got {count}")
+    for name, p in (("p0", p0), ("p1", p1)):
+        check_probability(name, p)
+    from scipy.special import xlog1py, xlogy
+
+    def logpmf(p: float) -> float:
+        return float(xlogy(k, p) + xlog1py(n - k, -p)) if 0.0 < p < 1.0 else (
+            0.0 if (p == 0.0 and k == 0) or (p == 1.0 and k == n) else -math.inf)  # fmt: skip
+
+    a, b = logpmf(p1), logpmf(p0)
+    if b == -math.inf:
+        return math.inf if a > -math.inf else math.nan
+    return a - b
+
+
 def _white_box_conditions(run, synthetic, pair, fitted_on):
+    """The capped log-likelihood ratio of the count of rows conditioned on t's categories
+    (:func:`conditions_llr` at the rates of the run's rule), capped at :data:`LOSS_CAP`."""
     rec = run.get("conditions")
     if rec is None or "categories" not in rec:
         raise ValueError("white-box-conditions reads the conditions a GAN's sample() drew: "
                          "the run holds none (give sample_rows > 0)")  # fmt: skip
-    return float(target_conditions(rec["categories"], pair.target, pair.domain.cardinalities))
+    cards = pair.domain.cardinalities
+    k = target_conditions(rec["categories"], pair.target, cards)
+    p0, p1 = condition_rates(pair.D, pair.target, cards, rec["rule"])
+    return min(conditions_llr(k, len(np.ravel(rec["categories"])), p0, p1), LOSS_CAP)
 
 
 def _twin_record(*, columns: int = 3, rows: int = 50) -> WorstCaseDataset:
@@ -323,8 +406,9 @@ SYNTHETIC_THREAT_MODELS.register(
     "white-box-conditions",
     SyntheticThreatModel(
         "white-box-conditions", ("conditions",), _white_box_conditions,
-        "rows of a GAN's synthetic table generated from a conditional-vector category the "
-        "target holds (its sample() reads each row's condition from the private data)",
+        "log-likelihood ratio of the count of a GAN's synthetic rows generated from a "
+        "conditional-vector category the target holds (its sample() reads each row's "
+        "condition from the private data), capped at a loss of 5",
         reads=("patectgan", "dpctgan"),
     ),
 )  # fmt: skip
