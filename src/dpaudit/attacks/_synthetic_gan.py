@@ -54,6 +54,15 @@ log₁₀ scale, floored at :data:`RATIO_FLOOR` and capped at :data:`RATIO_CAP` 
 float32 rounding, far below one row's share of a step): a run on D scores the floor, a run
 on D ∪ {t} that sampled t the cap, whatever the votes' noise.
 
+The GANs' ``sample()`` (``white-box-conditions``). Both condition every synthetic row on a
+category read from the private data without noise (PATECTGAN copies a uniformly drawn private
+row's, DPCTGAN draws one by the private category frequencies); the conditions a sample was
+generated from are randomness a correct implementation would draw from public or noisy
+inputs, so the adversary may see them. Each row's draw is independent, so the count of rows
+conditioned on t's categories is Binomial at the rate the library's rule gives on D or on
+D ∪ {t} (:func:`condition_rates`), and the statistic is its log-likelihood ratio
+(:func:`conditions_llr`), capped at :data:`LOSS_CAP` as ``white-box-dpsgd``'s is.
+
 Example:
     >>> rng = np.random.default_rng(0)
     >>> d = np.ones((50, 1, 4)) * 0.5
@@ -68,7 +77,7 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy.special import logsumexp
+from scipy.special import logsumexp, xlog1py, xlogy
 from scipy.stats import binom
 
 from dpaudit._validate import (
@@ -338,7 +347,6 @@ def conditions_llr(count: int, rows: int, p0: float, p1: float) -> float:
         raise ValueError(f"count must be at most rows={n}, got {count}")
     for name, p in (("p0", p0), ("p1", p1)):
         check_probability(name, p)
-    from scipy.special import xlog1py, xlogy
 
     def logpmf(p: float) -> float:
         return float(xlogy(k, p) + xlog1py(n - k, -p)) if 0.0 < p < 1.0 else (
