@@ -1,5 +1,6 @@
 """smartnoise-synth 1.0.8's GANs, DPCTGAN and PATECTGAN (Rosenblatt et al. 2020,
-arXiv:2011.05537): their (ε, δ) claims and (with the environment built: ``make
+arXiv:2011.05537), DPGAN (Xie et al. 2018, arXiv:1802.06739) and PATEGAN (Jordon, Yoon & van
+der Schaar 2019, ICLR): their (ε, δ) claims and (with the environment built: ``make
 venv-smartnoise-gan``; opacus 0.14.0 on torch 2.13.0) a fit of each as installed, with what
 the library's own accountant spent, and the planted bugs."""
 
@@ -19,15 +20,19 @@ needs_gan = pytest.mark.skipif(
     reason="smartnoise-synth's GAN environment not built: make venv-smartnoise-gan",
 )
 GANS = ("smartnoise-dpctgan", "smartnoise-dpctgan-quiet-noise", "smartnoise-patectgan",
-        "smartnoise-patectgan-quiet-noise")  # fmt: skip
+        "smartnoise-patectgan-quiet-noise", "smartnoise-dpgan", "smartnoise-dpgan-quiet-noise",
+        "smartnoise-pategan", "smartnoise-pategan-quiet-noise")  # fmt: skip
+_SOURCES = {"dpctgan": "arXiv:2011.05537", "patectgan": "arXiv:2011.05537",
+            "dpgan": "arXiv:1802.06739", "pategan": "Jordon, Yoon & van der Schaar"}  # fmt: skip
 
 
 def test_gans_are_registered_with_the_librarys_epsilon_delta_claim():
     for name in GANS:
         g = SYSTEMS.get(name)(GeneratorCell(name, 2.0, 1e-3))
         c = g.claim(rho=math.nan)
-        assert (c.epsilon, c.delta) == (2.0, 1e-3) and "arXiv:2011.05537" in c.source
-        assert ("opacus" in g.mechanism) == ("dpctgan" in name)
+        assert (c.epsilon, c.delta) == (2.0, 1e-3) and _SOURCES[g.spec.synth] in c.source
+        assert ("opacus" in g.mechanism) == (g.spec.synth in ("dpctgan", "dpgan"))
+        assert g.spec.white_box == () or g.spec.synth in ("dpctgan", "patectgan")
         assert (g.bug is not None) == name.endswith("quiet-noise")
     with pytest.raises(ValueError, match="delta"):
         SYSTEMS.get(GANS[0])(GeneratorCell(GANS[0], 1.0, 1e-2)).claim(delta=1e-3)
@@ -40,8 +45,8 @@ def test_the_mu_beside_the_claim_is_tight_at_the_claimed_epsilon_delta():
     assert gdp_epsilon(g.implied_mu(math.nan), 1e-2) == pytest.approx(1.0, rel=1e-9)
 
 
-def _fit(name: str, epsilon: float, options: tuple, **kw):
-    pair = WORST_CASE_DATASETS.get("unique-record")(columns=2, rows=20)
+def _fit(name: str, epsilon: float, options: tuple, rows: int = 20, **kw):
+    pair = WORST_CASE_DATASETS.get("unique-record")(columns=2, rows=rows)
     g = SYSTEMS.get(name)(GeneratorCell(name, epsilon, 1e-2, options=options))
     return g.fit_runs([pair.D, pair.D_prime], [1, 0], [3, 4], domain=pair.domain, **kw)
 
@@ -72,6 +77,54 @@ def test_patectgan_fits_samples_and_ends_past_its_epsilon_by_its_own_accountant(
         a = run["accounting"]
         assert table.shape == (30, 2) and a["queries"] == 16 * a["student_steps"]
         assert a["reported"][-1] <= 1.0 < a["spent"]
+
+
+@needs_gan
+def test_dpgan_fits_samples_and_ends_past_its_epsilon_by_its_own_accountant():
+    """DPGAN reads opacus's ε before each epoch and stops at the first reading above ε, as
+    DPCTGAN does (21 and 20 rows, batch 8 with ``drop_last``: 2 batches an epoch, each a
+    generated-rows step and a real-rows step, all 4 counted at sampling rate 8/n)."""
+    r = _fit("smartnoise-dpgan", 1.0, (("epochs", 50), ("batch_size", 8)),
+             observe=("synthetic",), sample_rows=30)  # fmt: skip
+    assert r.version == "1.0.8" and math.isnan(r.rho)
+    for run, table, spent in zip(r.runs, r.synthetic, (1.01995, 1.08300), strict=True):
+        a = run["accounting"]
+        assert table.shape == (30, 2) and set(np.unique(table)) <= {0, 1}
+        assert (a["epochs"], a["steps"], len(a["reported"])) == (4, 16, 5)
+        assert max(a["reported"][:-1]) <= 1.0 < a["reported"][-1] == pytest.approx(a["spent"])
+        assert a["spent"] == pytest.approx(spent, abs=1e-5)  # n = 21 (D ∪ {t}), then 20 (D)
+
+
+@needs_gan
+def test_pategan_fits_samples_and_ends_past_its_epsilon_by_its_own_accountant():
+    """PATEGAN (1 teacher on 1,000 and 1,001 rows) reads its moments accountant before each
+    iteration and stops at the first reading above ε. Its Laplace scale is 1/λ = 1000 and its
+    data-dependent bound carries no log, so it never binds: after Q queries the ε is the
+    data-independent min_l (2λ²l(l + 1)Q + log 1/δ)/l (10 iterations of 5 student steps of
+    512 queries here, 2,560 before the last)."""
+    r = _fit("smartnoise-pategan", 1.0, (("batch_size", 512), ("teacher_iters", 1)), rows=1000,
+             observe=("synthetic",), sample_rows=30)  # fmt: skip
+
+    def eps(q):
+        return min((2e-6 * q * l * (l + 1) - math.log(1e-2)) / l for l in range(1, 101))
+
+    for run, table in zip(r.runs, r.synthetic, strict=True):
+        a = run["accounting"]
+        assert table.shape == (30, 2) and set(np.unique(table)) <= {0, 1}
+        assert (a["queries"], a["student_steps"]) == (25_600, 50)
+        assert a["reported"][-1] <= 1.0 < a["spent"]
+        assert a["reported"][-1] == pytest.approx(eps(23_040), rel=1e-6)
+        assert a["spent"] == pytest.approx(eps(25_600), rel=1e-6)
+    assert eps(25_600) == pytest.approx(1.02369, abs=1e-5)
+
+
+def test_pategan_refuses_fewer_than_1000_rows_before_any_run():
+    """int(rows / 1000) teachers: none under 1,000 rows, where the library's np.array_split
+    fails mid-run; dpaudit refuses the table first (no environment needed)."""
+    pair = WORST_CASE_DATASETS.get("unique-record")(columns=2, rows=999)
+    g = SYSTEMS.get("smartnoise-pategan")(GeneratorCell("smartnoise-pategan", 1.0, 1e-2))
+    with pytest.raises(ValueError, match=r"datasets\[0\] has 999 rows.*1,000 rows"):
+        g.fit_runs([pair.D, pair.D_prime], [0, 1], [0, 1], domain=pair.domain)
 
 
 _NOISE = """
@@ -121,6 +174,69 @@ def test_the_planted_bugs_draw_a_tenth_of_the_noise_the_accountants_are_given():
     assert sd1 == pytest.approx(5.0, rel=0.05) and sd01 == pytest.approx(0.5, rel=0.05)
     assert p1 == pytest.approx(1 - math.exp(-0.05) / 2, abs=0.01)
     assert p01 == pytest.approx(1 - math.exp(-0.5) / 2, abs=0.01)
+
+
+_NOISE_GAN = """
+import sys, warnings, numpy as np, torch
+warnings.filterwarnings("ignore")
+sys.path.insert(0, sys.argv[1])
+import _handler_smartnoise_gan as H
+import opacus
+import snsynth.pytorch.nn.dpgan as DG
+import snsynth.pytorch.nn.pategan as PG
+from snsynth.pytorch.nn import privacy_utils
+out = []
+for scale in (1.0, 0.1):
+    engines, reported = [], []
+    undo = H._patch_dpgan(scale, engines, reported, 0)
+    m = torch.nn.Linear(4, 1)
+    e = DG.PrivacyEngine(m, batch_size=10, sample_size=100, noise_multiplier=3.5,
+                         max_grad_norm=1.0)
+    e.get_privacy_spent(1e-2)
+    m.weight.grad = torch.zeros_like(m.weight)
+    z = torch.stack([e._generate_noise(1.0, m.weight) for _ in range(5000)])
+    undo()
+    undo = H._patch_patectgan(scale, [], module="pategan")
+    np.random.seed(0)
+    teacher = lambda x: torch.ones(x.shape[0], 1)
+    labels, _ = PG.pate(torch.zeros(20000, 3), [teacher], 0.1)
+    undo()
+    restored = DG.PrivacyEngine is opacus.PrivacyEngine and PG.pate is privacy_utils.pate
+    out.append((float(z.std()), float(labels.mean()), len(engines), len(reported),
+                e.noise_multiplier, restored))
+for synth in ("dpgan", "pategan"):
+    try:
+        H.op_fit({"synth": synth, "epsilon": 1.0, "delta": 1e-2, "cardinalities": [2, 2],
+                  "options": {"conditions": "public"}, "runs": []}, {})
+    except ValueError as err:
+        out.append(str(err))
+print(out)
+"""
+
+
+@needs_gan
+def test_dpgans_and_pategans_planted_bugs_draw_a_tenth_of_the_noise():
+    """As for DPCTGAN and PATECTGAN: with ``noise_scale`` 0.1 the opacus engine DPGAN builds
+    (under the name its module imported) draws Gaussian noise of standard deviation 0.35
+    (0.1 × 3.5 × 1) while keeping noise multiplier 3.5 for its accountant, whose readings
+    are recorded; PATEGAN's ``pate`` (its module's name) one teacher's vote passes the 1/2
+    threshold with probability 1 − e^{−λ/2}/2: 0.524 at λ = 0.1, 0.697 at λ = 1. Both
+    refuse the ``conditions`` option (no conditional vectors)."""
+    import ast
+    import subprocess
+    from pathlib import Path
+
+    lib = LIBRARIES["smartnoise-gan"]
+    r = subprocess.run([str(lib.python()), "-c", _NOISE_GAN, str(Path(lib.handler).parent)],
+                       capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    one, tenth, *refused = ast.literal_eval(r.stdout.strip())
+    assert one[2:] == tenth[2:] == (1, 1, 3.5, True)
+    assert one[0] == pytest.approx(3.5, rel=0.05) and tenth[0] == pytest.approx(0.35, rel=0.05)
+    assert one[1] == pytest.approx(1 - math.exp(-0.05) / 2, abs=0.01)
+    assert tenth[1] == pytest.approx(1 - math.exp(-0.5) / 2, abs=0.01)
+    assert [m.split(" has no")[0] for m in refused] == ["DPGAN", "PATEGAN"]
+    assert all("conditional vectors" in m for m in refused)
 
 
 def test_the_pages_gan_figures_are_those_of_the_recorded_audit():

@@ -50,7 +50,9 @@ conversion, ``cdp_rho``; MWEM pure ε-DP):
 * ``smartnoise-dpctgan``, ``smartnoise-patectgan`` — smartnoise-synth's GANs
   (:class:`GANGenerator`, an (ε, δ) claim from the library's own accountant; library
   ``smartnoise-gan``, ``make venv-smartnoise-gan``: opacus 0.14 on torch), and their planted
-  bugs ``*-quiet-noise`` (the noise drawn 0.1× what the accountant is given).
+  bugs ``*-quiet-noise`` (the noise drawn 0.1× what the accountant is given);
+  ``smartnoise-dpgan``, ``smartnoise-pategan`` — its DPGAN and PATEGAN, the same way (black
+  box and the accountant's record only), with their ``*-quiet-noise``.
 
 The claim of every entry but MWEM's (pure ε: (ε, 0)) is the library's (ε, δ) and, beside it,
 the Gaussian-DP μ that its ρ implies (μ = √(2ρ): a ρ-zCDP mechanism built of Gaussians is μ-GDP
@@ -557,8 +559,8 @@ LIBRARIES["smartnoise-gan"] = ExternalLibrary(
 
 
 class GANGenerator(SyntheticGenerator):
-    """smartnoise-synth 1.0.8's DPCTGAN and PATECTGAN: the (ε, δ) the library's own
-    accountant trains to.
+    """smartnoise-synth 1.0.8's DPCTGAN, PATECTGAN, DPGAN and PATEGAN: the (ε, δ) the
+    library's own accountant trains to.
 
     * DPCTGAN (Rosenblatt, Liu, Pouyanfar, de Leon, Desai & Allen 2020, "Differentially
       Private Synthetic Data: Applied Evaluations and Enhancements", arXiv:2011.05537; the
@@ -571,7 +573,25 @@ class GANGenerator(SyntheticGenerator):
       of scale 1/``noise_multiplier`` (1000) on the teachers' votes, PATE's data-dependent
       moments accountant (Papernot, Abadi, Erlingsson, Goodfellow & Talwar 2017,
       arXiv:1610.05755; orders 1 … 100) read before each iteration; it stops at the first
-      reading above ε, so it too ends past ε by one iteration's queries.
+      reading above ε, so it too ends past ε by one iteration's queries;
+    * DPGAN (Xie, Lin, Wang, Wang & Zhou 2018, "Differentially Private Generative Adversarial
+      Network", arXiv:1802.06739, as smartnoise implements it): opacus 0.14 on a small
+      discriminator (noise multiplier 3.5 and flat clipping at 1, both fixed; sampling rate
+      batch/n, while its batches are a shuffled pass with ``drop_last``, not Poisson), two
+      accounted steps per batch (the generated rows', then the real rows'); it reads ε at δ
+      before each epoch and stops at the first reading above ε, as DPCTGAN does;
+    * PATEGAN (Jordon, Yoon & van der Schaar 2019, ICLR): teachers and a student that are
+      separate networks, ``int(n / 1000)`` teachers (a table of fewer than 1,000 rows is
+      refused before any run) on ``np.array_split`` of the rows in order, Laplace noise of
+      scale 1000 (fixed) on their votes, the moments accountant of PATECTGAN (its
+      data-dependent term carries no log and never binds: every query accrues the
+      data-independent 2λ²l(l + 1) at order l, λ = 10⁻³ the inverse Laplace scale), read
+      before each iteration; it stops at the first reading
+      above ε. The teacher count and the partition boundaries read the private row count:
+      adding a row can move a row between every pair of adjacent teachers.
+
+    DPGAN and PATEGAN report the synthetic table and the accountant's record only
+    (``white_box = ()``).
 
     DPCTGAN's white-box view (``white_box = ("gradients",)``; threat model
     ``white-box-dpsgd``, :mod:`dpaudit.attacks._synthetic_gan`): given the adversary's target,
@@ -610,7 +630,13 @@ class GANGenerator(SyntheticGenerator):
         "before each epoch)",
         "patectgan": "PATE's data-dependent moments accountant on the noisy votes (read before "
         "each iteration)",
+        "dpgan": "DP-SGD on the discriminator, opacus 0.14's RDP accountant at δ (read before "
+        "each epoch; both steps of a batch counted)",
+        "pategan": "PATE's moments accountant on the noisy votes of int(n / 1000) teachers "
+        "(read before each iteration)",
     }
+    #: PATEGAN's teachers: ``int(rows / 1000)``, none under 1,000 rows.
+    PATEGAN_ROWS_PER_TEACHER = 1000
     IMPLIED_MU_SOURCE = ("μ whose μ-GDP ε at δ equals the claimed ε (a description: an (ε, δ) "
                          "claim implies no μ-GDP; Dong, Roth & Su 2022, arXiv:1905.02383, "
                          "Cor. 2.13)")  # fmt: skip
@@ -635,6 +661,24 @@ class GANGenerator(SyntheticGenerator):
         return Claim("library (ε, δ)", f"{self.spec.source}; {self.ACCOUNTANTS[self.spec.synth]}",
                      self.cell.epsilon, self.cell.delta)  # fmt: skip
 
+    def check_inputs(self, datasets: Sequence[Any], domain: TabularDomain) -> list[np.ndarray]:
+        """As :meth:`SyntheticGenerator.check_inputs`; PATEGAN's tables also need 1,000 rows
+        (its ``int(rows / 1000)`` teachers; with none, ``np.array_split`` fails mid-run).
+
+        Raises:
+            ValueError: as there, or a PATEGAN table of fewer than 1,000 rows (named with its
+                row count).
+        """
+        need = self.PATEGAN_ROWS_PER_TEACHER
+        if self.spec.synth == "pategan" and isinstance(domain, TabularDomain):
+            for i, d in enumerate(datasets):  # before the environment is looked for
+                rows = len(domain.check(d, f"datasets[{i}]"))
+                if rows < need:
+                    raise ValueError(f"datasets[{i}] has {rows} rows: PATEGAN trains int(rows / "
+                                     f"{need}) teachers, none on fewer than {need:,} rows"
+                                     )  # fmt: skip
+        return super().check_inputs(datasets, domain)
+
     def implied_mu(self, rho: float) -> float:  # type: ignore[override]
         """The μ whose μ-GDP ε at the cell's δ is the cell's ε; ``rho`` is unused."""
         from dpaudit.conversions import gdp_mu
@@ -646,6 +690,10 @@ _DPCTGAN = ("Rosenblatt et al. 2020, DP-CTGAN (arXiv:2011.05537), as smartnoise-
             "implements it on opacus 0.14")  # fmt: skip
 _PATECTGAN = ("Rosenblatt et al. 2020, PATE-CTGAN (arXiv:2011.05537), as smartnoise-synth 1.0.8 "
               "implements it")  # fmt: skip
+_DPGAN = ("Xie, Lin, Wang, Wang & Zhou 2018, DPGAN (arXiv:1802.06739), as smartnoise-synth "
+          "1.0.8 implements it on opacus 0.14")  # fmt: skip
+_PATEGAN = ("Jordon, Yoon & van der Schaar 2019, PATE-GAN (ICLR), as smartnoise-synth 1.0.8 "
+            "implements it")  # fmt: skip
 _QUIET_SGD = ("the Gaussian noise on the discriminator's gradients is 0.1× what opacus states "
               "and accounts")  # fmt: skip
 _QUIET_VOTES = ("the Laplace noise on the teachers' votes is 0.1× what the library states and "
@@ -676,6 +724,16 @@ GAN_GENERATORS: tuple[GeneratorSpec, ...] = (
                   "PATECTGAN whose sample() draws its conditions from the public domain (the "
                   "fix of one violation; control)", _PATECTGAN, options=_PUBLIC_CONDITIONS,
                   white_box=("student", "conditions")),
+    GeneratorSpec("smartnoise-dpgan", "smartnoise-gan", "dpgan", "DPGAN (smartnoise-synth)",
+                  _DPGAN, white_box=()),
+    GeneratorSpec("smartnoise-dpgan-quiet-noise", "smartnoise-gan", "dpgan",
+                  "DPGAN with its noise scaled down 10× (planted bug)", _DPGAN, bug=_QUIET_SGD,
+                  noise_scale=0.1, white_box=()),
+    GeneratorSpec("smartnoise-pategan", "smartnoise-gan", "pategan",
+                  "PATEGAN (smartnoise-synth)", _PATEGAN, white_box=()),
+    GeneratorSpec("smartnoise-pategan-quiet-noise", "smartnoise-gan", "pategan",
+                  "PATEGAN with its noise scaled down 10× (planted bug)", _PATEGAN,
+                  bug=_QUIET_VOTES, noise_scale=0.1, white_box=()),
 )  # fmt: skip
 for _spec in GAN_GENERATORS:
     GENERATORS.register(_spec.name, _spec)
