@@ -263,3 +263,46 @@ def test_dpctgan_samples_conditions_by_private_frequencies_and_the_fix_by_public
     on_d, on_dp = got["smartnoise-dpctgan"]
     assert 30 <= on_d <= 90 and 85 <= on_dp <= 155
     assert all(1380 <= v <= 1620 for v in got["smartnoise-dpctgan-public-conditions"])
+
+
+def _recorded(name):
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    rec = json.loads((root / "docs/results/synthetic-data" / name).read_text())
+    page = (root / "docs/workflows/synthetic-data.md").read_text(encoding="utf-8")
+    return rec, page
+
+
+def test_docs_conditions_figures_are_the_recorded_run():
+    """The page's figures for violation 2 (PATECTGAN's sample() conditions) and its control
+    are those of the recorded run, whose settings the page states."""
+    rec, page = _recorded("gan-unique-record-white-box-conditions-eps1.json")
+    st = rec["settings"]
+    assert st["generators"] == ["smartnoise-patectgan", "smartnoise-patectgan-public-conditions"]
+    keys = ("threat_models", "dataset", "rows", "columns", "sample_rows", "runs", "pilot_runs",
+            "seed", "epsilon")  # fmt: skip
+    assert tuple(st[k] for k in keys) == (["white-box-conditions"], "unique-record", 50, 3,
+                                          1000, 30, 10, 46, 1.0)  # fmt: skip
+    lib, ctl = rec["entries"]
+    assert round(lib["lower_bound"]["epsilon"], 3) == 2.022 and ctl["lower_bound"]["epsilon"] == 0
+    assert (lib["detail"]["tp"], lib["detail"]["fp"]) == (30, 0)
+    assert (ctl["detail"]["tp"], ctl["detail"]["fp"]) == (30, 30)
+    assert f"ε ≥ 2.022 and μ ≥ {lib['detail']['mu_lower']:.2f}**" in page
+    assert "**the control is not, ε ≥ 0.000** (30\nand 30" in page
+    assert f"{rec['timings']['total']:.0f} s on one worker" in page
+
+
+def test_docs_dpgan_pategan_figures_are_the_recorded_run():
+    rec, page = _recorded("dpgan-pategan-unique-record-black-box-eps1.json")
+    st = rec["settings"]
+    assert st["generators"] == ["smartnoise-dpgan", "smartnoise-pategan"]
+    assert (st["dataset"], st["rows"], st["runs"], st["pilot_runs"], st["seed"]) == (
+        "unique-record", 1000, 20, 10, 46)  # fmt: skip
+    assert {e["lower_bound"]["epsilon"] for e in rec["entries"]} == {0.0}
+    assert len(rec["entries"]) == 6 and "every bound 0.000" in page
+    assert (
+        f"`dpgan-pategan-unique-record-black-box-eps1.json`, {rec['timings']['total']:.0f} s"
+        in page
+    )
