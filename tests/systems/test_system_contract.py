@@ -561,10 +561,11 @@ class TestSmartnoiseMWEMQuietNoise(TestSmartnoiseMWEM):
 
 class GANContract(SyntheticGeneratorContract):
     """smartnoise-synth's GANs (``make venv-smartnoise-gan``): one short fit (2 epochs of
-    DPCTGAN, 4 student steps of PATECTGAN with a 16-row batch) on the 2-column pair. DPCTGAN's
-    noise comes from a generator opacus seeds from the operating system, so what a seed fixes
-    — and is compared — is what the library's accountant counted and reported; PATECTGAN's
-    randomness is numpy's and torch's, seeded, so its synthetic table is compared too; so are
+    DPCTGAN, 4 student steps of PATECTGAN with a 16-row batch) on the 2-column pair. What a
+    seed fixes — and is compared — is what the library's accountant counted and reported
+    (DPCTGAN's opacus noise is seeded by the worker too, but its table is not compared);
+    PATECTGAN's randomness is numpy's and torch's, seeded, so its synthetic table is compared
+    too; so are
     DPGAN's (4 epochs of batch 8 at ε = 1; its opacus engine seeded by the worker) and
     PATEGAN's (10 iterations of batch 512 on a 1,000-row pair: it trains int(rows / 1000)
     teachers)."""

@@ -4,8 +4,9 @@
   :class:`GeneratorCell`, the public :class:`TabularDomain` every table is checked against,
   and :data:`GENERATORS` (each also a system in :data:`dpaudit.systems.SYSTEMS`, tag
   ``"synthetic-data"``): smartnoise-synth's MST, AIM and MWEM (:class:`MWEMGenerator`, a
-  pure ε-DP claim), its DPCTGAN and PATECTGAN (:class:`GANGenerator`, the (ε, δ) of the
-  library's own accountants) and dpmm's MST and AIM, their planted bugs and known violations.
+  pure ε-DP claim), its GANs DPCTGAN, PATECTGAN, DPGAN and PATEGAN (:class:`GANGenerator`,
+  the (ε, δ) of the library's own accountants) and dpmm's MST and AIM, their planted bugs and
+  known violations.
   The libraries run out of process in environments of their own
   (:mod:`dpaudit.systems._external`; ``make venv-smartnoise``, ``make venv-smartnoise-gan``,
   ``make venv-dpmm``).
