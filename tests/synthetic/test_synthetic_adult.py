@@ -214,6 +214,10 @@ SUMMARY = [
      "mwem-unique-record-black-box-eps1.json", ("mwem-worst-case-eps1.json", "white-box-mwem")),
     ("smartnoise-mwem-public-domain", 10, "mwem-adult-black-box-eps10.json",
      "mwem-unique-record-black-box-eps10.json", ("mwem-worst-case-eps10.json", "white-box-mwem")),
+    ("smartnoise-dpctgan", 1, None, "gan-unique-record-black-box-eps1.json",
+     ("gan-unique-record-white-box-dpsgd-eps1.json", "white-box-dpsgd")),
+    ("smartnoise-patectgan", 1, None, "gan-unique-record-black-box-eps1.json",
+     ("gan-unique-record-white-box-student-eps1.json", "white-box-student")),
 ]  # fmt: skip
 
 #: The black-box statistics of both black-box columns, in the page's order.
@@ -251,7 +255,7 @@ def summary_row(generator: str, eps: float, adult, black, white) -> str:
              _black_box_cell(adult, generator), _black_box_cell(black, generator)]  # fmt: skip
     cells += [f"{wb['lower_bound']['epsilon']:.3f}" + (f" ({white[1]})" if white[1] != "white-box"
                                                        else ""),
-              f"{x['mu_estimate']:.3f} ({x['mu_ratio']:.2f}×)"]  # fmt: skip
+              f"{float(x['mu_estimate']):.3f} ({float(x['mu_ratio']):.2f}×)"]  # fmt: skip
     return "| " + " | ".join(cells) + " |"
 
 
