@@ -306,3 +306,22 @@ def test_docs_dpgan_pategan_figures_are_the_recorded_run():
         f"`dpgan-pategan-unique-record-black-box-eps1.json`, {rec['timings']['total']:.0f} s"
         in page
     )
+
+
+def test_docs_dpctgan_conditions_figures_are_the_recorded_run():
+    rec, page = _recorded("gan-twin-record-white-box-conditions-eps1.json")
+    st = rec["settings"]
+    assert st["generators"] == ["smartnoise-dpctgan", "smartnoise-dpctgan-public-conditions"]
+    keys = ("threat_models", "dataset", "rows", "columns", "sample_rows", "runs", "pilot_runs",
+            "seed", "epsilon")  # fmt: skip
+    assert tuple(st[k] for k in keys) == (["white-box-conditions"], "twin-record", 50, 3, 3000,
+                                          30, 10, 46, 1.0)  # fmt: skip
+    assert tuple(st["dpctgan_options"]) == FAST_DPCTGAN
+    lib, ctl = rec["entries"]
+    assert round(lib["lower_bound"]["epsilon"], 3) == 2.022 and ctl["lower_bound"]["epsilon"] == 0
+    assert (lib["detail"]["tp"], lib["detail"]["fp"], ctl["detail"]["tp"], ctl["detail"]["fp"]) == (
+        30, 0, 30, 30)  # fmt: skip
+    assert "**DPCTGAN as installed is refuted, ε ≥ 2.022 and μ ≥ 2.39**" in page
+    assert (
+        f"`gan-twin-record-white-box-conditions-eps1.json`, {rec['timings']['total']:.0f} s" in page
+    )
