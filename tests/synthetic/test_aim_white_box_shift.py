@@ -77,3 +77,37 @@ def test_docs_aim_figures_are_the_recorded_run():
             f"and μ ≥ {ms['mu_lower']:.3f}") in page  # fmt: skip
     si = ms["mean_shift_interval"]
     assert f"shift, {ms['mean_shift']:.3f} ({si['low']:.3f}–{si['high']:.3f})" in page
+
+
+def test_docs_aim_4000_pair_figures_are_the_declared_run():
+    """The page's AIM figures at confidence are those of the 4,000-pair audit, recorded with
+    the declaration written before it ran (a fresh seed, reported whatever it gave); its
+    √(mean shift) interval lies above 0.9× the implied μ."""
+    import json
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "tests" / "synthetic"))
+    from page_rows import mean_shift_figure, white_box_row
+
+    rec = json.loads((root / "docs/results/synthetic-data/aim-worst-case-eps1-4000.json")
+                     .read_text())  # fmt: skip
+    st = rec["settings"]
+    assert (st["generators"], st["rounds"], st["runs"], st["pilot_runs"], st["seed"],
+            st["dataset"], st["epsilon"]) == (["smartnoise-aim"], 4, 4000, 100, 47,
+                                             "tree-flip", 1.0)  # fmt: skip
+    assert "4,000 evaluation run pairs, root seed 47" in rec["declared"]
+    page = " ".join((root / "docs/workflows/synthetic-data.md").read_text().split())
+    wb, ms = (e["detail"] for e in rec["entries"])
+    assert wb["llr_mu_interval"]["low"] > 0.9 * wb["implied_mu"]
+    assert wb["mu_estimate_interval"]["low"] > 0.9 * wb["implied_mu"]
+    iv = wb["llr_mu_interval"]
+    assert (f"√(mean shift) is **{wb['llr_mu_estimate']:.3f} (≈ 95 % interval "
+            f"{iv['low']:.3f}–{iv['high']:.3f}), {wb['llr_mu_estimate'] / wb['implied_mu']:.2f}×"
+            ) in page  # fmt: skip
+    assert mean_shift_figure(ms) in page
+    for e in rec["entries"]:
+        assert white_box_row("smartnoise-aim (rounds = 4)", e, st, "tree-flip") in page
+    si = ms["mean_shift_interval"]
+    assert f"their shift, {ms['mean_shift']:.3f} ({si['low']:.3f}–{si['high']:.3f})" in page

@@ -197,7 +197,7 @@ SUMMARY = [
     ("smartnoise-mst", 10, "adult-black-box-eps10.json", "unique-record-black-box-eps10.json",
      ("worst-case-eps10.json", "white-box")),
     ("smartnoise-aim", 1, "aim-adult-black-box-eps1.json", "aim-unique-record-black-box-eps1.json",
-     ("aim-worst-case-eps1-2000.json", "white-box")),
+     ("aim-worst-case-eps1-4000.json", "white-box")),
     ("smartnoise-aim", 10, "aim-adult-black-box-eps10.json",
      "aim-unique-record-black-box-eps10.json", ("worst-case-eps10.json", "white-box")),
     ("dpmm-mst", 1, "dpmm-adult-black-box-eps1.json", "dpmm-unique-record-black-box-eps1.json",
