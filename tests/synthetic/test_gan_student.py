@@ -325,3 +325,18 @@ def test_docs_dpctgan_conditions_figures_are_the_recorded_run():
     assert (
         f"`gan-twin-record-white-box-conditions-eps1.json`, {rec['timings']['total']:.0f} s" in page
     )
+
+
+def test_docs_conditions_controls_over_20_seeds_are_the_recorded_runs():
+    rec, page = _recorded("gan-conditions-controls-eps1.json")
+    for name, dataset, rows in (
+        ("smartnoise-patectgan-public-conditions", "unique-record", 1000),
+        ("smartnoise-dpctgan-public-conditions", "twin-record", 3000),
+    ):
+        seeds = rec["audits"][name]["seeds"]
+        assert [r["seed"] for r in seeds] == list(range(20))
+        assert all((r["dataset"], r["sample_rows"], r["runs"], r["pilot_runs"]) ==
+                   (dataset, rows, 20, 5) for r in seeds)  # fmt: skip
+        assert all(r["epsilon"] == 0.0 for r in seeds)
+        assert f"`{name}` ({sum(r['seconds'] for r in seeds):,.0f} s" in " ".join(page.split())
+    assert "neither control is refuted on any seed" in " ".join(page.split())
