@@ -143,7 +143,8 @@ def test_auto_audits_dpctgan_under_its_gradients_and_patectgan_under_its_student
     tm = SYNTHETIC_THREAT_MODELS.get("white-box-dpsgd")
     served = {g for g in GENERATORS.names()
               if tm.serves(GENERATORS.get(g).synth, GENERATORS.get(g).white_box)}  # fmt: skip
-    assert served == {"smartnoise-dpctgan", "smartnoise-dpctgan-quiet-noise"}
+    assert served == {"smartnoise-dpctgan", "smartnoise-dpctgan-quiet-noise",
+                      "smartnoise-dpctgan-public-conditions"}  # fmt: skip
     with pytest.raises(ValueError, match="cannot serve"):
         SyntheticDataSettings(generators=("smartnoise-mst",), threat_models=("white-box-dpsgd",))
     one_run = SyntheticDataSettings(generators=("smartnoise-dpctgan",), mode="one-run")

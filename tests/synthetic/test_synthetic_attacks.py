@@ -204,7 +204,8 @@ def test_black_box_and_domain_statistics():
         "white-box", "white-box-measurements", "white-box-domain", "black-box",
         "black-box-rows", "white-box-laplace", "white-box-network", "black-box-unseen",
         "white-box-selections", "black-box-dcr", "black-box-density", "white-box-mwem",
-        "white-box-mwem-choices", "white-box-dpsgd"}  # fmt: skip
+        "white-box-mwem-choices", "white-box-dpsgd", "white-box-student",
+        "white-box-conditions"}  # fmt: skip
 
 
 @pytest.mark.parametrize(
