@@ -98,8 +98,8 @@ __all__ = [
 #: What a run can report: noisy marginals, exponential-mechanism choices, the synthetic
 #: table, or (alone) the one-way marginals that show the domain measured over; DPCTGAN's
 #: released noisy gradients (``"gradients"``, given the adversary's target); PATECTGAN's student
-#: updates on its teachers' steps (``"student"``, given the adversary's target) and the
-#: conditional-vector category each row of its synthetic table was generated from
+#: updates on its teachers' steps (``"student"``, given the adversary's target); and DPCTGAN's
+#: and PATECTGAN's conditional-vector category of each row of the synthetic table
 #: (``"conditions"``).
 OBSERVABLES: tuple[str, ...] = ("measurements", "selections", "synthetic", "domain", "gradients",
                                  "student", "conditions")  # fmt: skip
