@@ -362,16 +362,12 @@ def _patectgan_accounting(s, queries, delta):
             "spent": float(np.min((alphas[-1] - math.log(delta)) / orders))}  # fmt: skip
 
 
-def op_fit(body, arrays):
-    """Run the generator ``len(body["runs"])`` times; see the module docstring."""
-    import pandas as pd
-    import torch
-    from snsynth import Synthesizer
-
-    synth, eps, delta = body["synth"], float(body["epsilon"]), float(body["delta"])
+def _check_body(body):
+    """The request's generator, views and options, checked: ``(synth, observe, options,
+    conditions)`` (``conditions``: the worker's option, taken out of the library's)."""
+    synth = body["synth"]
     if synth not in _SYNTHS:
         raise ValueError(f"the GAN worker runs {' or '.join(_SYNTHS)}, got synth={synth!r}")
-    cards = [int(c) for c in body["cardinalities"]]
     observe = set(body.get("observe", ["synthetic"]))
     known = {"synthetic", "accounting", "gradients", "student", "conditions"}
     if observe - known:
@@ -396,69 +392,92 @@ def op_fit(body, arrays):
     for k in ("generator_dim", "discriminator_dim"):
         if k in options:
             options[k] = tuple(int(v) for v in options[k])
+    return synth, observe, options, conditions
+
+
+def _patch(synth, noise_scale, seed, record):
+    """The generator's patches for one run: ``(undo, accounting)``, ``accounting(s, delta)``
+    reading what they recorded once the fit is done."""
+    engines, queries, reported = [], [], []
+    if synth == "dpctgan":
+        undo = _patch_dpctgan(noise_scale, engines, record, seed)
+        return undo, lambda s, delta: _dpctgan_accounting(s, engines, delta)
+    if synth == "dpgan":
+        undo = _patch_dpgan(noise_scale, engines, reported, seed)
+        return undo, lambda s, delta: _dpgan_accounting(s, engines, reported, delta)
+    undo = (_patch_patectgan(noise_scale, queries, record) if synth == "patectgan"
+            else _patch_patectgan(noise_scale, queries, module="pategan"))  # fmt: skip
+    return undo, lambda s, delta: _patectgan_accounting(s, queries, delta)
+
+
+def _white_box_views(synth, record, result, syn, i):
+    """Move a run's white-box record into its result (the small fields) and the arrays."""
+    if record is None:
+        return
+    if synth == "patectgan":
+        result["student"] = {"columns": record["data_cols"], "steps": len(record["norm2"])}
+        syn[f"norm2{i}"] = np.stack(record["norm2"])
+        syn[f"residual2{i}"] = np.stack(record["residual2"])
+    else:
+        result["gradients"] = {"sigma": record["sigma"], "columns": record["data_cols"],
+                               "batch_size": record["batch_size"],
+                               "steps": len(record["noisy"])}  # fmt: skip
+        syn[f"noisy{i}"] = np.stack(record["noisy"])
+        syn[f"direction{i}"] = np.stack(record["direction"])
+
+
+def _sample(s, synth, observe, conditions, rows, result, syn, i):
+    """The synthetic table of ``rows`` rows, and the conditions it was generated from."""
+    drawn = []
+    undo = (_patch_conditions(synth, conditions, drawn) if synth in _CONDITIONAL
+            else lambda: None)  # fmt: skip
+    try:
+        t = s.sample(rows)
+    finally:
+        undo()
+    if "synthetic" in observe:
+        syn[f"synthetic{i}"] = np.asarray(t, dtype=np.int64).reshape(len(t), -1)
+    if "conditions" in observe:  # the rows kept: the first `rows` drawn
+        rule = "rows" if synth == "patectgan" else "frequencies"  # the library's
+        result["conditions"] = {"rows": rows, "rule": rule}
+        syn[f"conditions{i}"] = np.concatenate(drawn)[:rows]
+
+
+def op_fit(body, arrays):
+    """Run the generator ``len(body["runs"])`` times; see the module docstring."""
+    import pandas as pd
+    import torch
+    from snsynth import Synthesizer
+
+    synth, observe, options, conditions = _check_body(body)
+    eps, delta = float(body["epsilon"]), float(body["delta"])
+    cards = [int(c) for c in body["cardinalities"]]
     sample_rows = int(body.get("sample_rows", 0))
     noise_scale = float(body.get("noise_scale", 1.0))
     cols = [f"c{i}" for i in range(len(cards))]
     tables = {k: pd.DataFrame(v.astype(np.int64), columns=cols) for k, v in arrays.items()}
+    own = {"verbose": False, "cuda": False} if synth in _CONDITIONAL else {}
     torch.set_num_threads(1)
     out, syn = [], {}
     for i, run in enumerate(body["runs"]):
-        data = tables[f"data{int(run['dataset'])}"]
         seed = int(run["seed"])
         np.random.seed(seed)  # noqa: NPY002 (the library draws from it)
         random.seed(seed)
         torch.manual_seed(seed)
-        engines, queries, reported, record = [], [], [], None
-        tt = _transformer(cards)
+        tt, record = _transformer(cards), None
         if "gradients" in observe or "student" in observe:
             data_cols, cond_cols = _target_inputs(tt, body["target"])
             record = {"data_cols": data_cols.tolist(), "cond_cols": cond_cols.tolist(),
                       "noisy": [], "direction": [], "norm2": [], "residual2": []}  # fmt: skip
-        if synth == "dpctgan":
-            undo = _patch_dpctgan(noise_scale, engines, record, seed)
-        elif synth == "patectgan":
-            undo = _patch_patectgan(noise_scale, queries, record)
-        elif synth == "dpgan":
-            undo = _patch_dpgan(noise_scale, engines, reported, seed)
-        else:
-            undo = _patch_patectgan(noise_scale, queries, module="pategan")
-        own = {"verbose": False, "cuda": False} if synth in _CONDITIONAL else {}
+        undo, accounting = _patch(synth, noise_scale, seed, record)
         t0 = time.process_time()
         try:
             s = Synthesizer.create(synth, epsilon=eps, delta=delta, **own, **options)
-            s.fit(data, transformer=tt)
-            result = {"seconds": time.process_time() - t0}
-            if synth == "dpctgan":
-                result["accounting"] = _dpctgan_accounting(s, engines, delta)
-            elif synth == "dpgan":
-                result["accounting"] = _dpgan_accounting(s, engines, reported, delta)
-            else:
-                result["accounting"] = _patectgan_accounting(s, queries, delta)
-            if record is not None and synth == "patectgan":
-                result["student"] = {"columns": record["data_cols"],
-                                     "steps": len(record["norm2"])}  # fmt: skip
-                syn[f"norm2{i}"] = np.stack(record["norm2"])
-                syn[f"residual2{i}"] = np.stack(record["residual2"])
-            elif record is not None:
-                result["gradients"] = {"sigma": record["sigma"], "columns": record["data_cols"],
-                                       "batch_size": record["batch_size"],
-                                       "steps": len(record["noisy"])}  # fmt: skip
-                syn[f"noisy{i}"] = np.stack(record["noisy"])
-                syn[f"direction{i}"] = np.stack(record["direction"])
+            s.fit(tables[f"data{int(run['dataset'])}"], transformer=tt)
+            result = {"seconds": time.process_time() - t0, "accounting": accounting(s, delta)}
+            _white_box_views(synth, record, result, syn, i)
             if ("synthetic" in observe or "conditions" in observe) and sample_rows:
-                drawn = []
-                undo_c = (_patch_conditions(synth, conditions, drawn) if synth in _CONDITIONAL
-                          else lambda: None)  # fmt: skip
-                try:
-                    t = s.sample(sample_rows)
-                finally:
-                    undo_c()
-                if "synthetic" in observe:
-                    syn[f"synthetic{i}"] = np.asarray(t, dtype=np.int64).reshape(len(t), -1)
-                if "conditions" in observe:  # the rows kept: the first sample_rows drawn
-                    rule = "rows" if synth == "patectgan" else "frequencies"  # the library's
-                    result["conditions"] = {"rows": sample_rows, "rule": rule}
-                    syn[f"conditions{i}"] = np.concatenate(drawn)[:sample_rows]
+                _sample(s, synth, observe, conditions, sample_rows, result, syn, i)
             result["cpu_seconds"] = time.process_time() - t0
         finally:
             undo()
