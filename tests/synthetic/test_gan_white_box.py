@@ -144,7 +144,8 @@ def test_auto_audits_dpctgan_under_its_gradients_and_patectgan_under_its_student
     served = {g for g in GENERATORS.names()
               if tm.serves(GENERATORS.get(g).synth, GENERATORS.get(g).white_box)}  # fmt: skip
     assert served == {"smartnoise-dpctgan", "smartnoise-dpctgan-quiet-noise",
-                      "smartnoise-dpctgan-public-conditions"}  # fmt: skip
+                      "smartnoise-dpctgan-public-conditions", "smartnoise-dpgan",
+                      "smartnoise-dpgan-quiet-noise"}  # fmt: skip
     with pytest.raises(ValueError, match="cannot serve"):
         SyntheticDataSettings(generators=("smartnoise-mst",), threat_models=("white-box-dpsgd",))
     one_run = SyntheticDataSettings(generators=("smartnoise-dpctgan",), mode="one-run")
@@ -191,6 +192,31 @@ def test_the_worker_records_the_restricted_noisy_sums_and_the_noise_drawn_shows(
 
 
 @needs_gan
+def test_the_worker_records_dpgans_real_row_steps_and_the_noise_drawn_shows():
+    """DPGAN on unique-record's D (1,000 rows of zeros, 16 columns; 3 epochs of 15 batches of
+    64 rows, each a generated-row then a real-row opacus step): 45 real-row steps on the 16
+    columns of t's one-hot coordinates, σC = 3.5 as the accountant is given; the noise read
+    off them is 3.5 as installed and 0.35 with the planted bug (no row of D reaches those
+    columns, and opacus drops the generated rows' per-sample gradients once it has clipped
+    them, so the real-row step's sum holds its own rows only); t's clipped gradient there is
+    the same in both worlds' first step (the same seed, the same initial weights)."""
+    from dpaudit.systems import SYSTEMS
+
+    pair = WORST_CASE_DATASETS.get("unique-record")(columns=16, rows=1000)
+    for name, drawn in (("smartnoise-dpgan", 3.5), ("smartnoise-dpgan-quiet-noise", 0.35)):
+        g = SYSTEMS.get(name)(GeneratorCell(name, 1.0, 1e-2, options=(("epochs", 3),)))
+        r = g.fit_runs([pair.D, pair.D_prime], [0, 1], [5, 5], domain=pair.domain,
+                       observe=("gradients",), target=pair.target)  # fmt: skip
+        rec = r.runs[0]["gradients"]
+        assert rec["noisy"].shape == rec["direction"].shape == (45, 21, 16)
+        assert (rec["sigma"], rec["batch_size"], len(rec["columns"])) == (3.5, 64, 16)
+        _, a, rest, dof = dpsgd_projections(rec["noisy"], rec["direction"])
+        assert math.sqrt(rest / dof) == pytest.approx(drawn, rel=0.05)
+        assert 0.2 < a.min() <= a.max() < 1.0
+        np.testing.assert_allclose(rec["direction"][0], r.runs[1]["gradients"]["direction"][0])
+
+
+@needs_gan
 def test_the_white_box_audit_refutes_the_quiet_noise_dpctgan_and_not_the_library():
     """DPCTGAN at ε = 1 (δ = 10⁻²) on unique-record (50 rows of zeros, t = 16 ones), 4
     pilot and 16 evaluation run pairs: the planted bug's steps where t was sampled stand out
@@ -232,3 +258,38 @@ def test_docs_dpctgan_white_box_figures_are_the_recorded_run():
     assert f"({bug['tp']} of 30 runs on D ∪ {{t}}" in page and f"{bug['fp']} of 30 on D)" in page
     assert f"(ε ≥ {lib_eps:.3f},\n{lib['tp']} and {lib['fp']} of 30" in page
     assert f"μ estimate {lib['mu_estimate']:.2f}" in page
+
+
+def test_docs_dpgan_white_box_figures_are_the_recorded_runs():
+    """The page's DPGAN white-box figures are those of the two recorded audits (the first, short
+    of ε = 1, and the second, on a fresh seed at 97.5 %), run as the page says."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    page = " ".join((root / "docs/workflows/synthetic-data.md").read_text(encoding="utf-8").split())
+    runs = {}
+    for name, seed, runs_, level in (("-first", 46, 40, 0.95), ("", 47, 80, 0.975)):
+        rec = json.loads((root / "docs/results/synthetic-data/"
+                          f"dpgan-unique-record-white-box-dpsgd-eps1{name}.json").read_text())  # fmt: skip
+        st = rec["settings"]
+        assert (st["generators"], st["threat_models"]) == (
+            ["smartnoise-dpgan-quiet-noise", "smartnoise-dpgan"], ["white-box-dpsgd"])
+        assert (st["dataset"], st["rows"], st["columns"], st["epsilon"], st["seed"], st["runs"],
+                st["confidence_level"]) == ("unique-record", 1000, 16, 1.0, seed, runs_, level)  # fmt: skip
+        if not name:  # the page gives the recorded audit's command
+            assert " ".join(rec["command"].split()[:-2]) in page
+        runs[name] = rec["entries"]
+    bug = runs["-first"][0]
+    assert (f"ε ≥ {bug['lower_bound']['epsilon']:.3f} and μ ≥ {bug['detail']['mu_lower']:.2f} "
+            f"({bug['detail']['tp']} of 40 runs on D ∪ {{t}} at the pilot's threshold, "
+            f"{bug['detail']['fp']} of 40 on D)") in page  # fmt: skip
+    bug, lib = runs[""]
+    b, x = bug["detail"], lib["detail"]
+    assert (f"ε ≥ {bug['lower_bound']['epsilon']:.3f} and μ ≥ {b['mu_lower']:.2f}** against the "
+            f"implied {b['implied_mu']:.3f} ({b['tp']} of 80 runs on D ∪ {{t}} at or above the "
+            f"pilot's threshold, {b['fp']} of 80 on D)") in page  # fmt: skip
+    lo, hi = x["mu_estimate_interval"]["low"], x["mu_estimate_interval"]["high"]
+    assert (f"(ε ≥ {lib['lower_bound']['epsilon']:.3f}, {x['tp']} and {x['fp']} of 80, μ "
+            f"estimate {x['mu_estimate']:.2f}, interval {lo:.0f}–{hi:.2f})") in page  # fmt: skip
+    assert bug["lower_bound"]["epsilon"] > 1.0 > lib["lower_bound"]["epsilon"]

@@ -375,9 +375,10 @@ def measured_cells(measurements: Sequence[dict[str, Any]]) -> float:
                      for i, m in enumerate(ms)))  # fmt: skip
 
 
-#: The white-box views a worker records for one target row (the adversary's t, sent with the
-#: runs): DPCTGAN's released gradients and PATECTGAN's student updates.
-PER_TARGET: frozenset[str] = frozenset({"gradients", "student"})
+#: The white-box views a worker records for one pair (D, D ∪ {t}): DPCTGAN's and DPGAN's
+#: released gradients and PATECTGAN's student updates, read through the target row sent with
+#: the runs, and PATEGAN's votes, recorded on both datasets.
+PER_TARGET: frozenset[str] = frozenset({"gradients", "student", "votes"})
 
 
 @dataclasses.dataclass(frozen=True)

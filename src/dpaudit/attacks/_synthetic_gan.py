@@ -38,6 +38,12 @@ statistic whose value grows with the number of times t was sampled would put it 
 pilot's luckiest-but-one draw, and a fifth of the evaluation runs below it; capped, every run
 whose loss passes the cap ties at it.
 
+smartnoise-synth's DPGAN (Xie et al. 2018, arXiv:1802.06739) releases the same view: its
+discriminator is trained by opacus 0.14 with a generated-row step and a real-row step per
+batch of 64 rows (a shuffled pass, not Poisson sampling; the statistic's binomial mixture
+at ``B = 64``, ``p = 1/|D ∪ {t}|`` is then an approximation, which costs power, never
+validity), and its network has no dropout, so ``d_k`` is t's clipped gradient itself.
+
 PATECTGAN's white-box view (``white-box-student``). PATE-GAN (Jordon, Yoon & van der Schaar
 2019, ICLR) trains its student discriminator only on generated rows labelled by the teachers'
 noisy votes, so the student's whole training transcript — its parameters and the gradients
@@ -53,6 +59,16 @@ batch holds t. The statistic is the largest relative residual ``‖G_k − F_k�
 log₁₀ scale, floored at :data:`RATIO_FLOOR` and capped at :data:`RATIO_CAP` (far above
 float32 rounding, far below one row's share of a step): a run on D scores the floor, a run
 on D ∪ {t} that sampled t the cap, whatever the votes' noise.
+
+PATEGAN's white-box view (``white-box-votes``). smartnoise's PATEGAN keeps its student apart
+from its teachers; the student learns from generated rows labelled by the teachers' vote count
+plus Laplace noise of scale ``b = 1/λ``, thresholded at half the teachers. PATE's analysis
+(Papernot et al. 2017, arXiv:1610.05755) holds for teachers that are any function of their
+partitions, so the adversary may be given the teachers' randomness: it then computes the
+teachers D and D ∪ {t} would give along the transcript it sees (the worker trains them beside
+the library's, with the same seeds), and the log-likelihood ratio of the labels given their
+votes (:func:`pate_label_llr`) is the exact privacy loss of the transcript. A query on which
+the two sets of teachers agree adds nothing to it, whatever the noise.
 
 The GANs' ``sample()`` (``white-box-conditions``). Both condition every synthetic row on a
 category read from the private data without noise (PATECTGAN copies a uniformly drawn private
@@ -105,6 +121,7 @@ __all__ = [
     "dpsgd_mixture_llr",
     "dpsgd_projections",
     "out_of_reach",
+    "pate_label_llr",
     "student_residual_ratio",
     "target_conditions",
 ]
@@ -371,6 +388,70 @@ def _white_box_conditions(run, synthetic, pair, fitted_on):
     return min(conditions_llr(k, len(np.ravel(rec["categories"])), p0, p1), LOSS_CAP)
 
 
+def pate_label_llr(labels: Any, votes1: Any, votes0: Any, *, teachers: int, scale: float) -> float:
+    """Log-likelihood ratio of PATE-GAN's noisy labels given the teachers' votes on D ∪ {t}
+    (``votes1``) against those on D (``votes0``): ``Σ_q log P(l_q | v1_q) − log P(l_q |
+    v0_q)`` with ``P(l = 1 | v) = P(v + L > T/2)``, ``L ~ Laplace(0, b)``: smartnoise-synth's
+    ``pate`` adds Laplace noise of scale ``b = 1/λ`` to the count of the ``T`` teachers that
+    vote "real" and labels the row 1 when the noisy count passes ``T/2`` (Jordon, Yoon & van
+    der Schaar 2019, ICLR; Papernot et al. 2017, arXiv:1610.05755). Each query's noise is
+    fresh, so given the votes (functions of the data, the transcript so far and randomness
+    the adversary is given) this is the exact privacy loss of the label transcript; a query
+    whose votes agree adds 0.
+
+    Args:
+        labels: the released labels, 0 or 1, one per query.
+        votes1, votes0: the vote counts (0 … T) on D ∪ {t} and on D.
+        teachers: ``T``.
+        scale: ``b``.
+
+    Example:
+        >>> from scipy.stats import laplace
+        >>> llr = pate_label_llr([1, 0], [1, 1], [0, 1], teachers=1, scale=2.0)
+        >>> bool(np.isclose(llr, np.log(laplace.sf(-0.5, scale=2) / laplace.sf(0.5, scale=2))))
+        True
+    """
+    t = check_positive_int("teachers", teachers)
+    b = check_positive("scale", scale)
+    ls = np.atleast_1d(check_array("labels", labels)).astype(np.float64)
+    v1 = np.atleast_1d(check_array("votes1", votes1)).astype(np.float64)
+    v0 = np.atleast_1d(check_array("votes0", votes0)).astype(np.float64)
+    if not ls.shape == v1.shape == v0.shape or ls.ndim != 1:
+        raise ValueError(f"labels, votes1 and votes0 must be vectors of one length, got "
+                         f"{ls.shape}, {v1.shape}, {v0.shape}")  # fmt: skip
+    if not np.isin(ls, (0.0, 1.0)).all():
+        raise ValueError("labels must be 0 or 1")
+    for name, v in (("votes1", v1), ("votes0", v0)):
+        if (v < 0).any() or (v > t).any() or (v != np.round(v)).any():
+            raise ValueError(f"{name} must be counts of 0 … {t} teachers")
+
+    def log_p(v: np.ndarray) -> np.ndarray:
+        """log P(label | v): one tail of the Laplace at the threshold less the count."""
+        z = (t / 2.0 - v) / b
+        small = np.log(0.5) - np.abs(z)  # the tail beyond |z|
+        big = np.log1p(-0.5 * np.exp(-np.abs(z)))  # the rest
+        up = np.where(z >= 0, small, big)  # log P(v + L > T/2)
+        down = np.where(z >= 0, big, small)
+        return np.where(ls == 1.0, up, down)
+
+    return float(np.sum(log_p(v1) - log_p(v0)))
+
+
+def _white_box_votes(run, synthetic, pair, fitted_on):
+    """The label transcript's privacy loss (:func:`pate_label_llr`) from PATEGAN's recorded
+    votes, on D (column 0) and D ∪ {t} (column 1), the tables' order in every audit."""
+    rec = run.get("votes")
+    if rec is None or "votes" not in rec:
+        raise ValueError("white-box-votes reads PATEGAN's recorded votes: the run holds none "
+                         "(the worker records them on every dataset it is sent)")  # fmt: skip
+    votes = np.asarray(rec["votes"])
+    if votes.ndim != 2 or votes.shape[1] != 2:
+        raise ValueError(f"white-box-votes reads the votes on D and D ∪ {{t}}, got a record "
+                         f"of shape {votes.shape}")  # fmt: skip
+    return pate_label_llr(rec["labels"], votes[:, 1], votes[:, 0], teachers=rec["teachers"],
+                          scale=rec["scale"])  # fmt: skip
+
+
 def _twin_record(*, columns: int = 3, rows: int = 50) -> WorstCaseDataset:
     d = check_positive_int("columns", columns)
     n = check_positive_int("rows", rows)
@@ -397,7 +478,7 @@ SYNTHETIC_THREAT_MODELS.register(
         "log-likelihood ratio of DPCTGAN's released noisy gradient sums on the real-row steps, "
         "restricted to the first-layer columns only t's one-hot coordinates reach, at the "
         "noise level read off the coordinates that carry no signal (capped at a loss of 5)",
-        reads=("dpctgan",),
+        reads=("dpctgan", "dpgan"),
     ),
 )  # fmt: skip
 SYNTHETIC_THREAT_MODELS.register(
@@ -418,5 +499,15 @@ SYNTHETIC_THREAT_MODELS.register(
         "conditional-vector category the target holds (its sample() reads each row's "
         "condition from the private data), capped at a loss of 5",
         reads=("patectgan", "dpctgan"),
+    ),
+)  # fmt: skip
+SYNTHETIC_THREAT_MODELS.register(
+    "white-box-votes",
+    SyntheticThreatModel(
+        "white-box-votes", ("votes",), _white_box_votes,
+        "log-likelihood ratio of PATEGAN's noisy labels given its teachers' votes on D ∪ {t} "
+        "and on D (the teachers of the other dataset trained beside the library's along the "
+        "same transcript, with the same seeds): the exact privacy loss of the labels",
+        llr=True, reads=("pategan",),
     ),
 )  # fmt: skip

@@ -45,7 +45,7 @@ _DPCTGAN_OPTIONS = ("sigma", "max_per_sample_grad_norm", "batch_size", "epochs",
 #: :data:`~dpaudit.attacks._synthetic.PER_TARGET`).
 AUTO = "auto"
 FULLEST = ("white-box", "white-box-mwem", "white-box-laplace", "white-box-measurements",
-           "white-box-dpsgd", "white-box-student", "black-box")  # fmt: skip
+           "white-box-dpsgd", "white-box-student", "white-box-votes", "black-box")  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)

@@ -96,13 +96,14 @@ __all__ = [
 ]
 
 #: What a run can report: noisy marginals, exponential-mechanism choices, the synthetic
-#: table, or (alone) the one-way marginals that show the domain measured over; DPCTGAN's
-#: released noisy gradients (``"gradients"``, given the adversary's target); PATECTGAN's student
-#: updates on its teachers' steps (``"student"``, given the adversary's target); and DPCTGAN's
-#: and PATECTGAN's conditional-vector category of each row of the synthetic table
-#: (``"conditions"``).
+#: table, or (alone) the one-way marginals that show the domain measured over; DPCTGAN's and
+#: DPGAN's released noisy gradients (``"gradients"``, given the adversary's target); PATECTGAN's
+#: student updates on its teachers' steps (``"student"``, given the adversary's target);
+#: DPCTGAN's and PATECTGAN's conditional-vector category of each row of the synthetic table
+#: (``"conditions"``); and PATEGAN's noisy labels with its teachers' votes on every dataset
+#: sent (``"votes"``).
 OBSERVABLES: tuple[str, ...] = ("measurements", "selections", "synthetic", "domain", "gradients",
-                                 "student", "conditions")  # fmt: skip
+                                 "student", "conditions", "votes")  # fmt: skip
 #: The tag a generator's system entry carries (``SYSTEMS.names(tag=...)``).
 SYSTEM_TAG = "synthetic-data"
 _HERE = Path(__file__).resolve().parent
@@ -410,6 +411,8 @@ class SyntheticGenerator:
                                       residual2=out_arrays[f"residual2{i}"])  # fmt: skip
             if "conditions" in run:
                 run["conditions"]["categories"] = out_arrays[f"conditions{i}"]
+            if "votes" in run:
+                run["votes"].update(votes=out_arrays[f"votes{i}"], labels=out_arrays[f"labels{i}"])
         return GeneratorRuns(tuple(out["runs"]), syn, float(out["rho"]), version,
                              time.perf_counter() - t0, startup)  # fmt: skip
 
@@ -590,15 +593,19 @@ class GANGenerator(SyntheticGenerator):
       above ε. The teacher count and the partition boundaries read the private row count:
       adding a row can move a row between every pair of adjacent teachers.
 
-    DPGAN and PATEGAN report the synthetic table and the accountant's record only
-    (``white_box = ()``).
-
-    DPCTGAN's white-box view (``white_box = ("gradients",)``; threat model
+    DPCTGAN's and DPGAN's white-box view (``white_box = ("gradients",)``; threat model
     ``white-box-dpsgd``, :mod:`dpaudit.attacks._synthetic_gan`): given the adversary's target,
     the worker records on every real-row step the released noisy clipped gradient sum of the
     discriminator's first layer on the columns of the target's one-hot coordinates, and the
     target's clipped gradient at that step's parameters — what opacus's accountant covers,
     not which rows were sampled.
+
+    PATEGAN's white-box view (``white_box = ("votes",)``; threat model ``white-box-votes``):
+    the noisy label of every generated row the student learns from, and the teachers' vote
+    count on it on each dataset sent — the library's teachers on the run's own, shadow
+    teachers on the other, trained beside them with the same seeds along the same
+    transcript (PATE's analysis lets a teacher be any function of its partition and of
+    randomness the adversary may know).
 
     PATECTGAN's white-box view (``white_box = ("student",)``; threat model
     ``white-box-student``): the student discriminator's training transcript, which PATE-GAN's
@@ -725,15 +732,15 @@ GAN_GENERATORS: tuple[GeneratorSpec, ...] = (
                   "fix of one violation; control)", _PATECTGAN, options=_PUBLIC_CONDITIONS,
                   white_box=("student", "conditions")),
     GeneratorSpec("smartnoise-dpgan", "smartnoise-gan", "dpgan", "DPGAN (smartnoise-synth)",
-                  _DPGAN, white_box=()),
+                  _DPGAN, white_box=("gradients",)),
     GeneratorSpec("smartnoise-dpgan-quiet-noise", "smartnoise-gan", "dpgan",
                   "DPGAN with its noise scaled down 10× (planted bug)", _DPGAN, bug=_QUIET_SGD,
-                  noise_scale=0.1, white_box=()),
+                  noise_scale=0.1, white_box=("gradients",)),
     GeneratorSpec("smartnoise-pategan", "smartnoise-gan", "pategan",
-                  "PATEGAN (smartnoise-synth)", _PATEGAN, white_box=()),
+                  "PATEGAN (smartnoise-synth)", _PATEGAN, white_box=("votes",)),
     GeneratorSpec("smartnoise-pategan-quiet-noise", "smartnoise-gan", "pategan",
                   "PATEGAN with its noise scaled down 10× (planted bug)", _PATEGAN,
-                  bug=_QUIET_VOTES, noise_scale=0.1, white_box=()),
+                  bug=_QUIET_VOTES, noise_scale=0.1, white_box=("votes",)),
 )  # fmt: skip
 for _spec in GAN_GENERATORS:
     GENERATORS.register(_spec.name, _spec)

@@ -7,7 +7,7 @@ PATEGAN (``"pategan"``) on the datasets sent as integer arrays (``data0``, ``dat
 each run recording
 
 * ``synthetic`` (black-box): the synthetic table (``sample_rows`` rows);
-* ``gradients`` (white-box, DPCTGAN only, given the adversary's ``target`` row): per
+* ``gradients`` (white-box, DPCTGAN and DPGAN, given the adversary's ``target`` row): per
   real-row step of the discriminator (opacus's step on the real rows, every second step),
   the released noisy clipped gradient sum, ``batch_size × p.grad`` = Σ clip(g_i) + N(0,
   σ²C²), of the first layer's weight restricted to the input columns of the target's one-hot
@@ -15,7 +15,12 @@ each run recording
   target's clipped contribution there (``direction``): the target's per-sample gradient at
   the parameters of that step (the released model before it), dropout off, clipped as
   opacus clips (flat, at C), averaged over the conditional vectors the target is sampled
-  with; with ``sigma`` = σ·C, the noise the accountant is given;
+  with (DPGAN has none: at its one-hot row); with ``sigma`` = σ·C, the noise the
+  accountant is given;
+* ``votes`` (white-box, PATEGAN only): per student query (each generated row the student
+  is trained on), its noisy label and the teachers' vote count on every dataset sent
+  (``votes``, queries × datasets; the library's teachers on the run's own dataset, shadow
+  teachers trained beside them with the same seeds on each other one: :func:`_record_votes`);
 * ``conditions`` (white-box, DPCTGAN and PATECTGAN: DPGAN and PATEGAN have no conditional
   vectors): the conditional-vector category (its index) each row of the
   sampled table (``sample_rows``) was generated from — PATECTGAN's ``sample()`` copies each
@@ -124,6 +129,19 @@ def _eval_gradients(seq, x):
     return list(vmap(grad(loss), in_dims=(None, 0))(params, x))
 
 
+def _clipped_first_layer(seq, x, cols, clip):
+    """Mean over the input rows ``x`` of their per-sample gradients clipped as opacus clips
+    (flat, min(1, C/‖g‖) g), on the first layer's weight columns ``cols``; dropout off."""
+    import torch
+
+    x = torch.as_tensor(x, dtype=seq[0].weight.dtype)
+    grads = _eval_gradients(seq, x)
+    norm = torch.sqrt(sum(g.reshape(len(x), -1).pow(2).sum(1) for g in grads))
+    factor = (clip / (norm + 1e-6)).clamp(max=1.0)
+    w = grads[0][:, :, torch.as_tensor(cols)] * factor[:, None, None]
+    return w.mean(0)
+
+
 def _direction(seq, data_cols, cond_cols, clip):
     """The adversary's guess of the target's clipped contribution to the first layer's weight
     on ``data_cols``: mean over its conditional vectors of min(1, C/‖g‖) g (opacus's flat
@@ -134,11 +152,7 @@ def _direction(seq, data_cols, cond_cols, clip):
     x = torch.zeros(len(cond_cols), width)
     x[:, torch.as_tensor(data_cols)] = 1.0
     x[torch.arange(len(cond_cols)), torch.as_tensor(cond_cols)] = 1.0
-    grads = _eval_gradients(seq, x)
-    norm = torch.sqrt(sum(g.reshape(len(x), -1).pow(2).sum(1) for g in grads))
-    factor = (clip / (norm + 1e-6)).clamp(max=1.0)
-    w = grads[0][:, :, torch.as_tensor(data_cols)] * factor[:, None, None]
-    return w.mean(0)
+    return _clipped_first_layer(seq, x, data_cols, clip)
 
 
 def _patch_dpctgan(noise_scale, engines, record=None, seed=None):
@@ -228,31 +242,149 @@ def _record_student(mod, record):
     return [(mod.Discriminator, "__init__", init), (mod, "optim", mod.optim)], shim
 
 
-def _patch_patectgan(noise_scale, queries, record=None, module="patectgan"):
+def _shadow_step(teacher, loader, shadows, calls):
+    """One teacher step of PATEGAN replayed on each shadow teacher: the real rows its loader
+    draws from the global generator's state at the teacher loader's draw (so with the same
+    seeds as the teacher's, whatever the partition's size: torch's ``RandomSampler`` draws one
+    seed from it, then permutes with its own generator), the step's generated rows, the
+    library's loss (``BCELoss``, real rows labelled 1, generated 0) and an Adam of its own."""
+    import torch
+
+    mine = [x for m, x in calls if m is teacher]
+    if len(mine) != 2:
+        raise RuntimeError(f"a teacher step made {len(mine)} forward calls, not 2")
+    fake, criterion, now = mine[1], torch.nn.BCELoss(), torch.get_rng_state()
+    for _, net, opt, shadow_loader in shadows:
+        torch.set_rng_state(loader.state)
+        real = next(iter(shadow_loader))[0]
+        opt.zero_grad()
+        for x, label in ((real, 1), (fake, 0)):
+            target = torch.full((x.shape[0],), label, dtype=torch.float).double()
+            criterion(net(x).squeeze(), target).backward()
+        opt.step()
+    torch.set_rng_state(now)
+
+
+def _record_votes(mod, votes):
+    """PATEGAN's teachers on the other datasets (``votes["others"]``: dataset index → its
+    rows as the library's transformer gives them), trained beside the library's in lockstep:
+    each shadow teacher starts from its teacher's initial weights, and on each of its
+    teacher's steps takes the same step on its own partition (:func:`_shadow_step`). PATE's
+    analysis lets a teacher be any function of its partition and of randomness the adversary
+    may be given (Papernot et al. 2017, arXiv:1610.05755), so the shadows are what the
+    adversary computes: the teachers the other dataset would have given along the transcript
+    it sees. Returns what to restore and the ``optim`` shim; ``votes["nets"]`` maps a teacher
+    to its shadows."""
+    import copy
+
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    discs, loaders, made, calls = [], [], [], []
+    init, library_loader = mod.Discriminator.__init__, mod.DataLoader
+
+    def recorded_init(self, *a, **k):
+        init(self, *a, **k)
+        discs.append(self)
+        self.register_forward_hook(lambda m, i, o: calls.append((m, i[0].detach())))
+
+    class Loader(library_loader):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            loaders.append(self)
+
+        def __iter__(self):
+            self.state = torch.get_rng_state()
+            return super().__iter__()
+
+    def shadows_of(i, lr):
+        teachers = len(loaders)
+        out = []
+        for j, rows in votes["others"].items():
+            if int(len(rows) / 1000) != teachers:
+                raise ValueError(f"dataset {j} of {len(rows)} rows gives PATEGAN "
+                                 f"{int(len(rows) / 1000)} teachers, not {teachers}")  # fmt: skip
+            part = np.array_split(rows, teachers)[i]
+            net = copy.deepcopy(discs[1 + i])
+            net._forward_hooks.clear()
+            loader = DataLoader(TensorDataset(torch.from_numpy(part.astype("double"))),
+                                batch_size=loaders[i].batch_size, shuffle=True)  # fmt: skip
+            out.append((j, net, torch.optim.Adam(net.parameters(), lr=lr), loader))
+        return out
+
+    class Adam(torch.optim.Adam):
+        def __init__(self, params, *a, **k):
+            super().__init__(params, *a, **k)
+            made.append(self)
+            if len(made) > 2:  # teacher len(made) − 3, built after its weights are set
+                i = len(made) - 3
+                votes["nets"][i] = shadows_of(i, self.defaults["lr"])
+
+        def zero_grad(self, set_to_none=True):
+            calls.clear()
+            super().zero_grad(set_to_none)
+
+        def step(self, closure=None):
+            i = made.index(self) - 2
+            if i >= 0:
+                _shadow_step(discs[1 + i], loaders[i], votes["nets"][i], calls)
+            return super().step(closure)
+
+    mod.Discriminator.__init__ = recorded_init
+    mod.DataLoader = Loader
+    shim = type("optim", (), {"Adam": Adam})
+    saved = [(mod.Discriminator, "__init__", init), (mod, "DataLoader", library_loader),
+             (mod, "optim", mod.optim)]  # fmt: skip
+    return saved, shim
+
+
+def _record_query(votes, data, teacher_votes, labels, lap_scale):
+    """One student batch's record: per row, the teachers' vote count on each dataset (the
+    library's teachers on the run's own, the shadows on the others; each teacher votes
+    ``output > 0.5`` as the library's ``pate`` does) and the noisy label it released."""
+    import torch
+
+    cols = {votes["own"]: teacher_votes.squeeze(1).numpy()}
+    with torch.no_grad():
+        for j in votes["others"]:
+            cols[j] = sum((net(data) > 0.5).double().squeeze(1).numpy()
+                          for shadows in votes["nets"].values()
+                          for k, net, _, _ in shadows if k == j)  # fmt: skip
+    votes["votes"].append(np.stack([cols[j] for j in sorted(cols)], axis=1).astype(np.int64))
+    votes["labels"].append(labels.squeeze(1).numpy().astype(np.int64))
+    votes["scale"] = 1.0 / float(lap_scale)
+    votes["teachers"] = len(votes["nets"])
+
+
+def _patch_patectgan(noise_scale, queries, record=None, module="patectgan", votes=None):
     """Record PATECTGAN's (``module="pategan"``: PATEGAN's) moments-accountant updates; scale
     the Laplace noise of its votes; with ``record`` (a dict with ``data_cols``; PATECTGAN
-    only), record its teacher steps' gradients (:func:`_record_student`). Both modules import
-    ``pate`` and ``moments_acc`` by name from ``privacy_utils``: the module's names are
-    patched."""
+    only), record its teacher steps' gradients (:func:`_record_student`); with ``votes``
+    (PATEGAN only), each student query's votes on every dataset and its noisy label
+    (:func:`_record_votes`). Both modules import ``pate`` and ``moments_acc`` by name from
+    ``privacy_utils``: the module's names are patched."""
     import importlib
 
     mod = importlib.import_module(f"snsynth.pytorch.nn.{module}")
 
     saved = [(mod, "pate", mod.pate), (mod, "moments_acc", mod.moments_acc)]
-    if record is not None:
-        more, shim = _record_student(mod, record)
+    if record is not None or votes is not None:
+        more, shim = _record_student(mod, record) if votes is None else _record_votes(mod, votes)
         saved += more
         mod.optim = shim
 
     def pate(data, teachers, lap_scale, device="cpu", _f=mod.pate):
-        return _f(data, teachers, lap_scale / noise_scale, device=device)  # scale 1/lap_scale
+        labels, counts = _f(data, teachers, lap_scale / noise_scale, device=device)  # 1/scale
+        if votes is not None:
+            _record_query(votes, data, counts, labels, lap_scale)
+        return labels, counts
 
     def moments_acc(num_teachers, votes, lap_scale, l_list, device="cpu", _f=mod.moments_acc):
         a = _f(num_teachers, votes, lap_scale, l_list, device=device)
         queries.append((int(votes.shape[0]), a.numpy().copy(), l_list.numpy().copy()))
         return a
 
-    if noise_scale != 1.0:
+    if noise_scale != 1.0 or votes is not None:
         mod.pate = pate
     mod.moments_acc = moments_acc
 
@@ -263,11 +395,18 @@ def _patch_patectgan(noise_scale, queries, record=None, module="patectgan"):
     return undo
 
 
-def _patch_dpgan(noise_scale, engines, reported, seed):
+def _patch_dpgan(noise_scale, engines, reported, seed, record=None):
     """DPGAN's opacus engine as DPCTGAN's (:func:`_patch_dpctgan`: recorded in ``engines``,
     its noise scaled, seeded with ``seed``), under the name ``dpgan.py`` looks it up (``from
     opacus import PrivacyEngine`` binds it at import); each ε the library reads before an
-    epoch (``get_privacy_spent``) appended to ``reported``."""
+    epoch (``get_privacy_spent``) appended to ``reported``; with ``record`` (as DPCTGAN's),
+    each real-row step's noisy clipped sum on the target's columns and the target's clipped
+    gradient there. DPGAN calls no ``zero_grad`` between its generated-row and real-row
+    steps, but opacus 0.14 deletes the per-sample gradients once it has clipped them and
+    sets ``p.grad`` to the clipped sum it forms (``pre_step``), so the real-row step releases
+    its 64 rows' clipped sum and noise only, as DPCTGAN's does. The library sets
+    ``max_grad_norm`` to a list after its first batch, which opacus reads on empty batches
+    only: the clip is the flat clipper's, built at ``attach``."""
     import opacus
     import snsynth.pytorch.nn.dpgan as mod
 
@@ -278,6 +417,19 @@ def _patch_dpgan(noise_scale, engines, reported, seed):
             out = super().get_privacy_spent(target_delta)
             reported.append(float(out[0]))
             return out
+
+        def step(self, is_empty=False):
+            super().step(is_empty)
+            if record is None or self.steps % 2 == 1:  # steps 1, 3, …: the generated rows
+                return
+            model = getattr(self.module, "_module", self.module).model
+            cols, clip = record["data_cols"], float(self.clipper.norm_clipper.flat_value)
+            noisy = model[0].weight.grad.detach()[:, cols] * self.batch_size
+            record["noisy"].append(noisy.numpy().astype(np.float64))
+            d = _clipped_first_layer(model, record["row"][None, :], cols, clip)
+            record["direction"].append(d.numpy().astype(np.float64))
+            record["sigma"] = float(self.noise_multiplier * clip)
+            record["batch_size"] = int(self.batch_size)
 
     orig = mod.PrivacyEngine
     mod.PrivacyEngine = Read
@@ -369,16 +521,20 @@ def _check_body(body):
     if synth not in _SYNTHS:
         raise ValueError(f"the GAN worker runs {' or '.join(_SYNTHS)}, got synth={synth!r}")
     observe = set(body.get("observe", ["synthetic"]))
-    known = {"synthetic", "accounting", "gradients", "student", "conditions"}
+    known = {"synthetic", "accounting", "gradients", "student", "conditions", "votes"}
     if observe - known:
         raise ValueError(f"the GAN worker records the synthetic table, the accounting, the "
-                         f"sample's conditions, DPCTGAN's gradients and PATECTGAN's student "
-                         f"only, not {sorted(observe - known)}")  # fmt: skip
-    for view, gan in (("gradients", "dpctgan"), ("student", "patectgan")):
-        if view in observe and (synth != gan or body.get("target") is None):
-            raise ValueError(f"{view} is recorded for {gan.upper()} given the adversary's "
+                         f"sample's conditions, DPCTGAN's and DPGAN's gradients, PATECTGAN's "
+                         f"student and PATEGAN's votes only, not "
+                         f"{sorted(observe - known)}")  # fmt: skip
+    for view, gans in (("gradients", ("dpctgan", "dpgan")), ("student", ("patectgan",))):
+        if view in observe and (synth not in gans or body.get("target") is None):
+            raise ValueError(f"{view} is recorded for {' and '.join(g.upper() for g in gans)} "
+                             f"given the adversary's "
                              f"target row, got synth={synth!r}, "
                              f"target={body.get('target')!r}")  # fmt: skip
+    if "votes" in observe and synth != "pategan":
+        raise ValueError(f"votes are recorded for PATEGAN only, got synth={synth!r}")
     if "conditions" in observe and not int(body.get("sample_rows", 0)):
         raise ValueError(f"the sample's conditions are recorded for a sample() of sample_rows "
                          f"> 0 rows, got sample_rows={body.get('sample_rows')!r}")  # fmt: skip
@@ -395,7 +551,7 @@ def _check_body(body):
     return synth, observe, options, conditions
 
 
-def _patch(synth, noise_scale, seed, record):
+def _patch(synth, noise_scale, seed, record, votes=None):
     """The generator's patches for one run: ``(undo, accounting)``, ``accounting(s, delta)``
     reading what they recorded once the fit is done."""
     engines, queries, reported = [], [], []
@@ -403,15 +559,20 @@ def _patch(synth, noise_scale, seed, record):
         undo = _patch_dpctgan(noise_scale, engines, record, seed)
         return undo, lambda s, delta: _dpctgan_accounting(s, engines, delta)
     if synth == "dpgan":
-        undo = _patch_dpgan(noise_scale, engines, reported, seed)
+        undo = _patch_dpgan(noise_scale, engines, reported, seed, record)
         return undo, lambda s, delta: _dpgan_accounting(s, engines, reported, delta)
     undo = (_patch_patectgan(noise_scale, queries, record) if synth == "patectgan"
-            else _patch_patectgan(noise_scale, queries, module="pategan"))  # fmt: skip
+            else _patch_patectgan(noise_scale, queries, module="pategan", votes=votes))  # fmt: skip
     return undo, lambda s, delta: _patectgan_accounting(s, queries, delta)
 
 
-def _white_box_views(synth, record, result, syn, i):
+def _white_box_views(synth, record, result, syn, i, votes=None):
     """Move a run's white-box record into its result (the small fields) and the arrays."""
+    if votes is not None:
+        result["votes"] = {"teachers": votes["teachers"], "scale": votes["scale"],
+                           "queries": int(sum(len(v) for v in votes["labels"]))}  # fmt: skip
+        syn[f"votes{i}"] = np.concatenate(votes["votes"])
+        syn[f"labels{i}"] = np.concatenate(votes["labels"])
     if record is None:
         return
     if synth == "patectgan":
@@ -468,14 +629,22 @@ def op_fit(body, arrays):
         if "gradients" in observe or "student" in observe:
             data_cols, cond_cols = _target_inputs(tt, body["target"])
             record = {"data_cols": data_cols.tolist(), "cond_cols": cond_cols.tolist(),
+                      "row": np.asarray(tt.transform([tuple(int(v) for v in body["target"])])[0],
+                                        dtype=np.float32),
                       "noisy": [], "direction": [], "norm2": [], "residual2": []}  # fmt: skip
-        undo, accounting = _patch(synth, noise_scale, seed, record)
+        votes = None
+        if "votes" in observe:  # every other dataset, as the library's transformer gives it
+            mine = int(run["dataset"])
+            votes = {"own": mine, "nets": {}, "votes": [], "labels": [],
+                     "others": {int(k[4:]): np.array(tt.transform(v))
+                                for k, v in tables.items() if int(k[4:]) != mine}}  # fmt: skip
+        undo, accounting = _patch(synth, noise_scale, seed, record, votes)
         t0 = time.process_time()
         try:
             s = Synthesizer.create(synth, epsilon=eps, delta=delta, **own, **options)
             s.fit(tables[f"data{int(run['dataset'])}"], transformer=tt)
             result = {"seconds": time.process_time() - t0, "accounting": accounting(s, delta)}
-            _white_box_views(synth, record, result, syn, i)
+            _white_box_views(synth, record, result, syn, i, votes)
             if ("synthetic" in observe or "conditions" in observe) and sample_rows:
                 _sample(s, synth, observe, conditions, sample_rows, result, syn, i)
             result["cpu_seconds"] = time.process_time() - t0
