@@ -129,3 +129,30 @@ def test_the_worker_refuses_votes_for_another_gan_or_another_teacher_count():
     big = np.zeros((2000, 3), dtype=np.int64)
     with pytest.raises(Exception, match="gives PATEGAN 2 teachers, not 1"):
         _fit("smartnoise-pategan", [0], [1], datasets=[np.zeros((1000, 3), np.int64), big])
+
+
+def test_docs_pategan_votes_figures_are_the_recorded_run():
+    """The page's PATEGAN white-box figures are those of the recorded audit, run as it says."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    page = " ".join((root / "docs/workflows/synthetic-data.md").read_text(encoding="utf-8").split())
+    rec = json.loads((root / "docs/results/synthetic-data/"
+                      "pategan-unique-record-white-box-votes-eps1.json").read_text())  # fmt: skip
+    st = rec["settings"]
+    assert (st["generators"], st["threat_models"]) == (
+        ["smartnoise-pategan-quiet-noise", "smartnoise-pategan"],
+        ["white-box-votes"],
+    )
+    got = tuple(
+        st[k] for k in ("dataset", "rows", "columns", "epsilon", "runs", "pilot_runs", "seed")
+    )
+    assert got == ("unique-record", 1000, 3, 1.0, 30, 10, 46)
+    bug, lib = (e["detail"] for e in rec["entries"])
+    assert all(e["lower_bound"]["epsilon"] == 0.0 for e in rec["entries"])
+    assert (f"{lib['tp']} and {lib['fp']} of 30 runs at the pilot's threshold for the library, "
+            f"{bug['tp']} and {bug['fp']} for the planted bug") in page  # fmt: skip
+    assert lib["llr_mu_estimate"] == bug["llr_mu_estimate"] == 0.0
+    assert f"with an interval up to {lib['llr_mu_interval']['high']:.3f} for the library" in page
+    assert f"{round(rec['timings']['total'])} s on 2 workers" in page

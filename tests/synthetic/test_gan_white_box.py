@@ -270,13 +270,15 @@ def test_docs_dpgan_white_box_figures_are_the_recorded_runs():
     page = " ".join((root / "docs/workflows/synthetic-data.md").read_text(encoding="utf-8").split())
     runs = {}
     for name, seed, runs_, level in (("-first", 46, 40, 0.95), ("", 47, 80, 0.975)):
-        rec = json.loads((root / "docs/results/synthetic-data/"
-                          f"dpgan-unique-record-white-box-dpsgd-eps1{name}.json").read_text())  # fmt: skip
+        file = f"dpgan-unique-record-white-box-dpsgd-eps1{name}.json"
+        rec = json.loads((root / "docs/results/synthetic-data" / file).read_text())
         st = rec["settings"]
         assert (st["generators"], st["threat_models"]) == (
-            ["smartnoise-dpgan-quiet-noise", "smartnoise-dpgan"], ["white-box-dpsgd"])
-        assert (st["dataset"], st["rows"], st["columns"], st["epsilon"], st["seed"], st["runs"],
-                st["confidence_level"]) == ("unique-record", 1000, 16, 1.0, seed, runs_, level)  # fmt: skip
+            ["smartnoise-dpgan-quiet-noise", "smartnoise-dpgan"],
+            ["white-box-dpsgd"],
+        )
+        keys = ("dataset", "rows", "columns", "epsilon", "seed", "runs", "confidence_level")
+        assert tuple(st[k] for k in keys) == ("unique-record", 1000, 16, 1.0, seed, runs_, level)
         if not name:  # the page gives the recorded audit's command
             assert " ".join(rec["command"].split()[:-2]) in page
         runs[name] = rec["entries"]

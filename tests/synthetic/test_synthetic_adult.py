@@ -218,6 +218,10 @@ SUMMARY = [
      ("gan-unique-record-white-box-dpsgd-eps1.json", "white-box-dpsgd")),
     ("smartnoise-patectgan", 1, None, "gan-unique-record-black-box-eps1.json",
      ("gan-unique-record-white-box-student-eps1.json", "white-box-student")),
+    ("smartnoise-dpgan", 1, None, "dpgan-pategan-unique-record-black-box-eps1.json",
+     ("dpgan-unique-record-white-box-dpsgd-eps1.json", "white-box-dpsgd")),
+    ("smartnoise-pategan", 1, None, "dpgan-pategan-unique-record-black-box-eps1.json",
+     ("pategan-unique-record-white-box-votes-eps1.json", "white-box-votes")),
 ]  # fmt: skip
 
 #: The black-box statistics of both black-box columns, in the page's order.
