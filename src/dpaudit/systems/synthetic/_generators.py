@@ -402,19 +402,26 @@ class SyntheticGenerator:
         syn = None
         if "synthetic" in observe and sample_rows:
             syn = tuple(out_arrays[f"synthetic{i}"] for i in range(len(which)))
-        for i, run in enumerate(out["runs"]):
-            if "gradients" in run:
-                run["gradients"].update(noisy=out_arrays[f"noisy{i}"],
-                                        direction=out_arrays[f"direction{i}"])  # fmt: skip
-            if "student" in run:
-                run["student"].update(norm2=out_arrays[f"norm2{i}"],
-                                      residual2=out_arrays[f"residual2{i}"])  # fmt: skip
-            if "conditions" in run:
-                run["conditions"]["categories"] = out_arrays[f"conditions{i}"]
-            if "votes" in run:
-                run["votes"].update(votes=out_arrays[f"votes{i}"], labels=out_arrays[f"labels{i}"])
+        _attach_arrays(out["runs"], out_arrays)
         return GeneratorRuns(tuple(out["runs"]), syn, float(out["rho"]), version,
                              time.perf_counter() - t0, startup)  # fmt: skip
+
+
+#: The arrays a GAN worker returns per run beside its record: ``view: (field, array prefix)``.
+_RUN_ARRAYS = {
+    "gradients": (("noisy", "noisy"), ("direction", "direction")),
+    "student": (("norm2", "norm2"), ("residual2", "residual2")),
+    "conditions": (("categories", "conditions"),),
+    "votes": (("votes", "votes"), ("labels", "labels")),
+}
+
+
+def _attach_arrays(runs: Sequence[dict], arrays: dict) -> None:
+    """Put each run's white-box arrays (``arrays[f"{prefix}{i}"]``) into its view's record."""
+    for i, run in enumerate(runs):
+        for view, fields in _RUN_ARRAYS.items():
+            if view in run:
+                run[view].update({field: arrays[f"{prefix}{i}"] for field, prefix in fields})
 
 
 class PureEpsilonGenerator(SyntheticGenerator):
