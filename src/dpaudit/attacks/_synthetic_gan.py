@@ -70,6 +70,13 @@ the library's, with the same seeds), and the log-likelihood ratio of the labels 
 votes (:func:`pate_label_llr`) is the exact privacy loss of the transcript. A query on which
 the two sets of teachers agree adds nothing to it, whatever the noise.
 
+The DP-SGD GANs' step count (``white-box-steps``). A transcript of DP-SGD releases one noisy
+gradient per step, so its length is visible to the white-box adversary; the analysis treats
+it as public. smartnoise's DPGAN trains ⌊n/64⌋ batches an epoch (a shuffled pass with
+``drop_last``) and as many epochs as its accountant allows at the rate 64/n, both read off
+the private row count n, so at a boundary of ⌊n/64⌋ (1,023 rows against 1,024) the step
+count alone tells D from D ∪ {t}. The statistic is that count.
+
 The GANs' ``sample()`` (``white-box-conditions``). Both condition every synthetic row on a
 category read from the private data without noise (PATECTGAN copies a uniformly drawn private
 row's, DPCTGAN draws one by the private category frequencies); the conditions a sample was
@@ -452,6 +459,16 @@ def _white_box_votes(run, synthetic, pair, fitted_on):
                           scale=rec["scale"])  # fmt: skip
 
 
+def _white_box_steps(run, synthetic, pair, fitted_on):
+    """The optimizer steps the run's opacus engine took: the number of noisy gradients its
+    training transcript releases (module docstring)."""
+    acc = run.get("accounting")
+    if acc is None or "steps" not in acc:
+        raise ValueError("white-box-steps reads the steps a DP-SGD GAN's opacus engine "
+                         "counted: the run's accounting holds none")  # fmt: skip
+    return float(acc["steps"])
+
+
 def _twin_record(*, columns: int = 3, rows: int = 50) -> WorstCaseDataset:
     d = check_positive_int("columns", columns)
     n = check_positive_int("rows", rows)
@@ -509,5 +526,14 @@ SYNTHETIC_THREAT_MODELS.register(
         "and on D (the teachers of the other dataset trained beside the library's along the "
         "same transcript, with the same seeds): the exact privacy loss of the labels",
         llr=True, reads=("pategan",),
+    ),
+)  # fmt: skip
+SYNTHETIC_THREAT_MODELS.register(
+    "white-box-steps",
+    SyntheticThreatModel(
+        "white-box-steps", ("accounting",), _white_box_steps,
+        "the number of noisy gradients a DP-SGD GAN's training releases (its opacus steps), "
+        "which DPGAN reads off the private row count",
+        reads=("dpgan", "dpctgan"),
     ),
 )  # fmt: skip

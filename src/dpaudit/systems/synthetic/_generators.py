@@ -100,10 +100,10 @@ __all__ = [
 #: DPGAN's released noisy gradients (``"gradients"``, given the adversary's target); PATECTGAN's
 #: student updates on its teachers' steps (``"student"``, given the adversary's target);
 #: DPCTGAN's and PATECTGAN's conditional-vector category of each row of the synthetic table
-#: (``"conditions"``); and PATEGAN's noisy labels with its teachers' votes on every dataset
-#: sent (``"votes"``).
+#: (``"conditions"``); PATEGAN's noisy labels with its teachers' votes on every dataset
+#: sent (``"votes"``); and a GAN's accountant record alone (``"accounting"``: its steps).
 OBSERVABLES: tuple[str, ...] = ("measurements", "selections", "synthetic", "domain", "gradients",
-                                 "student", "conditions", "votes")  # fmt: skip
+                                 "student", "conditions", "votes", "accounting")  # fmt: skip
 #: The tag a generator's system entry carries (``SYSTEMS.names(tag=...)``).
 SYSTEM_TAG = "synthetic-data"
 _HERE = Path(__file__).resolve().parent
@@ -718,6 +718,10 @@ _QUIET_VOTES = ("the Laplace noise on the teachers' votes is 0.1× what the libr
 #: uniformly) instead of read from the private data (PATECTGAN: copied from a uniformly drawn
 #: private row; DPCTGAN: drawn by the private category frequencies).
 _PUBLIC_CONDITIONS = (("conditions", "public"),)
+#: The fix of DPGAN's step count (worker option ``public_rows``): ⌊N/64⌋ batches an epoch of
+#: 64 rows drawn without replacement, and the sampling rate 64/N accounted, with N = 1,000 a
+#: public row count, instead of ⌊n/64⌋ batches of a shuffled pass and the rate 64/n.
+_PUBLIC_ROWS = (("public_rows", 1000),)
 
 GAN_GENERATORS: tuple[GeneratorSpec, ...] = (
     GeneratorSpec("smartnoise-dpctgan", "smartnoise-gan", "dpctgan", "DPCTGAN (smartnoise-synth)",
@@ -743,6 +747,10 @@ GAN_GENERATORS: tuple[GeneratorSpec, ...] = (
     GeneratorSpec("smartnoise-dpgan-quiet-noise", "smartnoise-gan", "dpgan",
                   "DPGAN with its noise scaled down 10× (planted bug)", _DPGAN, bug=_QUIET_SGD,
                   noise_scale=0.1, white_box=("gradients",)),
+    GeneratorSpec("smartnoise-dpgan-public-rows", "smartnoise-gan", "dpgan",
+                  "DPGAN whose batches and sampling rate come from a public row count (the fix "
+                  "of one violation; control)", _DPGAN, options=_PUBLIC_ROWS,
+                  white_box=("gradients",)),
     GeneratorSpec("smartnoise-pategan", "smartnoise-gan", "pategan",
                   "PATEGAN (smartnoise-synth)", _PATEGAN, white_box=("votes",)),
     GeneratorSpec("smartnoise-pategan-quiet-noise", "smartnoise-gan", "pategan",

@@ -395,7 +395,27 @@ def _patch_patectgan(noise_scale, queries, record=None, module="patectgan", vote
     return undo
 
 
-def _patch_dpgan(noise_scale, engines, reported, seed, record=None):
+def _public_batches(public_rows):
+    """A stand-in for DPGAN's ``DataLoader`` (the fix of its step count, a control): ⌊N/B⌋
+    batches an epoch, ``N`` = ``public_rows``, each of ``B`` rows drawn without replacement
+    from the private rows by torch's global generator, however many there are."""
+    import torch
+
+    class PublicBatches:
+        def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False):
+            self.rows, self.batch_size = dataset.tensors[0], int(batch_size)
+
+        def __len__(self):
+            return public_rows // self.batch_size
+
+        def __iter__(self):
+            for _ in range(len(self)):
+                yield [self.rows[torch.randperm(len(self.rows))[: self.batch_size]]]
+
+    return PublicBatches
+
+
+def _patch_dpgan(noise_scale, engines, reported, seed, record=None, public_rows=None):
     """DPGAN's opacus engine as DPCTGAN's (:func:`_patch_dpctgan`: recorded in ``engines``,
     its noise scaled, seeded with ``seed``), under the name ``dpgan.py`` looks it up (``from
     opacus import PrivacyEngine`` binds it at import); each ε the library reads before an
@@ -406,13 +426,20 @@ def _patch_dpgan(noise_scale, engines, reported, seed, record=None):
     sets ``p.grad`` to the clipped sum it forms (``pre_step``), so the real-row step releases
     its 64 rows' clipped sum and noise only, as DPCTGAN's does. The library sets
     ``max_grad_norm`` to a list after its first batch, which opacus reads on empty batches
-    only: the clip is the flat clipper's, built at ``attach``."""
+    only: the clip is the flat clipper's, built at ``attach``. With ``public_rows`` (the
+    control of the step count), the engine accounts the sampling rate B/N and the batches
+    are :func:`_public_batches`'s: the step count no longer reads the private row count."""
     import opacus
     import snsynth.pytorch.nn.dpgan as mod
 
     undo = _patch_dpctgan(noise_scale, engines, None, seed)
 
     class Read(opacus.PrivacyEngine):
+        def __init__(self, *a, **k):
+            if public_rows:
+                k["sample_size"] = int(public_rows)
+            super().__init__(*a, **k)
+
         def get_privacy_spent(self, target_delta=None):
             out = super().get_privacy_spent(target_delta)
             reported.append(float(out[0]))
@@ -431,11 +458,13 @@ def _patch_dpgan(noise_scale, engines, reported, seed, record=None):
             record["sigma"] = float(self.noise_multiplier * clip)
             record["batch_size"] = int(self.batch_size)
 
-    orig = mod.PrivacyEngine
+    orig, loader = mod.PrivacyEngine, mod.DataLoader
     mod.PrivacyEngine = Read
+    if public_rows:
+        mod.DataLoader = _public_batches(int(public_rows))
 
     def restore():
-        mod.PrivacyEngine = orig
+        mod.PrivacyEngine, mod.DataLoader = orig, loader
         undo()
 
     return restore
@@ -516,7 +545,8 @@ def _patectgan_accounting(s, queries, delta):
 
 def _check_body(body):
     """The request's generator, views and options, checked: ``(synth, observe, options,
-    conditions)`` (``conditions``: the worker's option, taken out of the library's)."""
+    worker)`` (``worker``: the worker's own options, ``conditions`` and ``public_rows``,
+    taken out of the library's)."""
     synth = body["synth"]
     if synth not in _SYNTHS:
         raise ValueError(f"the GAN worker runs {' or '.join(_SYNTHS)}, got synth={synth!r}")
@@ -545,13 +575,17 @@ def _check_body(body):
     conditions = options.pop("conditions", "data")
     if conditions not in ("data", "public"):
         raise ValueError(f"conditions must be 'data' or 'public', got {conditions!r}")
+    public_rows = options.pop("public_rows", None)
+    if public_rows is not None and (synth != "dpgan" or int(public_rows) < 1):
+        raise ValueError(f"public_rows (a row count ≥ 1) applies to DPGAN only, got "
+                         f"synth={synth!r}, public_rows={public_rows!r}")  # fmt: skip
     for k in ("generator_dim", "discriminator_dim"):
         if k in options:
             options[k] = tuple(int(v) for v in options[k])
-    return synth, observe, options, conditions
+    return synth, observe, options, {"conditions": conditions, "public_rows": public_rows}
 
 
-def _patch(synth, noise_scale, seed, record, votes=None):
+def _patch(synth, noise_scale, seed, record, votes=None, public_rows=None):
     """The generator's patches for one run: ``(undo, accounting)``, ``accounting(s, delta)``
     reading what they recorded once the fit is done."""
     engines, queries, reported = [], [], []
@@ -559,7 +593,7 @@ def _patch(synth, noise_scale, seed, record, votes=None):
         undo = _patch_dpctgan(noise_scale, engines, record, seed)
         return undo, lambda s, delta: _dpctgan_accounting(s, engines, delta)
     if synth == "dpgan":
-        undo = _patch_dpgan(noise_scale, engines, reported, seed, record)
+        undo = _patch_dpgan(noise_scale, engines, reported, seed, record, public_rows)
         return undo, lambda s, delta: _dpgan_accounting(s, engines, reported, delta)
     undo = (_patch_patectgan(noise_scale, queries, record) if synth == "patectgan"
             else _patch_patectgan(noise_scale, queries, module="pategan", votes=votes))  # fmt: skip
@@ -604,13 +638,31 @@ def _sample(s, synth, observe, conditions, rows, result, syn, i):
         syn[f"conditions{i}"] = np.concatenate(drawn)[:rows]
 
 
+def _records(observe, body, tt, tables, mine):
+    """A run's white-box records to fill: ``(record, votes)`` — the target's one-hot columns
+    for ``gradients`` and ``student``; for ``votes``, every dataset but the run's own
+    (``mine``), as the library's transformer gives it."""
+    record = votes = None
+    if "gradients" in observe or "student" in observe:
+        data_cols, cond_cols = _target_inputs(tt, body["target"])
+        row = tt.transform([tuple(int(v) for v in body["target"])])[0]
+        record = {"data_cols": data_cols.tolist(), "cond_cols": cond_cols.tolist(),
+                  "row": np.asarray(row, dtype=np.float32),
+                  "noisy": [], "direction": [], "norm2": [], "residual2": []}  # fmt: skip
+    if "votes" in observe:
+        votes = {"own": mine, "nets": {}, "votes": [], "labels": [],
+                 "others": {int(k[4:]): np.array(tt.transform(v))
+                            for k, v in tables.items() if int(k[4:]) != mine}}  # fmt: skip
+    return record, votes
+
+
 def op_fit(body, arrays):
     """Run the generator ``len(body["runs"])`` times; see the module docstring."""
     import pandas as pd
     import torch
     from snsynth import Synthesizer
 
-    synth, observe, options, conditions = _check_body(body)
+    synth, observe, options, worker = _check_body(body)
     eps, delta = float(body["epsilon"]), float(body["delta"])
     cards = [int(c) for c in body["cardinalities"]]
     sample_rows = int(body.get("sample_rows", 0))
@@ -625,20 +677,9 @@ def op_fit(body, arrays):
         np.random.seed(seed)  # noqa: NPY002 (the library draws from it)
         random.seed(seed)
         torch.manual_seed(seed)
-        tt, record = _transformer(cards), None
-        if "gradients" in observe or "student" in observe:
-            data_cols, cond_cols = _target_inputs(tt, body["target"])
-            record = {"data_cols": data_cols.tolist(), "cond_cols": cond_cols.tolist(),
-                      "row": np.asarray(tt.transform([tuple(int(v) for v in body["target"])])[0],
-                                        dtype=np.float32),
-                      "noisy": [], "direction": [], "norm2": [], "residual2": []}  # fmt: skip
-        votes = None
-        if "votes" in observe:  # every other dataset, as the library's transformer gives it
-            mine = int(run["dataset"])
-            votes = {"own": mine, "nets": {}, "votes": [], "labels": [],
-                     "others": {int(k[4:]): np.array(tt.transform(v))
-                                for k, v in tables.items() if int(k[4:]) != mine}}  # fmt: skip
-        undo, accounting = _patch(synth, noise_scale, seed, record, votes)
+        tt = _transformer(cards)
+        record, votes = _records(observe, body, tt, tables, int(run["dataset"]))
+        undo, accounting = _patch(synth, noise_scale, seed, record, votes, worker["public_rows"])
         t0 = time.process_time()
         try:
             s = Synthesizer.create(synth, epsilon=eps, delta=delta, **own, **options)
@@ -646,7 +687,7 @@ def op_fit(body, arrays):
             result = {"seconds": time.process_time() - t0, "accounting": accounting(s, delta)}
             _white_box_views(synth, record, result, syn, i, votes)
             if ("synthetic" in observe or "conditions" in observe) and sample_rows:
-                _sample(s, synth, observe, conditions, sample_rows, result, syn, i)
+                _sample(s, synth, observe, worker["conditions"], sample_rows, result, syn, i)
             result["cpu_seconds"] = time.process_time() - t0
         finally:
             undo()
