@@ -623,6 +623,11 @@ class TestSmartnoiseDPGANQuietNoise(TestSmartnoiseDPGAN):
     name = "smartnoise-dpgan-quiet-noise"
 
 
+class TestSmartnoiseDPGANPublicRows(TestSmartnoiseDPGAN):
+    name = "smartnoise-dpgan-public-rows"
+    OPTIONS = (("epochs", 2), ("batch_size", 8))
+
+
 class TestSmartnoisePATEGAN(GANContract):
     name = "smartnoise-pategan"
     OPTIONS = (("batch_size", 512), ("teacher_iters", 1))

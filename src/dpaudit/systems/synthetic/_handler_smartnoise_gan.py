@@ -404,6 +404,9 @@ def _public_batches(public_rows):
     class PublicBatches:
         def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False):
             self.rows, self.batch_size = dataset.tensors[0], int(batch_size)
+            if len(self.rows) < self.batch_size:  # DPGAN labels a batch by its nominal size
+                raise ValueError(f"public_rows draws batches of {self.batch_size} rows from "
+                                 f"{len(self.rows)}: give batch_size ≤ the rows")  # fmt: skip
 
         def __len__(self):
             return public_rows // self.batch_size
