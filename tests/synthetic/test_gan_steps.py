@@ -57,3 +57,44 @@ def test_the_worker_refuses_public_rows_for_another_gan():
     )
     with pytest.raises(Exception, match=r"public_rows .* applies to DPGAN only"):
         g.fit_runs([pair.D], [0], [1], domain=pair.domain, observe=("accounting",))
+
+
+@needs_gan
+def test_dpctgans_accountant_trades_epochs_for_batches_at_its_boundary():
+    """DPCTGAN (batches of 500) on 999 rows trains 10 epochs of one batch, on 1,000 rows 5 of
+    two: 20 opacus steps either way, so its step count does not show n there."""
+    from dpaudit.systems import SYSTEMS
+
+    pair = WORST_CASE_DATASETS.get("unique-record")(columns=3, rows=999)
+    g = SYSTEMS.get("smartnoise-dpctgan")(GeneratorCell("smartnoise-dpctgan", 1.0, 1e-2))
+    r = g.fit_runs([pair.D, pair.D_prime], [0, 1], [3, 3], domain=pair.domain,
+                   observe=("accounting",))  # fmt: skip
+    got = [(run["accounting"]["steps"], run["accounting"]["epochs"]) for run in r.runs]
+    assert got == [(20, 10), (20, 5)]
+
+
+def test_docs_dpgan_steps_figures_are_the_recorded_run():
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    page = " ".join((root / "docs/workflows/synthetic-data.md").read_text(encoding="utf-8").split())
+    rec = json.loads(
+        (
+            root / "docs/results/synthetic-data/dpgan-unique-record-white-box-steps-eps1.json"
+        ).read_text()
+    )
+    st = rec["settings"]
+    assert (st["generators"], st["threat_models"]) == (
+        ["smartnoise-dpgan", "smartnoise-dpgan-public-rows"],
+        ["white-box-steps"],
+    )
+    keys = ("dataset", "rows", "epsilon", "runs", "pilot_runs", "seed")
+    assert tuple(st[k] for k in keys) == ("unique-record", 1023, 1.0, 30, 10, 46)
+    (lib, ctl) = rec["entries"]
+    x = lib["detail"]
+    assert (x["tp"], x["fp"], x["threshold"]) == (30, 0, 640.0)
+    assert ctl["detail"]["threshold"] == 600.0 and ctl["lower_bound"]["epsilon"] == 0.0
+    assert (f"ε ≥ {lib['lower_bound']['epsilon']:.3f} and μ ≥ {x['mu_lower']:.2f}** (30 of 30 "
+            "runs on D ∪ {t} at 640 steps, 0 of 30 on D)") in page  # fmt: skip
+    assert f"{round(rec['timings']['total'])} s on one worker" in page
