@@ -98,3 +98,19 @@ def test_docs_dpgan_steps_figures_are_the_recorded_run():
     assert (f"ε ≥ {lib['lower_bound']['epsilon']:.3f} and μ ≥ {x['mu_lower']:.2f}** (30 of 30 "
             "runs on D ∪ {t} at 640 steps, 0 of 30 on D)") in page  # fmt: skip
     assert f"{round(rec['timings']['total'])} s on one worker" in page
+
+
+def test_docs_dpgan_steps_controls_over_20_seeds_are_the_recorded_runs():
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    page = " ".join((root / "docs/workflows/synthetic-data.md").read_text(encoding="utf-8").split())
+    rec = json.loads(
+        (root / "docs/results/synthetic-data/dpgan-steps-controls-eps1.json").read_text()
+    )
+    audits = rec["audits"]
+    assert sorted(a["seed"] for a in audits) == list(range(20))
+    assert all((a["epsilon"], a["tp"], a["fp"], a["threshold"], a["runs"], a["pilot_runs"])
+               == (0.0, 10, 10, 600.0, 10, 5) for a in audits)  # fmt: skip
+    assert f"{round(rec['seconds']):,} s in all" in page
