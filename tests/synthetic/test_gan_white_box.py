@@ -295,3 +295,25 @@ def test_docs_dpgan_white_box_figures_are_the_recorded_runs():
     assert (f"(ε ≥ {lib['lower_bound']['epsilon']:.3f}, {x['tp']} and {x['fp']} of 80, μ "
             f"estimate {x['mu_estimate']:.2f}, interval {lo:.0f}–{hi:.2f})") in page  # fmt: skip
     assert bug["lower_bound"]["epsilon"] > 1.0 > lib["lower_bound"]["epsilon"]
+
+
+def test_docs_dpgan_eps10_white_box_figures_are_the_recorded_run():
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    page = " ".join((root / "docs/workflows/synthetic-data.md").read_text(encoding="utf-8").split())
+    file = "dpgan-unique-record-white-box-dpsgd-eps10.json"
+    rec = json.loads((root / "docs/results/synthetic-data" / file).read_text())
+    st = rec["settings"]
+    keys = ("generators", "threat_models", "dataset", "rows", "columns", "epsilon", "runs", "seed")
+    assert tuple(st[k] for k in keys) == (["smartnoise-dpgan"], ["white-box-dpsgd"],
+                                         "unique-record", 1000, 16, 10.0, 30, 46)  # fmt: skip
+    (e,) = rec["entries"]
+    x = e["detail"]
+    lo, hi = x["mu_estimate_interval"]["low"], x["mu_estimate_interval"]["high"]
+    mu = f"{x['mu_ratio']:.2f}× the implied {x['implied_mu']:.3f}"
+    assert (f"(ε ≥ {e['lower_bound']['epsilon']:.3f}: {x['tp']} and {x['fp']} of 30 runs at the "
+            f"pilot's threshold), with a μ estimate of {x['mu_estimate']:.2f} (interval "
+            f"{lo:.2f}–{hi:.2f}), {mu}") in page  # fmt: skip
+    assert f"{round(rec['timings']['total']):,} s on 2 workers" in page

@@ -220,6 +220,8 @@ SUMMARY = [
      ("gan-unique-record-white-box-student-eps1.json", "white-box-student")),
     ("smartnoise-dpgan", 1, None, "dpgan-pategan-unique-record-black-box-eps1.json",
      ("dpgan-unique-record-white-box-dpsgd-eps1.json", "white-box-dpsgd")),
+    ("smartnoise-dpgan", 10, None, None,
+     ("dpgan-unique-record-white-box-dpsgd-eps10.json", "white-box-dpsgd")),
     ("smartnoise-pategan", 1, None, "dpgan-pategan-unique-record-black-box-eps1.json",
      ("pategan-unique-record-white-box-votes-eps1.json", "white-box-votes")),
 ]  # fmt: skip
