@@ -276,8 +276,8 @@ def test_auto_is_each_generators_fullest_view():
             "smartnoise-mwem": "white-box-mwem", "datasynthesizer-privbayes": "white-box-laplace",
             "dpmm-mst": "white-box-measurements", "dpmm-aim": "white-box-measurements",
             "smartnoise-dpctgan": "white-box-dpsgd",
-            "smartnoise-patectgan": "white-box-student", "smartnoise-dpgan": "black-box",
-            "smartnoise-pategan": "black-box"}  # fmt: skip
+            "smartnoise-patectgan": "white-box-student", "smartnoise-dpgan": "white-box-dpsgd",
+            "smartnoise-pategan": "white-box-votes"}  # fmt: skip
     for g, t in want.items():
         assert s.threat_models_for(g) == (t,)
     both = SyntheticDataSettings(generators=("smartnoise-mst",),
