@@ -216,6 +216,8 @@ SUMMARY = [
      "mwem-unique-record-black-box-eps10.json", ("mwem-worst-case-eps10.json", "white-box-mwem")),
     ("smartnoise-dpctgan", 1, None, "gan-unique-record-black-box-eps1.json",
      ("gan-unique-record-white-box-dpsgd-eps1.json", "white-box-dpsgd")),
+    ("smartnoise-dpctgan", 10, None, "gan-unique-record-black-box-eps10.json",
+     ("gan-unique-record-white-box-dpsgd-eps10.json", "white-box-dpsgd")),
     ("smartnoise-patectgan", 1, None, "gan-unique-record-black-box-eps1.json",
      ("gan-unique-record-white-box-student-eps1.json", "white-box-student")),
     ("smartnoise-dpgan", 1, None, "dpgan-pategan-unique-record-black-box-eps1.json",
