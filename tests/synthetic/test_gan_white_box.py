@@ -297,46 +297,40 @@ def test_docs_dpgan_white_box_figures_are_the_recorded_runs():
     assert bug["lower_bound"]["epsilon"] > 1.0 > lib["lower_bound"]["epsilon"]
 
 
-def test_docs_dpgan_eps10_white_box_figures_are_the_recorded_run():
+def _eps10_run(file, generator, rows):
+    """The page (whitespace folded) and the one entry of a recorded ε = 10 white-box-dpsgd
+    audit of ``generator`` on unique-record ``rows`` × 16, 30 (10) run pairs, seed 46."""
     import json
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
     page = " ".join((root / "docs/workflows/synthetic-data.md").read_text(encoding="utf-8").split())
-    file = "dpgan-unique-record-white-box-dpsgd-eps10.json"
     rec = json.loads((root / "docs/results/synthetic-data" / file).read_text())
     st = rec["settings"]
     keys = ("generators", "threat_models", "dataset", "rows", "columns", "epsilon", "runs", "seed")
-    assert tuple(st[k] for k in keys) == (["smartnoise-dpgan"], ["white-box-dpsgd"],
-                                         "unique-record", 1000, 16, 10.0, 30, 46)  # fmt: skip
+    assert tuple(st[k] for k in keys) == ([generator], ["white-box-dpsgd"], "unique-record", rows,
+                                         16, 10.0, 30, 46)  # fmt: skip
     (e,) = rec["entries"]
     x = e["detail"]
-    lo, hi = x["mu_estimate_interval"]["low"], x["mu_estimate_interval"]["high"]
+    interval = f"{x['mu_estimate_interval']['low']:.2f}–{x['mu_estimate_interval']['high']:.2f}"
     mu = f"{x['mu_ratio']:.2f}× the implied {x['implied_mu']:.3f}"
+    return page, rec, e, x, interval, mu
+
+
+def test_docs_dpgan_eps10_white_box_figures_are_the_recorded_run():
+    file = "dpgan-unique-record-white-box-dpsgd-eps10.json"
+    page, rec, e, x, interval, mu = _eps10_run(file, "smartnoise-dpgan", 1000)
     assert (f"(ε ≥ {e['lower_bound']['epsilon']:.3f}: {x['tp']} and {x['fp']} of 30 runs at the "
             f"pilot's threshold), with a μ estimate of {x['mu_estimate']:.2f} (interval "
-            f"{lo:.2f}–{hi:.2f}), {mu}") in page  # fmt: skip
+            f"{interval}), {mu}") in page  # fmt: skip
     assert f"{round(rec['timings']['total']):,} s on 2 workers" in page
 
 
 def test_docs_dpctgan_eps10_white_box_figures_are_the_recorded_run():
-    import json
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
-    page = " ".join((root / "docs/workflows/synthetic-data.md").read_text(encoding="utf-8").split())
     file = "gan-unique-record-white-box-dpsgd-eps10.json"
-    rec = json.loads((root / "docs/results/synthetic-data" / file).read_text())
-    st = rec["settings"]
-    keys = ("generators", "threat_models", "dataset", "rows", "columns", "epsilon", "runs", "seed")
-    assert tuple(st[k] for k in keys) == (["smartnoise-dpctgan"], ["white-box-dpsgd"],
-                                         "unique-record", 50, 16, 10.0, 30, 46)  # fmt: skip
-    assert tuple(st["dpctgan_options"]) == OPTIONS
-    (e,) = rec["entries"]
-    x = e["detail"]
-    lo, hi = x["mu_estimate_interval"]["low"], x["mu_estimate_interval"]["high"]
+    page, rec, e, x, interval, mu = _eps10_run(file, "smartnoise-dpctgan", 50)
+    assert tuple(rec["settings"]["dpctgan_options"]) == OPTIONS
     assert (f"**ε ≥ {e['lower_bound']['epsilon']:.3f} and μ ≥ {x['mu_lower']:.2f}** ({x['tp']} "
             f"of 30 runs on D ∪ {{t}} at the pilot's threshold, {x['fp']} of 30 on D), a μ "
-            f"estimate of {x['mu_estimate']:.2f} (interval {lo:.2f}–{hi:.2f}), "
-            f"{x['mu_ratio']:.2f}× the implied {x['implied_mu']:.3f}") in page  # fmt: skip
+            f"estimate of {x['mu_estimate']:.2f} (interval {interval}), {mu}") in page  # fmt: skip
     assert f"(`{file}`, {round(rec['timings']['total'])} s on 2 workers)" in page

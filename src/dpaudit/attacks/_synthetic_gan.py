@@ -492,7 +492,8 @@ SYNTHETIC_THREAT_MODELS.register(
     "white-box-dpsgd",
     SyntheticThreatModel(
         "white-box-dpsgd", ("gradients",), _white_box_dpsgd,
-        "log-likelihood ratio of DPCTGAN's released noisy gradient sums on the real-row steps, "
+        "log-likelihood ratio of DPCTGAN's or DPGAN's released noisy gradient sums on the "
+        "real-row steps, "
         "restricted to the first-layer columns only t's one-hot coordinates reach, at the "
         "noise level read off the coordinates that carry no signal (capped at a loss of 5)",
         reads=("dpctgan", "dpgan"),
