@@ -164,7 +164,8 @@ def _cuda() -> dict | None:
     runs = _runs({}, "batched", 256, device="cuda")
     collect_statistics(runs, RunPlan((16,), 1, 2, 2), rng=0)
     row, _ = _measure(runs, RunPlan((16,), 1, 256, 256))
-    return {"device": torch.cuda.get_device_name(0), **row}
+    machine = {"platform": platform.platform(), "cpus": os.cpu_count()}
+    return {"device": torch.cuda.get_device_name(0), **row, "machine": machine}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -179,17 +180,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(parser, argv)
     chosen = [m for short, m in SHORT.items() if not getattr(args, f"skip_{short}")]
     path = RESULTS / "batched_dpsgd.json"
-    previous = json.loads(path.read_text())["results"] if path.exists() else []
+    old = json.loads(path.read_text()) if path.exists() else {"results": []}
     results = [_model(name, *MODELS[name]) for name in chosen]
-    results += [r for r in previous if r["model"] in MODELS and r["model"] not in chosen]
+    results += [r for r in old["results"] if r["model"] in MODELS and r["model"] not in chosen]
+    machine = {
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "note": "one core (serial executor, 1 torch thread); other jobs may share "
+        "the machine: see load_before/after and machine_shared",
+    }
     out = {
         "benchmark": "batched_dpsgd",
-        "machine": {
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "note": "one core (serial executor, 1 torch thread); other jobs may share "
-            "the machine: see load_before/after and machine_shared",
-        },
+        # The CPU rows' machine; a device-only run (every --skip-*) keeps the recorded one.
+        "machine": machine if chosen or "machine" not in old else old["machine"],
         "plan": "k = 16, n alternative + n null audited runs and as many tuning runs",
         "targets": {"default": 10.0, "mlp": 3.0, "cnn": 3.0},
         "baselines": {
@@ -198,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
             "(speedup_vs_book_keeping)",
         },
         "results": results,
-        "cuda": _cuda() if args.device else None,
+        "cuda": _cuda() if args.device else old.get("cuda"),
     }
     out["results"] = [dataclasses.asdict(_Row(**r)) for r in out["results"]]
     RESULTS.mkdir(exist_ok=True)

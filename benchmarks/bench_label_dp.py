@@ -144,6 +144,25 @@ def full_wall_time(path: str | None) -> dict | None:
     }
 
 
+def gpu_table(cpu: dict, gpu: dict) -> str:
+    """The full reproduction on the 2-core CPU beside the same config on a CUDA device (both
+    ``--json`` results of ``label-dp-fashion-mnist``): accuracy and the valid CGR bound per
+    level and mechanism, then each run's total time."""
+    names = {"alibi": "ALIBI", "agibi": "AGIBI", "rr": "RR", "pate-fm": "PATE-FM"}
+    lines = [
+        "| level | mechanism | accuracy CPU / GPU | ε_m ≥ (CGR) CPU / GPU |",
+        "|---|---|---:|---:|",
+    ]
+    for a, b in zip(cpu["entries"], gpu["entries"], strict=True):
+        assert (a["system"], a["adversary"]) == (b["system"], b["adversary"])
+        acc = f"{a['detail']['accuracy']:.1%} / {b['detail']['accuracy']:.1%}"
+        eps = f"{a['lower_bound']['epsilon']:.2f} / {b['lower_bound']['epsilon']:.2f}"
+        lines.append(f"| {a['detail']['level']} | {names[a['system']]} | {acc} | {eps} |")
+    cpu_s, gpu_s = cpu["timings"]["total"], gpu["timings"]["total"]
+    lines.append(f"| all | total time | {cpu_s:,.0f} s / {gpu_s:,.0f} s | |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     from _cli import bench_parser
 

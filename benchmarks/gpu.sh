@@ -2,7 +2,7 @@
 # The figures that need a GPU, in one script of at most 8 minutes (issue 44, item 4).
 #
 # Run it from the repository root on a machine with CUDA (`make gpu-bench`, or
-# `bash benchmarks/gpu.sh`). Every step has its own time limit, writes
+# `bash benchmarks/gpu.sh [STEP...]`: the named steps only, all of them when none is named). Every step has its own time limit, writes
 # benchmarks/results/gpu-<step>.json (the command's --json output, or the benchmark's own
 # result file) and a line to benchmarks/results/gpu-summary.json; a step that fails or runs
 # out of time is recorded as such and the next one runs. Without CUDA it exits 3 and runs
@@ -15,9 +15,10 @@
 #                     it is the figure an open issue waits for. The other three kinds take as
 #                     long each: run the config by hand (`--kinds random-token`: 226 s)
 #   batched           the batched many-model DP-SGD trainer's runs/min on the device (only
-#                     that: the 2-core CPU rows of batched_dpsgd.json are kept)
-#   liu-layout        the largest one-run DP-SGD layout of Liu et al. (Fashion-MNIST CNN, QMIA)
-#   label-dp          the label-DP Fashion-MNIST config (Malek et al. 2021)
+#                     that: the 2-core CPU rows of batched_dpsgd.json are kept): 7.5 s on an H200
+#   liu-layout        the largest one-run DP-SGD layout of Liu et al. (Fashion-MNIST CNN, QMIA):
+#                     21.5 s on an H200
+#   label-dp          the label-DP Fashion-MNIST config (Malek et al. 2021): 76.6 s on an H200
 # The 200-model worst-case-initialised DP-SGD audit (Annamalai & De Cristofaro 2024,
 # arXiv:2405.14106) is no longer a step: its CUDA run is recorded
 # (results/worstcase_init_cuda_paperlike_seed0.json, 85 s); rerun it by hand with
@@ -33,6 +34,7 @@ cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 DPAUDIT=${DPAUDIT:-.venv/bin/dpaudit}
 RES=benchmarks/results
+SELECTED=("$@")
 SUMMARY=$RES/gpu-summary.json
 if ! "$PY" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
   echo "gpu.sh: no CUDA device (torch.cuda.is_available() is false): nothing to run" >&2
@@ -48,6 +50,7 @@ first=1
 step() {
   local name=$1 limit=$2 out=$3
   shift 3
+  if [ ${#SELECTED[@]} -gt 0 ] && [[ " ${SELECTED[*]} " != *" $name "* ]]; then return 0; fi
   echo "== $name (limit ${limit} s): $*" >&2
   local t0 rc
   t0=$(date +%s.%N)
