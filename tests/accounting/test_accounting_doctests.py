@@ -16,6 +16,7 @@ pytest.importorskip("dp_accounting")  # the subsampled-Gaussian examples need it
 
 MODULES = [
     "dpaudit.accounting",
+    "dpaudit.accounting._batches",
     "dpaudit.accounting._confident",
     "dpaudit.accounting._curve",
     "dpaudit.accounting._gnmax",

@@ -14,6 +14,8 @@ its vote histograms); it never imports
   :func:`confident_gnmax_cost`; LNMax: :func:`lnmax_rdp`.
 * Smooth sensitivity and the GNSS release: :func:`gnmax_local_sensitivity`,
   :func:`threshold_local_sensitivity`, :func:`smooth_sensitivity`, :func:`gnss_release`.
+* Fixed-size batches against their Poisson accounting (Chua et al. 2024):
+  :func:`with_replacement_gaussian_epsilon`, :func:`shuffled_gaussian_epsilon`.
 * Subsampled Gaussian (Private-kNN) via dp-accounting: :func:`subsampled_gaussian_rdp`,
   :func:`private_knn_rdp`, :func:`private_knn_epsilon`.
 * Label DP: :func:`laplace_label_epsilon`, :func:`gaussian_label_rdp`,
@@ -25,6 +27,11 @@ its vote histograms); it never imports
   budget, JSON round-trip that refuses unreachable states.
 """
 
+from dpaudit.accounting._batches import (
+    MonteCarloEpsilon,
+    shuffled_gaussian_epsilon,
+    with_replacement_gaussian_epsilon,
+)
 from dpaudit.accounting._confident import (
     ConfidentGNMaxCost,
     answer_log_probability,
@@ -88,6 +95,7 @@ __all__ = [
     "GNMaxRDP",
     "GNSSRelease",
     "LNMaxRDP",
+    "MonteCarloEpsilon",
     "NoisyArgmaxCost",
     "PateAccounting",
     "PateEpsilon",
@@ -123,10 +131,12 @@ __all__ = [
     "randomized_response",
     "randomized_response_epsilon",
     "rdp_to_dp",
+    "shuffled_gaussian_epsilon",
     "smooth_sensitivity",
     "smooth_sensitivity_conditions",
     "subsampled_gaussian_delta",
     "subsampled_gaussian_rdp",
     "threshold_local_sensitivity",
     "threshold_rdp",
+    "with_replacement_gaussian_epsilon",
 ]
