@@ -288,3 +288,31 @@ def test_the_pages_eps10_figures_are_those_of_the_recorded_audit():
     assert (unseen["threshold"], unseen["tp"], unseen["fp"]) == (1.0, 2, 2)
     assert f"{count['seconds_per_run']:.0f} CPU-s a fit" in page
     assert f"{d['timings']['total']:,.0f} s wall" in page
+
+
+def test_the_pages_adult_figures_are_those_of_the_recorded_audit():
+    """The GANs' black-box audit on Adult (the summary table's average-case cells): its
+    settings are MST's (the synthetic-adult config at ε = 1) and the page's figures are its."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    d = json.loads((root / "docs/results/synthetic-data/gan-adult-black-box-eps1.json")
+                   .read_text())  # fmt: skip
+    page = " ".join((root / "docs/workflows/synthetic-data.md").read_text().split())
+    s = d["settings"]
+    assert (s["dataset"], s["rows"], s["columns"], s["epsilon"]) == (
+        "adult-categorical",
+        1000,
+        4,
+        1.0,
+    )
+    assert (s["runs"], s["pilot_runs"], d["seed"]) == (50, 20, 46)
+    assert "--config synthetic-adult" in d["command"] and "--epsilon 1" in d["command"]
+    assert len(d["entries"]) == 12 and all(e["lower_bound"]["epsilon"] == 0.0 for e in d["entries"])
+    secs = {e["detail"]["generator"]: e["detail"]["seconds_per_run"] for e in d["entries"]}
+    names = ("dpgan", "pategan", "dpctgan", "patectgan")
+    cost = ", ".join(f"{secs['smartnoise-' + n]:.1f}" for n in names)
+    assert cost == "1.5, 2.7, 3.6, 4.0"
+    assert "A fit costs 1.5 CPU-s (DPGAN), 2.7 (PATEGAN), 3.6 (DPCTGAN) and 4.0 (PATECTGAN)" in page
+    assert f"`gan-adult-black-box-eps1.json`, {d['timings']['total']:,.0f} s on 2 workers" in page
