@@ -59,8 +59,17 @@ class MonteCarloEpsilon:
     samples: int
 
 
-def _shift(displacement: object) -> float:
-    return 2.0 if check_flag("displacement", displacement) else 1.0
+def _checked(
+    noise_multiplier: object, batch_size: object, num_records: object, delta: object, shift: object
+) -> tuple[float, int, int, float, float]:
+    """The arguments both functions share, checked by name; the shift per copy (2 or 1)."""
+    return (
+        check_positive("noise_multiplier", noise_multiplier),
+        check_positive_int("batch_size", batch_size),
+        check_positive_int("num_records", num_records),
+        check_delta(delta, allow_zero=False),
+        2.0 if check_flag("displacement", shift) else 1.0,
+    )
 
 
 def with_replacement_gaussian_epsilon(
@@ -81,12 +90,10 @@ def with_replacement_gaussian_epsilon(
         >>> round(with_replacement_gaussian_epsilon(5.0, 500, 1001, 10, 1e-2), 2)
         1.53
     """
-    sigma = check_positive("noise_multiplier", noise_multiplier)
-    draws = check_positive_int("batch_size", batch_size)
-    n = check_positive_int("num_records", num_records)
+    sigma, draws, n, target_delta, shift = _checked(
+        noise_multiplier, batch_size, num_records, delta, displacement
+    )
     k_steps = check_positive_int("steps", steps)
-    target_delta = check_delta(delta, allow_zero=False)
-    shift = _shift(displacement)
     pld = require("dp_accounting.pld.privacy_loss_distribution", "accounting")
     k = np.arange(draws + 1)
     pmf = stats.binom.pmf(k, draws, 1.0 / n)
@@ -139,11 +146,10 @@ def shuffled_gaussian_epsilon(
         >>> round(est.epsilon, 1)
         1.4
     """
-    sigma = check_positive("noise_multiplier", noise_multiplier)
-    size = check_positive_int("batch_size", batch_size)
-    n = check_positive_int("num_records", num_records)
+    sigma, size, n, target_delta, shift = _checked(
+        noise_multiplier, batch_size, num_records, delta, displacement
+    )
     passes = check_positive_int("epochs", epochs)
-    target_delta = check_delta(delta, allow_zero=False)
     draws = check_positive_int("samples", samples)
     batches = n // size
     if batches < 1 or (n - 1) // size != batches:
@@ -151,7 +157,7 @@ def shuffled_gaussian_epsilon(
             f"num_records={n} and batch_size={size}: the datasets with and without t must both "
             "make at least one batch and the same number of batches (else the step count differs)"
         )
-    s = _shift(displacement) / sigma
+    s = shift / sigma
     p_drop = (n - batches * size) / n
     gen = as_generator(rng)
     # add: outputs under P (t in), loss ln P/Q; remove: outputs under Q, loss ln Q/P = −ln P/Q
