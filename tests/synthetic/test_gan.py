@@ -316,3 +316,37 @@ def test_the_pages_adult_figures_are_those_of_the_recorded_audit():
     assert cost == "1.5, 2.7, 3.6, 4.0"
     assert "A fit costs 1.5 CPU-s (DPGAN), 2.7 (PATEGAN), 3.6 (DPCTGAN) and 4.0 (PATECTGAN)" in page
     assert f"`gan-adult-black-box-eps1.json`, {d['timings']['total']:,.0f} s on 2 workers" in page
+
+
+def test_the_density_reruns_repeat_the_first_audits_tables_where_the_page_says():
+    """The reruns with the density ratio: every bound 0; PATECTGAN's, DPGAN's and PATEGAN's
+    count, unseen and DCR figures equal the first audits'; DPCTGAN's count as the page says."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "docs"
+    page = " ".join((root / "workflows/synthetic-data.md").read_text().split())
+
+    def entries(name: str) -> dict:
+        d = json.loads((root / "results/synthetic-data" / name).read_text())
+        return d, {(e["system"], e["detail"]["threat_model"]): e for e in d["entries"]}
+
+    pairs = (("gan-unique-record-black-box-eps1.json",
+              "gan-unique-record-black-box-density-eps1.json"),
+             ("dpgan-pategan-unique-record-black-box-eps1.json",
+              "dpgan-pategan-unique-record-black-box-density-eps1.json"))  # fmt: skip
+    keys = ("tp", "fp", "threshold")
+    for first, rerun in pairs:
+        (_, old), (d, new) = entries(first), entries(rerun)
+        assert "black-box-density" in d["command"] and "--seed 46" in d["command"]
+        assert f"`{rerun}` ({d['timings']['total']:.0f} s" in page
+        assert all(e["lower_bound"]["epsilon"] == 0.0 for e in new.values())
+        for (system, model), e in old.items():
+            same = all(e["detail"][k] == new[(system, model)]["detail"][k] for k in keys)
+            if not system.startswith("smartnoise-dpctgan"):
+                assert same, (system, model)
+            elif model == "black-box":
+                assert not same, (system, model)  # refitted: the worker seeds opacus now
+    count = entries(pairs[0][1])[1][("smartnoise-dpctgan", "black-box")]["detail"]
+    assert (count["tp"], count["fp"], count["threshold"]) == (4, 6, 79.0)
+    assert "4 and 6 of 20 runs at or above the pilot's threshold of 79 copies" in page
