@@ -105,6 +105,8 @@ def test_bad_input_is_refused_by_name():
         shuffled_gaussian_epsilon(1.0, 64, 64, 3, 1e-2)
     with pytest.raises(ValueError, match="samples"):
         shuffled_gaussian_epsilon(1.0, 4, 9, 3, 1e-2, samples=0)
+    with pytest.raises(ValueError, match="on 1000000 batches would need about"):
+        shuffled_gaussian_epsilon(1.0, 2, 2_000_001, 1, 1e-2)
 
 
 def _script():

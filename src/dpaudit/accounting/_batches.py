@@ -38,7 +38,13 @@ from scipy import optimize, special, stats
 
 from dpaudit._rng import as_generator
 from dpaudit._typing import RngLike
-from dpaudit._validate import check_delta, check_flag, check_positive, check_positive_int
+from dpaudit._validate import (
+    check_delta,
+    check_flag,
+    check_memory,
+    check_positive,
+    check_positive_int,
+)
 from dpaudit.errors import require
 
 __all__ = ["MonteCarloEpsilon", "shuffled_gaussian_epsilon", "with_replacement_gaussian_epsilon"]
@@ -95,7 +101,8 @@ def with_replacement_gaussian_epsilon(
     )
     k_steps = check_positive_int("steps", steps)
     pld = require("dp_accounting.pld.privacy_loss_distribution", "accounting")
-    k = np.arange(draws + 1)
+    # t's copies up to where the Binomial's tail falls under _TAIL (not all B + 1 counts)
+    k = np.arange(min(draws, int(stats.binom.isf(_TAIL, draws, 1.0 / n)) + 1) + 1)
     pmf = stats.binom.pmf(k, draws, 1.0 / n)
     keep = pmf > _TAIL
     weights = pmf[keep] / pmf[keep].sum()
@@ -157,6 +164,8 @@ def shuffled_gaussian_epsilon(
             f"num_records={n} and batch_size={size}: the datasets with and without t must both "
             "make at least one batch and the same number of batches (else the step count differs)"
         )
+    # the epoch's noise, its shifted copy and logsumexp's temporaries, float64
+    check_memory(4.0 * 8 * draws * batches, f"shuffled_gaussian_epsilon on {batches} batches")
     s = shift / sigma
     p_drop = (n - batches * size) / n
     gen = as_generator(rng)
