@@ -350,3 +350,21 @@ def test_the_density_reruns_repeat_the_first_audits_tables_where_the_page_says()
     count = entries(pairs[0][1])[1][("smartnoise-dpctgan", "black-box")]["detail"]
     assert (count["tp"], count["fp"], count["threshold"]) == (4, 6, 79.0)
     assert "4 and 6 of 20 runs at or above the pilot's threshold of 79 copies" in page
+
+
+def test_the_pages_dpgan_eps10_black_box_figures_are_the_recorded_audit():
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    d = json.loads((root / "docs/results/synthetic-data/dpgan-unique-record-black-box-eps10.json")
+                   .read_text())  # fmt: skip
+    page = " ".join((root / "docs/workflows/synthetic-data.md").read_text().split())
+    assert (d["settings"]["runs"], d["settings"]["pilot_runs"], d["seed"]) == (20, 10, 46)
+    assert "--epsilon 10 --runs 20 --pilot-runs 10" in d["command"]
+    e = {x["detail"]["threat_model"]: x for x in d["entries"]}
+    assert len(e) == 4 and all(x["lower_bound"]["epsilon"] == 0.0 for x in e.values())
+    count = e["black-box"]["detail"]
+    assert (count["threshold"], count["tp"], count["fp"]) == (0.0, 20, 20)
+    figures = f"{d['timings']['total']:,.0f} s, {count['seconds_per_run']:.1f} CPU-s a fit"
+    assert f"`dpgan-unique-record-black-box-eps10.json`, {figures}" in page

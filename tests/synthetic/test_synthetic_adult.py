@@ -225,7 +225,7 @@ SUMMARY = [
     ("smartnoise-dpgan", 1, "gan-adult-black-box-eps1.json",
      "dpgan-pategan-unique-record-black-box-density-eps1.json",
      ("dpgan-unique-record-white-box-dpsgd-eps1.json", "white-box-dpsgd")),
-    ("smartnoise-dpgan", 10, None, None,
+    ("smartnoise-dpgan", 10, None, "dpgan-unique-record-black-box-eps10.json",
      ("dpgan-unique-record-white-box-dpsgd-eps10.json", "white-box-dpsgd")),
     ("smartnoise-pategan", 1, "gan-adult-black-box-eps1.json",
      "dpgan-pategan-unique-record-black-box-density-eps1.json",
