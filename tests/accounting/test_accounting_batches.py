@@ -105,8 +105,13 @@ def test_bad_input_is_refused_by_name():
         shuffled_gaussian_epsilon(1.0, 64, 64, 3, 1e-2)
     with pytest.raises(ValueError, match="samples"):
         shuffled_gaussian_epsilon(1.0, 4, 9, 3, 1e-2, samples=0)
-    with pytest.raises(ValueError, match="on 1000000 batches would need about"):
-        shuffled_gaussian_epsilon(1.0, 2, 2_000_001, 1, 1e-2)
+    with pytest.raises(ValueError, match="num_records=2000001 and batch_size=2"):
+        shuffled_gaussian_epsilon(1.0, 2, 2_000_001, 1, 1e-2)  # 2e11 normal draws
+    with pytest.raises(ValueError, match="on 15 batches would need about"):
+        shuffled_gaussian_epsilon(1.0, 64, 1001, 1, 1e-2, samples=10**8)  # 48 GB
+    with pytest.raises(ValueError, match="batch_size=10000000, num_records=10"):
+        with_replacement_gaussian_epsilon(1.0, 10**7, 10, 3, 1e-2)  # too many copy counts
+    assert with_replacement_gaussian_epsilon(1.0, 4, 2**53 + 1, 3, 1e-2) == 0.0
 
 
 def _script():

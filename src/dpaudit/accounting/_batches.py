@@ -36,14 +36,16 @@ import math
 import numpy as np
 from scipy import optimize, special, stats
 
+from dpaudit._results import ResultMixin
 from dpaudit._rng import as_generator
 from dpaudit._typing import RngLike
 from dpaudit._validate import (
     check_delta,
     check_flag,
+    check_in_range,
     check_memory,
-    check_positive,
     check_positive_int,
+    check_work,
 )
 from dpaudit.errors import require
 
@@ -51,12 +53,22 @@ __all__ = ["MonteCarloEpsilon", "shuffled_gaussian_epsilon", "with_replacement_g
 
 #: Binomial multiplicities above this tail mass are dropped (their mass moves to the rest).
 _TAIL = 1e-14
+#: Most distinct copy counts of t (the mixture's components) one call accepts.
+MAX_COPY_COUNTS = 64
+#: The noise multipliers accepted (dp-accounting's PLDs break down far outside them).
+NOISE_RANGE = (1e-2, 1e4)
+#: Largest batch (draws a batch) accepted.
+MAX_BATCH = 10**9
+#: Most composed steps one call accepts (dp-accounting's self-composition).
+MAX_STEPS = 10**6
+#: Most standard normal draws (samples × batches × epochs, each direction) one call accepts.
+MAX_NOISE_DRAWS = 2e9
 #: z of the two-sided 95 % interval of a Monte Carlo estimate.
 _Z95 = float(stats.norm.ppf(0.975))
 
 
 @dataclasses.dataclass(frozen=True)
-class MonteCarloEpsilon:
+class MonteCarloEpsilon(ResultMixin):
     """A Monte Carlo estimate of ε at δ with a 95 % interval (from δ(ε)'s standard error)."""
 
     epsilon: float
@@ -70,8 +82,14 @@ def _checked(
 ) -> tuple[float, int, int, float, float]:
     """The arguments both functions share, checked by name; the shift per copy (2 or 1)."""
     return (
-        check_positive("noise_multiplier", noise_multiplier),
-        check_positive_int("batch_size", batch_size),
+        check_in_range(
+            "noise_multiplier",
+            noise_multiplier,
+            *NOISE_RANGE,
+            low_inclusive=True,
+            high_inclusive=True,
+        ),
+        check_positive_int("batch_size", batch_size, maximum=MAX_BATCH),
         check_positive_int("num_records", num_records),
         check_delta(delta, allow_zero=False),
         2.0 if check_flag("displacement", shift) else 1.0,
@@ -99,12 +117,23 @@ def with_replacement_gaussian_epsilon(
     sigma, draws, n, target_delta, shift = _checked(
         noise_multiplier, batch_size, num_records, delta, displacement
     )
-    k_steps = check_positive_int("steps", steps)
+    k_steps = check_positive_int("steps", steps, maximum=MAX_STEPS)
+    # t's copies between the Binomial's two 1e-14 tails (not all B + 1 counts)
+    low = max(0, int(stats.binom.ppf(_TAIL, draws, 1.0 / n)) - 1)
+    high = min(draws, int(stats.binom.isf(_TAIL, draws, 1.0 / n)) + 1)
+    check_work(
+        high - low + 1,
+        MAX_COPY_COUNTS,
+        f"with_replacement_gaussian_epsilon with batch_size={draws}, num_records={n}",
+        "copy counts of t",
+        "raise dpaudit.accounting._batches.MAX_COPY_COUNTS",
+    )
     pld = require("dp_accounting.pld.privacy_loss_distribution", "accounting")
-    # t's copies up to where the Binomial's tail falls under _TAIL (not all B + 1 counts)
-    k = np.arange(min(draws, int(stats.binom.isf(_TAIL, draws, 1.0 / n)) + 1) + 1)
+    k = np.arange(low, high + 1)
     pmf = stats.binom.pmf(k, draws, 1.0 / n)
     keep = pmf > _TAIL
+    if not np.any(k[keep] > 0):  # t is (all but) never drawn: the steps ignore it
+        return 0.0
     weights = pmf[keep] / pmf[keep].sum()
     loss = pld.from_mixture_gaussian_mechanism(
         sigma,
@@ -164,6 +193,14 @@ def shuffled_gaussian_epsilon(
             f"num_records={n} and batch_size={size}: the datasets with and without t must both "
             "make at least one batch and the same number of batches (else the step count differs)"
         )
+    check_work(
+        float(draws) * batches * passes,
+        MAX_NOISE_DRAWS,
+        f"shuffled_gaussian_epsilon with samples={draws}, num_records={n} and batch_size={size} "
+        f"({batches} batches), epochs={passes}",
+        "normal draws",
+        "raise dpaudit.accounting._batches.MAX_NOISE_DRAWS",
+    )
     # the epoch's noise, its shifted copy and logsumexp's temporaries, float64
     check_memory(4.0 * 8 * draws * batches, f"shuffled_gaussian_epsilon on {batches} batches")
     s = shift / sigma
