@@ -2,9 +2,10 @@
 # The figures that need a GPU, in one script of at most 8 minutes (issue 44, item 4).
 #
 # Run it from the repository root on a machine with CUDA (`make gpu-bench`, or
-# `bash benchmarks/gpu.sh [STEP...]`: the named steps only, all of them when none is named). Every step has its own time limit, writes
-# benchmarks/results/gpu-<step>.json (the command's --json output, or the benchmark's own
-# result file) and a line to benchmarks/results/gpu-summary.json; a step that fails or runs
+# `bash benchmarks/gpu.sh [STEP...]`: the named steps only, all of them when none is named).
+# Every step has its own time limit, writes benchmarks/results/gpu-<step>.json (the command's
+# --json output, or the benchmark's own result file) and a line to
+# benchmarks/results/gpu-summary.json; a step that fails or runs
 # out of time is recorded as such and the next one runs. Without CUDA it exits 3 and runs
 # nothing. Sizes: the papers' settings, which the 2-core CPU cannot reach in the session.
 #
