@@ -12,6 +12,7 @@ counts are the real-row steps each trains at (ε, 10⁻²) (its accountant charg
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -34,23 +35,25 @@ ROWS = (
 SAMPLES = {20: 200_000, 652: 20_000}
 
 
+#: The shifts per copy of t, in units of C, and their keys: the other rows' clipped gradients
+#: opposite to t's (Chua et al.'s instance), orthogonal to it, and 0 on its direction.
+SHIFTS = (("shift_2", 2.0), ("shift_sqrt2", math.sqrt(2.0)), ("shift_1", 1.0))
+
+
 def row(spec: tuple) -> dict:
     generator, sampler, claim, sigma, size, n, count = spec
     out = {"generator": generator, "sampler": sampler, "claim": claim, "delta": DELTA}
     out |= {"noise_multiplier": sigma, "batch_size": size, "num_records": n}
-    for displacement in (True, False):
-        key = "displacement" if displacement else "no_displacement"
+    for key, shift in SHIFTS:
         if sampler == "shuffled":
             est = shuffled_gaussian_epsilon(
-                sigma, size, n, count, DELTA, displacement=displacement, samples=SAMPLES[count]
+                sigma, size, n, count, DELTA, copy_shift=shift, samples=SAMPLES[count]
             )
             out["epochs"] = count
             out[key] = {"epsilon": est.epsilon, "low": est.low, "high": est.high}
             out[key]["samples"] = est.samples
         else:
-            eps = with_replacement_gaussian_epsilon(
-                sigma, size, n, count, DELTA, displacement=displacement
-            )
+            eps = with_replacement_gaussian_epsilon(sigma, size, n, count, DELTA, copy_shift=shift)
             out["steps"] = count
             out[key] = {"epsilon": eps}
     return out
@@ -59,13 +62,13 @@ def row(spec: tuple) -> dict:
 def table(rows: list[dict]) -> str:
     lines = [
         "| generator | batches | claim (ε, δ) | steps | ε of the instance: copies shift 2C | "
-        "copies shift C |",
-        "|---|---|---|---:|---:|---:|",
+        "√2·C | C |",
+        "|---|---|---|---:|---:|---:|---:|",
     ]
     for r in rows:
         steps = r.get("steps") or r["epochs"] * (r["num_records"] // r["batch_size"])
         cells = []
-        for key in ("displacement", "no_displacement"):
+        for key, _ in SHIFTS:
             c = r[key]
             cell = f"{c['epsilon']:.3f}"
             if "low" in c:
@@ -74,7 +77,8 @@ def table(rows: list[dict]) -> str:
         lines.append(
             f"| {r['generator']} | {r['sampler']}, B = {r['batch_size']}, σ = "
             f"{r['noise_multiplier']:g} | ({r['claim']:g}, {r['delta']:g}) | {steps:,} | "
-            f"{cells[0]} | {cells[1]} |"
+            + " | ".join(cells)
+            + " |"
         )
     return "\n".join(lines)
 

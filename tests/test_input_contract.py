@@ -509,7 +509,7 @@ BASELINES: dict[str, dict[str, Any]] = {
         "num_records": 10,
         "steps": 3,
         "delta": 1e-2,
-        "displacement": True,
+        "copy_shift": 2.0,
     },
     "accounting.shuffled_gaussian_epsilon": {
         "noise_multiplier": 2.0,
@@ -517,7 +517,7 @@ BASELINES: dict[str, dict[str, Any]] = {
         "num_records": 9,
         "epochs": 2,
         "delta": 1e-2,
-        "displacement": True,
+        "copy_shift": 2.0,
         "samples": 1000,
         "rng": 0,
     },

@@ -14,8 +14,9 @@ Both keep the batch size fixed, so adding t *displaces* a row of the other datas
 instance of Chua, Ghazi, Kamath, Kumar, Manurangsi, Sinha & Zhang, "How Private are DP-SGD
 Implementations?" (ICML 2024, arXiv:2403.17673; multi-epoch: "Scalable DP-SGD: Shuffling vs.
 Poisson Subsampling", NeurIPS 2024, arXiv:2411.04205) every other row's clipped gradient is
-−C·u and t's is +C·u, so each copy of t moves its batch's sum by 2C (``displacement=True``);
-with the other rows' gradients 0 on t's direction it moves it by C (``displacement=False``).
+−C·u and t's is +C·u, so each copy of t moves its batch's sum by 2C (``copy_shift=2``, the
+most clipped gradients allow); with the other rows' gradients orthogonal to t's, by √2·C; with
+them 0 on t's direction, by C (``copy_shift=1``).
 The ε at δ of that instance, for add and remove alike (the larger of the two directions), is
 a lower bound on the ε of the mechanism as implemented: a claim that exceeds no such value is
 not refuted by it, and a claim below it is wrong for those batches.
@@ -41,7 +42,6 @@ from dpaudit._rng import as_generator
 from dpaudit._typing import RngLike
 from dpaudit._validate import (
     check_delta,
-    check_flag,
     check_in_range,
     check_memory,
     check_positive_int,
@@ -80,7 +80,7 @@ class MonteCarloEpsilon(ResultMixin):
 def _checked(
     noise_multiplier: object, batch_size: object, num_records: object, delta: object, shift: object
 ) -> tuple[float, int, int, float, float]:
-    """The arguments both functions share, checked by name; the shift per copy (2 or 1)."""
+    """The arguments both functions share, checked by name; the shift per copy is in [0.1, 2]."""
     return (
         check_in_range(
             "noise_multiplier",
@@ -92,7 +92,7 @@ def _checked(
         check_positive_int("batch_size", batch_size, maximum=MAX_BATCH),
         check_positive_int("num_records", num_records),
         check_delta(delta, allow_zero=False),
-        2.0 if check_flag("displacement", shift) else 1.0,
+        check_in_range("copy_shift", shift, 0.1, 2.0, low_inclusive=True, high_inclusive=True),
     )
 
 
@@ -103,11 +103,11 @@ def with_replacement_gaussian_epsilon(
     steps: int,
     delta: float,
     *,
-    displacement: bool = True,
+    copy_shift: float = 2.0,
 ) -> float:
     """ε at ``delta`` of ``steps`` Gaussian steps whose batches draw ``batch_size`` rows with
     replacement from ``num_records`` (the dataset holding t): t's copies K ~ Binomial(B, 1/n),
-    each shifting the sum by 2C (``displacement``, Chua et al. 2024, arXiv:2403.17673) or C.
+    each shifting the sum by ``copy_shift``·C (2: Chua et al. 2024, arXiv:2403.17673).
     dp-accounting's mixture-of-Gaussians PLD, both adjacency directions.
 
     Examples:
@@ -115,7 +115,7 @@ def with_replacement_gaussian_epsilon(
         1.53
     """
     sigma, draws, n, target_delta, shift = _checked(
-        noise_multiplier, batch_size, num_records, delta, displacement
+        noise_multiplier, batch_size, num_records, delta, copy_shift
     )
     k_steps = check_positive_int("steps", steps, maximum=MAX_STEPS)
     # t's copies between the Binomial's two 1e-14 tails (not all B + 1 counts)
@@ -170,14 +170,14 @@ def shuffled_gaussian_epsilon(
     epochs: int,
     delta: float,
     *,
-    displacement: bool = True,
+    copy_shift: float = 2.0,
     samples: int = 200_000,
     rng: RngLike = 0,
 ) -> MonteCarloEpsilon:
     """ε at ``delta`` of ``epochs`` shuffled passes in batches of ``batch_size`` (``drop_last``)
     over ``num_records`` rows (the dataset holding t; the other has one fewer and must make
     as many batches), one Gaussian step a batch, on Chua et al.'s instance (arXiv:2411.04205):
-    t's copy shifts its batch by 2C (``displacement``) or C. Monte Carlo over ``samples``
+    t's copy shifts its batch by ``copy_shift``·C (2 by default). Monte Carlo over ``samples``
     draws of every epoch's noise, both directions; the interval is where δ(ε) ± 1.96 se = δ.
 
     Examples:
@@ -186,7 +186,7 @@ def shuffled_gaussian_epsilon(
         1.4
     """
     sigma, size, n, target_delta, shift = _checked(
-        noise_multiplier, batch_size, num_records, delta, displacement
+        noise_multiplier, batch_size, num_records, delta, copy_shift
     )
     passes = check_positive_int("epochs", epochs)
     draws = check_positive_int("samples", samples)
