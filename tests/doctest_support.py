@@ -43,7 +43,7 @@ SECTIONS: dict[str, tuple[str, tuple[int, ...]]] = {
     "01-architecture.md": ("extend/contributing.md", (0,)),
     "10-noisy-argmax.md": ("bounds/noisy-argmax.md", (0,)),
     "30-lower-bounds-rdp.md": ("bounds/lower-bounds.md", (0, 1, 2, 3)),
-    "40-accounting.md": ("bounds/accounting.md", (0,)),
+    "40-accounting.md": ("bounds/accounting.md", (0, 1)),
     "50-many-canary.md": ("bounds/many-canary.md", (0,)),
     "55-dp-sgd.md": ("workflows/dp-sgd.md", (3,)),
     "57-lidp-dp-sgd.md": ("workflows/lifted-dp.md", (1,)),

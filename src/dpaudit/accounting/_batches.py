@@ -151,7 +151,8 @@ def _epoch_losses(
     gen: np.random.Generator, samples: int, batches: int, p_drop: float, s: float, with_t: bool
 ) -> np.ndarray:
     """One epoch's privacy loss ln(P/Q) (P: t in the data) at outputs drawn under P or Q,
-    in units of σ: each batch's noise is N(0, 1), t's batch is shifted by s/σ."""
+    in units of σ: each batch's noise is N(0, 1) and t's batch is shifted by ``s`` (the shift
+    per copy over σ), unless t fell among the ``p_drop`` rows ``drop_last`` leaves out."""
     x = gen.standard_normal((samples, batches)) * s
     if with_t:
         kept = gen.random(samples) >= p_drop
