@@ -52,10 +52,10 @@ def test_the_worker_refuses_public_rows_for_another_gan():
     from dpaudit.systems import SYSTEMS
 
     pair = WORST_CASE_DATASETS.get("unique-record")(columns=2, rows=20)
-    g = SYSTEMS.get("smartnoise-dpctgan")(
-        GeneratorCell("smartnoise-dpctgan", 1.0, 1e-2, options=(("public_rows", 100),))
+    g = SYSTEMS.get("smartnoise-patectgan")(
+        GeneratorCell("smartnoise-patectgan", 1.0, 1e-2, options=(("public_rows", 100),))
     )
-    with pytest.raises(Exception, match=r"public_rows .* applies to DPGAN only"):
+    with pytest.raises(Exception, match=r"public_rows .* applies to DPGAN and DPCTGAN only"):
         g.fit_runs([pair.D], [0], [1], domain=pair.domain, observe=("accounting",))
 
 

@@ -600,6 +600,14 @@ class TestSmartnoiseDPCTGANPublicConditions(GANContract):
     name = "smartnoise-dpctgan-public-conditions"
 
 
+class TestSmartnoiseDPCTGANPublicTrainingConditions(GANContract):
+    name = "smartnoise-dpctgan-public-training-conditions"
+
+
+class TestSmartnoiseDPCTGANPublicRows(GANContract):
+    name = "smartnoise-dpctgan-public-rows"
+
+
 class TestSmartnoisePATECTGAN(GANContract):
     name = "smartnoise-patectgan"
     OPTIONS = (("batch_size", 16), ("student_iters", 2), ("teacher_iters", 1),

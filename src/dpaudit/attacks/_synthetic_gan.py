@@ -86,6 +86,14 @@ conditioned on t's categories is Binomial at the rate the library's rule gives o
 D ∪ {t} (:func:`condition_rates`), and the statistic is its log-likelihood ratio
 (:func:`conditions_llr`), capped at :data:`LOSS_CAP` as ``white-box-dpsgd``'s is.
 
+DPCTGAN's training (``white-box-training-conditions``). Its training draws the same way
+(``sample_condvec``, by the private category frequencies) twice a batch, the generated rows'
+conditions of the discriminator's step (whose permutation picks the real rows) and of the
+generator's step. The generator's updates read these draws without noise: for the released
+generator to be post-processing of the noisy discriminator, its inputs must be independent
+of the data, so the adversary may see them. The statistic is the same log-likelihood ratio
+over every training draw.
+
 Example:
     >>> rng = np.random.default_rng(0)
     >>> d = np.ones((50, 1, 4)) * 0.5
@@ -96,6 +104,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -382,13 +391,16 @@ def conditions_llr(count: int, rows: int, p0: float, p1: float) -> float:
     return a - b
 
 
-def _white_box_conditions(run, synthetic, pair, fitted_on):
-    """The capped log-likelihood ratio of the count of rows conditioned on t's categories
+def _white_box_conditions(run, synthetic, pair, fitted_on, *, view="conditions"):
+    """The capped log-likelihood ratio of the count of rows (or, ``view =
+    "training-conditions"``, of DPCTGAN's training draws) conditioned on t's categories
     (:func:`conditions_llr` at the rates of the run's rule), capped at :data:`LOSS_CAP`."""
-    rec = run.get("conditions")
+    rec = run.get(view)
     if rec is None or "categories" not in rec:
-        raise ValueError("white-box-conditions reads the conditions a GAN's sample() drew: "
-                         "the run holds none (give sample_rows > 0)")  # fmt: skip
+        what = "a GAN's sample()" if view == "conditions" else "DPCTGAN's training"
+        raise ValueError(f"white-box-{view} reads the conditions {what} drew: the run holds "
+                         f"none" + (" (give sample_rows > 0)" if view == "conditions" else "")
+                         )  # fmt: skip
     cards = pair.domain.cardinalities
     k = target_conditions(rec["categories"], pair.target, cards)
     p0, p1 = condition_rates(pair.D, pair.target, cards, rec["rule"])
@@ -517,6 +529,17 @@ SYNTHETIC_THREAT_MODELS.register(
         "conditional-vector category the target holds (its sample() reads each row's "
         "condition from the private data), capped at a loss of 5",
         reads=("patectgan", "dpctgan"),
+    ),
+)  # fmt: skip
+SYNTHETIC_THREAT_MODELS.register(
+    "white-box-training-conditions",
+    SyntheticThreatModel(
+        "white-box-training-conditions", ("training-conditions",),
+        functools.partial(_white_box_conditions, view="training-conditions"),
+        "log-likelihood ratio of the count of DPCTGAN's training draws of a conditional "
+        "vector on a category the target holds (drawn by the private category frequencies, "
+        "which the generator's updates read without noise), capped at a loss of 5",
+        reads=("dpctgan",),
     ),
 )  # fmt: skip
 SYNTHETIC_THREAT_MODELS.register(

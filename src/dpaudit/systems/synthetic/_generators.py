@@ -100,10 +100,12 @@ __all__ = [
 #: DPGAN's released noisy gradients (``"gradients"``, given the adversary's target); PATECTGAN's
 #: student updates on its teachers' steps (``"student"``, given the adversary's target);
 #: DPCTGAN's and PATECTGAN's conditional-vector category of each row of the synthetic table
-#: (``"conditions"``); PATEGAN's noisy labels with its teachers' votes on every dataset
-#: sent (``"votes"``); and a GAN's accountant record alone (``"accounting"``: its steps).
+#: (``"conditions"``); DPCTGAN's every training draw of one (``"training-conditions"``);
+#: PATEGAN's noisy labels with its teachers' votes on every dataset sent (``"votes"``); and a
+#: GAN's accountant record alone (``"accounting"``: its steps).
 OBSERVABLES: tuple[str, ...] = ("measurements", "selections", "synthetic", "domain", "gradients",
-                                 "student", "conditions", "votes", "accounting")  # fmt: skip
+                                 "student", "conditions", "votes", "accounting",
+                                 "training-conditions")  # fmt: skip
 #: The tag a generator's system entry carries (``SYSTEMS.names(tag=...)``).
 SYSTEM_TAG = "synthetic-data"
 _HERE = Path(__file__).resolve().parent
@@ -412,6 +414,7 @@ _RUN_ARRAYS = {
     "gradients": (("noisy", "noisy"), ("direction", "direction")),
     "student": (("norm2", "norm2"), ("residual2", "residual2")),
     "conditions": (("categories", "conditions"),),
+    "training-conditions": (("categories", "tconditions"),),
     "votes": (("votes", "votes"), ("labels", "labels")),
 }
 
@@ -625,7 +628,9 @@ class GANGenerator(SyntheticGenerator):
     Both GANs' ``"conditions"`` view (threat model ``white-box-conditions``): the
     conditional-vector category each row of the synthetic table was generated from, which
     their ``sample()`` reads from the private data (PATECTGAN: a uniformly drawn private
-    row's; DPCTGAN: by the private category frequencies).
+    row's; DPCTGAN: by the private category frequencies). DPCTGAN's ``"training-conditions"``
+    (threat model ``white-box-training-conditions``): the category of every conditional
+    vector its training drew, by the same private frequencies.
 
     The claim is the library's ε at the δ it is given; μ beside it is the μ-GDP whose ε at δ
     is that ε (:func:`~dpaudit.conversions.gdp_mu`), a description of the claim's scale (an
@@ -718,21 +723,35 @@ _QUIET_VOTES = ("the Laplace noise on the teachers' votes is 0.1× what the libr
 #: uniformly) instead of read from the private data (PATECTGAN: copied from a uniformly drawn
 #: private row; DPCTGAN: drawn by the private category frequencies).
 _PUBLIC_CONDITIONS = (("conditions", "public"),)
+#: The same fix in DPCTGAN's training (worker option ``training_conditions``).
+_PUBLIC_TRAINING = (("training_conditions", "public"),)
+_DPCTGAN_VIEWS = ("gradients", "conditions", "training-conditions")
 #: The fix of DPGAN's step count (worker option ``public_rows``): ⌊N/64⌋ batches an epoch of
 #: 64 rows drawn without replacement, and the sampling rate 64/N accounted, with N = 1,000 a
 #: public row count, instead of ⌊n/64⌋ batches of a shuffled pass and the rate 64/n.
 _PUBLIC_ROWS = (("public_rows", 1000),)
+#: The fix of DPCTGAN's sampling rate (the same worker option): its accountant given the
+#: public row count N = 50 (twin-record's |D|) instead of n, so the epochs it trains no longer
+#: read n; its ⌊n/B⌋ batches an epoch still do (its loop reads them).
+_PUBLIC_RATE = (("public_rows", 50),)
 
 GAN_GENERATORS: tuple[GeneratorSpec, ...] = (
     GeneratorSpec("smartnoise-dpctgan", "smartnoise-gan", "dpctgan", "DPCTGAN (smartnoise-synth)",
-                  _DPCTGAN, white_box=("gradients", "conditions")),
+                  _DPCTGAN, white_box=_DPCTGAN_VIEWS),
     GeneratorSpec("smartnoise-dpctgan-quiet-noise", "smartnoise-gan", "dpctgan",
                   "DPCTGAN with its noise scaled down 10× (planted bug)", _DPCTGAN, bug=_QUIET_SGD,
-                  noise_scale=0.1, white_box=("gradients", "conditions")),
+                  noise_scale=0.1, white_box=_DPCTGAN_VIEWS),
     GeneratorSpec("smartnoise-dpctgan-public-conditions", "smartnoise-gan", "dpctgan",
                   "DPCTGAN whose sample() draws its conditions from the public domain (the fix "
                   "of one violation; control)", _DPCTGAN, options=_PUBLIC_CONDITIONS,
-                  white_box=("gradients", "conditions")),
+                  white_box=_DPCTGAN_VIEWS),
+    GeneratorSpec("smartnoise-dpctgan-public-training-conditions", "smartnoise-gan", "dpctgan",
+                  "DPCTGAN whose training draws its conditions from the public domain (the fix "
+                  "of one violation; control)", _DPCTGAN, options=_PUBLIC_TRAINING,
+                  white_box=_DPCTGAN_VIEWS),
+    GeneratorSpec("smartnoise-dpctgan-public-rows", "smartnoise-gan", "dpctgan",
+                  "DPCTGAN whose accountant is given a public row count, 50 (the fix of one "
+                  "violation; control)", _DPCTGAN, options=_PUBLIC_RATE, white_box=_DPCTGAN_VIEWS),
     GeneratorSpec("smartnoise-patectgan", "smartnoise-gan", "patectgan",
                   "PATECTGAN (smartnoise-synth)", _PATECTGAN, white_box=("student", "conditions")),
     GeneratorSpec("smartnoise-patectgan-quiet-noise", "smartnoise-gan", "patectgan",

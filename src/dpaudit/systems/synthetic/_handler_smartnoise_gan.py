@@ -27,6 +27,10 @@ each run recording
   row's condition from a uniformly drawn *private* row (CTGAN's ``sample_original_condvec``),
   DPCTGAN's draws it by the *private* category frequencies (``sample_condvec``), neither
   with noise;
+* ``training-conditions`` (white-box, DPCTGAN only): the conditional-vector category of
+  every draw its training made (``sample_condvec``, by the *private* category frequencies,
+  without noise; twice a batch: the generated rows of the discriminator's step, whose
+  permutation also picks its real rows, and the generator's step);
 * ``accounting``: what the library's own accountant spent — for DPCTGAN the ε opacus's RDP
   accountant reports before each epoch (``reported``: the library stops when one exceeds the
   target), the optimizer steps it counted and the ε after the last of them (``spent``); for
@@ -48,7 +52,9 @@ votes (their ``pate``) — while the accountants are given the noise the library
 The worker's option ``conditions`` (not the library's) is ``"data"`` (as installed) or
 ``"public"``, the fix: ``sample()`` draws each row's condition from the public domain (a
 column uniformly, then one of its categories uniformly) instead of from the private data;
-DPGAN and PATEGAN refuse it (and the ``conditions`` view).
+DPGAN and PATEGAN refuse it (and the ``conditions`` view). Its option ``training_conditions``
+(DPCTGAN only) is the same fix in training: every training draw from the public domain (the
+real rows are then drawn to match those conditions, as the library matches its own).
 
 Seeding: ``seed`` seeds numpy's and Python's global generators (batch and conditional-vector
 sampling, PATECTGAN's and PATEGAN's Laplace noise) and torch's (the generator's initial
@@ -155,17 +161,21 @@ def _direction(seq, data_cols, cond_cols, clip):
     return _clipped_first_layer(seq, x, data_cols, clip)
 
 
-def _patch_dpctgan(noise_scale, engines, record=None, seed=None):
+def _patch_dpctgan(noise_scale, engines, record=None, seed=None, public_rows=None):
     """Record each opacus ``PrivacyEngine`` DPCTGAN builds; scale the noise it draws; seed it
     with ``seed`` (module docstring, "Seeding"); with ``record`` (a dict with ``data_cols``,
     ``cond_cols``), append to its ``noisy`` and ``direction`` lists on every real-row step.
-    """
+    With ``public_rows`` (the control of its sampling rate), the engine is given that row
+    count instead of the private one, so it accounts the rate B/N and the epochs the library
+    trains no longer read n (its batches an epoch, ⌊n/B⌋, still do: the loop reads them)."""
     import opacus
 
     orig = opacus.PrivacyEngine
 
     class Recorded(orig):
         def __init__(self, *a, **k):
+            if public_rows:
+                k["sample_size"] = int(public_rows)
             super().__init__(*a, **k)
             engines.append(self)
             if seed is not None and not self.secure_rng:
@@ -435,14 +445,9 @@ def _patch_dpgan(noise_scale, engines, reported, seed, record=None, public_rows=
     import opacus
     import snsynth.pytorch.nn.dpgan as mod
 
-    undo = _patch_dpctgan(noise_scale, engines, None, seed)
+    undo = _patch_dpctgan(noise_scale, engines, None, seed, public_rows)
 
     class Read(opacus.PrivacyEngine):
-        def __init__(self, *a, **k):
-            if public_rows:
-                k["sample_size"] = int(public_rows)
-            super().__init__(*a, **k)
-
         def get_privacy_spent(self, target_delta=None):
             out = super().get_privacy_spent(target_delta)
             reported.append(float(out[0]))
@@ -473,35 +478,37 @@ def _patch_dpgan(noise_scale, engines, reported, seed, record=None, public_rows=
     return restore
 
 
+def _public_condvec(sampler, batch, synth):
+    """A conditional vector per row drawn from the public domain (the fix): a column
+    uniformly, then one of its categories uniformly, from the run's seeded global generator
+    (the one the library's own draw comes from), in the shape the library's draw returns."""
+    col = np.random.randint(0, sampler._n_discrete_columns, size=batch)  # noqa: NPY002
+    u = np.random.rand(batch)  # noqa: NPY002
+    opt = np.floor(u * sampler._discrete_column_n_category[col]).astype(np.int64)
+    cond = np.zeros((batch, sampler._n_categories), dtype="float32")
+    cond[np.arange(batch), sampler._discrete_column_cond_st[col] + opt] = 1
+    if synth == "patectgan":
+        return cond
+    mask = np.zeros((batch, sampler._n_discrete_columns), dtype="float32")
+    mask[np.arange(batch), col] = 1
+    return cond, mask, col, opt
+
+
 def _patch_conditions(synth, conditions, record):
-    """``sample()``'s conditional vectors — PATECTGAN's ``sample_original_condvec`` (the
-    category of a uniformly drawn private row), DPCTGAN's ``sample_condvec`` (a category drawn
-    by its private frequency, an absent one counted once) — drawn from the public domain
-    instead (``conditions == "public"``, the fix: a column, then one of its categories,
-    uniformly); with ``record`` (a list), each batch's category per row (its index in the
-    conditional vector) appended to it. Patched only around ``sample()``."""
+    """The conditional vectors — PATECTGAN's ``sample_original_condvec`` (the category of a
+    uniformly drawn private row), DPCTGAN's ``sample_condvec`` (a category drawn by its private
+    frequency, an absent one counted once) — drawn from the public domain instead
+    (``conditions == "public"``, the fix: :func:`_public_condvec`); with ``record`` (a list),
+    each batch's category per row (its index in the conditional vector) appended to it.
+    Patched around ``sample()`` and, for DPCTGAN's training draws (the same method), around
+    ``fit()``."""
     from snsynth.pytorch.nn.ctgan.data_sampler import DataSampler
 
     name = "sample_original_condvec" if synth == "patectgan" else "sample_condvec"
     orig = getattr(DataSampler, name)
 
-    def public(self, batch):
-        # the run's seeded global generator, from which the library's own draw comes
-        col = np.random.randint(0, self._n_discrete_columns, size=batch)  # noqa: NPY002
-        u = np.random.rand(batch)  # noqa: NPY002
-        opt = np.floor(u * self._discrete_column_n_category[col]).astype(np.int64)
-        cond = np.zeros((batch, self._n_categories), dtype="float32")
-        cond[np.arange(batch), self._discrete_column_cond_st[col] + opt] = 1
-        if synth == "patectgan":
-            return cond
-        mask = np.zeros((batch, self._n_discrete_columns), dtype="float32")
-        mask[np.arange(batch), col] = 1
-        return cond, mask, col, opt
-
-    draw = public if conditions == "public" else orig
-
     def patched(self, batch):
-        out = draw(self, batch)
+        out = _public_condvec(self, batch, synth) if conditions == "public" else orig(self, batch)
         cond = out if synth == "patectgan" or out is None else out[0]
         if record is not None and cond is not None:
             record.append(cond.argmax(axis=1).astype(np.int64))
@@ -554,10 +561,12 @@ def _check_body(body):
     if synth not in _SYNTHS:
         raise ValueError(f"the GAN worker runs {' or '.join(_SYNTHS)}, got synth={synth!r}")
     observe = set(body.get("observe", ["synthetic"]))
-    known = {"synthetic", "accounting", "gradients", "student", "conditions", "votes"}
+    known = {"synthetic", "accounting", "gradients", "student", "conditions", "votes",
+             "training-conditions"}  # fmt: skip
     if observe - known:
         raise ValueError(f"the GAN worker records the synthetic table, the accounting, the "
-                         f"sample's conditions, DPCTGAN's and DPGAN's gradients, PATECTGAN's "
+                         f"sample's and DPCTGAN's training conditions, DPCTGAN's and DPGAN's "
+                         f"gradients, PATECTGAN's "
                          f"student and PATEGAN's votes only, not "
                          f"{sorted(observe - known)}")  # fmt: skip
     for view, gans in (("gradients", ("dpctgan", "dpgan")), ("student", ("patectgan",))):
@@ -575,17 +584,24 @@ def _check_body(body):
     if synth not in _CONDITIONAL and ("conditions" in options or "conditions" in observe):
         raise ValueError(f"{synth.upper()} has no conditional vectors: the conditions option "
                          f"and view apply to {' and '.join(_CONDITIONAL)} only")  # fmt: skip
+    if synth != "dpctgan" and ("training_conditions" in options
+                               or "training-conditions" in observe):  # fmt: skip
+        raise ValueError(f"the training conditions option and view apply to DPCTGAN only, got "
+                         f"synth={synth!r}")  # fmt: skip
     conditions = options.pop("conditions", "data")
-    if conditions not in ("data", "public"):
-        raise ValueError(f"conditions must be 'data' or 'public', got {conditions!r}")
+    training = options.pop("training_conditions", "data")
+    for name, v in (("conditions", conditions), ("training_conditions", training)):
+        if v not in ("data", "public"):
+            raise ValueError(f"{name} must be 'data' or 'public', got {v!r}")
     public_rows = options.pop("public_rows", None)
-    if public_rows is not None and (synth != "dpgan" or int(public_rows) < 1):
-        raise ValueError(f"public_rows (a row count ≥ 1) applies to DPGAN only, got "
+    if public_rows is not None and (synth not in ("dpgan", "dpctgan") or int(public_rows) < 1):
+        raise ValueError(f"public_rows (a row count ≥ 1) applies to DPGAN and DPCTGAN only, got "
                          f"synth={synth!r}, public_rows={public_rows!r}")  # fmt: skip
     for k in ("generator_dim", "discriminator_dim"):
         if k in options:
             options[k] = tuple(int(v) for v in options[k])
-    return synth, observe, options, {"conditions": conditions, "public_rows": public_rows}
+    return synth, observe, options, {"conditions": conditions, "public_rows": public_rows,
+                                     "training_conditions": training}  # fmt: skip
 
 
 def _patch(synth, noise_scale, seed, record, votes=None, public_rows=None):
@@ -593,7 +609,7 @@ def _patch(synth, noise_scale, seed, record, votes=None, public_rows=None):
     reading what they recorded once the fit is done."""
     engines, queries, reported = [], [], []
     if synth == "dpctgan":
-        undo = _patch_dpctgan(noise_scale, engines, record, seed)
+        undo = _patch_dpctgan(noise_scale, engines, record, seed, public_rows)
         return undo, lambda s, delta: _dpctgan_accounting(s, engines, delta)
     if synth == "dpgan":
         undo = _patch_dpgan(noise_scale, engines, reported, seed, record, public_rows)
@@ -659,6 +675,21 @@ def _records(observe, body, tt, tables, mine):
     return record, votes
 
 
+def _fit(s, synth, observe, worker, table, tt):
+    """Fit ``s`` on ``table``; DPCTGAN's training conditions recorded (``training-conditions``
+    in ``observe``: the list of each draw's categories, returned) or drawn from the public
+    domain (the ``training_conditions`` fix), around ``fit()`` only."""
+    drawn = [] if "training-conditions" in observe else None
+    fix = worker["training_conditions"]
+    undo = (_patch_conditions(synth, fix, drawn) if drawn is not None or fix == "public"
+            else lambda: None)  # fmt: skip
+    try:
+        s.fit(table, transformer=tt)
+    finally:
+        undo()
+    return drawn
+
+
 def op_fit(body, arrays):
     """Run the generator ``len(body["runs"])`` times; see the module docstring."""
     import pandas as pd
@@ -686,8 +717,12 @@ def op_fit(body, arrays):
         t0 = time.process_time()
         try:
             s = Synthesizer.create(synth, epsilon=eps, delta=delta, **own, **options)
-            s.fit(tables[f"data{int(run['dataset'])}"], transformer=tt)
+            drawn = _fit(s, synth, observe, worker, tables[f"data{int(run['dataset'])}"], tt)
             result = {"seconds": time.process_time() - t0, "accounting": accounting(s, delta)}
+            if drawn is not None:
+                result["training-conditions"] = {"draws": int(sum(len(d) for d in drawn)),
+                                                 "rule": "frequencies"}  # fmt: skip
+                syn[f"tconditions{i}"] = np.concatenate(drawn)
             _white_box_views(synth, record, result, syn, i, votes)
             if ("synthetic" in observe or "conditions" in observe) and sample_rows:
                 _sample(s, synth, observe, worker["conditions"], sample_rows, result, syn, i)

@@ -1,0 +1,128 @@
+"""DPCTGAN's training reads the private data outside its mechanism (violation 5 in
+training): ``white-box-training-conditions`` (the conditional vectors its training draws by
+the private category frequencies) and ``white-box-steps`` (the epochs its accountant allows
+at the rate B/n, n the private row count), each with its control — the statistic and its
+place among the threat models here, and, with ``make venv-smartnoise-gan``, the library's
+draws and step counts as recorded."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import binom
+
+from dpaudit.attacks._synthetic import SYNTHETIC_THREAT_MODELS, WORST_CASE_DATASETS
+from dpaudit.attacks._synthetic_gan import LOSS_CAP, target_conditions
+from dpaudit.experiments.synthetic_data import SyntheticDataSettings
+from dpaudit.systems.synthetic import GENERATORS, LIBRARIES, GeneratorCell
+
+#: The settings of the recorded audits: the library's σ = 5, 4 rows a batch, DPCTGAN's small
+#: public network (no hidden discriminator layer).
+TRAINING = ("batch_size=4", "discriminator_dim=", "generator_dim=8", "embedding_dim=8")
+needs_gan = pytest.mark.skipif(
+    not LIBRARIES["smartnoise-gan"].available(),
+    reason="smartnoise-synth's GAN environment not built: make venv-smartnoise-gan",
+)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _pair():
+    return WORST_CASE_DATASETS.get("twin-record")(columns=3, rows=50)
+
+
+def test_the_statistic_is_the_binomial_llr_of_the_training_draws_on_ts_categories():
+    """On twin-record a draw lands on one of t's categories with probability 1/50 on D and
+    2/51 on D ∪ {t}: the statistic is the naive Binomial log-likelihood ratio of that count
+    over every draw, capped at 5."""
+    pair = _pair()
+    tm = SYNTHETIC_THREAT_MODELS.get("white-box-training-conditions")
+    rng = np.random.default_rng(3)
+    cats = rng.integers(0, 6, size=3168)
+    cats[cats % 2 == 1] = 0  # t's categories (1, 3, 5) on a few draws only
+    cats[:60] = [1, 3, 5] * 20
+    run = {"training-conditions": {"categories": cats, "rule": "frequencies", "draws": 3168}}
+    k = target_conditions(cats, pair.target, pair.domain.cardinalities)
+    assert k == 60
+    naive = binom.logpmf(k, 3168, 2 / 51) - binom.logpmf(k, 3168, 1 / 50)
+    assert tm.statistic(run, None, pair, pair.D) == pytest.approx(naive, rel=1e-12)
+    cats[:200] = 1
+    assert tm.statistic(run, None, pair, pair.D) == LOSS_CAP
+    with pytest.raises(ValueError, match="DPCTGAN's training drew: the run holds none"):
+        tm.statistic({"conditions": run["training-conditions"]}, None, pair, pair.D)
+
+
+def test_the_threat_models_serve_dpctgan_and_its_controls_only():
+    tm = SYNTHETIC_THREAT_MODELS.get("white-box-training-conditions")
+    served = {g for g in GENERATORS.names()
+              if tm.serves(GENERATORS.get(g).synth, GENERATORS.get(g).white_box)}  # fmt: skip
+    assert served == {g for g in GENERATORS.names() if g.startswith("smartnoise-dpctgan")}
+    assert {"smartnoise-dpctgan-public-training-conditions", "smartnoise-dpctgan-public-rows"} <= (
+        served
+    )
+    steps = SYNTHETIC_THREAT_MODELS.get("white-box-steps")
+    assert steps.serves("dpctgan", GENERATORS.get("smartnoise-dpctgan-public-rows").white_box)
+    s = SyntheticDataSettings(generators=("smartnoise-dpctgan-public-training-conditions",))
+    assert s.threat_models_for("smartnoise-dpctgan-public-training-conditions") == (
+        "white-box-dpsgd",
+    )
+
+
+def _fit(name, observe, seeds=(7, 8)):
+    from dpaudit.systems import SYSTEMS
+
+    pair = _pair()
+    opts = SyntheticDataSettings(dpctgan_options=TRAINING).dpctgan_settings()
+    g = SYSTEMS.get(name)(GeneratorCell(name, 1.0, 1e-2, options=opts))
+    return pair, g.fit_runs([pair.D, pair.D_prime], [0, 1], list(seeds), domain=pair.domain,
+                            observe=observe)  # fmt: skip
+
+
+@needs_gan
+def test_dpctgan_trains_on_conditions_drawn_by_private_frequencies_and_the_fix_on_public_ones():
+    """Every training draw recorded: 4 a batch, two batches a step pair, so draws = 4 × the
+    opacus steps (792 on D, 816 on D ∪ {t}: 33 epochs against 34). The library's count on t's
+    categories is Binomial(draws, 1/50) on D and (draws, 2/51) on D ∪ {t} (means 63 and 128);
+    the fix's, Binomial(draws, 1/2) on both."""
+    counts = {}
+    for name in ("smartnoise-dpctgan", "smartnoise-dpctgan-public-training-conditions"):
+        pair, r = _fit(name, ("training-conditions", "accounting"))
+        for run in r.runs:
+            rec = run["training-conditions"]
+            assert rec["draws"] == len(rec["categories"]) == 4 * run["accounting"]["steps"]
+            assert rec["rule"] == "frequencies"
+        assert [run["accounting"]["steps"] for run in r.runs] == [792, 816]
+        counts[name] = [target_conditions(run["training-conditions"]["categories"], pair.target,
+                                          pair.domain.cardinalities) for run in r.runs]  # fmt: skip
+    on_d, on_dp = counts["smartnoise-dpctgan"]
+    assert binom.cdf(on_d, 3168, 1 / 50) > 1e-3 and binom.sf(on_d - 1, 3168, 1 / 50) > 1e-3
+    assert binom.cdf(on_dp, 3264, 2 / 51) > 1e-3 and binom.sf(on_dp - 1, 3264, 2 / 51) > 1e-3
+    assert all(abs(c - n / 2) < 4 * np.sqrt(n / 4)
+               for c, n in zip(counts["smartnoise-dpctgan-public-training-conditions"],
+                               (3168, 3264), strict=True))  # fmt: skip
+
+
+@needs_gan
+def test_dpctgans_epochs_read_the_private_row_count_and_the_fix_a_public_one():
+    """At (1, 10⁻²), batches of 4: D (50 rows) trains 33 epochs of 12 batches (792 opacus
+    steps), D ∪ {t} (51 rows, a lower rate) 34 (816); given the public row count 50, both
+    train 33."""
+    got = {}
+    for name in ("smartnoise-dpctgan", "smartnoise-dpctgan-public-rows"):
+        _, r = _fit(name, ("accounting",), seeds=(3, 3))
+        got[name] = [(run["accounting"]["steps"], run["accounting"]["epochs"]) for run in r.runs]
+    assert got == {"smartnoise-dpctgan": [(792, 33), (816, 34)],
+                   "smartnoise-dpctgan-public-rows": [(792, 33), (792, 33)]}  # fmt: skip
+
+
+@needs_gan
+def test_the_worker_refuses_the_training_fix_and_view_for_another_gan():
+    from dpaudit.systems import SYSTEMS
+
+    pair = WORST_CASE_DATASETS.get("unique-record")(columns=2, rows=20)
+    cell = GeneratorCell("smartnoise-dpgan", 1.0, 1e-2, options=(("training_conditions", "public"),))
+    g = SYSTEMS.get("smartnoise-dpgan")(cell)
+    with pytest.raises(Exception, match="training conditions option and view apply to DPCTGAN"):
+        g.fit_runs([pair.D], [0], [1], domain=pair.domain, observe=("accounting",))
