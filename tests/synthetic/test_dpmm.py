@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from page_rows import mean_shift_figure, white_box_row
 
-from dpaudit.attacks._synthetic import WORST_CASE_DATASETS, measurement_llr
+from dpaudit.attacks._synthetic import WORST_CASE_DATASETS, measurement_llr, selection_llr
 from dpaudit.systems import SYSTEMS
 from dpaudit.systems.synthetic import GENERATORS, LIBRARIES, GeneratorCell, SyntheticGenerator
 
@@ -51,6 +51,32 @@ def test_dpmm_mst_measures_every_marginal_with_sigma_root_3():
     assert mu == pytest.approx(math.sqrt(10 * r.rho / 9), rel=1e-9)
     assert mu / SyntheticGenerator.implied_mu(r.rho) == pytest.approx(math.sqrt(5 / 9), rel=1e-9)
     assert round(mu, 3) == 0.339
+
+
+@needs_dpmm
+def test_dpmm_mst_records_its_tree_choices_and_they_read_as_the_closed_form():
+    """dpmm's MST chooses its tree as smartnoise's does (McKenna, Miklau & Sheldon 2021,
+    arXiv:2108.04978: ρ/3 over r − 1 = 2 exponential-mechanism choices of ε = √(8(ρ/3)/2)
+    each, coefficient ε/2, sensitivity 1, each edge scored by the L1 distance between its
+    marginal and the model estimate fitted on the one-way measurements). The worker records
+    them; the scores recomputed from the recorded estimate equal dpmm's own (the statistic's
+    check), and on tree-flip each run's choice log-likelihood ratio is one of the closed
+    form's three values (0.232, 0.029, −0.342; within 0.03, the estimate's near-tie)."""
+    pair = WORST_CASE_DATASETS.get("tree-flip")()
+    g = SyntheticGenerator(GeneratorCell("dpmm-mst", 1.0, 1e-2))
+    r = g.fit_runs([pair.D, pair.D_prime], [0, 1], [3, 4], domain=pair.domain,
+                   observe=("measurements", "selections"))  # fmt: skip
+    e = math.exp(math.sqrt(8 * r.rho / 3 / 2))
+    closed = (math.log(3 * e / (e + 2)), math.log(3 / (e + 2)) + math.log(2 * e / (e + 1)),
+              math.log(3 / (e + 2)) + math.log(2 / (e + 1)))  # fmt: skip
+    for run, fitted in zip(r.runs, (pair.D, pair.D_prime), strict=True):
+        sels = run["selections"]
+        assert [len(s["candidates"]) for s in sels] == [3, 2]
+        assert sels[0]["candidates"] == [[0, 1], [0, 2], [1, 2]]
+        np.testing.assert_allclose([s["epsilon"] for s in sels], math.log(e), rtol=1e-12)
+        llr = selection_llr(sels, pair.D, pair.target, pair.domain, check_observed=fitted)
+        assert min(abs(llr - v) for v in closed) < 0.03
+    assert GENERATORS.get("dpmm-mst").white_box == ("measurements", "selections")
 
 
 @needs_dpmm

@@ -122,7 +122,50 @@ def test_the_worker_refuses_the_training_fix_and_view_for_another_gan():
     from dpaudit.systems import SYSTEMS
 
     pair = WORST_CASE_DATASETS.get("unique-record")(columns=2, rows=20)
-    cell = GeneratorCell("smartnoise-dpgan", 1.0, 1e-2, options=(("training_conditions", "public"),))
+    cell = GeneratorCell(
+        "smartnoise-dpgan", 1.0, 1e-2, options=(("training_conditions", "public"),)
+    )
     g = SYSTEMS.get("smartnoise-dpgan")(cell)
     with pytest.raises(Exception, match="training conditions option and view apply to DPCTGAN"):
         g.fit_runs([pair.D], [0], [1], domain=pair.domain, observe=("accounting",))
+
+
+def _recorded(name):
+    rec = json.loads((ROOT / "docs/results/synthetic-data" / name).read_text())
+    page = " ".join((ROOT / "docs/workflows/synthetic-data.md").read_text(encoding="utf-8").split())
+    return rec, page
+
+
+@pytest.mark.parametrize(
+    ("name", "threat_model", "control", "threshold"),
+    [
+        ("dpctgan-twin-record-white-box-training-conditions-eps1.json",
+         "white-box-training-conditions", "smartnoise-dpctgan-public-training-conditions", 5.0),
+        ("dpctgan-twin-record-white-box-steps-eps1.json", "white-box-steps",
+         "smartnoise-dpctgan-public-rows", 816.0),
+    ],
+)  # fmt: skip
+def test_docs_dpctgan_training_figures_are_the_recorded_runs(
+    name, threat_model, control, threshold
+):
+    """Each page figure of the two reproducers of violation 5 in training is its recorded run
+    (its settings those the page states), and so is each figure of its 20-seed controls."""
+    rec, page = _recorded(name)
+    st = rec["settings"]
+    assert (st["generators"], st["threat_models"]) == (["smartnoise-dpctgan", control],
+                                                       [threat_model])  # fmt: skip
+    keys = ("dataset", "rows", "columns", "epsilon", "runs", "pilot_runs", "seed", "workers")
+    assert tuple(st[k] for k in keys) == ("twin-record", 50, 3, 1.0, 30, 10, 46, 2)
+    assert tuple(st["dpctgan_options"]) == TRAINING
+    lib, ctl = (e["detail"] for e in rec["entries"])
+    assert (lib["tp"], lib["fp"], lib["threshold"]) == (30, 0, threshold)
+    assert round(rec["entries"][0]["lower_bound"]["epsilon"], 3) == 2.022
+    assert rec["entries"][1]["lower_bound"]["epsilon"] == 0.0 and ctl["tp"] == ctl["fp"] == 30
+    assert f"`{name}`, {rec['timings']['total']:.0f} s on 2 workers" in page
+    assert f"μ ≥ {lib['mu_lower']:.2f}** (30 of 30 runs on D ∪ {{t}} at" in page
+    controls = name.replace("twin-record-white-box-", "").replace(
+        "training-conditions", "training-controls").replace("steps", "steps-controls")  # fmt: skip
+    crec, _ = _recorded(controls)
+    assert sorted(a["seed"] for a in crec["audits"]) == list(range(20))
+    assert all(a["epsilon"] == 0.0 and a["tp"] == a["fp"] for a in crec["audits"])
+    assert f"`{controls}`, {round(crec['seconds']):,} s in all" in page

@@ -8,8 +8,11 @@ datasets sent as ``data0``, ``data1``, …, each run recording:
 * ``measurements`` (white-box): every noisy marginal dpmm measured, with the standard
   deviation of the noise it actually added (MST adds σ / w and states σ in its measurement
   log; the weights w normalise to unit norm);
-* ``selections``: none recorded for dpmm (not implemented; with ``n_jobs=1`` its edge scores
-  are computed in this process, so they could be);
+* ``selections`` (white-box, MST only): every exponential-mechanism choice of MST's tree —
+  the candidate edges, their scores ``q`` (dpmm's weights, the L1 distance between an edge's
+  marginal and the model estimate ``xhat`` fitted on the one-way measurements), the ε and
+  sensitivity it was run with and the edge chosen (with ``n_jobs=1`` dpmm scores the edges
+  in this process); AIM's choices are not recorded;
 * ``synthetic`` (black-box): ``sample_rows`` generated rows;
 * ``domain`` alone: the one-way measurements only (the run stops after them).
 
@@ -64,6 +67,7 @@ def _patch(record, noise_scale, stop, domain_only=False):
             return z
 
         setattr_(mod, "gaussian_noise", noise)
+    _record_choices(record, setattr_)
     if domain_only:  # the first model fit follows the one-way measurements: stop there
 
         def estimate(self, *a, **k):
@@ -85,6 +89,32 @@ def _patch(record, noise_scale, stop, domain_only=False):
             setattr(obj, name, value)
 
     return undo
+
+
+def _record_choices(record, setattr_):
+    """Record each of MST's exponential-mechanism choices (its ``select`` frame holds the
+    candidate edges and the model estimate ``est`` their scores were computed against) in
+    ``record["selections"]``, in the layout the smartnoise worker records MST's."""
+    import sys
+
+    from dpmm.models.mst import MST
+
+    orig = MST.exponential_mechanism
+
+    def em(self, q, eps, sensitivity, monotonic=False):
+        idx = orig(self, q, eps, sensitivity, monotonic)
+        f = sys._getframe(1).f_locals
+        cands = [[int(str(c)[1:]) for c in e] for e in f["candidates"]]
+        record["selections"].append({
+            "candidates": cands, "q": [float(v) for v in np.asarray(q)],
+            "epsilon": float(eps), "sensitivity": float(sensitivity), "chosen": int(idx),
+            "weights": [1.0] * len(cands), "bias": [0.0] * len(cands),
+            "xhat": [[float(v) for v in np.asarray(f["est"].project(list(e)).datavector()).ravel()]
+                     for e in f["candidates"]],
+        })  # fmt: skip
+        return idx
+
+    setattr_(MST, "exponential_mechanism", em)
 
 
 def _model_classes():
