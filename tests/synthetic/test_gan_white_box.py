@@ -144,7 +144,9 @@ def test_auto_audits_dpctgan_under_its_gradients_and_patectgan_under_its_student
     served = {g for g in GENERATORS.names()
               if tm.serves(GENERATORS.get(g).synth, GENERATORS.get(g).white_box)}  # fmt: skip
     assert served == {"smartnoise-dpctgan", "smartnoise-dpctgan-quiet-noise",
-                      "smartnoise-dpctgan-public-conditions", "smartnoise-dpgan",
+                      "smartnoise-dpctgan-public-conditions",
+                      "smartnoise-dpctgan-public-training-conditions",
+                      "smartnoise-dpctgan-public-rows", "smartnoise-dpgan",
                       "smartnoise-dpgan-quiet-noise", "smartnoise-dpgan-public-rows"}  # fmt: skip
     with pytest.raises(ValueError, match="cannot serve"):
         SyntheticDataSettings(generators=("smartnoise-mst",), threat_models=("white-box-dpsgd",))
