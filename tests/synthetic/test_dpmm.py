@@ -165,3 +165,37 @@ def test_a_cell_cannot_override_what_the_entry_fixes():
         GeneratorCell("dpmm-aim-one-way", 1.0, 1e-2, options=(("rounds", 8),))
     GeneratorCell("dpmm-aim-one-way", 1.0, 1e-2, options=(("rounds", 3),))
     GeneratorCell("dpmm-aim", 1.0, 1e-2, options=(("rounds", 8),))
+
+
+def test_docs_dpmm_choice_figures_are_the_recorded_runs():
+    """The page's per-component figures of the dpmm audit with its tree choices come from its
+    journal's record: outcome counts, χ² p-values (recomputed here with scipy), the two mean
+    shifts with their standard errors, and the largest deviation from the closed form."""
+    from scipy.stats import chisquare
+
+    rec = json.loads((RESULTS / "dpmm-worst-case-choices-eps1-outcomes.json").read_text())
+    page = " ".join((ROOT / "docs/workflows/synthetic-data.md").read_text(encoding="utf-8").split())
+    audit = json.loads((RESULTS / "dpmm-worst-case-choices-eps1.json").read_text())
+    assert audit["settings"]["seed"] == 47 and "Declared" in audit["declared"]
+    assert rec["run_pairs"] == audit["settings"]["runs"] == 200
+    for side in ("D", "D_prime"):
+        x = rec[side]
+        assert sum(x["counts"]) == 200 == len(x["selections_llr"])
+        assert chisquare(x["counts"], x["expected"]).pvalue == pytest.approx(x["p_value"])
+        llr = np.asarray(x["selections_llr"])
+        dev = np.abs(llr[:, None] - np.asarray(rec["closed_form"]["llr"])[None, :]).min(1)
+        assert dev.max() == pytest.approx(x["max_deviation_from_closed_form"])
+        assert dev.max() < 0.03
+    d, dp = rec["D"], rec["D_prime"]
+    counts = (f"on D ∪ {{t}} the outcomes are {', '.join(map(str, dp['counts']))} against "
+              f"{', '.join(f'{v:.0f}' for v in dp['expected'])} expected (χ² p = "
+              f"{dp['p_value']:.2f}); on D they are {', '.join(map(str, d['counts']))} against "
+              f"{d['expected'][0]:.0f} each (p = {d['p_value']:.3f})")  # fmt: skip
+    assert counts in page.replace("On D", "on D")
+    shift = np.mean(dp["selections_llr"]) - np.mean(d["selections_llr"])
+    assert shift == pytest.approx(rec["mean_shift"])
+    assert f"The choices' is {rec['mean_shift']:.3f} ± {rec['mean_shift_se']:.3f}" in page
+    m = rec["measurements_mean_shift"], rec["measurements_mean_shift_se"]
+    assert f"the marginals' shift is {m[0]:.3f} ± {m[1]:.3f}" in page
+    dev = max(d["max_deviation_from_closed_form"], dp["max_deviation_from_closed_form"])
+    assert f"(largest deviation {dev:.3f})" in page

@@ -201,7 +201,7 @@ SUMMARY = [
     ("smartnoise-aim", 10, "aim-adult-black-box-eps10.json",
      "aim-unique-record-black-box-eps10.json", ("worst-case-eps10.json", "white-box")),
     ("dpmm-mst", 1, "dpmm-adult-black-box-eps1.json", "dpmm-unique-record-black-box-eps1.json",
-     ("dpmm-worst-case-eps1.json", "white-box")),
+     ("dpmm-worst-case-choices-eps1.json", "white-box")),
     ("dpmm-mst", 10, "dpmm-adult-black-box-eps10.json", "dpmm-unique-record-black-box-eps10.json",
      ("dpmm-worst-case-eps10.json", "white-box")),
     ("dpmm-aim-one-way", 1, None, None,
