@@ -205,7 +205,8 @@ def test_black_box_and_domain_statistics():
         "black-box-rows", "white-box-laplace", "white-box-network", "black-box-unseen",
         "white-box-selections", "black-box-dcr", "black-box-density", "white-box-mwem",
         "white-box-mwem-choices", "white-box-dpsgd", "white-box-student",
-        "white-box-conditions", "white-box-votes", "white-box-steps"}  # fmt: skip
+        "white-box-conditions", "white-box-votes", "white-box-steps",
+        "white-box-training-conditions"}  # fmt: skip
 
 
 @pytest.mark.parametrize(
