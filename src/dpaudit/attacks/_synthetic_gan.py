@@ -87,12 +87,13 @@ D ∪ {t} (:func:`condition_rates`), and the statistic is its log-likelihood rat
 (:func:`conditions_llr`), capped at :data:`LOSS_CAP` as ``white-box-dpsgd``'s is.
 
 DPCTGAN's training (``white-box-training-conditions``). Its training draws the same way
-(``sample_condvec``, by the private category frequencies) twice a batch, the generated rows'
-conditions of the discriminator's step (whose permutation picks the real rows) and of the
-generator's step. The generator's updates read these draws without noise: for the released
-generator to be post-processing of the noisy discriminator, its inputs must be independent
-of the data, so the adversary may see them. The statistic is the same log-likelihood ratio
-over every training draw.
+(``sample_condvec``, by the private category frequencies) twice a batch: the generated rows'
+conditions of the discriminator's step, whose permutation also picks the real rows (DP-SGD's
+sampling, which the adversary does not see), and those of the generator's step. The
+generator's updates read the second draw without noise: for the released generator to be
+post-processing of the noisy discriminator, its inputs must be independent of the data, so
+the adversary may see them. The statistic is the same log-likelihood ratio over the
+generator steps' draws.
 
 Example:
     >>> rng = np.random.default_rng(0)
@@ -536,9 +537,9 @@ SYNTHETIC_THREAT_MODELS.register(
     SyntheticThreatModel(
         "white-box-training-conditions", ("training-conditions",),
         functools.partial(_white_box_conditions, view="training-conditions"),
-        "log-likelihood ratio of the count of DPCTGAN's training draws of a conditional "
-        "vector on a category the target holds (drawn by the private category frequencies, "
-        "which the generator's updates read without noise), capped at a loss of 5",
+        "log-likelihood ratio of the count of the conditional vectors DPCTGAN's generator "
+        "steps train on that fall on a category the target holds (drawn by the private "
+        "category frequencies, read without noise), capped at a loss of 5",
         reads=("dpctgan",),
     ),
 )  # fmt: skip

@@ -100,7 +100,7 @@ __all__ = [
 #: DPGAN's released noisy gradients (``"gradients"``, given the adversary's target); PATECTGAN's
 #: student updates on its teachers' steps (``"student"``, given the adversary's target);
 #: DPCTGAN's and PATECTGAN's conditional-vector category of each row of the synthetic table
-#: (``"conditions"``); DPCTGAN's every training draw of one (``"training-conditions"``);
+#: (``"conditions"``); those DPCTGAN's generator steps train on (``"training-conditions"``);
 #: PATEGAN's noisy labels with its teachers' votes on every dataset sent (``"votes"``); and a
 #: GAN's accountant record alone (``"accounting"``: its steps).
 OBSERVABLES: tuple[str, ...] = ("measurements", "selections", "synthetic", "domain", "gradients",
@@ -632,7 +632,7 @@ class GANGenerator(SyntheticGenerator):
     their ``sample()`` reads from the private data (PATECTGAN: a uniformly drawn private
     row's; DPCTGAN: by the private category frequencies). DPCTGAN's ``"training-conditions"``
     (threat model ``white-box-training-conditions``): the category of every conditional
-    vector its training drew, by the same private frequencies.
+    vector its generator's steps were trained on, drawn by the same private frequencies.
 
     The claim is the library's ε at the δ it is given; μ beside it is the μ-GDP whose ε at δ
     is that ε (:func:`~dpaudit.conversions.gdp_mu`), a description of the claim's scale (an

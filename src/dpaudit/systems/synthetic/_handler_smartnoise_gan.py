@@ -28,9 +28,9 @@ each run recording
   DPCTGAN's draws it by the *private* category frequencies (``sample_condvec``), neither
   with noise;
 * ``training-conditions`` (white-box, DPCTGAN only): the conditional-vector category of
-  every draw its training made (``sample_condvec``, by the *private* category frequencies,
-  without noise; twice a batch: the generated rows of the discriminator's step, whose
-  permutation also picks its real rows, and the generator's step);
+  every row its generator's steps were trained on (``sample_condvec``, by the *private*
+  category frequencies, without noise; the library draws twice a batch, and the first draw,
+  the discriminator's step's, also picks its real rows, so only the second is recorded);
 * ``accounting``: what the library's own accountant spent — for DPCTGAN the ε opacus's RDP
   accountant reports before each epoch (``reported``: the library stops when one exceeds the
   target), the optimizer steps it counted and the ε after the last of them (``spent``); for
@@ -676,9 +676,11 @@ def _records(observe, body, tt, tables, mine):
 
 
 def _fit(s, synth, observe, worker, table, tt):
-    """Fit ``s`` on ``table``; DPCTGAN's training conditions recorded (``training-conditions``
-    in ``observe``: the list of each draw's categories, returned) or drawn from the public
-    domain (the ``training_conditions`` fix), around ``fit()`` only."""
+    """Fit ``s`` on ``table``; DPCTGAN's training conditions drawn from the public domain
+    (the ``training_conditions`` fix: every draw) and recorded (``training-conditions`` in
+    ``observe``: the categories of the generator steps' draws, returned). The library draws
+    twice a batch, the discriminator's step first (its draw also picks the real rows, which
+    DP-SGD's sampling hides, so it is not returned), then the generator's."""
     drawn = [] if "training-conditions" in observe else None
     fix = worker["training_conditions"]
     undo = (_patch_conditions(synth, fix, drawn) if drawn is not None or fix == "public"
@@ -687,7 +689,7 @@ def _fit(s, synth, observe, worker, table, tt):
         s.fit(table, transformer=tt)
     finally:
         undo()
-    return drawn
+    return None if drawn is None else drawn[1::2]
 
 
 def op_fit(body, arrays):
