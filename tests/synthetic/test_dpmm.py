@@ -80,6 +80,38 @@ def test_dpmm_mst_records_its_tree_choices_and_they_read_as_the_closed_form():
 
 
 @needs_dpmm
+def test_dpmm_aim_records_its_choice_and_spends_rho_as_alg_1_says():
+    """AIM (McKenna, Mullins, Sheldon & Miklau 2022, arXiv:2201.12677, Alg. 1) as dpmm 0.1.9
+    implements it, at 4 rounds on 3 columns: σ = √(4/(1.8ρ)) on the three one-way marginals
+    (0.675ρ), then one last round on the remaining 0.325ρ — a choice with ε = √(8 · 0.1 ·
+    0.325ρ) and one marginal with σ = √(1/(1.8 · 0.325ρ)) — so ρ is spent exactly. The choice
+    is among the degree-2 workload's six candidates (weights Σ |cl ∩ W|: 2 one-way, 4 two-way;
+    sensitivity the largest, 4); the worker records it, the scores recomputed from the recorded
+    model estimate equal dpmm's own (the statistic's check), and the choice's log-likelihood
+    ratio is within its ε (coefficient ε/2 over the sensitivity, on both score and normaliser)."""
+    pair = WORST_CASE_DATASETS.get("tree-flip")()
+    g = SyntheticGenerator(GeneratorCell("dpmm-aim", 1.0, 1e-2, options=(("rounds", 4),)))
+    r = g.fit_runs([pair.D, pair.D_prime], [0, 1], [3, 4], domain=pair.domain,
+                   observe=("measurements", "selections"))  # fmt: skip
+    eps = math.sqrt(8 * 0.1 * 0.325 * r.rho)
+    for run, fitted in zip(r.runs, (pair.D, pair.D_prime), strict=True):
+        (sel,) = run["selections"]
+        assert sorted(map(len, sel["candidates"])) == [1, 1, 1, 2, 2, 2]
+        assert sorted(sel["weights"]) == [2, 2, 2, 4, 4, 4] and sel["sensitivity"] == 4
+        assert sel["epsilon"] == pytest.approx(eps, rel=1e-9)
+        ms = run["measurements"]
+        np.testing.assert_allclose([m["sigma"] for m in ms],
+                                   [math.sqrt(4 / (1.8 * r.rho))] * 3
+                                   + [math.sqrt(1 / (1.8 * 0.325 * r.rho))], rtol=1e-9)  # fmt: skip
+        assert ms[3]["clique"] == sel["candidates"][sel["chosen"]]
+        spent = sum(0.5 / m["sigma"] ** 2 for m in ms) + sel["epsilon"] ** 2 / 8
+        assert spent == pytest.approx(r.rho, rel=1e-9)
+        llr = selection_llr([sel], pair.D, pair.target, pair.domain, check_observed=fitted)
+        assert abs(llr) <= eps
+    assert GENERATORS.get("dpmm-aim").white_box == ("measurements", "selections")
+
+
+@needs_dpmm
 def test_one_way_aim_puts_99_percent_of_rho_on_the_one_way_marginals():
     """AIM (McKenna, Mullins, Sheldon & Miklau 2022, arXiv:2201.12677, Alg. 1) as dpmm
     implements it, given the one-way workload (degree 1) and 3 rounds on 3 columns: σ =

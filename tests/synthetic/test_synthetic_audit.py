@@ -254,7 +254,7 @@ def test_docs_mst_rows_come_from_the_recorded_run(recorded, generator):
 @pytest.mark.parametrize(
     ("generator", "threat_model", "serves"),
     [
-        ("dpmm-aim", "white-box", "white-box-measurements"),  # dpmm's AIM records no choices
+        ("dpmm-mst-data-domain", "white-box", "white-box-measurements"),  # marginals only
         ("smartnoise-mwem-public-domain", "white-box", "white-box-mwem"),
         ("smartnoise-mst", "white-box-laplace", "white-box-selections"),
         ("datasynthesizer-privbayes", "white-box-mwem", "white-box-network"),
@@ -275,7 +275,7 @@ def test_auto_is_each_generators_fullest_view():
     assert s.threat_models == ("auto",)
     want = {"smartnoise-mst": "white-box", "smartnoise-aim": "white-box",
             "smartnoise-mwem": "white-box-mwem", "datasynthesizer-privbayes": "white-box-laplace",
-            "dpmm-mst": "white-box", "dpmm-aim": "white-box-measurements",
+            "dpmm-mst": "white-box", "dpmm-aim": "white-box",
             "smartnoise-dpctgan": "white-box-dpsgd",
             "smartnoise-patectgan": "white-box-student", "smartnoise-dpgan": "white-box-dpsgd",
             "smartnoise-pategan": "white-box-votes"}  # fmt: skip

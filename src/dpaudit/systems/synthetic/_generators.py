@@ -502,8 +502,6 @@ _DPMM_AIM = ("McKenna, Mullins, Sheldon & Miklau 2022, AIM (arXiv:2201.12677), a
 #: noisy marginals carry 0.99 of ρ — the closest the installed library comes to the one-way-only
 #: MST of Ganev, Annamalai & Kulynych 2026 (arXiv:2604.18352), which hard-codes σ = 1/√(2ρ).
 _ONE_WAY = (("degree", 1), ("rounds", 3), ("compress", False), ("n_iters", 50))
-#: dpmm's MST reports its noisy marginals and its tree's exponential-mechanism choices.
-_MST_VIEWS = ("measurements", "selections")
 _MWEM = ("Hardt, Ligett & McSherry 2012, MWEM (arXiv:1012.4763), as smartnoise-synth 1.0.8 "
          "implements it")  # fmt: skip
 #: The fix of MWEM's two data-dependent settings: the histogram over the public domain (handler
@@ -545,14 +543,14 @@ for _spec in (
     GeneratorSpec("smartnoise-mwem-quiet-noise", "smartnoise", "mwem",
                   "MWEM (the fix) with its noise scaled down 10× (planted bug)", _MWEM,
                   bug=_QUIET_LAPLACE, noise_scale=0.1, options=_MWEM_PUBLIC),
-    GeneratorSpec("dpmm-mst", "dpmm", "mst", "MST (dpmm)", _DPMM_MST, white_box=_MST_VIEWS),
-    GeneratorSpec("dpmm-aim", "dpmm", "aim", "AIM (dpmm)", _DPMM_AIM, white_box=("measurements",)),
+    GeneratorSpec("dpmm-mst", "dpmm", "mst", "MST (dpmm)", _DPMM_MST),
+    GeneratorSpec("dpmm-aim", "dpmm", "aim", "AIM (dpmm)", _DPMM_AIM),
     GeneratorSpec("dpmm-aim-one-way", "dpmm", "aim",
                   "AIM (dpmm) on a one-way workload: degree 1, 3 rounds, no domain compression "
-                  "(library settings)", _DPMM_AIM, options=_ONE_WAY, white_box=("measurements",)),
+                  "(library settings)", _DPMM_AIM, options=_ONE_WAY),
     GeneratorSpec("dpmm-mst-quiet-noise", "dpmm", "mst",
                   "dpmm MST with its noise scaled down 10× (planted bug)", _DPMM_MST, bug=_QUIET,
-                  noise_scale=0.1, white_box=_MST_VIEWS),
+                  noise_scale=0.1),
     GeneratorSpec("dpmm-mst-data-domain", "dpmm", "mst",
                   "dpmm MST given no domain (known violation)", _DPMM_MST,
                   bug="no domain given: dpmm takes each column's size from the private data "

@@ -8,11 +8,12 @@ datasets sent as ``data0``, ``data1``, …, each run recording:
 * ``measurements`` (white-box): every noisy marginal dpmm measured, with the standard
   deviation of the noise it actually added (MST adds σ / w and states σ in its measurement
   log; the weights w normalise to unit norm);
-* ``selections`` (white-box, MST only): every exponential-mechanism choice of MST's tree —
-  the candidate edges, their scores ``q`` (dpmm's weights, the L1 distance between an edge's
+* ``selections`` (white-box): every exponential-mechanism choice — MST's tree: the
+  candidate edges, their scores ``q`` (dpmm's weights, the L1 distance between an edge's
   marginal and the model estimate ``xhat`` fitted on the one-way measurements), the ε and
-  sensitivity it was run with and the edge chosen (with ``n_jobs=1`` dpmm scores the edges
-  in this process); AIM's choices are not recorded;
+  sensitivity it was run with and the edge chosen; AIM's rounds: the candidate cliques,
+  their scores, weights and bias terms, the model estimate ``xhat`` and the clique chosen
+  (with ``n_jobs=1`` dpmm scores the candidates in this process);
 * ``synthetic`` (black-box): ``sample_rows`` generated rows;
 * ``domain`` alone: the one-way measurements only (the run stops after them).
 
@@ -92,11 +93,14 @@ def _patch(record, noise_scale, stop, domain_only=False):
 
 
 def _record_choices(record, setattr_):
-    """Record each of MST's exponential-mechanism choices (its ``select`` frame holds the
-    candidate edges and the model estimate ``est`` their scores were computed against) in
-    ``record["selections"]``, in the layout the smartnoise worker records MST's."""
+    """Record each of MST's and AIM's exponential-mechanism choices in
+    ``record["selections"]``, in the layouts the smartnoise worker records them in: MST's
+    ``select`` frame holds the candidate edges and the model estimate ``est`` their scores were
+    computed against; AIM's ``worst_approximated`` frame holds the candidates' weights, the
+    current model and σ (each score is ``w · (‖x − x̂‖₁ − √(2/π) σ n_cl)``)."""
     import sys
 
+    from dpmm.models.aim import AIM
     from dpmm.models.mst import MST
 
     orig = MST.exponential_mechanism
@@ -115,6 +119,24 @@ def _record_choices(record, setattr_):
         return idx
 
     setattr_(MST, "exponential_mechanism", em)
+    orig_aim = AIM.exponential_mechanism
+
+    def aim_em(self, qualities, epsilon, sensitivity=1.0, base_measure=None):
+        key = orig_aim(self, qualities, epsilon, sensitivity, base_measure)
+        f = sys._getframe(1).f_locals
+        cands, model, sigma, keys = f["candidates"], f["model"], f["sigma"], list(qualities)
+        record["selections"].append({
+            "candidates": [[int(str(c)[1:]) for c in cl] for cl in keys],
+            "q": [float(qualities[cl]) for cl in keys], "epsilon": float(epsilon),
+            "sensitivity": float(sensitivity), "chosen": keys.index(key),
+            "weights": [float(cands[cl]) for cl in keys],
+            "bias": [float(np.sqrt(2 / np.pi) * sigma * model.domain.size(cl)) for cl in keys],
+            "xhat": [[float(v) for v in np.asarray(model.project(cl).datavector()).ravel()]
+                     for cl in keys],
+        })  # fmt: skip
+        return key
+
+    setattr_(AIM, "exponential_mechanism", aim_em)
 
 
 def _model_classes():
