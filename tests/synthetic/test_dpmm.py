@@ -231,3 +231,32 @@ def test_docs_dpmm_choice_figures_are_the_recorded_runs():
     assert f"the marginals' shift is {m[0]:.3f} ± {m[1]:.3f}" in page
     dev = max(d["max_deviation_from_closed_form"], dp["max_deviation_from_closed_form"])
     assert f"(largest deviation {dev:.3f})" in page
+
+
+@pytest.mark.parametrize("eps", [1, 10])
+def test_docs_dpmm_aim_figures_are_the_recorded_runs(eps):
+    """The page's dpmm-aim rows, √(mean shift) figures and per-component shifts state what the
+    declared audits recorded; the components' per-run values are the audit's (their shifts
+    recomputed here) and the analysis is AIM's at 4 rounds (ρ spent exactly: marginals plus
+    the choice's ceiling is 2ρ)."""
+    page = " ".join((ROOT / "docs/workflows/synthetic-data.md").read_text(encoding="utf-8").split())
+    audit = json.loads((RESULTS / f"dpmm-aim-worst-case-eps{eps}.json").read_text())
+    s = audit["settings"]
+    assert s["generators"] == ["dpmm-aim"] and s["rounds"] == 4 and s["dataset"] == "tree-flip"
+    assert "Declared" in audit["declared"] and f"--seed {s['seed']}" in audit["command"]
+    for e in audit["entries"]:
+        assert white_box_row("dpmm-aim (rounds = 4)", e, s, "tree-flip") in page
+        if e["detail"]["threat_model"] == "white-box":
+            assert mean_shift_figure(e["detail"]) in page
+    rec = json.loads((RESULTS / f"dpmm-aim-worst-case-eps{eps}-components.json").read_text())
+    a = rec["analysis"]
+    assert rec["run_pairs"] == s["runs"] and a["white-box"] == pytest.approx(2 * rec["rho"])
+    names = {"white-box": "the whole", "white-box-measurements": "the marginals' shift is",
+             "white-box-selections": "the choice's"}  # fmt: skip
+    for tm, ref in (("white-box-measurements", "measurements"),
+                    ("white-box-selections", "choice_ceiling"), ("white-box", "white-box")):
+        x = rec[tm]
+        shift = np.mean(x["D_prime"]) - np.mean(x["D"])
+        assert shift == pytest.approx(x["mean_shift"]) and len(x["D"]) == s["runs"]
+        fig = f"{names[tm]} {x['mean_shift']:.3f} ± {x['mean_shift_se']:.3f}"
+        assert fig in page and f"{a[ref]:.3f}" in page, fig

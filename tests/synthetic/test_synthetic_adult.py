@@ -204,6 +204,8 @@ SUMMARY = [
      ("dpmm-worst-case-choices-eps1.json", "white-box")),
     ("dpmm-mst", 10, "dpmm-adult-black-box-eps10.json", "dpmm-unique-record-black-box-eps10.json",
      ("dpmm-worst-case-eps10.json", "white-box")),
+    ("dpmm-aim", 1, None, None, ("dpmm-aim-worst-case-eps1.json", "white-box")),
+    ("dpmm-aim", 10, None, None, ("dpmm-aim-worst-case-eps10.json", "white-box")),
     ("dpmm-aim-one-way", 1, None, None,
      ("dpmm-aim-one-way-eps1.json", "white-box-measurements")),
     ("datasynthesizer-privbayes", 1, "privbayes-adult-black-box-eps1.json",
