@@ -48,16 +48,18 @@ def side(sel: np.ndarray, meas: np.ndarray, cf: dict, probs: list[float]) -> dic
     counts = np.bincount(dev.argmin(1), minlength=3)
     expected = np.asarray(probs) * len(sel)
     test = chisquare(counts, expected)
-    return {"counts": counts.tolist(), "expected": expected.tolist(), "chi2": float(test.statistic),
-            "p_value": float(test.pvalue), "max_deviation_from_closed_form": float(dev.min(1).max()),
+    return {"counts": counts.tolist(), "expected": expected.tolist(),
+            "chi2": float(test.statistic), "p_value": float(test.pvalue),
+            "max_deviation_from_closed_form": float(dev.min(1).max()),
             "mean": float(sel.mean()), "variance": float(sel.var(ddof=1)),
             "selections_llr": sel.tolist(), "measurements_llr": meas.tolist()}  # fmt: skip
 
 
 def shift(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
     """Mean of ``a`` minus mean of ``b``, with its standard error."""
-    return float(a.mean() - b.mean()), float(math.sqrt(a.var(ddof=1) / len(a)
-                                                       + b.var(ddof=1) / len(b)))
+    return float(a.mean() - b.mean()), float(
+        math.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
+    )
 
 
 def aim_components(rows: np.ndarray, rho: float) -> dict:
@@ -103,8 +105,9 @@ def main() -> None:
            "D_prime": side(rows[:, s], rows[:, m], cf, cf["p_D_prime"]),
            "D": side(rows[:, s + 1], rows[:, m + 1], cf, cf["p_D"])}  # fmt: skip
     out["mean_shift"], out["mean_shift_se"] = shift(rows[:, s], rows[:, s + 1])
-    out["measurements_mean_shift"], out["measurements_mean_shift_se"] = shift(rows[:, m],
-                                                                              rows[:, m + 1])
+    out["measurements_mean_shift"], out["measurements_mean_shift_se"] = shift(
+        rows[:, m], rows[:, m + 1]
+    )
     out["measurements_closed_form"] = 10 * rho / 9
     a.output.write_text(json.dumps(out, indent=2) + "\n")
 

@@ -253,8 +253,11 @@ def test_docs_dpmm_aim_figures_are_the_recorded_runs(eps):
     assert rec["run_pairs"] == s["runs"] and a["white-box"] == pytest.approx(2 * rec["rho"])
     names = {"white-box": "the whole", "white-box-measurements": "the marginals' shift is",
              "white-box-selections": "the choice's"}  # fmt: skip
-    for tm, ref in (("white-box-measurements", "measurements"),
-                    ("white-box-selections", "choice_ceiling"), ("white-box", "white-box")):
+    for tm, ref in (
+        ("white-box-measurements", "measurements"),
+        ("white-box-selections", "choice_ceiling"),
+        ("white-box", "white-box"),
+    ):
         x = rec[tm]
         shift = np.mean(x["D_prime"]) - np.mean(x["D"])
         assert shift == pytest.approx(x["mean_shift"]) and len(x["D"]) == s["runs"]
