@@ -100,6 +100,7 @@ def _record_choices(record, setattr_):
     current model and σ (each score is ``w · (‖x − x̂‖₁ − √(2/π) σ n_cl)``)."""
     import sys
 
+    from _handler_records import aim_choice
     from dpmm.models.aim import AIM
     from dpmm.models.mst import MST
 
@@ -123,17 +124,9 @@ def _record_choices(record, setattr_):
 
     def aim_em(self, qualities, epsilon, sensitivity=1.0, base_measure=None):
         key = orig_aim(self, qualities, epsilon, sensitivity, base_measure)
-        f = sys._getframe(1).f_locals
-        cands, model, sigma, keys = f["candidates"], f["model"], f["sigma"], list(qualities)
-        record["selections"].append({
-            "candidates": [[int(str(c)[1:]) for c in cl] for cl in keys],
-            "q": [float(qualities[cl]) for cl in keys], "epsilon": float(epsilon),
-            "sensitivity": float(sensitivity), "chosen": keys.index(key),
-            "weights": [float(cands[cl]) for cl in keys],
-            "bias": [float(np.sqrt(2 / np.pi) * sigma * model.domain.size(cl)) for cl in keys],
-            "xhat": [[float(v) for v in np.asarray(model.project(cl).datavector()).ravel()]
-                     for cl in keys],
-        })  # fmt: skip
+        record["selections"].append(aim_choice(qualities, key, epsilon, sensitivity,
+                                               sys._getframe(1).f_locals,
+                                               lambda c: int(str(c)[1:])))  # fmt: skip
         return key
 
     setattr_(AIM, "exponential_mechanism", aim_em)

@@ -61,6 +61,7 @@ def _patch(record, noise_scale, stop_after_last=False):
     """
     import snsynth.aim.aim as aim_mod
     import snsynth.mst.mst as mst_mod
+    from _handler_records import aim_choice
 
     saved = []
 
@@ -113,18 +114,9 @@ def _patch(record, noise_scale, stop_after_last=False):
 
     def aim_em(qualities, epsilon, sensitivity=1.0, base_measure=None):
         key = orig_aim_em(qualities, epsilon, sensitivity, base_measure)
-        f = sys._getframe(1).f_locals
-        cands, model, sigma = f["candidates"], f["model"], f["sigma"]
-        keys = list(qualities.keys())
-        record["selections"].append({
-            "candidates": [[int(str(c)[3:]) for c in cl] for cl in keys],
-            "q": [float(qualities[cl]) for cl in keys], "epsilon": float(epsilon),
-            "sensitivity": float(sensitivity), "chosen": keys.index(key),
-            "weights": [float(cands[cl]) for cl in keys],
-            "bias": [float(np.sqrt(2 / np.pi) * sigma * model.domain.size(cl)) for cl in keys],
-            "xhat": [[float(v) for v in np.asarray(model.project(cl).datavector()).ravel()]
-                     for cl in keys],
-        })  # fmt: skip
+        record["selections"].append(aim_choice(qualities, key, epsilon, sensitivity,
+                                               sys._getframe(1).f_locals,
+                                               lambda c: int(str(c)[3:])))  # fmt: skip
         return key
 
     setattr_(aim_mod, "exponential_mechanism", aim_em)
