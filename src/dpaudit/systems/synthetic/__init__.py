@@ -15,7 +15,8 @@
   (:mod:`._inprocess`; ``pip install 'dpaudit[datasynthesizer]'``), its planted bug and the
   fixes that control its two violations.
 * ``_handler_*.py`` — the scripts the libraries' workers load (not imported by dpaudit;
-  DataSynthesizer's runs in this process, imported when a run starts).
+  DataSynthesizer's runs in this process, imported when a run starts); ``_handler_records.py``
+  holds the record layouts the smartnoise and dpmm handlers share.
 """
 
 from dpaudit.systems.synthetic._generators import (
