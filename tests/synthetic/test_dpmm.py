@@ -199,16 +199,18 @@ def test_a_cell_cannot_override_what_the_entry_fixes():
     GeneratorCell("dpmm-aim", 1.0, 1e-2, options=(("rounds", 8),))
 
 
-def test_docs_dpmm_choice_figures_are_the_recorded_runs():
-    """The page's per-component figures of the dpmm audit with its tree choices come from its
-    journal's record: outcome counts, χ² p-values (recomputed here with scipy), the two mean
-    shifts with their standard errors, and the largest deviation from the closed form."""
+@pytest.mark.parametrize("seed", [47, 48])
+def test_docs_dpmm_choice_figures_are_the_recorded_runs(seed):
+    """The page's per-component figures of the dpmm audits with their tree choices come from
+    their journals' records: outcome counts, χ² p-values (recomputed here with scipy), the two
+    mean shifts with their standard errors, and the largest deviation from the closed form."""
     from scipy.stats import chisquare
 
-    rec = json.loads((RESULTS / "dpmm-worst-case-choices-eps1-outcomes.json").read_text())
+    name = "dpmm-worst-case-choices-eps1" + ("" if seed == 47 else f"-seed{seed}")
+    rec = json.loads((RESULTS / f"{name}-outcomes.json").read_text())
     page = " ".join((ROOT / "docs/workflows/synthetic-data.md").read_text(encoding="utf-8").split())
-    audit = json.loads((RESULTS / "dpmm-worst-case-choices-eps1.json").read_text())
-    assert audit["settings"]["seed"] == 47 and "Declared" in audit["declared"]
+    audit = json.loads((RESULTS / f"{name}.json").read_text())
+    assert audit["settings"]["seed"] == seed and "Declared" in audit["declared"]
     assert rec["run_pairs"] == audit["settings"]["runs"] == 200
     for side in ("D", "D_prime"):
         x = rec[side]
@@ -231,6 +233,41 @@ def test_docs_dpmm_choice_figures_are_the_recorded_runs():
     assert f"the marginals' shift is {m[0]:.3f} ± {m[1]:.3f}" in page
     dev = max(d["max_deviation_from_closed_form"], dp["max_deviation_from_closed_form"])
     assert f"(largest deviation {dev:.3f})" in page
+
+
+def test_docs_dpmm_choice_figures_pooled_over_both_audits():
+    """The page's pooled figures of the two declared dpmm MST choice audits (seeds 47 and 48,
+    400 evaluation run pairs): both shifts with their standard errors and the outcome counts
+    with their χ² p-values against the closed form."""
+    from scipy.stats import chisquare
+
+    recs = [json.loads((RESULTS / f).read_text()) for f in (
+        "dpmm-worst-case-choices-eps1-outcomes.json",
+        "dpmm-worst-case-choices-eps1-seed48-outcomes.json")]  # fmt: skip
+    page = " ".join((ROOT / "docs/workflows/synthetic-data.md").read_text(encoding="utf-8").split())
+
+    def pooled(side, key):
+        return np.concatenate([r[side][key] for r in recs])
+
+    def shift(key, ref, digits):
+        a, b = pooled("D_prime", key), pooled("D", key)
+        se = math.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
+        m = a.mean() - b.mean()
+        return f"{m:.3f} ± {se:.3f} against {ref:.{digits}f} ({(m - ref) / se:.1f}"
+
+    cf = recs[0]["closed_form"]
+    m = shift("selections_llr", cf["mean_shift"], 4)
+    closed = m.replace("against", "against the closed form's")
+    assert f"the choices' shift is {closed}" in page
+    m = shift("measurements_llr", recs[0]["measurements_closed_form"], 3)
+    assert f"the marginals' {m} high)" in page
+    dp, d = (np.sum([r[s]["counts"] for r in recs], axis=0) for s in ("D_prime", "D"))
+    exp = np.asarray(cf["p_D_prime"]) * dp.sum()
+    text = (f"the outcomes are {', '.join(map(str, dp))} against "
+            f"{', '.join(f'{v:.0f}' for v in exp)} expected on D ∪ {{t}} (χ² p = "
+            f"{chisquare(dp, exp).pvalue:.2f}) and {', '.join(map(str, d))} on D (p = "
+            f"{chisquare(d).pvalue:.2f})")  # fmt: skip
+    assert text in page, text
 
 
 @pytest.mark.parametrize("eps", [1, 10])

@@ -234,6 +234,7 @@ def test_sequential_mode_stops_early_on_the_planted_bug_and_keeps_the_control(tm
         ("mst-worst-case-eps1.json", "smartnoise-mst"),
         ("dpmm-worst-case-eps1.json", "dpmm-mst"),
         ("dpmm-worst-case-choices-eps1.json", "dpmm-mst"),
+        ("dpmm-worst-case-choices-eps1-seed48.json", "dpmm-mst"),
         ("dpmm-worst-case-eps10.json", "dpmm-mst"),
     ],
 )
