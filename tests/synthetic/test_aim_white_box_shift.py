@@ -111,3 +111,23 @@ def test_docs_aim_4000_pair_figures_are_the_declared_run():
         assert white_box_row("smartnoise-aim (rounds = 4)", e, st, "tree-flip") in page
     si = ms["mean_shift_interval"]
     assert f"their shift, {ms['mean_shift']:.3f} ({si['low']:.3f}–{si['high']:.3f})" in page
+
+
+@needs_smartnoise
+def test_aim_at_its_default_48_rounds_spends_rho_exactly():
+    """At the library's default 16 × 3 = 48 rounds AIM (Alg. 1) starts at σ = √(48/(1.8ρ))
+    on the one-way marginals and ε = √(0.8ρ/48) per choice, halves σ and doubles ε when a
+    round changes the model too little, and spends what is left on a last round: the recorded
+    transcript spends ρ exactly (Σ 1/(2σ²) + Σ ε²/8 = ρ), so the white-box view's mean shift
+    is at most 2ρ (the marginals' Σ 1/σ² exactly, each choice at most ε²/4), μ ≤ √(2ρ)."""
+    pair = WORST_CASE_DATASETS.get("tree-flip")(rows=1000)
+    g = SyntheticGenerator(GeneratorCell("smartnoise-aim", 1.0, 1e-2, options=(("rounds", 48),)))
+    r = g.fit_runs([pair.D_prime], [0], [46], domain=pair.domain)
+    (run,) = r.runs
+    ms, sels = run["measurements"], run["selections"]
+    sigma0 = math.sqrt(48 / (1.8 * r.rho))
+    np.testing.assert_allclose([m["sigma"] for m in ms[:3]], sigma0, rtol=1e-9)
+    assert len(ms) == 3 + len(sels) and 1 < len(sels) < 48
+    assert sels[0]["epsilon"] == pytest.approx(math.sqrt(0.8 * r.rho / 48), rel=1e-9)
+    spent = sum(0.5 / m["sigma"] ** 2 for m in ms) + sum(s["epsilon"] ** 2 / 8 for s in sels)
+    assert spent == pytest.approx(r.rho, rel=1e-9)
