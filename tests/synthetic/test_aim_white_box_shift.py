@@ -131,3 +131,30 @@ def test_aim_at_its_default_48_rounds_spends_rho_exactly():
     assert sels[0]["epsilon"] == pytest.approx(math.sqrt(0.8 * r.rho / 48), rel=1e-9)
     spent = sum(0.5 / m["sigma"] ** 2 for m in ms) + sum(s["epsilon"] ** 2 / 8 for s in sels)
     assert spent == pytest.approx(r.rho, rel=1e-9)
+
+
+def test_docs_aim_48_round_figures_are_the_declared_run():
+    """The page's bullet and rows of AIM at its default 48 rounds state what the declared
+    200-pair audit recorded (bounds 0 on all three statistics; the estimates and intervals)."""
+    import json
+    from pathlib import Path
+
+    from page_rows import mean_shift_figure, white_box_row
+
+    root = Path(__file__).resolve().parents[2]
+    rec = json.loads((root / "docs/results/synthetic-data/aim-default-rounds-eps1.json")
+                     .read_text())  # fmt: skip
+    st = rec["settings"]
+    assert (st["generators"], st["rounds"], st["runs"], st["pilot_runs"], st["seed"]) == (
+        ["smartnoise-aim"], 48, 200, 20, 47)  # fmt: skip
+    assert "Declared" in rec["declared"] and "--rounds 48" in rec["command"]
+    page = " ".join((root / "docs/workflows/synthetic-data.md").read_text().split())
+    for e in rec["entries"]:
+        assert white_box_row("smartnoise-aim (rounds = 48)", e, st, "tree-flip") in page
+        assert e["lower_bound"]["epsilon"] == 0 and not e["gap"]["refutes_claim"]
+    wb, ms, _ = (e["detail"] for e in rec["entries"])
+    assert f"white-box {mean_shift_figure(wb)} and the fitted Gaussians' μ" in page
+    assert f"{wb['mu_estimate']:.3f} ({wb['mu_ratio']:.2f}×)" in page
+    assert f"the marginals alone {mean_shift_figure(ms)}" in page
+    iv = wb["llr_mu_interval"]
+    assert f"(200 give {wb['llr_mu_estimate']:.3f}, {iv['low']:.3f}–{iv['high']:.3f})" in page
