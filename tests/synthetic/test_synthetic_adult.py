@@ -154,7 +154,9 @@ def _black_box_row(e: dict, s: dict) -> str:
      ("dpmm-unique-record-black-box-eps1.json", "unique-record", "dpmm-mst"),
      ("dpmm-unique-record-black-box-eps10.json", "unique-record", "dpmm-mst"),
      ("dpmm-aim-unique-record-black-box-eps1.json", "unique-record", "dpmm-aim"),
-     ("dpmm-aim-unique-record-black-box-eps10.json", "unique-record", "dpmm-aim")],
+     ("dpmm-aim-unique-record-black-box-eps10.json", "unique-record", "dpmm-aim"),
+     ("dpmm-aim-adult-black-box-eps1.json", "adult-categorical", "dpmm-aim"),
+     ("dpmm-aim-adult-black-box-eps10.json", "adult-categorical", "dpmm-aim")],
 )  # fmt: skip
 def test_docs_black_box_rows_come_from_the_recorded_runs(recorded, dataset, generator):
     """The page's black-box rows (Adult's, dpmm's, smartnoise's three statistics on
@@ -206,9 +208,11 @@ SUMMARY = [
      ("dpmm-worst-case-choices-eps1.json", "white-box")),
     ("dpmm-mst", 10, "dpmm-adult-black-box-eps10.json", "dpmm-unique-record-black-box-eps10.json",
      ("dpmm-worst-case-eps10.json", "white-box")),
-    ("dpmm-aim", 1, None, "dpmm-aim-unique-record-black-box-eps1.json",
+    ("dpmm-aim", 1, "dpmm-aim-adult-black-box-eps1.json",
+     "dpmm-aim-unique-record-black-box-eps1.json",
      ("dpmm-aim-worst-case-eps1.json", "white-box")),
-    ("dpmm-aim", 10, None, "dpmm-aim-unique-record-black-box-eps10.json",
+    ("dpmm-aim", 10, "dpmm-aim-adult-black-box-eps10.json",
+     "dpmm-aim-unique-record-black-box-eps10.json",
      ("dpmm-aim-worst-case-eps10.json", "white-box")),
     ("dpmm-aim-one-way", 1, None, None,
      ("dpmm-aim-one-way-eps1.json", "white-box-measurements")),
