@@ -11,14 +11,14 @@ A message is a JSON header followed by the raw bytes of the numpy arrays it list
     8-byte little-endian length | JSON header {"body": {...}, "arrays": [[name, dtype, shape], ...]}
     then, per listed array: 8-byte length | its C-order bytes
 
-The worker loads the handler script once (its folder first on ``sys.path``, so a handler may
-import the helper scripts beside it), answers ``{"op": "hello"}`` with the library's
-version (the handler's ``DISTRIBUTION``), then each request ``{"op": NAME, ...}`` with the
-handler's ``op_NAME(body, arrays) -> (body, arrays)``, until ``{"op": "close"}`` or the end
-of its input. A handler's exception is answered as ``{"error": traceback}`` and the worker
-goes on; the worker exits when the process that started it is gone. The protocol uses a
-private copy of the original standard output; file descriptor 1
-is pointed at standard error, so whatever the library prints (AIM prints its σ) cannot
+The worker loads the handler script once (its folder last on ``sys.path``, so a handler may
+import the helper scripts beside it and none shadows a library module), answers
+``{"op": "hello"}`` with the library's version (the handler's ``DISTRIBUTION``), then each
+request ``{"op": NAME, ...}`` with the handler's ``op_NAME(body, arrays) -> (body, arrays)``,
+until ``{"op": "close"}`` or the end of its input. A handler's exception is answered as
+``{"error": traceback}`` and the worker goes on; the worker exits when the process that
+started it is gone. The protocol uses a private copy of the original standard output; file
+descriptor 1 is pointed at standard error, so whatever the library prints (AIM prints its σ) cannot
 corrupt a message.
 """
 
@@ -113,7 +113,7 @@ def main(handler_path: str) -> int:
     os.dup2(2, 1)  # prints of the library (and of C code) go to stderr
     sys.stdout = sys.stderr
     proto_in = sys.stdin.buffer
-    sys.path.insert(0, os.path.dirname(os.path.abspath(handler_path)))
+    sys.path.append(os.path.dirname(os.path.abspath(handler_path)))  # after the library's own
     spec = importlib.util.spec_from_file_location("_dpaudit_handler", handler_path)
     handler = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(handler)
