@@ -300,3 +300,39 @@ def test_docs_dpmm_aim_figures_are_the_recorded_runs(eps):
         assert shift == pytest.approx(x["mean_shift"]) and len(x["D"]) == s["runs"]
         fig = f"{names[tm]} {x['mean_shift']:.3f} ± {x['mean_shift_se']:.3f}"
         assert fig in page and f"{a[ref]:.3f}" in page, fig
+
+
+def test_choice_outcome_script_closed_form_is_the_enumerated_mechanism():
+    """``scripts/dpmm_choice_outcomes.py``'s closed form against a naive enumeration of MST's
+    two exponential-mechanism choices on tree-flip (weights exp(ε q / 2), ε = √(8(ρ/3)/2);
+    scores 0 on D, (−1, +1, −1) for (a, b), (a, c), (b, c) on D ∪ {t}), and its AIM analysis
+    at 4 rounds spends 2ρ of mean shift (marginals plus the choice's ceiling)."""
+    import importlib.util
+    import itertools
+
+    spec = importlib.util.spec_from_file_location(
+        "dpmm_choice_outcomes", ROOT / "scripts" / "dpmm_choice_outcomes.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rho = 0.10341283143348314
+    eps = math.sqrt(8 * rho / 3 / 2)
+
+    def outcomes(q):
+        p = np.zeros(3)
+        for first, second in itertools.permutations(range(3), 2):
+            w1 = np.exp(eps * np.asarray(q) / 2)
+            rest = [k for k in range(3) if k != first]
+            w2 = np.exp(eps * np.asarray([q[k] for k in rest]) / 2)
+            pr = w1[first] / w1.sum() * w2[rest.index(second)] / w2.sum()
+            p[0 if first == 1 else (1 if second == 1 else 2)] += pr
+        return p
+
+    cf = mod.closed_form(rho)
+    p_d, p_dp = outcomes([0, 0, 0]), outcomes([-1, 1, -1])
+    np.testing.assert_allclose(cf["p_D"], p_d, rtol=1e-12)
+    np.testing.assert_allclose(cf["p_D_prime"], p_dp, rtol=1e-12)
+    np.testing.assert_allclose(cf["llr"], np.log(p_dp / p_d), rtol=1e-12)
+    assert cf["mean_shift"] == pytest.approx(float(np.dot(p_dp - p_d, np.log(p_dp / p_d))))
+    rows = np.zeros((2, 10))
+    assert mod.aim_components(rows, rho)["analysis"]["white-box"] == pytest.approx(2 * rho)
