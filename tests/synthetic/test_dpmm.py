@@ -112,6 +112,26 @@ def test_dpmm_aim_records_its_choice_and_spends_rho_as_alg_1_says():
 
 
 @needs_dpmm
+def test_dpmm_aim_at_its_default_48_rounds_spends_rho_exactly():
+    """At the library's default 16 × 3 = 48 rounds dpmm's AIM starts, as smartnoise's does,
+    at σ = √(48/(1.8ρ)) and ε = √(0.8ρ/48), halves σ as its model stops moving and spends what
+    is left on a last round: the recorded transcript spends ρ exactly, so the white-box view's
+    ceiling is √(2ρ) (arXiv:2201.12677, Alg. 1)."""
+    pair = WORST_CASE_DATASETS.get("tree-flip")()
+    g = SyntheticGenerator(GeneratorCell("dpmm-aim", 1.0, 1e-2, options=(("rounds", 48),)))
+    r = g.fit_runs([pair.D_prime], [0], [5], domain=pair.domain,
+                   observe=("measurements", "selections"))  # fmt: skip
+    (run,) = r.runs
+    ms, sels = run["measurements"], run["selections"]
+    np.testing.assert_allclose([m["sigma"] for m in ms[:3]], math.sqrt(48 / (1.8 * r.rho)),
+                               rtol=1e-9)  # fmt: skip
+    assert len(ms) == 3 + len(sels) and 1 < len(sels) < 48
+    assert sels[0]["epsilon"] == pytest.approx(math.sqrt(0.8 * r.rho / 48), rel=1e-9)
+    spent = sum(0.5 / m["sigma"] ** 2 for m in ms) + sum(x["epsilon"] ** 2 / 8 for x in sels)
+    assert spent == pytest.approx(r.rho, rel=1e-9)
+
+
+@needs_dpmm
 def test_one_way_aim_puts_99_percent_of_rho_on_the_one_way_marginals():
     """AIM (McKenna, Mullins, Sheldon & Miklau 2022, arXiv:2201.12677, Alg. 1) as dpmm
     implements it, given the one-way workload (degree 1) and 3 rounds on 3 columns: σ =
