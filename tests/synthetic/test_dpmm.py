@@ -356,3 +356,23 @@ def test_choice_outcome_script_closed_form_is_the_enumerated_mechanism():
     assert cf["mean_shift"] == pytest.approx(float(np.dot(p_dp - p_d, np.log(p_dp / p_d))))
     rows = np.zeros((2, 10))
     assert mod.aim_components(rows, rho)["analysis"]["white-box"] == pytest.approx(2 * rho)
+
+
+def test_docs_dpmm_aim_48_round_figures_are_the_declared_run():
+    """The page's rows and figures of dpmm's AIM at its default 48 rounds state what the
+    declared 60-pair audit recorded (bounds 0 on all three statistics)."""
+    rec = json.loads((RESULTS / "dpmm-aim-default-rounds-eps1.json").read_text())
+    st = rec["settings"]
+    assert (st["generators"], st["rounds"], st["runs"], st["pilot_runs"], st["seed"]) == (
+        ["dpmm-aim"], 48, 60, 20, 47)  # fmt: skip
+    assert "Declared" in rec["declared"] and "--rounds 48" in rec["command"]
+    page = " ".join((ROOT / "docs/workflows/synthetic-data.md").read_text(encoding="utf-8").split())
+    for e in rec["entries"]:
+        assert white_box_row("dpmm-aim (rounds = 48)", e, st, "tree-flip") in page
+        assert e["lower_bound"]["epsilon"] == 0 and not e["gap"]["refutes_claim"]
+    wb = rec["entries"][0]["detail"]
+    assert wb["threat_model"] == "white-box"
+    fig = f"{mean_shift_figure(wb)} and the fitted Gaussians' μ {wb['mu_estimate']:.3f}"
+    assert fig in page
+    iv = wb["llr_mu_interval"]
+    assert f"(60 give √(mean shift) {wb['llr_mu_estimate']:.3f}, {iv['low']:.3f}–" in page
