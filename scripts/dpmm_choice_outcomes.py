@@ -1,17 +1,20 @@
-"""Per-component figures of a dpmm white-box audit on ``tree-flip``, from its journal.
+"""Per-component figures of a dpmm (or smartnoise AIM) white-box audit on ``tree-flip``.
 
 Reads the evaluation journal of ``dpaudit audit synthetic-data --generators dpmm-mst (or
-dpmm-aim) --threat-models white-box,white-box-measurements,white-box-selections --out DIR``
-(the three statistics on the same runs). For MST it writes, per side, the choices' outcome
-counts against the closed form (McKenna, Miklau & Sheldon 2021, arXiv:2108.04978: two
-exponential-mechanism choices of ε = √(8(ρ/3)/2), coefficient ε/2, sensitivity 1; on
-tree-flip the three edge scores tie on D and t moves them by (−1, +1, −1)), the χ² test of the
-counts, and both components' mean shifts with their standard errors. For AIM at 4 rounds
-(McKenna, Mullins, Sheldon & Miklau 2022, arXiv:2201.12677, Alg. 1) it writes each
-statistic's per-run values and mean shift against the analysis: the marginals' exact
-3/σ₁² + 1/σ₂² and the one choice's ρ-zCDP ceiling 2 · ε²/8::
+dpmm-aim, smartnoise-aim) --threat-models white-box,white-box-measurements,white-box-selections
+--out DIR`` (the three statistics on the same runs); given several directories, the
+evaluation run pairs of them all, pooled (audits of the same settings on other seeds). For
+MST it writes, per side, the choices' outcome counts against the closed form (McKenna,
+Miklau & Sheldon 2021, arXiv:2108.04978: two exponential-mechanism choices of
+ε = √(8(ρ/3)/2), coefficient ε/2, sensitivity 1; on tree-flip the three edge scores tie on D
+and t moves them by (−1, +1, −1)), the χ² test of the counts, and both components' mean
+shifts with their standard errors. For AIM (McKenna, Mullins, Sheldon & Miklau 2022,
+arXiv:2201.12677, Alg. 1, as both libraries implement it) it writes each statistic's per-run
+values and mean shift against the analysis (:func:`aim_analysis`): the marginals' exact
+Σ 1/σ² and the choices' ρ-zCDP ceiling Σ 2 · ε²/8::
 
-    python scripts/dpmm_choice_outcomes.py DIR OUT.json --recorded NAME.json [--generator dpmm-aim]
+    python scripts/dpmm_choice_outcomes.py DIR [DIR …] OUT.json --recorded NAME.json \
+        [--generator dpmm-aim --rounds 4]
 """
 
 from __future__ import annotations
@@ -62,14 +65,26 @@ def shift(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
     )
 
 
-def aim_components(rows: np.ndarray, rho: float) -> dict:
+def aim_analysis(rho: float, rounds: int = 4, columns: int = 3) -> dict:
+    """AIM's mean shifts on a pair where t moves one cell of every marginal (McKenna et al.
+    2022, Alg. 1): it measures the ``columns`` one-way marginals at σ₀ = √(T/(1.8ρ)) (ρ₀ =
+    0.9ρ · columns/T), then splits every round, the last one spending what is left among
+    them, 0.9 to its measurement and 0.1 to its choice, however many rounds it takes and
+    however it anneals σ and ε. A measurement at σ moves the log-likelihood ratio's mean by
+    1/σ² = 2 × its ρ, so the marginals' shift is exactly 2(ρ₀ + 0.9(ρ − ρ₀)), and the choices'
+    is at most their ρ-zCDP share, 2 · 0.1(ρ − ρ₀) (2 · ε²/8 each). At T = 4 on 3 columns:
+    3/σ₁² + 1/σ₂² with σ₁ = √(4/(1.8ρ)), σ₂ = √(1/(1.8 · 0.325ρ))."""
+    init = 0.9 * rho * columns / rounds
+    measurements = 2 * (init + 0.9 * (rho - init))
+    choice = 2 * 0.1 * (rho - init)
+    return {"rounds": rounds, "measurements": measurements, "choice_ceiling": choice,
+            "white-box": measurements + choice}  # fmt: skip
+
+
+def aim_components(rows: np.ndarray, rho: float, rounds: int = 4) -> dict:
     """Each statistic's per-run values on both sides and its mean shift against AIM's
-    analysis at 4 rounds on 3 columns (σ₁ = √(4/(1.8ρ)) on the one-way marginals, then one
-    round on the remaining 0.325ρ: σ₂ = √(1/(1.8 · 0.325ρ)), ε = √(0.8 · 0.325ρ))."""
-    measurements = 1.8 * rho * 3 / 4 + 1.8 * 0.325 * rho
-    choice = 2 * 0.8 * 0.325 * rho / 8
-    out = {"analysis": {"measurements": measurements, "choice_ceiling": choice,
-                        "white-box": measurements + choice}}  # fmt: skip
+    analysis (:func:`aim_analysis`) at ``rounds`` rounds on tree-flip's 3 columns."""
+    out = {"analysis": aim_analysis(rho, rounds)}
     for tm, c in COLUMNS.items():
         d_prime, d = rows[:, c], rows[:, c + 1]
         m, se = shift(d_prime, d)
@@ -80,19 +95,26 @@ def aim_components(rows: np.ndarray, rho: float) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("out_dir", type=Path, help="the audit's --out directory")
+    ap.add_argument("out_dirs", type=Path, nargs="+", help="the audits' --out directories")
     ap.add_argument("output", type=Path)
-    ap.add_argument("--recorded", required=True, help="its results file's name in the docs")
-    ap.add_argument("--generator", default="dpmm-mst", choices=("dpmm-mst", "dpmm-aim"))
+    ap.add_argument("--recorded", required=True, help="its results files' names in the docs")
+    ap.add_argument("--generator", default="dpmm-mst",
+                    choices=("dpmm-mst", "dpmm-aim", "smartnoise-aim"))  # fmt: skip
+    ap.add_argument("--rounds", type=int, default=4, help="AIM's rounds (its setting)")
     a = ap.parse_args()
-    tasks = read_task_checkpoint(a.out_dir / "checkpoints" / f"{a.generator}.tasks")
-    rows = np.array([np.asarray(tasks[i], dtype=float) for i in sorted(tasks)])
+    rows, seeds = [], []
+    for d in a.out_dirs:
+        tasks = read_task_checkpoint(d / "checkpoints" / f"{a.generator}.tasks")
+        rows += [np.asarray(tasks[i], dtype=float) for i in sorted(tasks)]
+        seeds.append(json.loads((d / "results.json").read_text())["settings"]["seed"])
+    rows = np.array(rows)
     rho = float(rows[0, -1])
-    seed = json.loads((a.out_dir / "results.json").read_text())["settings"]["seed"]
-    if a.generator == "dpmm-aim":
+    seed = ", ".join(str(v) for v in seeds)
+    if a.generator != "dpmm-mst":
         out = {"source": f"evaluation run pairs of the journal of the run recorded in "
                          f"{a.recorded} (seed {seed}): per run, each white-box statistic",
-               "run_pairs": len(rows), "rho": rho, **aim_components(rows, rho)}  # fmt: skip
+               "run_pairs": len(rows), "rho": rho,
+               **aim_components(rows, rho, a.rounds)}  # fmt: skip
         a.output.write_text(json.dumps(out, indent=2) + "\n")
         return
     cf = closed_form(rho)

@@ -358,6 +358,49 @@ def test_choice_outcome_script_closed_form_is_the_enumerated_mechanism():
     assert mod.aim_components(rows, rho)["analysis"]["white-box"] == pytest.approx(2 * rho)
 
 
+def _aim_budget_loop(rho, rounds, columns, anneal):
+    """AIM's budget as smartnoise-synth 1.0.8 and dpmm 0.1.9 spend it, step by step (McKenna
+    et al. 2022, Alg. 1): the one-way marginals at σ₀, then rounds of a choice (ε²/8) and a
+    measurement (1/(2σ²)) until the rest would not pay for two, which one last round spends
+    (0.9 / 0.1); ``anneal(t)`` says whether round t halves σ and doubles ε. Returns the sum of
+    1/σ² over the measurements and of 2 · ε²/8 over the choices."""
+    sigma, eps = math.sqrt(rounds / (1.8 * rho)), math.sqrt(0.8 * rho / rounds)
+    used, meas, choice, t, last = columns * 0.5 / sigma**2, columns / sigma**2, 0.0, 0, False
+    while not last:
+        t += 1
+        if rho - used < 2 * (0.5 / sigma**2 + eps**2 / 8):
+            rest = rho - used
+            sigma, eps, last = math.sqrt(1 / (1.8 * rest)), math.sqrt(0.8 * rest), True
+        used += eps**2 / 8 + 0.5 / sigma**2
+        meas, choice = meas + 1 / sigma**2, choice + 2 * eps**2 / 8
+        if anneal(t):
+            sigma, eps = sigma / 2, eps * 2
+    assert used == pytest.approx(rho, rel=1e-12)
+    return meas, choice
+
+
+@pytest.mark.parametrize("rounds", [4, 7, 48])
+def test_aim_analysis_is_the_budget_loop_whatever_it_anneals(rounds):
+    """The script's AIM analysis (the marginals' mean shift 2(ρ₀ + 0.9(ρ − ρ₀)), the choices'
+    ceiling 0.2(ρ − ρ₀)) against the budget loop run round by round, annealing never, always
+    or at random: the same at every rounds setting, whatever the data make AIM do."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "dpmm_choice_outcomes", ROOT / "scripts" / "dpmm_choice_outcomes.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rho = 0.10341283143348314
+    a = mod.aim_analysis(rho, rounds)
+    rng = np.random.default_rng(rounds)
+    for anneal in (lambda t: False, lambda t: True, lambda t: rng.random() < 0.3):
+        meas, choice = _aim_budget_loop(rho, rounds, 3, anneal)
+        assert a["measurements"] == pytest.approx(meas, rel=1e-12)
+        assert a["choice_ceiling"] == pytest.approx(choice, rel=1e-12)
+    assert a["white-box"] == pytest.approx(2 * rho)
+
+
 def test_docs_dpmm_aim_48_round_figures_are_the_declared_run():
     """The page's rows and figures of dpmm's AIM at its default 48 rounds state what the
     declared 60-pair audit recorded (bounds 0 on all three statistics)."""

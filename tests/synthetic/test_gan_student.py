@@ -73,7 +73,8 @@ def test_auto_audits_patectgan_under_its_student_and_only_patectgan():
     served = {g for g in GENERATORS.names()
               if tm.serves(GENERATORS.get(g).synth, GENERATORS.get(g).white_box)}  # fmt: skip
     assert served == {"smartnoise-patectgan", "smartnoise-patectgan-quiet-noise",
-                      "smartnoise-patectgan-public-conditions"}  # fmt: skip
+                      "smartnoise-patectgan-public-conditions",
+                      "smartnoise-patectgan-separate-networks"}  # fmt: skip
     assert "student" in PER_TARGET and "conditions" not in PER_TARGET
     one_run = SyntheticDataSettings(generators=("smartnoise-patectgan",), mode="one-run")
     assert one_run.threat_models_for("smartnoise-patectgan") == ("black-box",)
@@ -85,10 +86,11 @@ def test_auto_audits_patectgan_under_its_student_and_only_patectgan():
 @needs_gan
 def test_the_teacher_steps_move_the_student_by_exactly_the_generated_rows_on_D_only():
     """PATECTGAN as installed at ε = 1 on unique-record (50 rows of zeros; one teacher, 5
-    teacher steps an iteration): on D every teacher step's gradient on t's columns is exactly
-    what the generated rows make (residual 0, bit for bit); on D ∪ {t} the steps whose batch
-    drew t (one row in 51: nearly every step) leave a residual of a few per cent, whatever the
-    votes' noise (the planted bug records the same)."""
+    teacher and 5 student steps an iteration, 10 iterations, all moving the one network): on
+    D every step's gradient on t's columns is exactly what the generated rows make (residual
+    0, bit for bit); on D ∪ {t} the teacher steps whose batch drew t (one row in 51: nearly
+    every step) leave a residual of a few per cent, whatever the votes' noise (the planted bug
+    records the same); the student's own steps read generated rows only (residual 0)."""
     from dpaudit.systems import SYSTEMS
 
     pair = WORST_CASE_DATASETS.get("unique-record")(columns=3, rows=50)
@@ -98,13 +100,56 @@ def test_the_teacher_steps_move_the_student_by_exactly_the_generated_rows_on_D_o
         r = g.fit_runs([pair.D, pair.D_prime], [0, 1], [7, 8], domain=pair.domain,
                        observe=("student",), target=pair.target)  # fmt: skip
         on_d, on_dp = (run["student"] for run in r.runs)
-        assert on_d["columns"] == [1, 3, 5] and on_d["steps"] == on_d["norm2"].shape[0] > 0
+        assert on_d["columns"] == [1, 3, 5] and on_d["steps"] == on_d["norm2"].shape[0] == 100
+        assert on_d["teacher_steps"] == on_dp["teacher_steps"] == 50
         assert on_d["norm2"].shape == on_d["residual2"].shape == (on_d["steps"], 3)
         assert (on_d["norm2"] > 0).all() and (on_d["residual2"] == 0).all()
         ratio = student_residual_ratio(on_dp["norm2"], on_dp["residual2"])
         assert np.count_nonzero(ratio) > 0 and 1e-3 < ratio.max() < 1.0
+        assert np.count_nonzero(ratio) <= 50  # the teacher steps' only
         scores = [tm.statistic(run, None, pair, None) for run in r.runs]
         assert scores == [RATIO_FLOOR, RATIO_CAP]
+
+
+@needs_gan
+def test_with_separate_networks_no_step_of_the_student_reads_a_real_row():
+    """The fix of the shared network (control): the student and the teacher are networks of
+    their own, so no teacher step moves the student (0 of its 50 recorded steps) and each of
+    the student's own steps is exactly what its generated rows make on D and on D ∪ {t}:
+    both runs score the floor. The accountant counts what the library's does (the same
+    25,000 queries), and the teacher's votes are no longer the student's: at the seed the two
+    runs' synthetic tables differ from the installed library's."""
+    from dpaudit.systems import SYSTEMS
+
+    pair = WORST_CASE_DATASETS.get("unique-record")(columns=3, rows=50)
+    tm = SYNTHETIC_THREAT_MODELS.get("white-box-student")
+    got = {}
+    for name in ("smartnoise-patectgan", "smartnoise-patectgan-separate-networks"):
+        g = SYSTEMS.get(name)(GeneratorCell(name, 1.0, 1e-2))
+        got[name] = g.fit_runs([pair.D, pair.D_prime], [0, 1], [7, 8], domain=pair.domain,
+                               observe=("student", "synthetic"), target=pair.target,
+                               sample_rows=20)  # fmt: skip
+    r = got["smartnoise-patectgan-separate-networks"]
+    for run in r.runs:
+        st = run["student"]
+        assert (st["steps"], st["teacher_steps"]) == (50, 0)
+        assert (st["norm2"] > 0).all() and (st["residual2"] == 0).all()
+        assert run["accounting"]["queries"] == 25_000
+        assert tm.statistic(run, None, pair, None) == RATIO_FLOOR
+    lib = got["smartnoise-patectgan"]
+    assert [run["accounting"] for run in r.runs] == [run["accounting"] for run in lib.runs]
+    assert any(not np.array_equal(a, b) for a, b in zip(r.synthetic, lib.synthetic, strict=True))
+
+
+@needs_gan
+def test_the_worker_refuses_separate_networks_for_another_gan_or_a_bad_value():
+    from dpaudit.systems import SYSTEMS
+
+    pair = WORST_CASE_DATASETS.get("unique-record")(columns=2, rows=20)
+    for name, value in (("smartnoise-dpctgan", "separate"), ("smartnoise-patectgan", "one")):
+        g = SYSTEMS.get(name)(GeneratorCell(name, 1.0, 1e-2, options=(("networks", value),)))
+        with pytest.raises(Exception, match=r"networks .* applies to PATECTGAN only"):
+            g.fit_runs([pair.D], [0], [1], domain=pair.domain, observe=("accounting",))
 
 
 @needs_gan
@@ -136,7 +181,8 @@ def test_the_conditions_count_is_the_naive_count_of_the_targets_categories():
         tm.statistic({"seconds": 1.0}, None, pair, None)
     served = {g for g in GENERATORS.names()
               if tm.serves(GENERATORS.get(g).synth, GENERATORS.get(g).white_box)}  # fmt: skip
-    fixes = {"smartnoise-dpctgan-public-training-conditions", "smartnoise-dpctgan-public-rows"}
+    fixes = {"smartnoise-dpctgan-public-training-conditions", "smartnoise-dpctgan-public-rows",
+             "smartnoise-patectgan-separate-networks"}  # fmt: skip
     assert served == {f"smartnoise-{g}{v}" for g in ("patectgan", "dpctgan")
                       for v in ("", "-quiet-noise", "-public-conditions")} | fixes  # fmt: skip
 
@@ -237,6 +283,36 @@ def test_docs_patectgan_white_box_figures_are_the_recorded_runs():
         )
     assert "the mean shift is 7.0" in page and "30 of 30 runs on\nD ∪ {t} at the cap" in page
     assert f"{rec['timings']['total']:.0f} s on one worker" in page
+
+
+def test_docs_patectgan_network_control_figures_are_the_recorded_runs():
+    """Violation 1's control (separate networks): the page's figures are those of the recorded
+    audit, whose settings are the violation's audit's but for the generator, and of the 20
+    root seeds' audits, none of which refutes it."""
+    rec, page = _recorded("gan-unique-record-white-box-student-control-eps1.json")
+    flat = " ".join(page.split())
+    st = rec["settings"]
+    assert (st["generators"], st["threat_models"]) == (
+        ["smartnoise-patectgan-separate-networks"], ["white-box-student"])  # fmt: skip
+    keys = ("dataset", "rows", "columns", "epsilon", "delta", "runs", "pilot_runs", "seed")
+    assert tuple(st[k] for k in keys) == ("unique-record", 1000, 3, 1.0, 0.01, 30, 10, 46)
+    (e,) = rec["entries"]
+    d = e["detail"]
+    assert e["lower_bound"]["epsilon"] == 0.0 and (d["tp"], d["fp"]) == (30, 30)
+    assert d["threshold"] == RATIO_FLOOR and d["mean_shift"] == 0.0
+    fig = (f"`gan-unique-record-white-box-student-control-eps1.json`, "
+           f"{rec['timings']['total']:.0f} s on 2 workers, {d['seconds_per_run']:.1f} CPU-s a "
+           f"fit): **the control is not refuted, ε ≥ 0.000** (30 and 30 of 30 runs")  # fmt: skip
+    assert fig in flat
+    ctl, _ = _recorded("patectgan-networks-controls-eps1.json")
+    seeds = ctl["audits"]["smartnoise-patectgan-separate-networks"]["seeds"]
+    assert [r["seed"] for r in seeds] == list(range(20))
+    assert all((r["dataset"], r["rows"], r["runs"], r["pilot_runs"], r["threat_models"]) ==
+               ("unique-record", 1000, 20, 5, ["white-box-student"]) for r in seeds)  # fmt: skip
+    assert all(r["epsilon"] == 0.0 and r["tp"] == r["fp"] == 20 for r in seeds)
+    total = sum(r["seconds"] for r in seeds)
+    assert (f"(`patectgan-networks-controls-eps1.json`, {total:,.0f} s in all): every bound "
+            f"is 0.000") in flat  # fmt: skip
 
 
 @needs_gan

@@ -622,6 +622,10 @@ class TestSmartnoisePATECTGANPublicConditions(TestSmartnoisePATECTGAN):
     name = "smartnoise-patectgan-public-conditions"
 
 
+class TestSmartnoisePATECTGANSeparateNetworks(TestSmartnoisePATECTGAN):
+    name = "smartnoise-patectgan-separate-networks"
+
+
 class TestSmartnoiseDPGAN(GANContract):
     name = "smartnoise-dpgan"
     OPTIONS = (("epochs", 50), ("batch_size", 8))

@@ -51,14 +51,17 @@ applied to it — is covered by the claim, beside the data-independent randomnes
 noise, dropout) that the adversary is given. smartnoise-synth 1.0.8's PATECTGAN makes the
 student and every teacher one network (``student_disc = discriminator``, ``teacher_disc =
 [discriminator for i in range(num_teachers)]``), so each teacher step on real rows is also a
-step of the student. On a teacher step the first layer's gradient on t's one-hot data columns
-that no row of D sets is ``G_k = F_k + R_k``: ``F_k`` from the step's generated rows, which
-the adversary computes (:func:`student_residual_ratio`), and ``R_k`` from the real rows,
-exactly 0 under D (their inputs there are 0) and non-zero under D ∪ {t} on each step whose
-batch holds t. The statistic is the largest relative residual ``‖G_k − F_k‖/‖G_k‖`` on a
-log₁₀ scale, floored at :data:`RATIO_FLOOR` and capped at :data:`RATIO_CAP` (far above
-float32 rounding, far below one row's share of a step): a run on D scores the floor, a run
-on D ∪ {t} that sampled t the cap, whatever the votes' noise.
+step of the student. On each step that moves the student (every teacher step, and the
+student's own) the first layer's gradient on t's one-hot data columns that no row of D sets
+is ``G_k = F_k + R_k``: ``F_k`` from the step's generated rows, which the adversary computes
+(:func:`student_residual_ratio`), and ``R_k`` from the real rows, exactly 0 under D (their
+inputs there are 0) and non-zero under D ∪ {t} on each teacher step whose batch holds t; the
+student's own steps read generated rows only (``R_k = 0``), and so does every step of a
+student that is a network of its own (the fix, a control). The statistic is the largest
+relative residual ``‖G_k − F_k‖/‖G_k‖`` on a log₁₀ scale, floored at :data:`RATIO_FLOOR`
+and capped at :data:`RATIO_CAP` (far above float32 rounding, far below one row's share of a
+step): a run on D scores the floor, a run on D ∪ {t} that sampled t the cap, whatever the
+votes' noise.
 
 PATEGAN's white-box view (``white-box-votes``). smartnoise's PATEGAN keeps its student apart
 from its teachers; the student learns from generated rows labelled by the teachers' vote count
@@ -254,7 +257,7 @@ def _white_box_dpsgd(run, synthetic, pair, fitted_on):
 
 
 def student_residual_ratio(norm2: Any, residual2: Any) -> np.ndarray:
-    """Per teacher step, ``‖G_k − F_k‖/‖G_k‖`` from the per-column squared norms the worker
+    """Per step of the student, ``‖G_k − F_k‖/‖G_k‖`` from the per-column squared norms the worker
     records (module docstring; 0 where ``G_k = 0``).
 
     Args:
@@ -277,12 +280,12 @@ def student_residual_ratio(norm2: Any, residual2: Any) -> np.ndarray:
 
 
 def _white_box_student(run, synthetic, pair, fitted_on):
-    """log₁₀ of the largest relative residual over PATECTGAN's teacher steps, on the recorded
-    columns no row of D sets, between :data:`RATIO_FLOOR` and :data:`RATIO_CAP`."""
+    """log₁₀ of the largest relative residual over the steps of PATECTGAN's student, on the
+    recorded columns no row of D sets, between :data:`RATIO_FLOOR` and :data:`RATIO_CAP`."""
     rec = run.get("student")
     if rec is None or "norm2" not in rec:
         raise ValueError(
-            "white-box-student reads PATECTGAN's recorded teacher steps: the "
+            "white-box-student reads the recorded steps of PATECTGAN's student: the "
             "run holds none (the worker records them given the pair's target)"
         )
     keep = out_of_reach(rec["columns"], pair.D, pair.domain.cardinalities)
@@ -516,9 +519,10 @@ SYNTHETIC_THREAT_MODELS.register(
     "white-box-student",
     SyntheticThreatModel(
         "white-box-student", ("student",), _white_box_student,
-        "the largest share of a PATECTGAN teacher step's gradient on the student (the same "
-        "network) that its generated rows do not explain, on the first-layer columns only t's "
-        "one-hot coordinates reach (log10, floored at 1e-12, capped at 1e-5)",
+        "the largest share of a gradient step on PATECTGAN's student (as installed every "
+        "teacher step too: one network) that its generated rows do not explain, on the "
+        "first-layer columns only t's one-hot coordinates reach (log10, floored at 1e-12, "
+        "capped at 1e-5)",
         reads=("patectgan",),
     ),
 )  # fmt: skip

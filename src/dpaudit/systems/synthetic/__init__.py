@@ -16,7 +16,8 @@
   fixes that control its two violations.
 * ``_handler_*.py`` — the scripts the libraries' workers load (not imported by dpaudit;
   DataSynthesizer's runs in this process, imported when a run starts); ``_handler_records.py``
-  holds the record layouts the smartnoise and dpmm handlers share.
+  holds the record layouts the smartnoise and dpmm handlers share, ``_handler_patectgan.py``
+  PATECTGAN's student recording and the fix of its shared network (the GAN handler's).
 """
 
 from dpaudit.systems.synthetic._generators import (

@@ -98,7 +98,7 @@ __all__ = [
 #: What a run can report: noisy marginals, exponential-mechanism choices, the synthetic
 #: table, or (alone) the one-way marginals that show the domain measured over; DPCTGAN's and
 #: DPGAN's released noisy gradients (``"gradients"``, given the adversary's target); PATECTGAN's
-#: student updates on its teachers' steps (``"student"``, given the adversary's target);
+#: student's steps, its teachers' among them (``"student"``, given the adversary's target);
 #: DPCTGAN's and PATECTGAN's conditional-vector category of each row of the synthetic table
 #: (``"conditions"``); those DPCTGAN's generator steps train on (``"training-conditions"``);
 #: PATEGAN's noisy labels with its teachers' votes on every dataset sent (``"votes"``); and a
@@ -621,9 +621,11 @@ class GANGenerator(SyntheticGenerator):
     ``white-box-student``): the student discriminator's training transcript, which PATE-GAN's
     analysis releases (the student learns only from the noisy votes on generated rows). The
     library's student and teachers are one network, so every teacher step is also a step of
-    the student: the worker records, per teacher step, the gradient that step applies to the
-    student's first layer on the target's one-hot data columns and the part of it that the
-    step's generated rows make, which the adversary computes from what it sees.
+    the student: the worker records, per step that moves the student (every teacher step and
+    the student's own; with ``networks = "separate"``, the fix, the student's own only), the
+    gradient that step applies to the student's first layer on the target's one-hot data
+    columns and the part of it that the step's generated rows make, which the adversary
+    computes from what it sees.
 
     Both GANs' ``"conditions"`` view (threat model ``white-box-conditions``): the
     conditional-vector category each row of the synthetic table was generated from, which
@@ -726,6 +728,10 @@ _PUBLIC_CONDITIONS = (("conditions", "public"),)
 #: The same fix in DPCTGAN's training (worker option ``training_conditions``).
 _PUBLIC_TRAINING = (("training_conditions", "public"),)
 _DPCTGAN_VIEWS = ("gradients", "conditions", "training-conditions")
+#: The fix of PATECTGAN's shared network (worker option ``networks``): a network of its own
+#: for the student and for each teacher, as PATE-GAN's algorithm has them, instead of one
+#: network that every teacher step on a real batch also moves as the student.
+_SEPARATE_NETWORKS = (("networks", "separate"),)
 #: The fix of DPGAN's step count (worker option ``public_rows``): ⌊N/64⌋ batches an epoch of
 #: 64 rows drawn without replacement, and the sampling rate 64/N accounted, with N = 1,000 a
 #: public row count, instead of ⌊n/64⌋ batches of a shuffled pass and the rate 64/n.
@@ -760,6 +766,10 @@ GAN_GENERATORS: tuple[GeneratorSpec, ...] = (
     GeneratorSpec("smartnoise-patectgan-public-conditions", "smartnoise-gan", "patectgan",
                   "PATECTGAN whose sample() draws its conditions from the public domain (the "
                   "fix of one violation; control)", _PATECTGAN, options=_PUBLIC_CONDITIONS,
+                  white_box=("student", "conditions")),
+    GeneratorSpec("smartnoise-patectgan-separate-networks", "smartnoise-gan", "patectgan",
+                  "PATECTGAN whose student and teachers are networks of their own (the fix of "
+                  "one violation; control)", _PATECTGAN, options=_SEPARATE_NETWORKS,
                   white_box=("student", "conditions")),
     GeneratorSpec("smartnoise-dpgan", "smartnoise-gan", "dpgan", "DPGAN (smartnoise-synth)",
                   _DPGAN, white_box=("gradients",)),

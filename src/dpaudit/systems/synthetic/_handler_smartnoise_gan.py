@@ -21,6 +21,9 @@ each run recording
   is trained on), its noisy label and the teachers' vote count on every dataset sent
   (``votes``, queries × datasets; the library's teachers on the run's own dataset, shadow
   teachers trained beside them with the same seeds on each other one: :func:`_record_votes`);
+* ``student`` (white-box, PATECTGAN only, given the target row): per step that moves the
+  student network, the first layer's gradient on the target's one-hot columns and its part
+  the step's generated rows make (``_handler_patectgan.record_student``);
 * ``conditions`` (white-box, DPCTGAN and PATECTGAN: DPGAN and PATEGAN have no conditional
   vectors): the conditional-vector category (its index) each row of the
   sampled table (``sample_rows``) was generated from — PATECTGAN's ``sample()`` copies each
@@ -55,6 +58,10 @@ column uniformly, then one of its categories uniformly) instead of from the priv
 DPGAN and PATEGAN refuse it (and the ``conditions`` view). Its option ``training_conditions``
 (DPCTGAN only) is the same fix in training: every training draw from the public domain (the
 real rows are then drawn to match those conditions, as the library matches its own).
+
+Its option ``networks`` (PATECTGAN only) is ``"shared"`` (as installed: the student and
+every teacher one network) or ``"separate"``, the fix: a network of its own for the student
+and for each teacher (``_handler_patectgan.separate_networks``).
 
 Seeding: ``seed`` seeds numpy's and Python's global generators (batch and conditional-vector
 sampling, PATECTGAN's and PATEGAN's Laplace noise) and torch's (the generator's initial
@@ -201,57 +208,6 @@ def _patch_dpctgan(noise_scale, engines, record=None, seed=None, public_rows=Non
     return lambda: setattr(opacus, "PrivacyEngine", orig)
 
 
-def _record_student(mod, record):
-    """Record, on every step of PATECTGAN's teacher optimizers, the first layer's gradient of
-    the one network the student and teachers share on ``record["data_cols"]`` (``G_k``, what
-    the step applies to the student) and the part of it that the step's generated rows make
-    (``F_k = δᵀx`` of the step's first forward call, on ``fake_cat``); per step and column
-    the squared norms over the hidden units of ``G_k`` (``norm2``) and of ``G_k − F_k``
-    (``residual2``). Returns what to restore."""
-    import torch
-
-    calls = []  # (input, δ) of the discriminator's forward calls since the last zero_grad
-    made = []  # optimizers in the order the library builds them: G, student, teachers
-    init = mod.Discriminator.__init__
-
-    def hook(layer, inputs, output):
-        if output.requires_grad:
-            entry = [inputs[0].detach(), None]
-            calls.append(entry)
-            output.register_hook(lambda g, e=entry: e.__setitem__(1, g.detach()))
-
-    def recorded_init(self, *a, **k):
-        init(self, *a, **k)
-        self.seq[0].register_forward_hook(hook)
-
-    class Adam(torch.optim.Adam):
-        def __init__(self, params, *a, **k):
-            params = list(params)
-            super().__init__(params, *a, **k)
-            self.first = params[0]
-            made.append(self)
-
-        def zero_grad(self, set_to_none=True):
-            calls.clear()
-            super().zero_grad(set_to_none)
-
-        def step(self, closure=None):
-            if made.index(self) >= 2:  # a teacher's step: the generated rows first, then the real
-                if len(calls) != 2 or calls[0][1] is None:
-                    raise RuntimeError(f"a teacher step made {len(calls)} forward calls, not 2")
-                cols = record["data_cols"]
-                g = self.first.grad.detach()
-                x, d = calls[0]
-                f = d.t().matmul(x)  # the full matrix, as autograd forms it, then the columns
-                record["norm2"].append((g[:, cols].double() ** 2).sum(0).numpy())
-                record["residual2"].append(((g - f)[:, cols].double() ** 2).sum(0).numpy())
-            return super().step(closure)
-
-    mod.Discriminator.__init__ = recorded_init
-    shim = type("optim", (), {"Adam": Adam})
-    return [(mod.Discriminator, "__init__", init), (mod, "optim", mod.optim)], shim
-
-
 def _shadow_step(teacher, loader, shadows, calls):
     """One teacher step of PATEGAN replayed on each shadow teacher: the real rows its loader
     draws from the global generator's state at the teacher loader's draw (so with the same
@@ -366,20 +322,27 @@ def _record_query(votes, data, teacher_votes, labels, lap_scale):
     votes["teachers"] = len(votes["nets"])
 
 
-def _patch_patectgan(noise_scale, queries, record=None, module="patectgan", votes=None):
+def _patch_patectgan(noise_scale, queries, record=None, module="patectgan", votes=None,
+                     separate=False):  # fmt: skip
     """Record PATECTGAN's (``module="pategan"``: PATEGAN's) moments-accountant updates; scale
     the Laplace noise of its votes; with ``record`` (a dict with ``data_cols``; PATECTGAN
-    only), record its teacher steps' gradients (:func:`_record_student`); with ``votes``
-    (PATEGAN only), each student query's votes on every dataset and its noisy label
-    (:func:`_record_votes`). Both modules import ``pate`` and ``moments_acc`` by name from
-    ``privacy_utils``: the module's names are patched."""
+    only), record the gradients of the steps that move its student
+    (``_handler_patectgan.record_student``); with ``votes`` (PATEGAN only), each student
+    query's votes on every dataset and its noisy label (:func:`_record_votes`); with
+    ``separate`` (PATECTGAN only), its student and teachers networks of their own
+    (``_handler_patectgan.separate_networks``). Both modules import ``pate`` and
+    ``moments_acc`` by name from ``privacy_utils``: the module's names are patched."""
     import importlib
+
+    from _handler_patectgan import record_student, separate_networks
 
     mod = importlib.import_module(f"snsynth.pytorch.nn.{module}")
 
     saved = [(mod, "pate", mod.pate), (mod, "moments_acc", mod.moments_acc)]
+    if separate:
+        saved += separate_networks(mod)
     if record is not None or votes is not None:
-        more, shim = _record_student(mod, record) if votes is None else _record_votes(mod, votes)
+        more, shim = record_student(mod, record) if votes is None else _record_votes(mod, votes)
         saved += more
         mod.optim = shim
 
@@ -555,7 +518,8 @@ def _patectgan_accounting(s, queries, delta):
 
 def _check_body(body):
     """The request's generator, views and options, checked: ``(synth, observe, options,
-    worker)`` (``worker``: the worker's own options, ``conditions`` and ``public_rows``,
+    worker)`` (``worker``: the worker's own options, ``conditions``, ``training_conditions``,
+    ``networks`` and ``public_rows``,
     taken out of the library's)."""
     synth = body["synth"]
     if synth not in _SYNTHS:
@@ -593,6 +557,10 @@ def _check_body(body):
     for name, v in (("conditions", conditions), ("training_conditions", training)):
         if v not in ("data", "public"):
             raise ValueError(f"{name} must be 'data' or 'public', got {v!r}")
+    networks = options.pop("networks", "shared")
+    if networks not in ("shared", "separate") or (networks != "shared" and synth != "patectgan"):
+        raise ValueError(f"networks ('shared' as installed, 'separate' the fix) applies to "
+                         f"PATECTGAN only, got synth={synth!r}, networks={networks!r}")  # fmt: skip
     public_rows = options.pop("public_rows", None)
     if public_rows is not None and (synth not in ("dpgan", "dpctgan") or int(public_rows) < 1):
         raise ValueError(f"public_rows (a row count ≥ 1) applies to DPGAN and DPCTGAN only, got "
@@ -601,20 +569,24 @@ def _check_body(body):
         if k in options:
             options[k] = tuple(int(v) for v in options[k])
     return synth, observe, options, {"conditions": conditions, "public_rows": public_rows,
-                                     "training_conditions": training}  # fmt: skip
+                                     "training_conditions": training,
+                                     "networks": networks}  # fmt: skip
 
 
-def _patch(synth, noise_scale, seed, record, votes=None, public_rows=None):
+def _patch(synth, noise_scale, seed, record, votes=None, worker=None):
     """The generator's patches for one run: ``(undo, accounting)``, ``accounting(s, delta)``
     reading what they recorded once the fit is done."""
     engines, queries, reported = [], [], []
+    public_rows = (worker or {}).get("public_rows")
     if synth == "dpctgan":
         undo = _patch_dpctgan(noise_scale, engines, record, seed, public_rows)
         return undo, lambda s, delta: _dpctgan_accounting(s, engines, delta)
     if synth == "dpgan":
         undo = _patch_dpgan(noise_scale, engines, reported, seed, record, public_rows)
         return undo, lambda s, delta: _dpgan_accounting(s, engines, reported, delta)
-    undo = (_patch_patectgan(noise_scale, queries, record) if synth == "patectgan"
+    undo = (_patch_patectgan(noise_scale, queries, record,
+                             separate=(worker or {}).get("networks") == "separate")
+            if synth == "patectgan"
             else _patch_patectgan(noise_scale, queries, module="pategan", votes=votes))  # fmt: skip
     return undo, lambda s, delta: _patectgan_accounting(s, queries, delta)
 
@@ -629,7 +601,8 @@ def _white_box_views(synth, record, result, syn, i, votes=None):
     if record is None:
         return
     if synth == "patectgan":
-        result["student"] = {"columns": record["data_cols"], "steps": len(record["norm2"])}
+        result["student"] = {"columns": record["data_cols"], "steps": len(record["norm2"]),
+                             "teacher_steps": int(sum(record["teacher"]))}  # fmt: skip
         syn[f"norm2{i}"] = np.stack(record["norm2"])
         syn[f"residual2{i}"] = np.stack(record["residual2"])
     else:
@@ -667,7 +640,8 @@ def _records(observe, body, tt, tables, mine):
         row = tt.transform([tuple(int(v) for v in body["target"])])[0]
         record = {"data_cols": data_cols.tolist(), "cond_cols": cond_cols.tolist(),
                   "row": np.asarray(row, dtype=np.float32),
-                  "noisy": [], "direction": [], "norm2": [], "residual2": []}  # fmt: skip
+                  "noisy": [], "direction": [], "norm2": [], "residual2": [],
+                  "teacher": []}  # fmt: skip
     if "votes" in observe:
         votes = {"own": mine, "nets": {}, "votes": [], "labels": [],
                  "others": {int(k[4:]): np.array(tt.transform(v))
@@ -715,7 +689,7 @@ def op_fit(body, arrays):
         torch.manual_seed(seed)
         tt = _transformer(cards)
         record, votes = _records(observe, body, tt, tables, int(run["dataset"]))
-        undo, accounting = _patch(synth, noise_scale, seed, record, votes, worker["public_rows"])
+        undo, accounting = _patch(synth, noise_scale, seed, record, votes, worker)
         t0 = time.process_time()
         try:
             s = Synthesizer.create(synth, epsilon=eps, delta=delta, **own, **options)
