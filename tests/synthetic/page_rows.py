@@ -21,3 +21,20 @@ def mean_shift_figure(x: dict) -> str:
     llr = x["llr_mu_interval"]
     return (f"√(mean shift) {x['llr_mu_estimate']:.3f} ({llr['low']:.3f}–{llr['high']:.3f}, "
             f"{x['llr_mu_estimate'] / x['implied_mu']:.2f}×)")  # fmt: skip
+
+
+def components_shifts(rec: dict, runs: int) -> dict:
+    """A components file's per-statistic "shift ± se" figures (``{threat model: text}``),
+    each shift recomputed from its per-run values, which must number ``runs`` a side, and
+    its analysis AIM's at the file's rounds (its two parts add up to 2ρ)."""
+    import numpy as np
+
+    a = rec["analysis"]
+    assert rec["run_pairs"] == runs and abs(a["white-box"] - 2 * rec["rho"]) < 1e-12
+    out = {}
+    for tm in ("white-box", "white-box-measurements", "white-box-selections"):
+        x = rec[tm]
+        assert len(x["D"]) == len(x["D_prime"]) == runs
+        assert abs(np.mean(x["D_prime"]) - np.mean(x["D"]) - x["mean_shift"]) < 1e-12
+        out[tm] = f"{x['mean_shift']:.3f} ± {x['mean_shift_se']:.3f}"
+    return out

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from page_rows import mean_shift_figure, white_box_row
+from page_rows import components_shifts, mean_shift_figure, white_box_row
 
 from dpaudit.attacks._synthetic import WORST_CASE_DATASETS, measurement_llr, selection_llr
 from dpaudit.systems import SYSTEMS
@@ -419,3 +419,9 @@ def test_docs_dpmm_aim_48_round_figures_are_the_declared_run():
     assert fig in page
     iv = wb["llr_mu_interval"]
     assert f"(60 give √(mean shift) {wb['llr_mu_estimate']:.3f}, {iv['low']:.3f}–" in page
+    comp = json.loads((RESULTS / "dpmm-aim-default-rounds-eps1-components.json").read_text())
+    figs, a = components_shifts(comp, 60), comp["analysis"]
+    assert a["rounds"] == 48 and "(seed 47)" in comp["source"]
+    assert (f"the marginals' shift is {figs['white-box-measurements']} against their exact "
+            f"{a['measurements']:.3f} and the choices' {figs['white-box-selections']} against "
+            f"their ceiling {a['choice_ceiling']:.3f}") in page  # fmt: skip
