@@ -109,18 +109,21 @@ def main() -> None:
         seeds.append(json.loads((d / "results.json").read_text())["settings"]["seed"])
     rows = np.array(rows)
     rho = float(rows[0, -1])
-    seed = ", ".join(str(v) for v in seeds)
+    seed = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {', '.join(map(str, seeds))}"
+    if len(seeds) > 1:  # audits of the same settings, their evaluation pairs pooled
+        seed = f"{seed}, pooled"
+    journal = "journal of the run" if len(seeds) == 1 else "journals of the runs"
     if a.generator != "dpmm-mst":
-        out = {"source": f"evaluation run pairs of the journal of the run recorded in "
-                         f"{a.recorded} (seed {seed}): per run, each white-box statistic",
+        out = {"source": f"evaluation run pairs of the {journal} recorded in "
+                         f"{a.recorded} ({seed}): per run, each white-box statistic",
                "run_pairs": len(rows), "rho": rho,
                **aim_components(rows, rho, a.rounds)}  # fmt: skip
         a.output.write_text(json.dumps(out, indent=2) + "\n")
         return
     cf = closed_form(rho)
     s, m = COLUMNS["white-box-selections"], COLUMNS["white-box-measurements"]
-    out = {"source": f"evaluation run pairs of the journal of the run recorded in {a.recorded} "
-                     f"(seed {seed}): per run, the white-box-selections statistic, the "
+    out = {"source": f"evaluation run pairs of the {journal} recorded in {a.recorded} "
+                     f"({seed}): per run, the white-box-selections statistic, the "
                      "log-likelihood ratio of dpmm MST's two exponential-mechanism choices, and "
                      "the white-box-measurements statistic",
            "run_pairs": len(rows), "rho": rho, "closed_form": cf,

@@ -52,6 +52,31 @@ def test_aim_measurements_llr_shift_is_the_analysed_sum_of_inverse_variances():
     np.testing.assert_allclose(llr, [-shift / 2, shift / 2], atol=1e-6)
 
 
+@needs_smartnoise
+def test_at_48_rounds_the_measurements_llr_is_the_analysed_budget_whatever_the_rounds():
+    """At the library's default 48 rounds the rounds AIM takes depend on the data, but every
+    round splits its budget 0.9 / 0.1 between its measurement and its choice, so with the
+    noise scaled to nothing the measurements' LLR is ∓ρ_meas on D and D ∪ {t}, with ρ_meas =
+    ρ₀ + 0.9(ρ − ρ₀), ρ₀ = 0.9ρ · 3/48: the mean shift 2ρ_meas = 0.187 of AIM's analysis."""
+    pair = WORST_CASE_DATASETS.get("tree-flip")(rows=1000)
+    g = SyntheticGenerator(GeneratorCell("smartnoise-aim", 1.0, 1e-2, options=(("rounds", 48),)))
+    g.spec = dataclasses.replace(g.spec, noise_scale=1e-9)
+    tables = (pair.D, pair.D_prime)
+    r = g.fit_runs(tables, [0, 1], [46, 47], domain=pair.domain)
+    init = 0.9 * r.rho * 3 / 48
+    rho_meas = init + 0.9 * (r.rho - init)
+    llr = []
+    for run, data in zip(r.runs, tables, strict=True):
+        ms = run["measurements"]
+        assert sum(0.5 / m["sigma"] ** 2 for m in ms) == pytest.approx(rho_meas, rel=1e-9)
+        for m in ms:
+            np.testing.assert_allclose(m["y"], marginal_counts(data, m["clique"], pair.domain),
+                                       atol=1e-6)  # fmt: skip
+        llr.append(measurement_llr(ms, pair.D, pair.target, pair.domain))
+    assert 2 * rho_meas == pytest.approx(0.18731, abs=5e-6)
+    np.testing.assert_allclose(llr, [-rho_meas, rho_meas], atol=1e-6)
+
+
 def test_docs_aim_figures_are_the_recorded_run():
     """The synthetic-data page's AIM bullet states what the 2,000-pair audit recorded, and
     that run is the command the page gives."""
@@ -156,5 +181,58 @@ def test_docs_aim_48_round_figures_are_the_declared_run():
     assert f"white-box {mean_shift_figure(wb)} and the fitted Gaussians' μ" in page
     assert f"{wb['mu_estimate']:.3f} ({wb['mu_ratio']:.2f}×)" in page
     assert f"the marginals alone {mean_shift_figure(ms)}" in page
-    iv = wb["llr_mu_interval"]
-    assert f"(200 give {wb['llr_mu_estimate']:.3f}, {iv['low']:.3f}–{iv['high']:.3f})" in page
+    assert (
+        "--runs 200 --pilot-runs 20 --group-size 10 --executor processes --workers 2 --seed 47"
+        in page
+    )
+
+
+def test_docs_aim_48_round_second_audit_and_pooled_figures_are_the_recorded_runs():
+    """The second 48-round audit (declared, seed 48, 800 pairs): its rows, bounds and
+    estimates; and the pooled components of both audits' 1,000 evaluation pairs against
+    AIM's analysis at 48 rounds, as the page states them."""
+    import json
+    from pathlib import Path
+
+    from page_rows import components_shifts, mean_shift_figure, white_box_row
+
+    root = Path(__file__).resolve().parents[2]
+    res = root / "docs/results/synthetic-data"
+    rec = json.loads((res / "aim-default-rounds-eps1-seed48.json").read_text())
+    st = rec["settings"]
+    assert (st["generators"], st["rounds"], st["runs"], st["pilot_runs"], st["seed"]) == (
+        ["smartnoise-aim"], 48, 800, 20, 48)  # fmt: skip
+    assert "800 evaluation run pairs, root seed 48" in rec["declared"]
+    assert "--seed 48" in rec["command"] and "--rounds 48" in rec["command"]
+    page = " ".join((root / "docs/workflows/synthetic-data.md").read_text().split())
+    for e in rec["entries"]:
+        assert white_box_row("smartnoise-aim (rounds = 48)", e, st, "tree-flip") in page
+    (wb, ms, _), (b_wb, b_ms, _) = ((e["detail"] for e in rec["entries"]),
+                                    (e["lower_bound"] for e in rec["entries"]))  # fmt: skip
+    bounds = (f"ε ≥ {b_wb['epsilon']:.3f} and μ ≥ {wb['mu_lower']:.3f} (white-box), ε ≥ "
+              f"{b_ms['epsilon']:.3f} and μ ≥ {ms['mu_lower']:.3f} (marginals alone)")  # fmt: skip
+    assert bounds in page
+    assert (f"white-box {mean_shift_figure(wb)}, the fitted Gaussians' μ "
+            f"{wb['mu_estimate']:.3f} ({wb['mu_ratio']:.2f}×)") in page  # fmt: skip
+    assert f"the marginals alone {mean_shift_figure(ms)}" in page
+    assert (
+        f"{rec['timings']['total'] / 60:.0f} min on 2 engine workers, {wb['seconds_per_run']:.2f} s"
+        in page
+    )
+    comp = json.loads((res / "aim-default-rounds-eps1-components.json").read_text())
+    figs, a = components_shifts(comp, 1000), comp["analysis"]
+    assert a["rounds"] == 48 and "seeds 47, 48, pooled" in comp["source"]
+    m, se = (
+        comp["white-box-measurements"]["mean_shift"],
+        comp["white-box-measurements"]["mean_shift_se"],
+    )
+    assert (f"the marginals' shift is {figs['white-box-measurements']} against their exact "
+            f"{a['measurements']:.3f}, {(a['measurements'] - m) / se:.1f} standard errors below "
+            f"it; the choices' {figs['white-box-selections']} against their ceiling "
+            f"{a['choice_ceiling']:.3f}; the whole {figs['white-box']}") in page  # fmt: skip
+    w, wse = comp["white-box"]["mean_shift"], comp["white-box"]["mean_shift_se"]
+    lo, hi = math.sqrt(w - 1.96 * wse), math.sqrt(w + 1.96 * wse)
+    ratio = math.sqrt(w) / wb["implied_mu"]
+    fig = f"√(mean shift) {math.sqrt(w):.3f} ({lo:.3f}–{hi:.3f}, {ratio:.2f}×)"
+    assert fig in page
+    assert f"(1,000 pairs give {figs['white-box-measurements']} against the exact 0.187)" in page
