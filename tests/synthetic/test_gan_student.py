@@ -58,7 +58,7 @@ def test_a_run_on_D_scores_the_floor_and_one_that_sampled_t_the_cap():
     assert tm.statistic(_record([]), None, pair, pair.D) == RATIO_FLOOR
     assert tm.statistic(_record([4, 9]), None, pair, pair.D_prime) == RATIO_CAP
     assert tm.statistic(_record([4], share=1e-8), None, pair, pair.D_prime) == pytest.approx(-8.0)
-    with pytest.raises(ValueError, match="recorded steps of PATECTGAN.s student"):
+    with pytest.raises(ValueError, match="recorded steps of PATECTGAN's student"):
         tm.statistic({"seconds": 1.0}, None, pair, None)
     tree = WORST_CASE_DATASETS.get("tree-flip")(columns=3, rows=10)
     with pytest.raises(ValueError, match="no row of D sets"):
