@@ -120,12 +120,16 @@ def test_bad_settings_name_the_argument():
 
 
 def test_library_adapters_as_measured():
+    """The installed libraries' Laplace mechanisms at ε = 0.1, their true ε: the bound never
+    passes it. Their noise is not seedable, so the draw cannot be fixed: each audit runs at
+    99.9 % confidence, where a valid bound passes the true ε in at most 0.1 % of runs (at
+    95 % the three audits would fail together in up to 15 % of runs)."""
     pytest.importorskip("opendp")
     pytest.importorskip("pydp")
     for name in ("opendp-laplace", "opendp-geometric", "pydp-laplace"):
         s = MechanismAuditSettings(
             mechanism=name, pair_a=(0.0,), pair_b=(1.0,), train_samples=2000,
-            select_samples=2000, samples=20_000,
+            select_samples=2000, samples=20_000, confidence_level=0.999,
         )  # fmt: skip
         e = audit_mechanism(s).entries[0]
         assert 0.0 <= e.lower_bound.epsilon <= 0.1 and not e.gap.refutes_claim
