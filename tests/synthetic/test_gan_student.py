@@ -301,7 +301,8 @@ def test_docs_patectgan_network_control_figures_are_the_recorded_runs():
     assert e["lower_bound"]["epsilon"] == 0.0 and (d["tp"], d["fp"]) == (30, 30)
     assert d["threshold"] == RATIO_FLOOR and d["mean_shift"] == 0.0
     fig = (f"`gan-unique-record-white-box-student-control-eps1.json`, "
-           f"{rec['timings']['total']:.0f} s on 2 workers, {d['seconds_per_run']:.1f} CPU-s a "
+           f"{rec['timings']['total']:.0f} s on 2 workers beside a test run, "
+           f"{d['seconds_per_run']:.1f} CPU-s a "
            f"fit): **the control is not refuted, ε ≥ 0.000** (30 and 30 of 30 runs")  # fmt: skip
     assert fig in flat
     ctl, _ = _recorded("patectgan-networks-controls-eps1.json")
