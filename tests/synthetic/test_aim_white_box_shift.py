@@ -236,3 +236,7 @@ def test_docs_aim_48_round_second_audit_and_pooled_figures_are_the_recorded_runs
     fig = f"√(mean shift) {math.sqrt(w):.3f} ({lo:.3f}–{hi:.3f}, {ratio:.2f}×)"
     assert fig in page
     assert f"(1,000 pairs give {figs['white-box-measurements']} against the exact 0.187)" in page
+    sd = [np.std(comp["white-box-measurements"][k]) for k in ("D_prime", "D")]
+    spread = math.sqrt(a["measurements"])  # √(2ρ_meas): the LLR's standard deviation
+    assert (f"(standard deviations {sd[0]:.3f} on D ∪ {{t}} and {sd[1]:.3f} on D against "
+            f"√(2ρ_meas) = {spread:.3f})") in page  # fmt: skip
