@@ -109,10 +109,9 @@ def main() -> None:
         seeds.append(json.loads((d / "results.json").read_text())["settings"]["seed"])
     rows = np.array(rows)
     rho = float(rows[0, -1])
-    seed = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {', '.join(map(str, seeds))}"
-    if len(seeds) > 1:  # audits of the same settings, their evaluation pairs pooled
-        seed = f"{seed}, pooled"
-    journal = "journal of the run" if len(seeds) == 1 else "journals of the runs"
+    one = len(seeds) == 1  # else audits of the same settings, their evaluation pairs pooled
+    seed = f"seed {seeds[0]}" if one else f"seeds {', '.join(map(str, seeds))}, pooled"
+    journal = "journal of the run" if one else "journals of the runs"
     if a.generator != "dpmm-mst":
         out = {"source": f"evaluation run pairs of the {journal} recorded in "
                          f"{a.recorded} ({seed}): per run, each white-box statistic",

@@ -322,19 +322,26 @@ def test_docs_dpmm_aim_figures_are_the_recorded_runs(eps):
         assert fig in page and f"{a[ref]:.3f}" in page, fig
 
 
-def test_choice_outcome_script_closed_form_is_the_enumerated_mechanism():
-    """``scripts/dpmm_choice_outcomes.py``'s closed form against a naive enumeration of MST's
-    two exponential-mechanism choices on tree-flip (weights exp(ε q / 2), ε = √(8(ρ/3)/2);
-    scores 0 on D, (−1, +1, −1) for (a, b), (a, c), (b, c) on D ∪ {t}), and its AIM analysis
-    at 4 rounds spends 2ρ of mean shift (marginals plus the choice's ceiling)."""
+def _outcomes_script():
+    """``scripts/dpmm_choice_outcomes.py``, loaded as a module."""
     import importlib.util
-    import itertools
 
     spec = importlib.util.spec_from_file_location(
         "dpmm_choice_outcomes", ROOT / "scripts" / "dpmm_choice_outcomes.py"
     )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return mod
+
+
+def test_choice_outcome_script_closed_form_is_the_enumerated_mechanism():
+    """``scripts/dpmm_choice_outcomes.py``'s closed form against a naive enumeration of MST's
+    two exponential-mechanism choices on tree-flip (weights exp(ε q / 2), ε = √(8(ρ/3)/2);
+    scores 0 on D, (−1, +1, −1) for (a, b), (a, c), (b, c) on D ∪ {t}), and its AIM analysis
+    at 4 rounds spends 2ρ of mean shift (marginals plus the choice's ceiling)."""
+    import itertools
+
+    mod = _outcomes_script()
     rho = 0.10341283143348314
     eps = math.sqrt(8 * rho / 3 / 2)
 
@@ -384,13 +391,7 @@ def test_aim_analysis_is_the_budget_loop_whatever_it_anneals(rounds):
     """The script's AIM analysis (the marginals' mean shift 2(ρ₀ + 0.9(ρ − ρ₀)), the choices'
     ceiling 0.2(ρ − ρ₀)) against the budget loop run round by round, annealing never, always
     or at random: the same at every rounds setting, whatever the data make AIM do."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "dpmm_choice_outcomes", ROOT / "scripts" / "dpmm_choice_outcomes.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _outcomes_script()
     rho = 0.10341283143348314
     a = mod.aim_analysis(rho, rounds)
     rng = np.random.default_rng(rounds)

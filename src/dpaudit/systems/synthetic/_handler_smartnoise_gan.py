@@ -577,7 +577,8 @@ def _patch(synth, noise_scale, seed, record, votes=None, worker=None):
     """The generator's patches for one run: ``(undo, accounting)``, ``accounting(s, delta)``
     reading what they recorded once the fit is done."""
     engines, queries, reported = [], [], []
-    public_rows = (worker or {}).get("public_rows")
+    worker = worker or {}
+    public_rows = worker.get("public_rows")
     if synth == "dpctgan":
         undo = _patch_dpctgan(noise_scale, engines, record, seed, public_rows)
         return undo, lambda s, delta: _dpctgan_accounting(s, engines, delta)
@@ -585,7 +586,7 @@ def _patch(synth, noise_scale, seed, record, votes=None, worker=None):
         undo = _patch_dpgan(noise_scale, engines, reported, seed, record, public_rows)
         return undo, lambda s, delta: _dpgan_accounting(s, engines, reported, delta)
     undo = (_patch_patectgan(noise_scale, queries, record,
-                             separate=(worker or {}).get("networks") == "separate")
+                             separate=worker.get("networks") == "separate")
             if synth == "patectgan"
             else _patch_patectgan(noise_scale, queries, module="pategan", votes=votes))  # fmt: skip
     return undo, lambda s, delta: _patectgan_accounting(s, queries, delta)
