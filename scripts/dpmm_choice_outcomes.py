@@ -14,7 +14,10 @@ values and mean shift against the analysis (:func:`aim_analysis`): the marginals
 Σ 1/σ² and the choices' ρ-zCDP ceiling Σ 2 · ε²/8::
 
     python scripts/dpmm_choice_outcomes.py DIR [DIR …] OUT.json --recorded NAME.json \
-        [--generator dpmm-aim --rounds 4]
+        [--generator dpmm-aim --rounds 4] [--pool COMPONENTS.json]
+
+For AIM, ``--pool`` adds the per-run values of an earlier components file of the same
+settings (its journals need not be on this machine) before the journals' own.
 """
 
 from __future__ import annotations
@@ -93,6 +96,16 @@ def aim_components(rows: np.ndarray, rho: float, rounds: int = 4) -> dict:
     return out
 
 
+def pooled_rows(path: Path) -> tuple[np.ndarray, str]:
+    """The journal rows an AIM components file was written from (its per-run values in the
+    journal's columns, the timings it does not keep as NaN, ρ last) and its seed label."""
+    comp = json.loads(path.read_text())
+    cols = [comp[tm][side] for tm in COLUMNS for side in ("D_prime", "D")]
+    n = len(cols[0])
+    rows = np.column_stack(cols + [np.full(n, np.nan)] * 3 + [np.full(n, comp["rho"])])
+    return rows, comp["source"].rsplit("(", 1)[1].split(")")[0]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out_dirs", type=Path, nargs="+", help="the audits' --out directories")
@@ -101,16 +114,23 @@ def main() -> None:
     ap.add_argument("--generator", default="dpmm-mst",
                     choices=("dpmm-mst", "dpmm-aim", "smartnoise-aim"))  # fmt: skip
     ap.add_argument("--rounds", type=int, default=4, help="AIM's rounds (its setting)")
+    ap.add_argument("--pool", type=Path, help="an earlier AIM components file to pool with")
     a = ap.parse_args()
     rows, seeds = [], []
     for d in a.out_dirs:
         tasks = read_task_checkpoint(d / "checkpoints" / f"{a.generator}.tasks")
         rows += [np.asarray(tasks[i], dtype=float) for i in sorted(tasks)]
         seeds.append(json.loads((d / "results.json").read_text())["settings"]["seed"])
-    rows = np.array(rows)
-    rho = float(rows[0, -1])
+    rows, seeds = np.array(rows), [str(s) for s in seeds]
+    if a.pool:
+        if a.generator == "dpmm-mst":
+            ap.error("--pool takes an AIM components file")
+        earlier, label = pooled_rows(a.pool)
+        rows = np.vstack([earlier, rows])
+        seeds.insert(0, label.removeprefix("seeds ").removeprefix("seed ").removesuffix(", pooled"))
     one = len(seeds) == 1  # else audits of the same settings, their evaluation pairs pooled
-    seed = f"seed {seeds[0]}" if one else f"seeds {', '.join(map(str, seeds))}, pooled"
+    seed = f"seed {seeds[0]}" if one else f"seeds {', '.join(seeds)}, pooled"
+    rho = float(rows[0, -1])
     journal = "journal of the run" if one else "journals of the runs"
     if a.generator != "dpmm-mst":
         out = {"source": f"evaluation run pairs of the {journal} recorded in "

@@ -402,6 +402,18 @@ def test_aim_analysis_is_the_budget_loop_whatever_it_anneals(rounds):
     assert a["white-box"] == pytest.approx(2 * rho)
 
 
+def test_a_components_file_pools_as_the_journal_rows_it_was_written_from():
+    """``--pool``: the per-run values an AIM components file keeps, read back as journal rows,
+    give the file's own mean shifts and analysis again, to the last bit."""
+    mod = _outcomes_script()
+    path = RESULTS / "aim-default-rounds-eps1-components.json"
+    comp = json.loads(path.read_text())
+    rows, label = mod.pooled_rows(path)
+    assert rows.shape == (comp["run_pairs"], 10) and label == "seeds 47, 48, pooled"
+    again = mod.aim_components(rows, float(rows[0, -1]), comp["analysis"]["rounds"])
+    for key in ("analysis", *mod.COLUMNS):
+        assert again[key] == comp[key]
+
 def test_docs_dpmm_aim_48_round_figures_are_the_declared_run():
     """The page's rows and figures of dpmm's AIM at its default 48 rounds state what the
     declared 60-pair audit recorded (bounds 0 on all three statistics)."""
