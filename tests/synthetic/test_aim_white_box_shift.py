@@ -187,24 +187,19 @@ def test_docs_aim_48_round_figures_are_the_declared_run():
     )
 
 
-def test_docs_aim_48_round_second_audit_and_pooled_figures_are_the_recorded_runs():
-    """The second 48-round audit (declared, seed 48, 800 pairs): its rows, bounds and
-    estimates; and the pooled components of both audits' 1,000 evaluation pairs against
-    AIM's analysis at 48 rounds, as the page states them."""
+def _declared_48_round_audit_on_page(res, page: str, *, seed: int, runs: int) -> dict:
+    """A declared 48-round audit's recorded file (``…-seed{seed}.json``, 20 pilot pairs) and
+    its rows, bounds, estimates and time as the page states them; its white-box detail."""
     import json
-    from pathlib import Path
 
-    from page_rows import components_shifts, mean_shift_figure, white_box_row
+    from page_rows import mean_shift_figure, white_box_row
 
-    root = Path(__file__).resolve().parents[2]
-    res = root / "docs/results/synthetic-data"
-    rec = json.loads((res / "aim-default-rounds-eps1-seed48.json").read_text())
+    rec = json.loads((res / f"aim-default-rounds-eps1-seed{seed}.json").read_text())
     st = rec["settings"]
     assert (st["generators"], st["rounds"], st["runs"], st["pilot_runs"], st["seed"]) == (
-        ["smartnoise-aim"], 48, 800, 20, 48)  # fmt: skip
-    assert "800 evaluation run pairs, root seed 48" in rec["declared"]
-    assert "--seed 48" in rec["command"] and "--rounds 48" in rec["command"]
-    page = " ".join((root / "docs/workflows/synthetic-data.md").read_text().split())
+        ["smartnoise-aim"], 48, runs, 20, seed)  # fmt: skip
+    assert f"{runs:,} evaluation run pairs, root seed {seed}" in rec["declared"]
+    assert f"--seed {seed}" in rec["command"] and "--rounds 48" in rec["command"]
     for e in rec["entries"]:
         assert white_box_row("smartnoise-aim (rounds = 48)", e, st, "tree-flip") in page
     (wb, ms, _), (b_wb, b_ms, _) = ((e["detail"] for e in rec["entries"]),
@@ -219,6 +214,22 @@ def test_docs_aim_48_round_second_audit_and_pooled_figures_are_the_recorded_runs
         f"{rec['timings']['total'] / 60:.0f} min on 2 engine workers, {wb['seconds_per_run']:.2f} s"
         in page
     )
+    return wb
+
+
+def test_docs_aim_48_round_second_audit_and_pooled_figures_are_the_recorded_runs():
+    """The second 48-round audit (declared, seed 48, 800 pairs): its rows, bounds and
+    estimates; and the pooled components of both audits' 1,000 evaluation pairs against
+    AIM's analysis at 48 rounds, as the page states them."""
+    import json
+    from pathlib import Path
+
+    from page_rows import components_shifts
+
+    root = Path(__file__).resolve().parents[2]
+    res = root / "docs/results/synthetic-data"
+    page = " ".join((root / "docs/workflows/synthetic-data.md").read_text().split())
+    wb = _declared_48_round_audit_on_page(res, page, seed=48, runs=800)
     comp = json.loads((res / "aim-default-rounds-eps1-components.json").read_text())
     figs, a = components_shifts(comp, 1000), comp["analysis"]
     assert a["rounds"] == 48 and "seeds 47, 48, pooled" in comp["source"]
@@ -235,8 +246,38 @@ def test_docs_aim_48_round_second_audit_and_pooled_figures_are_the_recorded_runs
     ratio = math.sqrt(w) / wb["implied_mu"]
     fig = f"√(mean shift) {math.sqrt(w):.3f} ({lo:.3f}–{hi:.3f}, {ratio:.2f}×)"
     assert fig in page
-    assert f"(1,000 pairs give {figs['white-box-measurements']} against the exact 0.187)" in page
     sd = [np.std(comp["white-box-measurements"][k]) for k in ("D_prime", "D")]
     spread = math.sqrt(a["measurements"])  # √(2ρ_meas): the LLR's standard deviation
     assert (f"(standard deviations {sd[0]:.3f} on D ∪ {{t}} and {sd[1]:.3f} on D against "
             f"√(2ρ_meas) = {spread:.3f})") in page  # fmt: skip
+
+
+def test_docs_aim_48_round_third_audit_and_2000_pooled_figures_are_the_recorded_runs():
+    """The third 48-round audit (declared, seed 49, 1,000 pairs): its rows and bounds, its
+    own components against AIM's analysis (a fresh test of the earlier shortfall), and the
+    components of all three audits' 2,000 evaluation pairs, as the page states them."""
+    import json
+    from pathlib import Path
+
+    from page_rows import components_shifts
+
+    root = Path(__file__).resolve().parents[2]
+    res = root / "docs/results/synthetic-data"
+    page = " ".join((root / "docs/workflows/synthetic-data.md").read_text().split())
+    wb = _declared_48_round_audit_on_page(res, page, seed=49, runs=1000)
+    for name, runs, seeds in (("seed49-components", 1000, "(seed 49)"),
+                              ("components-2000", 2000, "seeds 47, 48, 49, pooled")):  # fmt: skip
+        comp = json.loads((res / f"aim-default-rounds-eps1-{name}.json").read_text())
+        figs, a = components_shifts(comp, runs), comp["analysis"]
+        assert a["rounds"] == 48 and seeds in comp["source"]
+        m = comp["white-box-measurements"]
+        z = (m["mean_shift"] - a["measurements"]) / m["mean_shift_se"]
+        w, wse = comp["white-box"]["mean_shift"], comp["white-box"]["mean_shift_se"]
+        lo, hi = math.sqrt(max(w - 1.96 * wse, 0)), math.sqrt(w + 1.96 * wse)
+        assert (f"{runs:,} pairs: the marginals' shift {figs['white-box-measurements']} "
+                f"against their exact {a['measurements']:.3f} ({f'{z:+.1f}'.replace('-', '−')} "
+                f"standard errors), the "
+                f"choices' {figs['white-box-selections']} against their ceiling "
+                f"{a['choice_ceiling']:.3f}, the whole {figs['white-box']}, √(mean shift) "
+                f"{math.sqrt(w):.3f} ({lo:.3f}–{hi:.3f}, "
+                f"{math.sqrt(w) / wb['implied_mu']:.2f}×)") in page  # fmt: skip

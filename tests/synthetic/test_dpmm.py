@@ -414,6 +414,7 @@ def test_a_components_file_pools_as_the_journal_rows_it_was_written_from():
     for key in ("analysis", *mod.COLUMNS):
         assert again[key] == comp[key]
 
+
 def test_docs_dpmm_aim_48_round_figures_are_the_declared_run():
     """The page's rows and figures of dpmm's AIM at its default 48 rounds state what the
     declared 60-pair audit recorded (bounds 0 on all three statistics)."""
