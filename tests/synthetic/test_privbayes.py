@@ -20,6 +20,7 @@ from scipy.stats import norm
 from dpaudit.attacks._synthetic import WORST_CASE_DATASETS
 from dpaudit.attacks._synthetic_privbayes import (
     _mutual_information,
+    laplace_llr_mean_shift,
     laplace_measurement_llr,
     network_llr,
     privbayes_sensitivity,
@@ -225,6 +226,83 @@ def test_docs_catalogue_rows_come_from_the_recorded_runs():
                    f"{'yes' if e['gap']['refutes_claim'] else 'no'} | {x['mu_lower']:.3f} | "
                    f"{x['mu_estimate']:.3f} | {x['implied_mu']:.3f} |")  # fmt: skip
             assert row in page, row
+
+
+@pytest.mark.parametrize("b", [0.05, 0.4, 1.0, 4.0, 30.0])
+def test_laplace_llr_mean_shift_is_the_integral_of_the_statistic(b):
+    """The exact mean shift against numerical integration of one cell's log-likelihood ratio
+    over the Laplace density of y on D ∪ {t} (x + 1) and on D (x), and against the
+    statistic itself on seeded draws (a naive Monte Carlo within 5 standard errors)."""
+    from scipy.integrate import quad
+    from scipy.stats import laplace
+
+    def llr(y):
+        return (abs(y) - abs(y - 1.0)) / b
+
+    pieces = ((-np.inf, 0.0), (0.0, 1.0), (1.0, np.inf))  # the ratio's kinks at 0 and 1
+    mean = [sum(quad(lambda y, m=m: llr(y) * laplace.pdf(y, m, b), lo, hi, epsabs=1e-14,
+                     epsrel=1e-12, limit=200)[0] for lo, hi in pieces)
+            for m in (1.0, 0.0)]  # fmt: skip
+    assert laplace_llr_mean_shift([b]) == pytest.approx(mean[0] - mean[1], rel=1e-9, abs=1e-13)
+    assert laplace_llr_mean_shift([b, b, 2 * b]) == pytest.approx(
+        2 * laplace_llr_mean_shift([b]) + laplace_llr_mean_shift([2 * b]), rel=1e-12
+    )
+    wc = WORST_CASE_DATASETS.get("tree-flip")(rows=4)
+    x = np.bincount(wc.D[:, 0], minlength=2).astype(float)
+    rng = np.random.default_rng(7)
+    draws = {side: np.array([laplace_measurement_llr(
+        [{"clique": [0], "scale": b, "y": (x + shift + rng.laplace(0, b, 2)).tolist()}],
+        wc.D, wc.target, wc.domain) for _ in range(4000)])
+        for side, shift in (("D_prime", np.eye(2)[wc.target[0]]), ("D", 0.0))}  # fmt: skip
+    got = draws["D_prime"].mean() - draws["D"].mean()
+    se = math.sqrt((draws["D_prime"].var() + draws["D"].var()) / 4000)
+    assert abs(got - laplace_llr_mean_shift([b])) < 5 * se + 1e-12
+
+
+BAD_SCALES = [([], ValueError), ([1.0, 0.0], ValueError), ([float("nan")], ValueError),
+              (["1"], TypeError)]  # fmt: skip
+
+
+@pytest.mark.parametrize("bad, err", BAD_SCALES)
+def test_laplace_llr_mean_shift_refuses_bad_scales(bad, err):
+    with pytest.raises(err, match="scale"):
+        laplace_llr_mean_shift(bad)
+
+
+def test_docs_privbayes_counts_at_2000_pairs_are_the_declared_runs_and_the_analysis():
+    """The page's 2,000-pair PrivBayes table: each figure from the recorded runs (bounds)
+    and their per-run values (shifts), the exact shift and bound from the analysis."""
+    page = " ".join((ROOT / "docs/workflows/synthetic-data.md").read_text().split())
+    res = ROOT / "docs" / "results" / "synthetic-data"
+    for eps in (1, 10):
+        rec = json.loads((res / f"privbayes-tree-flip-eps{eps}-2000.json").read_text())
+        comp = json.loads((res / f"privbayes-tree-flip-eps{eps}-2000-components.json").read_text())
+        s = rec["settings"]
+        assert (s["runs"], s["pilot_runs"], s["seed"], s["degree"], s["epsilon"]) == (
+            2000, 100, 1, 1, eps)  # fmt: skip
+        assert "Declared" in rec["declared"] and f"--epsilon {eps} " in rec["command"]
+        b = (s["columns"] - s["degree"]) / (eps / 2)
+        shift = laplace_llr_mean_shift([b] * (s["columns"] - s["degree"]))
+        assert comp["scale"] == b and comp["analysis"]["mean_shift"] == shift
+        figs = {}
+        for tm in ("white-box-laplace", "white-box-network"):
+            x = comp[tm]
+            assert len(x["D"]) == len(x["D_prime"]) == 2000
+            assert np.mean(x["D_prime"]) - np.mean(x["D"]) == pytest.approx(x["mean_shift"])
+            figs[tm] = f"{x['mean_shift']:.3f} ± {x['mean_shift_se']:.3f}"
+        lap, net = (e for e in rec["entries"])
+        assert (lap["detail"]["threat_model"], net["detail"]["threat_model"]) == (
+            "white-box-laplace", "white-box-network")  # fmt: skip
+        row = (f"| {eps} | {b:g} | {shift:.3f} | {figs['white-box-laplace']} | "
+               f"{lap['lower_bound']['epsilon']:.3f} | {eps / 2:g} | "
+               f"{lap['detail']['mu_lower']:.3f} | {net['lower_bound']['epsilon']:.3f} | "
+               f"{figs['white-box-network']} |")  # fmt: skip
+        assert row in page, row
+        z = (comp["white-box-laplace"]["mean_shift"] - shift) / comp["white-box-laplace"][
+            "mean_shift_se"]  # fmt: skip
+        assert f"{z:+.1f}".replace("-", "−") in page
+        ratio = lap["lower_bound"]["epsilon"] / (eps / 2)
+        assert f"{ratio:.2f}×" in page
 
 
 def test_docs_pool_figures_come_from_the_benchmark():

@@ -14,6 +14,9 @@ candidate child X and its parents Π, ``S`` its sensitivity (PrivBayes Lemma 1: 
   under D ∪ {t} against D: for the target's cell ``c`` the term is
   ``(|y_c − x_c(D)| − |y_c − x_c(D) − 1|) / b`` (the Laplace density ratio), at most ``1/b``
   in absolute value;
+* :func:`laplace_llr_mean_shift` — that statistic's exact mean shift between D ∪ {t} and D
+  when t moves one cell of each vector by one: ``Σ 2 (1/b + e^{−1/b} − 1)``, twice the
+  Laplace Kullback–Leibler divergence of a unit shift per vector;
 * :func:`network_llr` (white-box) — ``log P_{D∪t}(network) − log P_D(network)`` of the
   network's choices, each step's probabilities recomputed under both datasets with the
   sensitivity rule as DataSynthesizer 0.1.13 applies it (n and the binary columns of the
@@ -59,7 +62,13 @@ from dpaudit.attacks._synthetic import (
 )
 from dpaudit.systems.synthetic import TabularDomain
 
-__all__ = ["laplace_measurement_llr", "network_llr", "privbayes_sensitivity", "unseen_values"]
+__all__ = [
+    "laplace_llr_mean_shift",
+    "laplace_measurement_llr",
+    "network_llr",
+    "privbayes_sensitivity",
+    "unseen_values",
+]
 
 
 def laplace_measurement_llr(
@@ -81,6 +90,31 @@ def laplace_measurement_llr(
     """
     cells = _target_cells(measurements, D, target, domain, "scale")
     return float(sum((abs(y - x0) - abs(y - x0 - 1.0)) / b for y, x0, b in cells))
+
+
+def laplace_llr_mean_shift(scales: Sequence[float]) -> float:
+    """The exact mean shift ``E_{D∪t}[L] − E_D[L]`` of :func:`laplace_measurement_llr` when t
+    moves one cell of each noisy count vector by one, the vectors' Laplace scales ``scales``.
+
+    A cell ``y = x + Lap(b)`` adds ``(|y − x| − |y − x − 1|)/b``. With ``Z ~ Lap(0, b)`` and
+    ``E|Z + a| = a + b e^{−a/b}`` for ``a ≥ 0``, its mean is ``+K`` under D ∪ {t} (``y − x =
+    1 + Z``) and ``−K`` under D, with ``K = 1/b + e^{−1/b} − 1`` the Kullback–Leibler
+    divergence between Laplace laws of scale ``b`` a unit apart; so the shift is ``Σ 2K``
+    whatever the noisy network chose, as long as every vector holds t's cell. For PrivBayes
+    (Zhang et al. 2017) with d columns and degree k: d − k vectors at ``b = (d − k)/(ε/2)``.
+
+    Raises:
+        TypeError: a scale that is not a real number.
+        ValueError: no scale, or a scale that is not positive and finite.
+
+    Example:
+        >>> round(laplace_llr_mean_shift([4.0, 4.0]), 6)  # PrivBayes, d = 3, k = 1, ε = 1
+        0.115203
+    """
+    b = np.asarray([check_positive(f"scales[{i}]", x) for i, x in enumerate(scales)], float)
+    if b.size == 0:
+        raise ValueError("scales must hold at least one scale, got none")
+    return float(np.sum(2.0 * (1.0 / b + np.exp(-1.0 / b) - 1.0)))
 
 
 def privbayes_sensitivity(rows: int, binary: bool) -> float:
