@@ -1,12 +1,14 @@
-"""Per-run figures of a PrivBayes white-box audit, against the noisy counts' exact mean shift.
+"""Per-run figures of a PrivBayes white-box audit, against both statistics' exact mean shifts.
 
 Reads the evaluation journal of ``dpaudit audit synthetic-data --generators
 datasynthesizer-privbayes --threat-models white-box-laplace,white-box-network --out DIR``
 (both statistics on the same runs) and writes, per statistic, its per-run values on D ∪ {t}
-and on D, its mean shift with the standard error, and for the noisy counts the exact shift
-and bound of :func:`dpaudit.attacks._synthetic_privbayes.laplace_llr_mean_shift`: PrivBayes
-(Zhang, Cormode, Procopiuc, Srivastava & Xiao 2017) with d columns and degree k releases
-d − k count vectors at Laplace scale ``b = (d − k)/(ε/2)``, each moved by one in t's cell::
+and on D, its mean shift with the standard error, and the exact shifts: the noisy counts'
+(:func:`dpaudit.attacks._synthetic_privbayes.laplace_llr_mean_shift`, with their bound;
+PrivBayes (Zhang, Cormode, Procopiuc, Srivastava & Xiao 2017) with d columns and degree k
+releases d − k count vectors at Laplace scale ``b = (d − k)/(ε/2)``, each moved by one in t's
+cell) and the network's (:func:`~dpaudit.attacks._synthetic_privbayes.network_llr_mean_shift`
+at the network's budget ε/2)::
 
     python scripts/privbayes_counts_shift.py DIR OUT.json --recorded NAME.json
 """
@@ -20,7 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dpaudit.attacks._synthetic_privbayes import laplace_llr_mean_shift
+from dpaudit.attacks._synthetic import WORST_CASE_DATASETS
+from dpaudit.attacks._synthetic_privbayes import laplace_llr_mean_shift, network_llr_mean_shift
 from dpaudit.engine._task_checkpoint import read_task_checkpoint
 
 #: The journal's columns per task: (D ∪ {t}, D) for each threat model in the command's order.
@@ -40,11 +43,14 @@ def main() -> None:
     rows = np.array([np.asarray(tasks[i], dtype=float) for i in sorted(tasks)])
     eps, vectors = settings["epsilon"], settings["columns"] - settings["degree"]
     scale = vectors / (eps / 2)
+    wc = WORST_CASE_DATASETS.get(settings["dataset"])(columns=settings["columns"],
+                                                      rows=settings["rows"])  # fmt: skip
+    network = network_llr_mean_shift(wc.D, wc.target, wc.domain, eps / 2, settings["degree"])
     out = {"source": f"evaluation run pairs of the journal of the run recorded in "
                      f"{a.recorded} (seed {settings['seed']}): per run, each white-box statistic",
            "run_pairs": len(rows), "epsilon": eps, "vectors": vectors, "scale": scale,
            "analysis": {"mean_shift": laplace_llr_mean_shift([scale] * vectors),
-                        "bound": vectors / scale}}  # fmt: skip
+                        "bound": vectors / scale, "network_mean_shift": network}}  # fmt: skip
     for tm, c in COLUMNS.items():
         d_prime, d = rows[:, c], rows[:, c + 1]
         se = math.sqrt(d_prime.var(ddof=1) / len(d_prime) + d.var(ddof=1) / len(d))
