@@ -360,6 +360,12 @@ def test_docs_privbayes_counts_at_2000_pairs_are_the_declared_runs_and_the_analy
             assert abs(z) < 3 and f"{z:+.1f}".replace("-", "−") in page
         ratio = lap["lower_bound"]["epsilon"] / (eps / 2)
         assert f"{ratio:.2f}×" in page
+        bb = json.loads((res / f"privbayes-tree-flip-black-box-eps{eps}-2000.json").read_text())
+        assert bb["settings"]["seed"] == s["seed"] and "Declared" in bb["declared"]
+        assert [e["detail"]["threat_model"] for e in bb["entries"]] == [
+            "black-box", "black-box-dcr", "black-box-density"]  # fmt: skip
+        cells = " / ".join(f"{e['lower_bound']['epsilon']:.3f}" for e in bb["entries"])
+        assert f"{cells} at ε = {eps}" in page, cells
 
 
 def test_docs_pool_figures_come_from_the_benchmark():
