@@ -24,6 +24,7 @@ from dpaudit.attacks._synthetic_privbayes import (
     laplace_measurement_llr,
     network_llr,
     network_llr_mean_shift,
+    network_log_laws,
     privbayes_sensitivity,
     unseen_values,
 )
@@ -320,6 +321,30 @@ def test_network_llr_mean_shift_is_the_naive_enumeration(design, eps, k):
     got = network_llr_mean_shift(wc.D, wc.target, wc.domain, eps, k)
     assert got == pytest.approx(_naive_network_shift(wc.D, wc.D_prime, eps, k), rel=1e-9)
     assert got > 0
+
+
+def test_docs_sensitivity_violation_exact_network_loss():
+    """The page's exact figures of violation 2 on binary-flip 3 × 1,000 at ε = 1: the
+    network's largest log-probability ratio and its mean shift, from the enumeration."""
+    page = " ".join((ROOT / "docs/workflows/synthetic-data.md").read_text().split())
+    rec = json.loads((ROOT / "docs/results/synthetic-data/privbayes-sensitivity.json").read_text())
+    assert (rec["dataset"], rec["rows"], rec["epsilon"], rec["runs"]) == (
+        "binary-flip",
+        1000,
+        1,
+        60,
+    )
+    wc = WORST_CASE_DATASETS.get("binary-flip")(rows=rec["rows"])
+    lp, lq = network_log_laws(wc.D, wc.target, wc.domain, rec["epsilon"] / 2)
+    assert np.exp(lp).sum() == pytest.approx(1) and np.exp(lq).sum() == pytest.approx(1)
+    top = float(np.abs(lq - lp).max())
+    shift = network_llr_mean_shift(wc.D, wc.target, wc.domain, rec["epsilon"] / 2)
+    assert (f"enumerating the {lp.size} networks the search can build on the pair "
+            f"(`network_log_laws`): the network's log-probability ratio reaches {top:.3f}, "
+            f"{top / (rec['epsilon'] / 2):.1f}× the network's share of the claim (ε/2 = 0.5) "
+            f"and {top / rec['epsilon']:.1f}× the whole claim, and its mean shift is "
+            f"{shift:.3f}; {rec['runs']} pairs bound ε by about ln {rec['runs']} ≈ "
+            f"{math.log(rec['runs']):.1f} at most") in page  # fmt: skip
 
 
 def test_docs_privbayes_counts_at_2000_pairs_are_the_declared_runs_and_the_analysis():

@@ -21,8 +21,9 @@ candidate child X and its parents Π, ``S`` its sensitivity (PrivBayes Lemma 1: 
   network's choices, each step's probabilities recomputed under both datasets with the
   sensitivity rule as DataSynthesizer 0.1.13 applies it (n and the binary columns of the
   dataset at hand);
-* :func:`network_llr_mean_shift` — that statistic's exact mean shift, ``KL(P′‖P) + KL(P‖P′)``
-  of the two network laws, by enumerating every network the greedy search can build;
+* :func:`network_log_laws` — the two laws of the network, by enumerating every network the
+  greedy search can build, and :func:`network_llr_mean_shift` — that statistic's exact mean
+  shift, ``KL(P′‖P) + KL(P‖P′)``;
 * :func:`unseen_values` (black-box) — synthetic rows holding, in some column, a value no row
   of D holds there: a generator whose support follows the private data never produces one
   from D (Annamalai, Ganev & De Cristofaro 2024, arXiv:2405.10994, §6);
@@ -70,6 +71,7 @@ __all__ = [
     "laplace_measurement_llr",
     "network_llr",
     "network_llr_mean_shift",
+    "network_log_laws",
     "privbayes_sensitivity",
     "unseen_values",
 ]
@@ -218,17 +220,17 @@ def network_llr(
     return float(total)
 
 
-def network_llr_mean_shift(
+def network_log_laws(
     D: np.ndarray, target: np.ndarray, domain: TabularDomain, epsilon: float, degree: int = 1
-) -> float:
-    """The exact mean shift ``E_{D∪t}[L] − E_D[L] = KL(P′‖P) + KL(P‖P′)`` of
-    :func:`network_llr`, ``P`` and ``P′`` the laws of the network on D and on D ∪ {t}.
+) -> tuple[np.ndarray, np.ndarray]:
+    """The log-probabilities of every network on D and on D ∪ {t}, in one order.
 
     It enumerates what PrivBayes's greedy search (Zhang et al. 2017, Alg. 4, as
     DataSynthesizer 0.1.13 runs it) can build: a root drawn uniformly, then at each step one
     (child, parents) among every column not yet in the network and every set of
     ``min(degree, |network|)`` columns in it, drawn with the exponential mechanism's
-    probabilities at the network budget ``epsilon`` (the library's ε/2; module notes).
+    probabilities at the network budget ``epsilon`` (the library's ε/2; module notes). The
+    network's privacy loss on the pair is ``max |log P′ − log P|``.
 
     Raises:
         TypeError: ``domain`` not a TabularDomain.
@@ -237,8 +239,9 @@ def network_llr_mean_shift(
 
     Example:
         >>> wc = WORST_CASE_DATASETS.get("tree-flip")(rows=4)
-        >>> round(network_llr_mean_shift(wc.D, wc.target, wc.domain, 5.0), 4)
-        0.2672
+        >>> lp, lq = network_log_laws(wc.D, wc.target, wc.domain, 5.0)
+        >>> lp.size, round(float(np.exp(lq).sum()), 12), round(float(abs(lq - lp).max()), 4)
+        (12, 1.0, 1.1734)
     """
     domain = _check_domain(domain)
     D = domain.check(D, "D")
@@ -249,16 +252,38 @@ def network_llr_mean_shift(
     if d > 6:
         raise ValueError(f"the enumeration takes at most 6 columns, got {d}")
     Dp = np.vstack([D, target[None, :]])
+    out: list[tuple[float, float]] = []
 
-    def walk(V: list[int], lp: float, lq: float) -> float:
+    def walk(V: list[int], lp: float, lq: float) -> None:
         rest = [c for c in range(d) if c not in V]
-        if not rest:  # a whole network: its (P′ − P) · log(P′/P)
-            return (math.exp(lq) - math.exp(lp)) * (lq - lp)
+        if not rest:
+            out.append((lp, lq))
+            return
         cands = [(c, list(ps)) for c in rest for ps in itertools.combinations(V, min(len(V), k))]
         p, q = _step_logp(D, cands, eps), _step_logp(Dp, cands, eps)
-        return sum(walk([*V, c], lp + p[i], lq + q[i]) for i, (c, _) in enumerate(cands))
+        for i, (c, _) in enumerate(cands):
+            walk([*V, c], lp + p[i], lq + q[i])
 
-    return float(sum(walk([r], -math.log(d), -math.log(d)) for r in range(d)))
+    for r in range(d):
+        walk([r], -math.log(d), -math.log(d))
+    lp, lq = np.array(out).T
+    return lp, lq
+
+
+def network_llr_mean_shift(
+    D: np.ndarray, target: np.ndarray, domain: TabularDomain, epsilon: float, degree: int = 1
+) -> float:
+    """The exact mean shift ``E_{D∪t}[L] − E_D[L] = KL(P′‖P) + KL(P‖P′)`` of
+    :func:`network_llr`, ``P`` and ``P′`` the laws of the network on D and on D ∪ {t}
+    (:func:`network_log_laws`; its arguments and errors).
+
+    Example:
+        >>> wc = WORST_CASE_DATASETS.get("tree-flip")(rows=4)
+        >>> round(network_llr_mean_shift(wc.D, wc.target, wc.domain, 5.0), 4)
+        0.2672
+    """
+    lp, lq = network_log_laws(D, target, domain, epsilon, degree)
+    return float(np.sum((np.exp(lq) - np.exp(lp)) * (lq - lp)))
 
 
 def unseen_values(synthetic: np.ndarray, D: np.ndarray) -> float:
