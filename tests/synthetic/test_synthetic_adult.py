@@ -149,6 +149,7 @@ def _black_box_row(e: dict, s: dict) -> str:
      ("privbayes-adult-black-box-eps10.json", "adult-categorical", "datasynthesizer-privbayes"),
      ("unique-record-black-box-eps1.json", "unique-record", "smartnoise-mst"),
      ("unique-record-black-box-eps10.json", "unique-record", "smartnoise-mst"),
+     ("mst-unique-record-black-box-eps10-1000.json", "unique-record", "smartnoise-mst"),
      ("aim-unique-record-black-box-eps1.json", "unique-record", "smartnoise-aim"),
      ("aim-unique-record-black-box-eps10.json", "unique-record", "smartnoise-aim"),
      ("dpmm-unique-record-black-box-eps1.json", "unique-record", "dpmm-mst"),
@@ -198,7 +199,8 @@ def test_worst_case_three_statistics_repeat_the_count_runs(three, count_only, ge
 SUMMARY = [
     ("smartnoise-mst", 1, "adult-black-box-eps1.json", "unique-record-black-box-eps1.json",
      ("mst-worst-case-eps1.json", "white-box")),
-    ("smartnoise-mst", 10, "adult-black-box-eps10.json", "unique-record-black-box-eps10.json",
+    ("smartnoise-mst", 10, "adult-black-box-eps10.json",
+     "mst-unique-record-black-box-eps10-1000.json",
      ("worst-case-eps10.json", "white-box")),
     ("smartnoise-aim", 1, "aim-adult-black-box-eps1.json", "aim-unique-record-black-box-eps1.json",
      ("aim-worst-case-eps1-4000.json", "white-box")),
@@ -290,3 +292,25 @@ def test_docs_summary_table_comes_from_the_recorded_runs(spec):
     page = " ".join((ROOT / "docs" / "workflows" / "synthetic-data.md").read_text().split())
     row = summary_row(*spec)
     assert row in page, row
+
+
+def test_docs_mst_black_box_at_1000_pairs_is_the_declared_run():
+    """The page's figures of MST's 1,000-pair black-box audit at ε = 10 (declared): its three
+    bounds, the count's and the density ratio's run counts and the pilot's λ."""
+    page = " ".join((ROOT / "docs" / "workflows" / "synthetic-data.md").read_text().split())
+    d = json.loads(
+        (
+            ROOT / "docs/results/synthetic-data/mst-unique-record-black-box-eps10-1000.json"
+        ).read_text()
+    )
+    s = d["settings"]
+    assert (s["runs"], s["pilot_runs"], s["seed"], s["epsilon"]) == (1000, 100, 1, 10)
+    assert "Declared" in d["declared"] and "--runs 1000" in d["command"]
+    es = _entries("mst-unique-record-black-box-eps10-1000.json", "smartnoise-mst")
+    cells = " / ".join(f"{es[t]['lower_bound']['epsilon']:.3f}" for t in BLACK_BOX)
+    count, density = es["black-box"]["detail"], es["black-box-density"]["detail"]
+    assert (f"MST's count / DCR / density reach ε ≥ {cells} at ε = 10** ({count['tp']} of the "
+            f"1,000 tables of D ∪ {{t}} hold t against {count['fp']} of D's; the density "
+            f"ratio's pilot chose λ = {density['bandwidth']:g}: {density['tp']} against "
+            f"{density['fp']})") in page  # fmt: skip
+    assert f"{d['timings']['total'] / 60:.0f} min on 2 engine workers" in page
