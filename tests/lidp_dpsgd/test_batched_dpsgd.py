@@ -166,8 +166,8 @@ def test_cnn_book_keeping_equals_the_one_run_trainer_and_slices_do_not_matter(mo
     out = train_dpsgd_batched(data, [canaries] * 3, included, s, rngs=SEEDS, nominal_size=18)
     for r, seed in enumerate(SEEDS):
         one = train_dpsgd(data, canaries, included[r], s, rng=seed, nominal_size=18)
-        for name, w in one.state.items():
-            np.testing.assert_allclose(out.state[name][r], w, rtol=0, atol=1e-6)
+        for name, w in one.state.items():  # float32 sums in another order: a few ulps apart
+            np.testing.assert_allclose(out.state[name][r], w, rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(out.final_loss[r], one.final_loss, rtol=1e-5)
     monkeypatch.setattr(_batched_conv, "_CONV_FLOATS", 1)
     sliced = train_dpsgd_batched(data, [canaries] * 3, included, s, rngs=SEEDS,
